@@ -1,0 +1,313 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Checks shared by the YAML and the mcpServers JSON readers. Each returns a
+// message for the user, or "" when the value is fine.
+
+var (
+	idPattern      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	plainKey       = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+const idRule = "use 1 to 32 letters, digits, _ or -"
+
+// maxFileBytes bounds a configuration file; real ones are a few kilobytes.
+const maxFileBytes = 4 << 20
+
+const workspaceVar = "${workspace}"
+
+func checkID(id string) string {
+	if idPattern.MatchString(id) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not a valid server id: %s", show(id), idRule)
+}
+
+// suggestID turns name into a valid server id, for "rename it to" hints.
+func suggestID(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() == 32 {
+			break
+		}
+		switch {
+		case r < utf8.RuneSelf && (r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	s := strings.Trim(b.String(), "-")
+	if s == "" {
+		return "server"
+	}
+	return s
+}
+
+func checkEnvName(name string) string {
+	if envNamePattern.MatchString(name) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not a valid environment variable name: use letters, digits and _, not starting with a digit", show(name))
+}
+
+// checkString rejects strings that cannot be passed to a process.
+func checkString(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "must not contain a NUL character"
+	}
+	return ""
+}
+
+// checkTool checks one entry of an allowed tools list. Patterns are
+// refused rather than matched literally, which would silently allow nothing.
+func checkTool(tool string) string {
+	switch {
+	case tool == "":
+		return "must not be empty"
+	case tool == "*":
+		return ""
+	case strings.Contains(tool, "*"):
+		return fmt.Sprintf("%s: patterns are not supported: list each tool, or use [\"*\"] alone for every tool", show(tool))
+	case strings.TrimSpace(tool) != tool:
+		return fmt.Sprintf("%s has leading or trailing spaces", show(tool))
+	case strings.IndexFunc(tool, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0:
+		return fmt.Sprintf("%s contains a control character", show(tool))
+	}
+	return ""
+}
+
+func checkProtocolVersion(v string) string {
+	if slices.Contains(SupportedProtocolVersions, v) {
+		return ""
+	}
+	return fmt.Sprintf("%s is not a supported protocol version: use %s", show(v), strings.Join(SupportedProtocolVersions, ", "))
+}
+
+// parseTimeout parses a duration for a *_timeout key.
+func parseTimeout(s string) (time.Duration, string) {
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {
+			return 0, fmt.Sprintf("%s has no unit: write a duration such as 30s or 2m", show(s))
+		}
+		return 0, fmt.Sprintf("%s is not a duration: write one such as 30s, 1m30s or 2h", show(s))
+	case d <= 0:
+		return 0, fmt.Sprintf("%s must be longer than zero", show(s))
+	case d > maxTimeout:
+		return 0, fmt.Sprintf("%s is longer than the limit of 24h", show(s))
+	}
+	return d, ""
+}
+
+// fmtDuration prints d the way people write it: 1h, not 1h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// resolveCwd resolves cwd against dir and checks that it is a directory.
+// Messages name the directory as written, never the resolved host path.
+func resolveCwd(dir, cwd, written string) (string, string) {
+	if cwd == "" {
+		return "", "must not be empty: leave the key out to use the configuration file's directory"
+	}
+	if msg := checkString(cwd); msg != "" {
+		return "", msg
+	}
+	p := cwd
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	p = filepath.Clean(p)
+	info, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return "", fmt.Sprintf("directory %s %s", show(written), describeFSError(err))
+	case !info.IsDir():
+		return "", fmt.Sprintf("%s is not a directory", show(written))
+	}
+	return p, ""
+}
+
+// describeFSError says what went wrong with a file without repeating its
+// path, which may be an absolute host path.
+func describeFSError(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		return "cannot be read: permission denied"
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return "cannot be read: " + pe.Err.Error()
+	}
+	return "cannot be read"
+}
+
+// show quotes a value from the file for a message, shortened so that a
+// runaway value cannot flood the terminal.
+func show(s string) string {
+	const max = 64
+	if utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		return strconv.Quote(string(r[:max])) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// joinPath appends key to a key path, quoting keys that are not plain words.
+func joinPath(path, key string) string {
+	if !plainKey.MatchString(key) || len(key) > 64 {
+		key = show(key)
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// keySet describes the keys of one mapping.
+type keySet struct {
+	known []string
+	// unsupported are keys of the outside contract that this version does
+	// not implement; they are rejected rather than ignored.
+	unsupported []string
+	// elsewhere says where a key that belongs to another mapping goes.
+	elsewhere map[string]string
+}
+
+// unknownKey returns the message for a key that is not in ks.
+func (ks keySet) unknownKey(key string) string {
+	if slices.Contains(ks.unsupported, key) {
+		return "is not supported by this version of airlock: remove it, or upgrade airlock"
+	}
+	if where, ok := ks.elsewhere[key]; ok {
+		return "unknown key here: it belongs " + where
+	}
+	if s := closest(key, append(slices.Clone(ks.known), ks.unsupported...)); s != "" {
+		return fmt.Sprintf("unknown key; did you mean %q?", s)
+	}
+	return "unknown key: expected one of " + strings.Join(ks.known, ", ")
+}
+
+// closest returns the candidate within edit distance 2 of key, or "".
+func closest(key string, candidates []string) string {
+	if len(key) > 64 {
+		return ""
+	}
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(key), c); d < bestDist {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// problems collects errors with the line they sort by.
+type problems struct {
+	list []problem
+}
+
+type problem struct {
+	order int
+	err   error
+}
+
+func (ps *problems) add(order int, err error) {
+	ps.list = append(ps.list, problem{order, err})
+}
+
+func (ps *problems) empty() bool { return len(ps.list) == 0 }
+
+// join returns every problem in line order, or nil.
+func (ps *problems) join() error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	sort.SliceStable(ps.list, func(i, j int) bool { return ps.list[i].order < ps.list[j].order })
+	errs := make([]error, len(ps.list))
+	for i, p := range ps.list {
+		errs[i] = p.err
+	}
+	return errors.Join(errs...)
+}
+
+// registry keeps server ids unique. Ids that differ only in letter case are
+// refused too: they read as the same server in tool names and policies.
+type registry struct {
+	byKey map[string]registered
+}
+
+type registered struct {
+	id    string
+	where string
+}
+
+// add records id defined at where, or returns a message naming the first
+// definition.
+func (r *registry) add(id, where string) string {
+	if r.byKey == nil {
+		r.byKey = make(map[string]registered)
+	}
+	key := strings.ToLower(id)
+	if first, ok := r.byKey[key]; ok {
+		if first.id != id {
+			return fmt.Sprintf("server id %q differs only in letter case from %q of %s: ids must differ in more than case", id, first.id, first.where)
+		}
+		return fmt.Sprintf("server id %q is already used by %s", id, first.where)
+	}
+	r.byKey[key] = registered{id, where}
+	return ""
+}
+
+// noToolsNotice is the notice for a server whose tools are all hidden.
+func noToolsNotice(id, how string) string {
+	return fmt.Sprintf("server %q exposes no tools: %s", id, how)
+}

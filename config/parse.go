@@ -1,0 +1,367 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	topKeys = keySet{
+		known:       []string{"servers", "limits", "development", "import"},
+		unsupported: []string{"tenancy", "approvals", "policy", "audit"},
+		elsewhere: map[string]string{
+			"id": "in a server entry under servers:", "command": "in a server entry under servers:",
+			"args": "in a server entry under servers:", "allowed_tools": "in a server entry under servers:",
+			"max_pages": "under limits:", "max_tools": "under limits:",
+			"max_description": "under limits:", "max_message_bytes": "under limits:",
+			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
+		},
+	}
+	serverKeys = keySet{
+		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
+			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout"},
+		unsupported: []string{"secret_env", "health_check", "url", "resource", "allowed_hosts",
+			"allow_private_networks", "scopes", "oauth", "stream_read_timeout", "terminate_on_close",
+			"queue_timeout", "max_concurrency"},
+		elsewhere: map[string]string{
+			"servers": "at the top level", "limits": "at the top level",
+			"development": "at the top level", "import": "at the top level",
+			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
+			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
+		},
+	}
+	limitKeys = keySet{
+		known:       []string{"max_pages", "max_tools", "max_description", "max_message_bytes"},
+		unsupported: []string{"max_calls_per_turn", "max_concurrent_per_tenant"},
+	}
+)
+
+// Parse reads an airlock.yaml document. name is used in messages (for
+// example "airlock.yaml" or "(built-in default)"); dir is the directory that
+// relative paths resolve against. The returned Config has Path "".
+func Parse(data []byte, name, dir string) (*Config, error) {
+	return parseYAML(data, name, dir, os.LookupEnv)
+}
+
+func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (*Config, error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve configuration directory: %w", err)
+	}
+	if len(data) > maxFileBytes {
+		return nil, &Error{File: name, Msg: "is larger than 4 MiB; a configuration file is a few kilobytes"}
+	}
+	root, perr := decodeYAML(data, name)
+	if perr != nil {
+		return nil, perr
+	}
+	r := &yamlReader{file: name, dir: absDir, lookupEnv: env}
+	cfg := &Config{Dir: absDir, Limits: defaultLimits()}
+	var ids registry
+
+	top, _ := r.fields(root, "", topKeys)
+	if p, ok := top["development"]; ok {
+		cfg.Development, _ = r.boolean(p.val, "development")
+	}
+	if p, ok := top["servers"]; ok {
+		cfg.Servers = r.servers(p, &ids, cfg)
+	}
+	if p, ok := top["limits"]; ok {
+		r.limits(p.val, &cfg.Limits)
+	}
+	importFailed := false
+	if p, ok := top["import"]; ok {
+		before := len(r.probs.list)
+		cfg.Servers = append(cfg.Servers, r.imports(p, &ids, cfg)...)
+		importFailed = len(r.probs.list) > before
+	}
+	if len(cfg.Servers) == 0 && !importFailed {
+		switch p, ok := top["servers"]; {
+		case !ok && top["import"].val == nil:
+			r.errorf(root.Line, "servers", "is required: list at least one server (see the documentation for an example)")
+		case ok:
+			if n := resolve(p.val); n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
+				r.errorf(p.line, "servers", "is empty: list at least one server, or import an mcpServers file")
+			}
+		default:
+			r.errorf(top["import"].line, "import", "imports no servers: list at least one server under servers:")
+		}
+	}
+	if err := r.probs.join(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func (r *yamlReader) servers(p pair, ids *registry, cfg *Config) []Server {
+	items, ok := r.list(p.val, "servers")
+	if !ok {
+		return nil
+	}
+	var out []Server
+	for i, item := range items {
+		if s, ok := r.server(item, fmt.Sprintf("servers[%d]", i), ids, cfg); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// server reads one entry of servers:. It reports every problem it finds
+// rather than stopping at the first.
+func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Config) (Server, bool) {
+	line := resolve(n).Line
+	f, ok := r.fields(n, path, serverKeys)
+	if !ok {
+		return Server{}, false
+	}
+	s := newServer(r.dir, source(r.file, line))
+	before := len(r.probs.list)
+
+	if p, ok := f["id"]; ok {
+		if id, ok := r.text(p.val, path+".id"); ok {
+			if msg := checkID(id); msg != "" {
+				r.errorf(p.line, path+".id", "%s", msg)
+			} else if msg := ids.add(id, fmt.Sprintf("%s (line %d)", path, p.line)); msg != "" {
+				r.errorf(p.line, path+".id", "%s", msg)
+			}
+			s.ID = id
+		}
+	} else {
+		r.errorf(line, path+".id", "is required: name the server with 1 to 32 letters, digits, _ or -")
+	}
+
+	if p, ok := f["transport"]; ok {
+		if t, ok := r.text(p.val, path+".transport"); ok {
+			switch t {
+			case "stdio":
+			case "http":
+				r.errorf(p.line, path+".transport", "remote (http) servers are not supported by this version of airlock yet")
+			default:
+				r.errorf(p.line, path+".transport", "must be stdio or http, not %s", show(t))
+			}
+			s.Transport = t
+		}
+	}
+	if p, ok := f["scope"]; ok {
+		if sc, ok := r.text(p.val, path+".scope"); ok {
+			switch sc {
+			case "host":
+			case "task":
+				r.errorf(p.line, path+".scope", "task-scoped servers are not supported by this version of airlock yet")
+			default:
+				r.errorf(p.line, path+".scope", "must be host or task, not %s", show(sc))
+			}
+			s.Scope = sc
+		}
+	}
+	// ${workspace} only means something for task servers; anywhere else it
+	// would reach the process literally.
+	hostOnly := s.Scope == "host"
+	noWorkspace := func(v string, line int, path string) {
+		if hostOnly && strings.Contains(v, workspaceVar) {
+			r.errorf(line, path, "${workspace} is only available to scope: task servers")
+		}
+	}
+
+	if p, ok := f["command"]; ok {
+		if c, ok := r.text(p.val, path+".command"); ok {
+			switch {
+			case strings.TrimSpace(c) == "":
+				r.errorf(p.line, path+".command", "must not be empty: give the program to run")
+			case checkString(c) != "":
+				r.errorf(p.line, path+".command", "%s", checkString(c))
+			default:
+				noWorkspace(c, p.line, path+".command")
+			}
+			s.Command = c
+		}
+	} else {
+		r.errorf(line, path+".command", "is required: give the program that starts the server")
+	}
+
+	if p, ok := f["args"]; ok {
+		if items, ok := r.list(p.val, path+".args"); ok {
+			s.Args = make([]string, 0, len(items))
+			for i, item := range items {
+				ip := fmt.Sprintf("%s.args[%d]", path, i)
+				a, ok := r.text(item, ip)
+				if !ok {
+					continue
+				}
+				if msg := checkString(a); msg != "" {
+					r.errorf(resolve(item).Line, ip, "%s", msg)
+				}
+				noWorkspace(a, resolve(item).Line, ip)
+				s.Args = append(s.Args, a)
+			}
+		}
+	}
+
+	if p, ok := f["cwd"]; ok {
+		if c, ok := r.text(p.val, path+".cwd"); ok {
+			noWorkspace(c, p.line, path+".cwd")
+			if abs, msg := resolveCwd(r.dir, c, c); msg != "" {
+				r.errorf(p.line, path+".cwd", "%s", msg)
+			} else {
+				s.Cwd = abs
+			}
+		}
+	}
+
+	if p, ok := f["env"]; ok {
+		s.Env = r.envMap(p.val, path+".env", noWorkspace)
+	}
+
+	if p, ok := f["allowed_tools"]; ok {
+		s.AllowedTools = r.toolList(p.val, path+".allowed_tools")
+	} else {
+		r.errorf(line, path+".allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`)
+	}
+
+	if p, ok := f["protocol_versions"]; ok {
+		s.ProtocolVersions = r.protocolVersions(p.val, path+".protocol_versions")
+	}
+
+	if p, ok := f["request_timeout"]; ok {
+		s.RequestTimeout, _ = r.timeout(p.val, path+".request_timeout")
+	}
+	if p, ok := f["connect_timeout"]; ok {
+		s.ConnectTimeout, _ = r.timeout(p.val, path+".connect_timeout")
+	}
+	if p, ok := f["probe_timeout"]; ok {
+		if d, ok := r.timeout(p.val, path+".probe_timeout"); ok {
+			s.ProbeTimeout = d
+			if s.ConnectTimeout > 0 && d > s.ConnectTimeout {
+				r.errorf(p.line, path+".probe_timeout", "%s is longer than connect_timeout (%s): the probe is part of connecting", fmtDuration(d), fmtDuration(s.ConnectTimeout))
+			}
+		}
+	} else if s.ConnectTimeout > 0 {
+		// A short connect_timeout shortens the default probe with it.
+		s.ProbeTimeout = min(s.ProbeTimeout, s.ConnectTimeout)
+	}
+
+	if len(r.probs.list) > before {
+		return Server{}, false
+	}
+	if len(s.AllowedTools) == 0 {
+		cfg.notices = append(cfg.notices, noToolsNotice(s.ID, fmt.Sprintf("allowed_tools is empty (%s)", s.Source)))
+	}
+	return s, true
+}
+
+// envMap reads an env: mapping of NAME: value.
+func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line int, path string)) map[string]string {
+	ps, ok := r.pairs(n, path)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		kp := joinPath(path, p.key)
+		if msg := checkEnvName(p.key); msg != "" {
+			r.errorf(p.line, kp, "%s", msg)
+			continue
+		}
+		v, ok := r.text(p.val, kp)
+		if !ok {
+			continue
+		}
+		if msg := checkString(v); msg != "" {
+			r.errorf(p.line, kp, "%s", msg)
+			continue
+		}
+		check(v, p.line, kp)
+		out[p.key] = v
+	}
+	return out
+}
+
+// toolList reads an allowed_tools list. An empty list is allowed and means
+// no tools.
+func (r *yamlReader) toolList(n *yaml.Node, path string) []string {
+	items, ok := r.list(n, path)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	seen := make(map[string]int)
+	star := false
+	for i, item := range items {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		t, ok := r.text(item, ip)
+		if !ok {
+			continue
+		}
+		line := resolve(item).Line
+		if msg := checkTool(t); msg != "" {
+			r.errorf(line, ip, "%s", msg)
+			continue
+		}
+		if first, dup := seen[t]; dup {
+			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(t), first)
+			continue
+		}
+		seen[t] = line
+		star = star || t == "*"
+		out = append(out, t)
+	}
+	if star && len(out) > 1 {
+		r.errorf(resolve(n).Line, path, `"*" allows every tool and must be alone: write ["*"] or list the tools`)
+	}
+	return out
+}
+
+func (r *yamlReader) protocolVersions(n *yaml.Node, path string) []string {
+	items, ok := r.list(n, path)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		r.errorf(resolve(n).Line, path, "must list at least one version, such as [%q]; leave the key out for the default", SupportedProtocolVersions[0])
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	seen := make(map[string]int)
+	for i, item := range items {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		v, ok := r.text(item, ip)
+		if !ok {
+			continue
+		}
+		line := resolve(item).Line
+		if msg := checkProtocolVersion(v); msg != "" {
+			r.errorf(line, ip, "%s", msg)
+			continue
+		}
+		if first, dup := seen[v]; dup {
+			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(v), first)
+			continue
+		}
+		seen[v] = line
+		out = append(out, v)
+	}
+	return out
+}
+
+func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
+	f, ok := r.fields(n, "limits", limitKeys)
+	if !ok {
+		return
+	}
+	set := func(key string, dst *int, lo, hi int64, unit string) {
+		if p, ok := f[key]; ok {
+			if v, ok := r.integer(p.val, "limits."+key, lo, hi, unit); ok {
+				*dst = v
+			}
+		}
+	}
+	set("max_pages", &l.MaxPages, 1, 10000, "pages")
+	set("max_tools", &l.MaxTools, 1, 100000, "tools")
+	set("max_description", &l.MaxDescription, 1, 100000, "characters")
+	set("max_message_bytes", &l.MaxMessageBytes, 1024, 1<<30, "bytes")
+}

@@ -1,0 +1,454 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseDefaults(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := Parse([]byte("servers:\n  - id: fs\n    command: airlock\n    allowed_tools: [read_file]\n"), "airlock.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Dir: dir,
+		Servers: []Server{{
+			ID:               "fs",
+			Transport:        "stdio",
+			Scope:            "host",
+			Command:          "airlock",
+			Cwd:              dir,
+			AllowedTools:     []string{"read_file"},
+			ProtocolVersions: []string{"2026-07-28", "2025-11-25"},
+			RequestTimeout:   30 * time.Second,
+			ConnectTimeout:   30 * time.Second,
+			ProbeTimeout:     3 * time.Second,
+			Source:           "airlock.yaml:2",
+		}},
+		Limits: Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+	}
+	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
+		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseEveryKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := `development: true
+servers:
+  - id: fs_1
+    transport: stdio
+    scope: host
+    command: ./bin/server
+    args: [--port, 8080, 2025-11-25, true, 1.5, "quoted"]
+    cwd: work
+    env: {LOG_LEVEL: info, RETRIES: 3, _X: "y"}
+    allowed_tools: ["*"]
+    protocol_versions: [2025-11-25, "2024-11-05"]
+    request_timeout: 1m
+    connect_timeout: 10s
+    probe_timeout: 500ms
+  - id: Other-2
+    command: other
+    allowed_tools:
+      - a
+      - b
+    connect_timeout: 1s
+limits:
+  max_pages: 10000
+  max_tools: 1
+  max_description: 100000
+  max_message_bytes: 1024
+`
+	cfg, err := Parse([]byte(src), "conf/airlock.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		Dir:         dir,
+		Development: true,
+		Servers: []Server{{
+			ID:               "fs_1",
+			Transport:        "stdio",
+			Scope:            "host",
+			Command:          "./bin/server",
+			Args:             []string{"--port", "8080", "2025-11-25", "true", "1.5", "quoted"},
+			Cwd:              filepath.Join(dir, "work"),
+			Env:              map[string]string{"LOG_LEVEL": "info", "RETRIES": "3", "_X": "y"},
+			AllowedTools:     []string{"*"},
+			ProtocolVersions: []string{"2025-11-25", "2024-11-05"},
+			RequestTimeout:   time.Minute,
+			ConnectTimeout:   10 * time.Second,
+			ProbeTimeout:     500 * time.Millisecond,
+			Source:           "conf/airlock.yaml:3",
+		}, {
+			ID:               "Other-2",
+			Transport:        "stdio",
+			Scope:            "host",
+			Command:          "other",
+			Cwd:              dir,
+			AllowedTools:     []string{"a", "b"},
+			ProtocolVersions: []string{"2026-07-28", "2025-11-25"},
+			RequestTimeout:   30 * time.Second,
+			ConnectTimeout:   time.Second,
+			// A short connect_timeout shortens the default probe.
+			ProbeTimeout: time.Second,
+			Source:       "conf/airlock.yaml:15",
+		}},
+		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024},
+	}
+	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
+		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseCwd(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"a/b", "c"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := t.TempDir()
+	tests := []struct {
+		cwd  string
+		want string
+	}{
+		{".", dir},
+		{"a/b", filepath.Join(dir, "a", "b")},
+		{"./a/../c/", filepath.Join(dir, "c")},
+		{"a/b/../..", dir},
+		{other, other},
+		{other + "/", other},
+	}
+	for _, tt := range tests {
+		src := fmt.Sprintf("servers:\n  - {id: a, command: x, allowed_tools: [], cwd: %q}\n", tt.cwd)
+		cfg, err := Parse([]byte(src), "airlock.yaml", dir)
+		if err != nil {
+			t.Errorf("cwd %q: %v", tt.cwd, err)
+			continue
+		}
+		if got := cfg.Servers[0].Cwd; got != tt.want {
+			t.Errorf("cwd %q resolved to %q, want %q", tt.cwd, got, tt.want)
+		}
+	}
+}
+
+func TestParseRelativeDir(t *testing.T) {
+	// dir may be relative; Config.Dir and cwd are absolute all the same.
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("conf", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Parse([]byte("servers:\n  - {id: a, command: x, allowed_tools: []}\n"), "conf/airlock.yaml", "conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(wd, "conf")
+	if cfg.Dir != want || cfg.Servers[0].Cwd != want {
+		t.Errorf("Dir = %q, Cwd = %q; want both %q", cfg.Dir, cfg.Servers[0].Cwd, want)
+	}
+}
+
+// server is a valid server entry that error cases extend.
+const server = "servers:\n  - id: a\n    command: x\n    allowed_tools: [t]\n"
+
+func TestParseErrors(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "file.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		src  string
+		want []string
+	}{
+		// The file as a whole.
+		{"empty", "", []string{
+			"airlock.yaml: is empty: add a servers: list (see the documentation for an example)"}},
+		{"blank", "  \n\n", []string{
+			"airlock.yaml: is empty: add a servers: list (see the documentation for an example)"}},
+		{"only comments", "# servers:\n", []string{
+			"airlock.yaml: has no content, only comments: add a servers: list"}},
+		{"null document", "---\n~\n", []string{
+			"airlock.yaml:2: has no content: add a servers: list"}},
+		{"list at top", "- id: a\n", []string{
+			"airlock.yaml:1: the top level must be a mapping of keys such as servers:, not a list"}},
+		{"string at top", "servers\n", []string{
+			"airlock.yaml:1: the top level must be a mapping of keys such as servers:, not a string"}},
+		{"two documents", server + "---\nservers: []\n", []string{
+			"airlock.yaml:6: a second YAML document starts here: keep everything in one document (remove the ---)"}},
+		{"syntax: bad indent", "servers:\n  - id: a\n    command: x\n   allowed_tools: [t]\n", []string{
+			"airlock.yaml:4: invalid YAML: did not find expected '-' indicator (check the indentation of this line)"}},
+		{"syntax: dedented key", "development: false\nservers:\n  - id: a\n    command: x\n  allowed_tools: [t]\n", []string{
+			"airlock.yaml:5: invalid YAML: did not find expected '-' indicator (check the indentation of this line)"}},
+		{"syntax: unclosed list", "servers:\n  - id: a\n    args: [a, b\n    command: x\n", []string{
+			"airlock.yaml:3: invalid YAML: did not find expected ',' or ']'"}},
+		{"syntax: tab", "servers:\n  - id: a\n\tcommand: x\n", []string{
+			"airlock.yaml:3: invalid YAML: found a tab character that violates indentation"}},
+		{"syntax: unknown anchor", "servers: *nope\n", []string{
+			`airlock.yaml:1: invalid YAML: unknown anchor 'nope' referenced`}},
+
+		// Top-level keys.
+		{"servers missing", "development: true\n", []string{
+			"airlock.yaml:1: servers: is required: list at least one server (see the documentation for an example)"}},
+		{"servers empty", "servers: []\n", []string{
+			"airlock.yaml:1: servers: is empty: list at least one server, or import an mcpServers file"}},
+		{"servers null", "servers:\n", []string{
+			"airlock.yaml:1: servers: has no value: give a list such as [a, b], or remove the key"}},
+		{"servers mapping", "servers: {id: a}\n", []string{
+			"airlock.yaml:1: servers: must be a list such as [a, b], not a mapping"}},
+		{"unknown key near", server + "server: []\n", []string{
+			`airlock.yaml:5: server: unknown key; did you mean "servers"?`}},
+		{"unknown key case", server + "Limits: {}\n", []string{
+			`airlock.yaml:5: Limits: unknown key; did you mean "limits"?`}},
+		{"unknown key far", server + "frobnicate: 1\n", []string{
+			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import"}},
+		{"unknown key quoted", server + "\"a b\": 1\n", []string{
+			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import`}},
+		{"key of a server at top", server + "allowed_tools: [x]\n", []string{
+			"airlock.yaml:5: allowed_tools: unknown key here: it belongs in a server entry under servers:"}},
+		{"key of limits at top", server + "max_tools: 3\n", []string{
+			"airlock.yaml:5: max_tools: unknown key here: it belongs under limits:"}},
+		{"tenancy", server + "tenancy: {tenant: default}\n", []string{
+			"airlock.yaml:5: tenancy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"approvals", server + "approvals: {ttl: 1h}\n", []string{
+			"airlock.yaml:5: approvals: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"policy", server + "policy:\n  rules: []\n", []string{
+			"airlock.yaml:5: policy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"audit", server + "audit: {}\n", []string{
+			"airlock.yaml:5: audit: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"near an unsupported key", server + "polcy: {}\n", []string{
+			`airlock.yaml:5: polcy: unknown key; did you mean "policy"?`}},
+		{"duplicate key", server + "development: true\ndevelopment: false\n", []string{
+			"airlock.yaml:6: development: duplicate key (first set at line 5)"}},
+		{"development yes", server + "development: yes\n", []string{
+			"airlock.yaml:5: development: must be true or false"}},
+		{"development quoted", server + "development: \"true\"\n", []string{
+			"airlock.yaml:5: development: must be true or false"}},
+		{"non-string key", server + "[a]: 1\n", []string{
+			"airlock.yaml:5: keys must be strings, not a list"}},
+		{"merge key", "servers:\n  - <<: {id: a}\n    command: x\n    allowed_tools: []\n", []string{
+			"airlock.yaml:2: servers[0]: merge keys (<<) are not supported: write the keys out",
+			"airlock.yaml:2: servers[0].id: is required: name the server with 1 to 32 letters, digits, _ or -"}},
+
+		// A server entry.
+		{"server not mapping", "servers: [fs]\n", []string{
+			"airlock.yaml:1: servers[0]: must be a mapping (key: value lines), not a string"}},
+		{"required keys", "servers:\n  - {}\n", []string{
+			"airlock.yaml:2: servers[0].id: is required: name the server with 1 to 32 letters, digits, _ or -",
+			"airlock.yaml:2: servers[0].command: is required: give the program that starts the server",
+			`airlock.yaml:2: servers[0].allowed_tools: is required: list the tools to expose, or ["*"] for every tool`}},
+		{"allowed_tools missing", server + "  - id: b\n    command: y\n", []string{
+			`airlock.yaml:5: servers[1].allowed_tools: is required: list the tools to expose, or ["*"] for every tool`}},
+		{"unknown server key", server + "    comand: y\n", []string{
+			`airlock.yaml:5: servers[0].comand: unknown key; did you mean "command"?`}},
+		{"server key case", server + "    Cwd: .\n", []string{
+			`airlock.yaml:5: servers[0].Cwd: unknown key; did you mean "cwd"?`}},
+		{"limits key in server", server + "    max_tools: 3\n", []string{
+			"airlock.yaml:5: servers[0].max_tools: unknown key here: it belongs under limits: at the top level"}},
+		{"duplicate server key", server + "    command: y\n", []string{
+			"airlock.yaml:5: servers[0].command: duplicate key (first set at line 3)"}},
+		{"id invalid", "servers:\n  - id: my server\n    command: x\n    allowed_tools: []\n", []string{
+			`airlock.yaml:2: servers[0].id: "my server" is not a valid server id: use 1 to 32 letters, digits, _ or -`}},
+		{"id too long", "servers:\n  - id: " + strings.Repeat("a", 33) + "\n    command: x\n    allowed_tools: []\n", []string{
+			`airlock.yaml:2: servers[0].id: "` + strings.Repeat("a", 33) + `" is not a valid server id: use 1 to 32 letters, digits, _ or -`}},
+		{"id empty", "servers:\n  - id: \"\"\n    command: x\n    allowed_tools: []\n", []string{
+			`airlock.yaml:2: servers[0].id: "" is not a valid server id: use 1 to 32 letters, digits, _ or -`}},
+		{"id null", "servers:\n  - id:\n    command: x\n    allowed_tools: []\n", []string{
+			"airlock.yaml:2: servers[0].id: has no value: give one, or remove the key"}},
+		{"id duplicate", server + "  - id: a\n    command: y\n    allowed_tools: []\n", []string{
+			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
+		{"id differs in case", server + "  - id: A\n    command: y\n    allowed_tools: []\n", []string{
+			`airlock.yaml:5: servers[1].id: server id "A" differs only in letter case from "a" of servers[0] (line 2): ids must differ in more than case`}},
+		{"transport http", server + "    transport: http\n", []string{
+			"airlock.yaml:5: servers[0].transport: remote (http) servers are not supported by this version of airlock yet"}},
+		{"transport other", server + "    transport: sse\n", []string{
+			`airlock.yaml:5: servers[0].transport: must be stdio or http, not "sse"`}},
+		{"scope task", server + "    scope: task\n", []string{
+			"airlock.yaml:5: servers[0].scope: task-scoped servers are not supported by this version of airlock yet"}},
+		{"scope other", server + "    scope: global\n", []string{
+			`airlock.yaml:5: servers[0].scope: must be host or task, not "global"`}},
+		{"command empty", "servers:\n  - id: a\n    command: \" \"\n    allowed_tools: []\n", []string{
+			"airlock.yaml:3: servers[0].command: must not be empty: give the program to run"}},
+		{"command list", "servers:\n  - id: a\n    command: [npx, x]\n    allowed_tools: []\n", []string{
+			"airlock.yaml:3: servers[0].command: must be a string, not a list"}},
+		{"command NUL", "servers:\n  - id: a\n    command: \"a\\0b\"\n    allowed_tools: []\n", []string{
+			"airlock.yaml:3: servers[0].command: must not contain a NUL character"}},
+		{"command binary tag", "servers:\n  - id: a\n    command: !!binary eA==\n    allowed_tools: []\n", []string{
+			"airlock.yaml:3: servers[0].command: must be a plain string (the tag !!binary is not supported)"}},
+		{"command custom tag", "servers:\n  - id: a\n    command: !env HOME\n    allowed_tools: []\n", []string{
+			"airlock.yaml:3: servers[0].command: must be a plain string (the tag !env is not supported)"}},
+		{"args not list", server + "    args: --verbose\n", []string{
+			"airlock.yaml:5: servers[0].args: must be a list such as [a, b], not a string"}},
+		{"args mapping item", server + "    args:\n      - ok\n      - {a: b}\n      - [c]\n", []string{
+			"airlock.yaml:7: servers[0].args[1]: must be a string, not a mapping",
+			"airlock.yaml:8: servers[0].args[2]: must be a string, not a list"}},
+		{"args null item", server + "    args: [a, ~]\n", []string{
+			"airlock.yaml:5: servers[0].args[1]: has no value: give one, or remove the key"}},
+		{"args workspace", server + "    args: [--root, \"${workspace}\", \"${workspace}/src\"]\n", []string{
+			"airlock.yaml:5: servers[0].args[1]: ${workspace} is only available to scope: task servers",
+			"airlock.yaml:5: servers[0].args[2]: ${workspace} is only available to scope: task servers"}},
+		{"env workspace", server + "    env: {ROOT: \"${workspace}\"}\n", []string{
+			"airlock.yaml:5: servers[0].env.ROOT: ${workspace} is only available to scope: task servers"}},
+		{"cwd missing", server + "    cwd: nope\n", []string{
+			`airlock.yaml:5: servers[0].cwd: directory "nope" does not exist`}},
+		{"cwd file", server + "    cwd: file.txt\n", []string{
+			`airlock.yaml:5: servers[0].cwd: "file.txt" is not a directory`}},
+		{"cwd empty", server + "    cwd: \"\"\n", []string{
+			"airlock.yaml:5: servers[0].cwd: must not be empty: leave the key out to use the configuration file's directory"}},
+		{"cwd workspace", server + "    cwd: \"${workspace}\"\n", []string{
+			"airlock.yaml:5: servers[0].cwd: ${workspace} is only available to scope: task servers",
+			`airlock.yaml:5: servers[0].cwd: directory "${workspace}" does not exist`}},
+		{"env not mapping", server + "    env: [A=1]\n", []string{
+			"airlock.yaml:5: servers[0].env: must be a mapping (key: value lines), not a list"}},
+		{"env null", server + "    env:\n", []string{
+			"airlock.yaml:5: servers[0].env: has no value: give key: value lines, or remove the key"}},
+		{"server null", "servers:\n  -\n", []string{
+			"airlock.yaml:2: servers[0]: has no value: give key: value lines, or remove the key"}},
+		{"env bad names", server + "    env:\n      1A: x\n      A-B: y\n      \"\": z\n", []string{
+			`airlock.yaml:6: servers[0].env.1A: "1A" is not a valid environment variable name: use letters, digits and _, not starting with a digit`,
+			`airlock.yaml:7: servers[0].env.A-B: "A-B" is not a valid environment variable name: use letters, digits and _, not starting with a digit`,
+			`airlock.yaml:8: servers[0].env."": "" is not a valid environment variable name: use letters, digits and _, not starting with a digit`}},
+		{"env bad values", server + "    env:\n      A: ~\n      B: [x]\n      C: {x: y}\n", []string{
+			"airlock.yaml:6: servers[0].env.A: has no value: give one, or remove the key",
+			"airlock.yaml:7: servers[0].env.B: must be a string, not a list",
+			"airlock.yaml:8: servers[0].env.C: must be a string, not a mapping"}},
+		{"env duplicate", server + "    env:\n      A: x\n      A: y\n", []string{
+			"airlock.yaml:7: servers[0].env.A: duplicate key (first set at line 6)"}},
+		{"allowed_tools not list", "servers:\n  - id: a\n    command: x\n    allowed_tools: \"*\"\n", []string{
+			"airlock.yaml:4: servers[0].allowed_tools: must be a list such as [a, b], not a string"}},
+		{"allowed_tools null", "servers:\n  - id: a\n    command: x\n    allowed_tools:\n", []string{
+			"airlock.yaml:4: servers[0].allowed_tools: has no value: give a list such as [a, b], or remove the key"}},
+		{"allowed_tools entries", "servers:\n  - id: a\n    command: x\n    allowed_tools:\n      - read\n      - \"\"\n      - read\n      - \"write_*\"\n      - \" x\"\n      - {a: b}\n", []string{
+			"airlock.yaml:6: servers[0].allowed_tools[1]: must not be empty",
+			`airlock.yaml:7: servers[0].allowed_tools[2]: "read" is listed twice (first at line 5)`,
+			`airlock.yaml:8: servers[0].allowed_tools[3]: "write_*": patterns are not supported: list each tool, or use ["*"] alone for every tool`,
+			`airlock.yaml:9: servers[0].allowed_tools[4]: " x" has leading or trailing spaces`,
+			"airlock.yaml:10: servers[0].allowed_tools[5]: must be a string, not a mapping"}},
+		{"allowed_tools star not alone", "servers:\n  - id: a\n    command: x\n    allowed_tools: [read, \"*\"]\n", []string{
+			`airlock.yaml:4: servers[0].allowed_tools: "*" allows every tool and must be alone: write ["*"] or list the tools`}},
+		{"protocol_versions empty", server + "    protocol_versions: []\n", []string{
+			`airlock.yaml:5: servers[0].protocol_versions: must list at least one version, such as ["2026-07-28"]; leave the key out for the default`}},
+		{"protocol_versions bad", server + "    protocol_versions: [2025-11-25, 2025-01-01, \"2025-11-25\", 1]\n", []string{
+			`airlock.yaml:5: servers[0].protocol_versions[1]: "2025-01-01" is not a supported protocol version: use 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`,
+			`airlock.yaml:5: servers[0].protocol_versions[2]: "2025-11-25" is listed twice (first at line 5)`,
+			`airlock.yaml:5: servers[0].protocol_versions[3]: "1" is not a supported protocol version: use 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`}},
+		{"request_timeout no unit", server + "    request_timeout: 30\n", []string{
+			`airlock.yaml:5: servers[0].request_timeout: "30" has no unit: write a duration such as 30s or 2m`}},
+		{"request_timeout zero", server + "    request_timeout: 0s\n", []string{
+			`airlock.yaml:5: servers[0].request_timeout: "0s" must be longer than zero`}},
+		{"connect_timeout negative", server + "    connect_timeout: -5s\n", []string{
+			`airlock.yaml:5: servers[0].connect_timeout: "-5s" must be longer than zero`}},
+		{"connect_timeout too long", server + "    connect_timeout: 48h\n", []string{
+			`airlock.yaml:5: servers[0].connect_timeout: "48h" is longer than the limit of 24h`}},
+		{"probe_timeout garbage", server + "    probe_timeout: fast\n", []string{
+			`airlock.yaml:5: servers[0].probe_timeout: "fast" is not a duration: write one such as 30s, 1m30s or 2h`}},
+		{"probe_timeout list", server + "    probe_timeout: [1s]\n", []string{
+			`airlock.yaml:5: servers[0].probe_timeout: must be a string, not a list`}},
+		{"probe longer than connect", server + "    connect_timeout: 2s\n    probe_timeout: 1h\n", []string{
+			"airlock.yaml:6: servers[0].probe_timeout: 1h is longer than connect_timeout (2s): the probe is part of connecting"}},
+		{"probe longer than default connect", server + "    probe_timeout: 1m30s\n", []string{
+			"airlock.yaml:5: servers[0].probe_timeout: 1m30s is longer than connect_timeout (30s): the probe is part of connecting"}},
+
+		// limits.
+		{"limits not mapping", server + "limits: 100\n", []string{
+			"airlock.yaml:5: limits: must be a mapping (key: value lines), not a number"}},
+		{"limits out of range", server + "limits:\n  max_pages: 0\n  max_tools: 100001\n  max_description: -1\n  max_message_bytes: 1023\n", []string{
+			"airlock.yaml:6: limits.max_pages: must be a whole number of pages from 1 to 10000",
+			"airlock.yaml:7: limits.max_tools: must be a whole number of tools from 1 to 100000",
+			"airlock.yaml:8: limits.max_description: must be a whole number of characters from 1 to 100000",
+			"airlock.yaml:9: limits.max_message_bytes: must be a whole number of bytes from 1024 to 1073741824"}},
+		{"limits not integers", server + "limits: {max_pages: \"10\", max_tools: 1.5, max_message_bytes: 16MiB, max_description: 99999999999999999999}\n", []string{
+			"airlock.yaml:5: limits.max_pages: must be a whole number of pages from 1 to 10000",
+			"airlock.yaml:5: limits.max_tools: must be a whole number of tools from 1 to 100000",
+			"airlock.yaml:5: limits.max_description: must be a whole number of characters from 1 to 100000",
+			"airlock.yaml:5: limits.max_message_bytes: must be a whole number of bytes from 1024 to 1073741824"}},
+		{"limits unsupported", server + "limits:\n  max_calls_per_turn: 32\n  max_concurrent_per_tenant: 64\n", []string{
+			"airlock.yaml:6: limits.max_calls_per_turn: is not supported by this version of airlock: remove it, or upgrade airlock",
+			"airlock.yaml:7: limits.max_concurrent_per_tenant: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"limits unknown", server + "limits: {max_page: 3}\n", []string{
+			`airlock.yaml:5: limits.max_page: unknown key; did you mean "max_pages"?`}},
+
+		// Several problems come back together, in line order.
+		{"several", "limits: {max_pages: 0}\nservers:\n  - id: a\n    command: x\n  - id: a\n    command: y\n    allowed_tools: []\npolicy: {}\n", []string{
+			"airlock.yaml:1: limits.max_pages: must be a whole number of pages from 1 to 10000",
+			`airlock.yaml:3: servers[0].allowed_tools: is required: list the tools to expose, or ["*"] for every tool`,
+			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 3)`,
+			"airlock.yaml:8: policy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"aliases are followed", "servers:\n  - &s {id: a, command: x, allowed_tools: []}\n  - *s\n", []string{
+			`airlock.yaml:2: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.src), "airlock.yaml", dir)
+			if err == nil {
+				t.Fatalf("Parse succeeded with %d servers, want errors:\n%s", len(cfg.Servers), strings.Join(tt.want, "\n"))
+			}
+			if cfg != nil {
+				t.Errorf("Parse returned a config with an error")
+			}
+			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseUnsupportedServerKeys checks that every server key of the
+// outside contract that this version lacks is refused by name.
+func TestParseUnsupportedServerKeys(t *testing.T) {
+	for _, key := range serverKeys.unsupported {
+		src := server + "    " + key + ": x\n"
+		_, err := Parse([]byte(src), "airlock.yaml", t.TempDir())
+		want := []string{"airlock.yaml:5: servers[0]." + key + ": is not supported by this version of airlock: remove it, or upgrade airlock"}
+		if diff := cmp.Diff(want, errLines(err)); diff != "" {
+			t.Errorf("%s: errors mismatch (-want +got):\n%s", key, diff)
+		}
+	}
+	want := []string{"secret_env", "health_check", "url", "resource", "allowed_hosts", "allow_private_networks",
+		"scopes", "oauth", "stream_read_timeout", "terminate_on_close", "queue_timeout", "max_concurrency"}
+	if diff := cmp.Diff(want, serverKeys.unsupported); diff != "" {
+		t.Errorf("unsupported server keys mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseLargeFile(t *testing.T) {
+	src := server + "# " + strings.Repeat("x", maxFileBytes) + "\n"
+	_, err := Parse([]byte(src), "airlock.yaml", t.TempDir())
+	want := []string{"airlock.yaml: is larger than 4 MiB; a configuration file is a few kilobytes"}
+	if diff := cmp.Diff(want, errLines(err)); diff != "" {
+		t.Errorf("errors mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseLargeSyntaxError(t *testing.T) {
+	// A syntax error at the end of a large file still gets an answer: the
+	// search for its line gives up rather than parse the file thousands of
+	// times.
+	var b strings.Builder
+	b.WriteString(server)
+	line := "# " + strings.Repeat("x", 2000) + "\n"
+	for b.Len()+len(line) < maxFileBytes-100 {
+		b.WriteString(line)
+	}
+	b.WriteString("servers: [\n")
+	_, err := Parse([]byte(b.String()), "airlock.yaml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "invalid YAML") {
+		t.Fatalf("Parse error = %v, want invalid YAML", err)
+	}
+}
