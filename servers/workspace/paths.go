@@ -1,0 +1,102 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+)
+
+// maxShownPath bounds how much of a client's path is echoed in a message.
+const maxShownPath = 200
+
+// A refusal is a tool error written for the model: the path as the client
+// gave it and what is wrong with it, never host paths or system error text.
+type refusal struct {
+	path   string
+	reason string
+}
+
+func refuse(path, reason string) error { return &refusal{path: path, reason: reason} }
+
+func (r *refusal) Error() string {
+	p := r.path
+	if len(p) > maxShownPath {
+		p = p[:maxShownPath]
+		for !utf8.ValidString(p) {
+			p = p[:len(p)-1]
+		}
+		p += "..."
+	}
+	return fmt.Sprintf("path %q: %s", p, r.reason)
+}
+
+// errAbsolute is refused without echoing the path: an absolute path may name
+// host directories, and the model gains nothing from seeing it again.
+var errAbsolute = errors.New("path is absolute; give a path relative to the workspace root")
+
+var errEmpty = errors.New("path is empty; give a file path relative to the workspace root")
+
+// localPath checks p lexically and returns it cleaned, in the host's
+// separator, for use with os.Root. os.Root would refuse most of these as
+// well; checking first gives the model a precise reason.
+func localPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errEmpty
+	case strings.ContainsRune(p, 0):
+		return "", refuse(p, "contains a NUL byte")
+	case filepath.IsAbs(p), path.IsAbs(filepath.ToSlash(p)), filepath.VolumeName(p) != "":
+		return "", errAbsolute
+	}
+	name := filepath.Clean(filepath.FromSlash(p))
+	if !filepath.IsLocal(name) {
+		return "", refuse(p, "outside the workspace")
+	}
+	// "a/../b" stays inside, but what it names depends on whether a is a
+	// link; refusing it keeps the rule simple to state and to check.
+	for elem := range strings.SplitSeq(filepath.ToSlash(filepath.FromSlash(p)), "/") {
+		if elem == ".." {
+			return "", refuse(p, `".." elements are not allowed; give a path without them`)
+		}
+	}
+	return name, nil
+}
+
+// escapeError returns the error r reports when a path or one of its links
+// leads outside it. os does not export that error, so it is taken from a
+// lookup that escapes lexically and never touches the file system.
+func escapeError(r *os.Root) error {
+	_, err := r.Lstat("..")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	return pe.Err
+}
+
+// resolveError turns an error from looking up shown in the root into a
+// refusal. The os error itself embeds paths, so it goes to the log only.
+func (s *Server) resolveError(shown string, err error) error {
+	s.logger.Debug("workspace: lookup refused", "path", shown, "error", err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return refuse(shown, "no such file")
+	case s.escapeErr != nil && errors.Is(err, s.escapeErr):
+		return refuse(shown, "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)")
+	case errors.Is(err, syscall.ELOOP):
+		return refuse(shown, "too many levels of symbolic links")
+	case errors.Is(err, fs.ErrPermission):
+		return refuse(shown, "permission denied")
+	case errors.Is(err, syscall.ENXIO):
+		// Opening a socket fails this way.
+		return refuse(shown, "not a regular file")
+	}
+	s.logger.Warn("workspace: lookup failed", "path", shown, "error", err)
+	return refuse(shown, "cannot be read")
+}

@@ -1,0 +1,331 @@
+//go:build unix
+
+package workspace_test
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/servers/workspace"
+)
+
+// newTree makes a workspace root and, beside it, a directory outside the
+// workspace holding a secret. The root's path is short so that a unix
+// socket fits in it.
+func newTree(t *testing.T) (root, outside string) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "ws")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	root = filepath.Join(base, "root")
+	outside = filepath.Join(base, "outside")
+	writeFile(t, filepath.Join(outside, "secret.txt"), "secret\n")
+	writeFile(t, filepath.Join(root, "a.txt"), "one\ntwo\r\nthree\n")
+	return root, outside
+}
+
+func TestReadFile(t *testing.T) {
+	root, _ := newTree(t)
+	numbered := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(strings.Repeat("x", i%7))
+			b.WriteString("\n")
+		}
+		return b.String()
+	}
+	writeFile(t, filepath.Join(root, "dir", "b.txt"), "b")
+	writeFile(t, filepath.Join(root, "five.txt"), "1\n2\n3\n4\n5")
+	writeFile(t, filepath.Join(root, "empty.txt"), "")
+	writeFile(t, filepath.Join(root, "blank.txt"), "\n\n")
+	writeFile(t, filepath.Join(root, "201.txt"), numbered(201))
+	writeFile(t, filepath.Join(root, "1001.txt"), numbered(1001))
+	writeFile(t, filepath.Join(root, "unicode.txt"), "héllo\nwörld ✓\n")
+	symlink(t, "a.txt", filepath.Join(root, "link.txt"))
+	symlink(t, "dir", filepath.Join(root, "dirlink"))
+	symlink(t, "../a.txt", filepath.Join(root, "dir", "up.txt"))
+
+	cs := connect(t, root, nil, "")
+	tests := []struct {
+		name string
+		args map[string]any
+		want readFileOutput
+	}{
+		{
+			name: "line endings stripped",
+			args: map[string]any{"path": "a.txt"},
+			want: readFileOutput{Path: "a.txt", Content: "one\ntwo\nthree"},
+		},
+		{
+			name: "path cleaned",
+			args: map[string]any{"path": "./dir//b.txt"},
+			want: readFileOutput{Path: "dir/b.txt", Content: "b"},
+		},
+		{
+			name: "relative symlink inside",
+			args: map[string]any{"path": "link.txt"},
+			want: readFileOutput{Path: "link.txt", Content: "one\ntwo\nthree"},
+		},
+		{
+			name: "symlinked directory inside",
+			args: map[string]any{"path": "dirlink/b.txt"},
+			want: readFileOutput{Path: "dirlink/b.txt", Content: "b"},
+		},
+		{
+			name: "symlink up to a sibling inside",
+			args: map[string]any{"path": "dir/up.txt"},
+			want: readFileOutput{Path: "dir/up.txt", Content: "one\ntwo\nthree"},
+		},
+		{
+			name: "truncated",
+			args: map[string]any{"path": "five.txt", "line_limit": 3},
+			want: readFileOutput{Path: "five.txt", Content: "1\n2\n3", Truncated: true},
+		},
+		{
+			name: "limit equals lines",
+			args: map[string]any{"path": "five.txt", "line_limit": 5},
+			want: readFileOutput{Path: "five.txt", Content: "1\n2\n3\n4\n5"},
+		},
+		{
+			name: "limit one",
+			args: map[string]any{"path": "five.txt", "line_limit": 1},
+			want: readFileOutput{Path: "five.txt", Content: "1", Truncated: true},
+		},
+		{
+			name: "default limit 200",
+			args: map[string]any{"path": "201.txt"},
+			want: readFileOutput{Path: "201.txt", Content: strings.TrimSuffix(numbered(200), "\n"), Truncated: true},
+		},
+		{
+			name: "limit 1000",
+			args: map[string]any{"path": "1001.txt", "line_limit": 1000},
+			want: readFileOutput{Path: "1001.txt", Content: strings.TrimSuffix(numbered(1000), "\n"), Truncated: true},
+		},
+		{
+			name: "empty file",
+			args: map[string]any{"path": "empty.txt"},
+			want: readFileOutput{Path: "empty.txt"},
+		},
+		{
+			name: "blank lines",
+			args: map[string]any{"path": "blank.txt", "line_limit": 2},
+			want: readFileOutput{Path: "blank.txt", Content: "\n"},
+		},
+		{
+			name: "unicode",
+			args: map[string]any{"path": "unicode.txt"},
+			want: readFileOutput{Path: "unicode.txt", Content: "héllo\nwörld ✓"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := callReadFile(t, cs, tt.args)
+			text := resultText(t, res)
+			if res.IsError {
+				t.Fatalf("got tool error %q", text)
+			}
+			var got readFileOutput
+			if err := json.Unmarshal(mustJSON(t, res.StructuredContent), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("structured content (-want +got):\n%s", diff)
+			}
+			// The text block is the same result rendered as JSON, for
+			// clients that do not read structured content.
+			var fromText readFileOutput
+			if err := json.Unmarshal([]byte(text), &fromText); err != nil {
+				t.Fatalf("text content %q: %v", text, err)
+			}
+			if diff := cmp.Diff(tt.want, fromText); diff != "" {
+				t.Errorf("text content (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReadFileRefused(t *testing.T) {
+	root, outside := newTree(t)
+	rootBase := filepath.Base(root)
+	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(root, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	symlink(t, "fifo", filepath.Join(root, "fifolink"))
+	symlink(t, "../outside/secret.txt", filepath.Join(root, "rel-out"))
+	symlink(t, filepath.Join(outside, "secret.txt"), filepath.Join(root, "abs-out"))
+	symlink(t, filepath.Join(root, "a.txt"), filepath.Join(root, "abs-in"))
+	symlink(t, "../"+rootBase+"/a.txt", filepath.Join(root, "out-and-back"))
+	symlink(t, "../outside", filepath.Join(root, "outdir"))
+	symlink(t, "missing.txt", filepath.Join(root, "dangling"))
+	symlink(t, "loop2", filepath.Join(root, "loop1"))
+	symlink(t, "loop1", filepath.Join(root, "loop2"))
+	writeFile(t, filepath.Join(root, "orig.txt"), "shared\n")
+	if err := os.Link(filepath.Join(root, "orig.txt"), filepath.Join(root, "hard-in.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(outside, "secret.txt"), filepath.Join(root, "hard-out.txt")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "big.bin"), strings.Repeat("a", workspace.DefaultMaxFileBytes+1))
+	writeFile(t, filepath.Join(root, "latin1.txt"), "caf\xe9\n")
+	writeFile(t, filepath.Join(root, "late-bad.txt"), "ok\n"+strings.Repeat("line\n", 500)+"\xff")
+
+	const escaped = "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)"
+	const absolute = "path is absolute; give a path relative to the workspace root"
+	tests := []struct {
+		name string
+		path string
+		want string
+	}{
+		{"missing", "nope.txt", `path "nope.txt": no such file`},
+		{"under a file", "a.txt/x", `path "a.txt/x": no such file`},
+		{"dangling symlink", "dangling", `path "dangling": no such file`},
+		{"directory", "dir", `path "dir": not a regular file`},
+		{"root itself", ".", `path ".": not a regular file`},
+		{"fifo", "fifo", `path "fifo": not a regular file`},
+		{"symlink to fifo", "fifolink", `path "fifolink": not a regular file`},
+		{"unix socket", "sock", `path "sock": not a regular file`},
+		{"relative symlink escaping", "rel-out", `path "rel-out": ` + escaped},
+		{"absolute symlink escaping", "abs-out", `path "abs-out": ` + escaped},
+		{"absolute symlink inside", "abs-in", `path "abs-in": ` + escaped},
+		{"symlink out and back in", "out-and-back", `path "out-and-back": ` + escaped},
+		{"symlinked directory escaping", "outdir/secret.txt", `path "outdir/secret.txt": ` + escaped},
+		{"symlink loop", "loop1", `path "loop1": too many levels of symbolic links`},
+		{"hard link inside", "hard-in.txt", `path "hard-in.txt": has more than one hard link, so it may be shared with files outside the workspace`},
+		{"hard link original", "orig.txt", `path "orig.txt": has more than one hard link, so it may be shared with files outside the workspace`},
+		{"hard link to outside", "hard-out.txt", `path "hard-out.txt": has more than one hard link, so it may be shared with files outside the workspace`},
+		{"big file", "big.bin", `path "big.bin": larger than 2000000 bytes`},
+		{"invalid UTF-8", "latin1.txt", `path "latin1.txt": not valid UTF-8 text`},
+		{"invalid UTF-8 past the limit", "late-bad.txt", `path "late-bad.txt": not valid UTF-8 text`},
+		{"absolute inside", filepath.Join(root, "a.txt"), absolute},
+		{"absolute outside", filepath.Join(outside, "secret.txt"), absolute},
+		{"parent", "..", `path "..": outside the workspace`},
+		{"parent file", "../x", `path "../x": outside the workspace`},
+		{"parent via sibling", "../outside/secret.txt", `path "../outside/secret.txt": outside the workspace`},
+		{"parent after dir", "dir/../../x", `path "dir/../../x": outside the workspace`},
+		{"dotdot inside", "dir/../a.txt", `path "dir/../a.txt": ".." elements are not allowed; give a path without them`},
+		{"empty", "", "path is empty; give a file path relative to the workspace root"},
+		{"NUL byte", "a.txt\x00b", `path "a.txt\x00b": contains a NUL byte`},
+		{"long path echo bounded", strings.Repeat("d/", 300) + "x", `path "` + strings.Repeat("d/", 100) + `...": no such file`},
+	}
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		cs := connect(t, root, nil, version)
+		for _, tt := range tests {
+			t.Run(version+"/"+tt.name, func(t *testing.T) {
+				res := callReadFile(t, cs, map[string]any{"path": tt.path})
+				got := resultText(t, res)
+				if !res.IsError {
+					t.Fatalf("got success %q, want a tool error", got)
+				}
+				if res.StructuredContent != nil {
+					t.Errorf("structured content: got %v, want none", res.StructuredContent)
+				}
+				if got != tt.want {
+					t.Errorf("got %q, want %q", got, tt.want)
+				}
+				if tt.path != filepath.Join(root, "a.txt") && tt.path != filepath.Join(outside, "secret.txt") {
+					noHostPaths(t, got, root, outside)
+				}
+			})
+		}
+	}
+}
+
+// noHostPaths fails if msg shows a host path or operating-system error text.
+func noHostPaths(t *testing.T, msg string, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		for _, p := range []string{d, filepath.Dir(d)} {
+			if strings.Contains(msg, p) {
+				t.Errorf("message %q shows host path %q", msg, p)
+			}
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil && strings.Contains(msg, real) {
+			t.Errorf("message %q shows host path %q", msg, real)
+		}
+	}
+	for _, s := range []string{"openat", "statat", "escapes from parent", "no such file or directory", "/tmp", os.TempDir()} {
+		if strings.Contains(msg, s) {
+			t.Errorf("message %q shows system detail %q", msg, s)
+		}
+	}
+}
+
+func TestReadFileMaxBytes(t *testing.T) {
+	root, _ := newTree(t)
+	writeFile(t, filepath.Join(root, "16.txt"), strings.Repeat("a", 16))
+	writeFile(t, filepath.Join(root, "17.txt"), strings.Repeat("a", 17))
+	cs := connect(t, root, &workspace.Options{MaxFileBytes: 16}, "")
+	tests := []struct {
+		path    string
+		wantErr string
+	}{
+		{path: "16.txt"},
+		{path: "17.txt", wantErr: `path "17.txt": larger than 16 bytes`},
+	}
+	for _, tt := range tests {
+		res := callReadFile(t, cs, map[string]any{"path": tt.path})
+		got := resultText(t, res)
+		if tt.wantErr == "" {
+			if res.IsError {
+				t.Errorf("%s: got error %q, want success", tt.path, got)
+			}
+			continue
+		}
+		if !res.IsError || got != tt.wantErr {
+			t.Errorf("%s: got %q (isError %v), want error %q", tt.path, got, res.IsError, tt.wantErr)
+		}
+	}
+}
+
+// TestReadFileArguments checks that the SDK holds arguments to the input
+// schema before the handler runs.
+func TestReadFileArguments(t *testing.T) {
+	root, _ := newTree(t)
+	tests := []struct {
+		name     string
+		args     map[string]any
+		mentions string // the argument the message must name
+	}{
+		{"line_limit zero", map[string]any{"path": "a.txt", "line_limit": 0}, "line_limit"},
+		{"line_limit negative", map[string]any{"path": "a.txt", "line_limit": -1}, "line_limit"},
+		{"line_limit over maximum", map[string]any{"path": "a.txt", "line_limit": 1001}, "line_limit"},
+		{"line_limit fractional", map[string]any{"path": "a.txt", "line_limit": 2.5}, "line_limit"},
+		{"line_limit string", map[string]any{"path": "a.txt", "line_limit": "3"}, "line_limit"},
+		{"path missing", map[string]any{"line_limit": 3}, "path"},
+		{"path not a string", map[string]any{"path": 7}, "path"},
+	}
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		cs := connect(t, root, nil, version)
+		for _, tt := range tests {
+			t.Run(version+"/"+tt.name, func(t *testing.T) {
+				res := callReadFile(t, cs, tt.args)
+				got := resultText(t, res)
+				if !res.IsError {
+					t.Fatalf("got success %q, want a tool error", got)
+				}
+				if !strings.Contains(got, "validating") || !strings.Contains(got, tt.mentions) {
+					t.Errorf("got %q, want a schema validation error naming %s", got, tt.mentions)
+				}
+				noHostPaths(t, got, root)
+			})
+		}
+	}
+}
