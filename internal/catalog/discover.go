@@ -1,0 +1,195 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/schema"
+)
+
+// A Lister lists a server's tools one page at a time. *mcp.ClientSession is
+// one.
+type Lister interface {
+	ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error)
+}
+
+var _ Lister = (*mcp.ClientSession)(nil)
+
+// Limits bound what one server may advertise.
+type Limits struct {
+	MaxPages       int // pages of tools/list; 0 means 100
+	MaxTools       int // tools in the whole catalog of the server; 0 means 1000
+	MaxDescription int // characters of a description; 0 means 2000
+	// Schema bounds every input and output schema. Nil means the schema
+	// package's defaults.
+	Schema *schema.CompileOptions
+}
+
+// LimitsFrom returns the limits a configuration sets.
+func LimitsFrom(l config.Limits) Limits {
+	return Limits{MaxPages: l.MaxPages, MaxTools: l.MaxTools, MaxDescription: l.MaxDescription}
+}
+
+// A Tool is one allowed tool of one server, as the host binds it: the model
+// sees Name, Description and the input schema; the host keeps the rest.
+type Tool struct {
+	Name        string // local name, unique in a snapshot; set by Build
+	Server      string
+	Remote      string // the name the server knows it by
+	Title       string
+	Description string
+	Input       *schema.Schema
+	Output      *schema.Schema // nil when the tool declares no outputSchema
+	// Annotations are the server's own hints. They are shown to people and
+	// never lower the tool's Effect.
+	Annotations *mcp.ToolAnnotations
+	Effect      Effect
+}
+
+// Effect is what a tool may do to the world, as local policy sees it.
+type Effect string
+
+const (
+	EffectRead     Effect = "read"
+	EffectWrite    Effect = "write"
+	EffectExternal Effect = "external" // the default for every MCP tool
+)
+
+// A ContractError says how a server's catalog broke the rules. The server
+// then exposes no tools.
+type ContractError struct {
+	Server string
+	Msg    string
+}
+
+func (e *ContractError) Error() string { return "server " + e.Server + ": " + e.Msg }
+
+// Discover lists every tool of srv through l and returns the tools the
+// deployment allows, checked and compiled. Transport failures are returned
+// as they come; catalog problems as *ContractError.
+func Discover(ctx context.Context, srv *config.Server, l Lister, lim Limits) ([]*Tool, error) {
+	lim = lim.withDefaults()
+	bad := func(format string, args ...any) ([]*Tool, error) {
+		return nil, &ContractError{Server: srv.ID, Msg: fmt.Sprintf(format, args...)}
+	}
+	var (
+		tools   []*Tool
+		seen    = map[string]bool{}
+		cursors = map[string]bool{}
+		cursor  string
+	)
+	for page := 0; ; page++ {
+		if page == lim.MaxPages {
+			return bad("tools/list has more than %d pages (limits.max_pages)", lim.MaxPages)
+		}
+		params := &mcp.ListToolsParams{}
+		if cursor != "" {
+			params.Cursor = cursor
+		}
+		res, err := l.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range res.Tools {
+			if t == nil || t.Name == "" {
+				return bad("tools/list returned a tool without a name")
+			}
+			if seen[t.Name] {
+				return bad("tools/list returned two tools named %q", t.Name)
+			}
+			seen[t.Name] = true
+			if len(seen) > lim.MaxTools {
+				return bad("advertises more than %d tools (limits.max_tools)", lim.MaxTools)
+			}
+			if !srv.Allows(t.Name) {
+				continue
+			}
+			tool, err := bind(srv.ID, t, lim)
+			if err != nil {
+				return bad("tool %q: %v", t.Name, err)
+			}
+			tools = append(tools, tool)
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		if cursors[res.NextCursor] {
+			return bad("tools/list repeated a cursor (a pagination loop)")
+		}
+		cursors[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+	if !srv.AllowsAll() {
+		var missing []string
+		for _, name := range srv.AllowedTools {
+			if !seen[name] {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return bad("allowed_tools names tools the server does not have: %s", strings.Join(missing, ", "))
+		}
+	}
+	slices.SortFunc(tools, func(a, b *Tool) int { return strings.Compare(a.Remote, b.Remote) })
+	return tools, nil
+}
+
+func bind(server string, t *mcp.Tool, lim Limits) (*Tool, error) {
+	in := *lim.Schema
+	in.RequireObject = true
+	input, err := schema.Compile(t.InputSchema, &in)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	var output *schema.Schema
+	if t.OutputSchema != nil {
+		if output, err = schema.Compile(t.OutputSchema, &in); err != nil {
+			return nil, fmt.Errorf("outputSchema: %w", err)
+		}
+	}
+	title := t.Title
+	if title == "" && t.Annotations != nil {
+		title = t.Annotations.Title
+	}
+	return &Tool{
+		Server:      server,
+		Remote:      t.Name,
+		Title:       cut(title, lim.MaxDescription),
+		Description: cut(t.Description, lim.MaxDescription),
+		Input:       input,
+		Output:      output,
+		Annotations: t.Annotations,
+		Effect:      EffectExternal,
+	}, nil
+}
+
+// cut shortens s to at most n characters, marking the cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxPages <= 0 {
+		l.MaxPages = 100
+	}
+	if l.MaxTools <= 0 {
+		l.MaxTools = 1000
+	}
+	if l.MaxDescription <= 0 {
+		l.MaxDescription = 2000
+	}
+	if l.Schema == nil {
+		l.Schema = &schema.CompileOptions{}
+	}
+	return l
+}

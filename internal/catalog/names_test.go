@@ -1,0 +1,130 @@
+package catalog
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/internal/schema"
+)
+
+func bindings(pairs ...string) []*Tool {
+	var out []*Tool
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, &Tool{Server: pairs[i], Remote: pairs[i+1], Effect: EffectExternal})
+	}
+	return out
+}
+
+func localNames(tools []*Tool) map[string]string {
+	m := map[string]string{}
+	for _, t := range tools {
+		m[t.Server+"/"+t.Remote] = t.Name
+	}
+	return m
+}
+
+func TestLocalNames(t *testing.T) {
+	long := strings.Repeat("x", 70)
+	tools := bindings(
+		"fs", "read_file",
+		"gh", "issues.list", // '.' is not allowed in a local name
+		"a_", "b", // "a_" + "__" + "b" == "a" + "__" + "_b": both fall back to hashes
+		"a", "_b",
+		"db", long,
+	)
+	if err := assignNames(tools); err != nil {
+		t.Fatal(err)
+	}
+	got := localNames(tools)
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	for k, name := range got {
+		if !valid.MatchString(name) {
+			t.Errorf("%s: local name %q is not valid for providers", k, name)
+		}
+	}
+	if got["fs/read_file"] != "fs__read_file" {
+		t.Errorf("fs/read_file = %q, want the readable name fs__read_file", got["fs/read_file"])
+	}
+	for _, k := range []string{"gh/issues.list", "a_/b", "a/_b", "db/" + long} {
+		if want := hashedName(strings.Split(k, "/")[0], strings.SplitN(k, "/", 2)[1], hashLen); got[k] != want {
+			t.Errorf("%s = %q, want hashed %q", k, got[k], want)
+		}
+	}
+	if got["a_/b"] == got["a/_b"] {
+		t.Errorf("a_/b and a/_b share %q", got["a_/b"])
+	}
+	// The names depend on the set of tools, not their order.
+	reversed := bindings("db", long, "a", "_b", "a_", "b", "gh", "issues.list", "fs", "read_file")
+	if err := assignNames(reversed); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, localNames(reversed)); diff != "" {
+		t.Errorf("names depend on order (-first +reversed):\n%s", diff)
+	}
+}
+
+func TestPlainNameThatEqualsAHashedName(t *testing.T) {
+	// A server may name a tool exactly like another tool's hashed name;
+	// both then fall back, and still get distinct names.
+	h := hashedName("gh", "issues.list", hashLen)
+	tools := bindings("gh", "issues.list", strings.SplitN(h, "__", 2)[0], strings.SplitN(h, "__", 2)[1])
+	if err := assignNames(tools); err != nil {
+		t.Fatal(err)
+	}
+	if tools[0].Name == tools[1].Name {
+		t.Errorf("both tools are named %q", tools[0].Name)
+	}
+}
+
+func TestUnresolvableCollisionIsAnError(t *testing.T) {
+	// These 17 names all sanitise to "s__a_b"; with one hex digit of hash,
+	// two of them must share a hashed name. That is an error, never an
+	// overwrite.
+	var pairs []string
+	for _, sep := range ".:/ @+!#$%&*=?~^," {
+		pairs = append(pairs, "s", "a"+string(sep)+"b")
+	}
+	tools := bindings(pairs...)
+	err := assignNamesHash(tools, 1)
+	if err == nil || !strings.Contains(err.Error(), "both map to the local name") {
+		t.Fatalf("assignNames = %v, want a collision error", err)
+	}
+	for _, tool := range tools {
+		if tool.Name != "" {
+			t.Fatalf("names were assigned despite the error: %q", tool.Name)
+		}
+	}
+}
+
+func TestSnapshotID(t *testing.T) {
+	obj, err := schema.Compile(map[string]any{"type": "object"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(desc string, pairs ...string) *Snapshot {
+		tools := bindings(pairs...)
+		for _, tool := range tools {
+			tool.Input, tool.Description = obj, desc
+		}
+		s, err := Build(tools, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := build("d", "fs", "read", "gh", "list")
+	b := build("d", "gh", "list", "fs", "read")
+	c := build("changed", "fs", "read", "gh", "list")
+	if a.ID() != b.ID() {
+		t.Errorf("same tools, ids %s and %s", a.ID(), b.ID())
+	}
+	if a.ID() == c.ID() {
+		t.Errorf("a changed description keeps the id %s", a.ID())
+	}
+	if got, ok := a.Lookup("gh__list"); !ok || got.Remote != "list" {
+		t.Errorf("Lookup(gh__list) = %v, %v", got, ok)
+	}
+}

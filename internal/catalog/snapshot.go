@@ -1,0 +1,77 @@
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// A Snapshot is the frozen catalog: the tools of every ready server, under
+// their local names. It never changes; a refresh builds a new one.
+type Snapshot struct {
+	id         string
+	generation uint64
+	tools      []*Tool
+	byName     map[string]*Tool
+}
+
+// Build names tools and freezes them into a snapshot. The same tools give
+// the same id, whatever order they come in.
+func Build(tools []*Tool, generation uint64) (*Snapshot, error) {
+	tools = append([]*Tool(nil), tools...)
+	if err := assignNames(tools); err != nil {
+		return nil, err
+	}
+	sortTools(tools)
+	s := &Snapshot{generation: generation, tools: tools, byName: make(map[string]*Tool, len(tools))}
+	for _, t := range tools {
+		s.byName[t.Name] = t
+	}
+	s.id = s.hash()
+	return s, nil
+}
+
+// ID identifies the snapshot's content: a hash of every binding and schema.
+func (s *Snapshot) ID() string { return s.id }
+
+// Generation counts the snapshots a host has built; a newer snapshot has a
+// higher generation.
+func (s *Snapshot) Generation() uint64 { return s.generation }
+
+// Tools returns the tools ordered by local name. The slice must not be
+// modified.
+func (s *Snapshot) Tools() []*Tool { return s.tools }
+
+// Lookup finds a tool by local name.
+func (s *Snapshot) Lookup(name string) (*Tool, bool) {
+	t, ok := s.byName[name]
+	return t, ok
+}
+
+func (s *Snapshot) hash() string {
+	type binding struct {
+		Name        string          `json:"name"`
+		Server      string          `json:"server"`
+		Remote      string          `json:"remote"`
+		Title       string          `json:"title,omitempty"`
+		Description string          `json:"description"`
+		Input       json.RawMessage `json:"input"`
+		Output      json.RawMessage `json:"output,omitempty"`
+		Annotations any             `json:"annotations,omitempty"`
+		Effect      Effect          `json:"effect"`
+	}
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, t := range s.tools {
+		b := binding{Name: t.Name, Server: t.Server, Remote: t.Remote, Title: t.Title, Description: t.Description,
+			Input: t.Input.JSON(), Effect: t.Effect}
+		if t.Output != nil {
+			b.Output = t.Output.JSON()
+		}
+		if t.Annotations != nil {
+			b.Annotations = t.Annotations
+		}
+		enc.Encode(b) // cannot fail: every field marshals
+	}
+	return "snap_" + hex.EncodeToString(h.Sum(nil))[:16]
+}

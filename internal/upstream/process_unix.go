@@ -1,0 +1,76 @@
+//go:build unix
+
+package upstream
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+)
+
+// setGroup makes the command the leader of a new process group, so that
+// closing the server can signal every process it started: wrappers such as
+// npx or sh -c otherwise leave the real server behind as an orphan.
+func setGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// signalGroup sends sig to every process in the group pgid.
+func signalGroup(pgid int, sig syscall.Signal) error {
+	err := syscall.Kill(-pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// groupAlive reports whether any process of the group pgid is still running.
+// On Linux, zombies (exited, not yet reaped by their new parent) do not
+// count: they hold no resources and cannot be killed further.
+func groupAlive(pgid int) bool {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	if pids, err := liveGroupMembers(pgid); err == nil {
+		return len(pids) > 0
+	}
+	return true
+}
+
+// liveGroupMembers lists the non-zombie processes of group pgid from /proc.
+// It fails where /proc is not available.
+func liveGroupMembers(pgid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// The command name is in parentheses and may contain spaces or
+		// parentheses itself: the fields we want follow the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := bytes.Fields(stat[i+1:])
+		// fields[0] is the state, fields[1] the parent, fields[2] the group.
+		if len(fields) < 3 || string(fields[0]) == "Z" {
+			continue
+		}
+		if g, err := strconv.Atoi(string(fields[2])); err == nil && g == pgid {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}

@@ -1,0 +1,101 @@
+package upstream
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/airlockhq/airlock/config"
+)
+
+func TestTail(t *testing.T) {
+	tl := newTail(16)
+	tl.Write([]byte("first line\n"))
+	tl.Write([]byte("second\nthird\n"))
+	if got := tl.String(); got != "second\nthird" {
+		t.Errorf("tail = %q, want the last whole lines", got)
+	}
+	tl.Write([]byte(strings.Repeat("x", 40)))
+	if got := tl.String(); len(got) > 16 {
+		t.Errorf("tail holds %d bytes, want at most 16", len(got))
+	}
+	tl = newTail(100)
+	tl.Write([]byte("a\nb\nc\nd\n"))
+	if got := tl.lastLines(2); got != "c\nd" {
+		t.Errorf("lastLines(2) = %q", got)
+	}
+}
+
+func TestResolveCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.Mkdir(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "srv"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "local"), []byte("#!/bin/sh\n"), 0o755)
+	os.WriteFile(filepath.Join(dir, "plain"), []byte("data"), 0o644)
+	env := []string{"PATH=relative:" + bin}
+	self, _ := os.Executable()
+	tests := []struct {
+		command, want, err string
+	}{
+		{"srv", filepath.Join(bin, "srv"), ""},
+		{"./local", filepath.Join(dir, "local"), ""},
+		{"./plain", "", "is not executable"},
+		{"./bin", "", "is a directory"},
+		{"nope", "", `"nope" not found in PATH`},
+		{"airlock", self, ""},
+	}
+	for _, tt := range tests {
+		got, err := resolveCommand(tt.command, dir, env)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("resolveCommand(%q) = %q, %v; want error %q", tt.command, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("resolveCommand(%q) = %q, %v; want %q", tt.command, got, err, tt.want)
+		}
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Setenv("AIRLOCK_TOKEN", "canary")
+	t.Setenv("LANG", "C.UTF-8")
+	state := t.TempDir()
+	c := newConn(&config.Server{ID: "s", Env: map[string]string{"LOG_LEVEL": "debug", "LANG": "fr_FR.UTF-8"}}, &Options{})
+	env, err := c.environment(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"HOME=" + filepath.Join(state, "run", "s", "home"), "TMPDIR=" + filepath.Join(state, "run", "s", "tmp"), "LOG_LEVEL=debug", "LANG=fr_FR.UTF-8"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("environment %v lacks %s", env, want)
+		}
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "AIRLOCK_TOKEN=") {
+			t.Errorf("the host's variable leaked: %s", kv)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(state, "run", "s", "home")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("runtime home: %v, %v; want a private directory", fi, err)
+	}
+}
+
+func TestFirstVersion(t *testing.T) {
+	for _, tt := range []struct {
+		allowed []string
+		want    string
+	}{
+		{[]string{"2025-11-25", "2026-07-28"}, "2026-07-28"},
+		{[]string{"2025-06-18", "2025-11-25"}, "2025-11-25"},
+		{[]string{"2024-11-05"}, "2024-11-05"},
+	} {
+		if got := firstVersion(tt.allowed); got != tt.want {
+			t.Errorf("firstVersion(%v) = %s, want %s", tt.allowed, got, tt.want)
+		}
+	}
+}
