@@ -1,0 +1,155 @@
+package airlock_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+)
+
+// rawServer is a scripted server (see serveRaw).
+func rawServer(t *testing.T, id string, script map[string]string) config.Server {
+	t.Helper()
+	srv := testServer(t, id, "raw")
+	b, err := json.Marshal(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Env[envRaw] = string(b)
+	return srv
+}
+
+const (
+	legacyInit = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"legacy","version":"1"}}`
+	helloTools = `{"tools":[{"name":"hello","inputSchema":{"type":"object"}}]}`
+	helloCall  = `{"content":[{"type":"text","text":"hi"}]}`
+)
+
+func TestLegacyServerThatIgnoresDiscover(t *testing.T) {
+	// Without a bound on the probe, the handshake would wait out the
+	// connect timeout and fail.
+	srv := rawServer(t, "legacy", map[string]string{
+		"server/discover": "ignore",
+		"initialize":      legacyInit,
+		"tools/list":      helloTools,
+		"tools/call":      helloCall,
+	})
+	srv.ProbeTimeout = 200 * time.Millisecond
+	srv.ConnectTimeout = 8 * time.Second
+	h := open(t, newConfig(t, srv))
+	st := h.Servers()[0]
+	if st.Status != airlock.StatusReady || st.ProtocolVersion != "2025-11-25" {
+		t.Fatalf("server = %+v (%v), want ready on 2025-11-25", st, st.Err)
+	}
+	r := call(t, h, "legacy__hello", `{}`)
+	wantStatus(t, r, airlock.OK)
+	if r.Content != "hi" {
+		t.Errorf("content = %q, want hi", r.Content)
+	}
+	seen := marks(t, srv)
+	if i, j := slices.Index(seen, "initialize"), slices.Index(seen, "notifications/initialized"); seen[0] != "server/discover" || i < 0 || j < i {
+		t.Errorf("server saw %v, want a discover probe, then the initialize handshake", seen)
+	}
+}
+
+func TestSlowModernServerMissesTheProbe(t *testing.T) {
+	// The server answers server/discover only after the probe's bound, and
+	// then (as a 2026-07-28 server that already answered discover) refuses
+	// initialize. The host starts it again without the bound.
+	srv := testServer(t, "slow", "slowstart")
+	srv.ProbeTimeout = 200 * time.Millisecond
+	h := open(t, newConfig(t, srv))
+	st := h.Servers()[0]
+	if st.Status != airlock.StatusReady || st.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("server = %+v (%v), want ready on 2026-07-28", st, st.Err)
+	}
+	wantStatus(t, call(t, h, "slow__echo", `{"text":"x"}`), airlock.OK)
+}
+
+func TestHandshakeContract(t *testing.T) {
+	tests := []struct {
+		name     string
+		script   map[string]string
+		versions []string
+		want     string
+	}{
+		{
+			name:     "version not allowed",
+			script:   map[string]string{"initialize": legacyInit, "tools/list": helloTools},
+			versions: []string{"2026-07-28"},
+			want:     "protocol_versions",
+		},
+		{
+			name:     "no tools capability",
+			script:   map[string]string{"initialize": `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}`},
+			versions: bothVersions,
+			want:     "tools capability",
+		},
+		{
+			name:     "duplicate keys in a response",
+			script:   map[string]string{"initialize": legacyInit, "tools/list": `{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"tools":[]}`},
+			versions: bothVersions,
+			want:     "malformed",
+		},
+		{
+			name:     "schema bomb",
+			script:   map[string]string{"initialize": legacyInit, "tools/list": `{"tools":[{"name":"bomb","inputSchema":` + bomb(30) + `}]}`},
+			versions: bothVersions,
+			want:     "MaxExpansion",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := rawServer(t, "raw", tt.script)
+			srv.ProtocolVersions = tt.versions
+			h := open(t, newConfig(t, srv))
+			st := h.Servers()[0]
+			if st.Status != airlock.StatusFailed || st.Err.Kind != airlock.ContractError {
+				t.Fatalf("server = %+v, want failed with a contract error", st)
+			}
+			if !strings.Contains(st.Err.Msg, tt.want) {
+				t.Errorf("error = %q, want it to mention %q", st.Err.Msg, tt.want)
+			}
+			if n := len(h.Snapshot().Tools()); n != 0 {
+				t.Errorf("failed server exposes %d tools", n)
+			}
+		})
+	}
+}
+
+// bomb is a small schema whose full expansion has 2^n nodes.
+func bomb(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{"x":{"$ref":"#/$defs/d0"}},"$defs":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		next := `{"type":"string"}`
+		if i+1 < n {
+			next = `{"anyOf":[{"$ref":"#/$defs/d` + strconv.Itoa(i+1) + `"},{"$ref":"#/$defs/d` + strconv.Itoa(i+1) + `"}]}`
+		}
+		b.WriteString(`"d` + strconv.Itoa(i) + `":` + next)
+	}
+	b.WriteString(`}}`)
+	return b.String()
+}
+
+func TestMalformedCallResponse(t *testing.T) {
+	srv := rawServer(t, "raw", map[string]string{
+		"initialize": legacyInit,
+		"tools/list": helloTools,
+		"tools/call": `{"content":[{"type":"text","text":"shown"}],"isError":false,"isError":true}`,
+	})
+	h := open(t, newConfig(t, srv))
+	r := call(t, h, "raw__hello", `{}`)
+	wantStatus(t, r, airlock.ContractError)
+	if r.Content != "" {
+		t.Errorf("content = %q reaches the model", r.Content)
+	}
+}

@@ -1,0 +1,336 @@
+package airlock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/artifact"
+	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/upstream"
+)
+
+// Options tune a Host. The zero value works.
+type Options struct {
+	// StateDir holds the host's state: server runtime directories, the
+	// artifact store, logs. Empty means ".airlock" beside the config file.
+	StateDir string
+	// Logger receives the host's log, including every line servers write on
+	// stderr. Nil discards it.
+	Logger *slog.Logger
+	// Progress, when set, is called as each server moves through starting,
+	// ready and failed while Open runs. Calls come from several goroutines.
+	Progress func(ServerStatus)
+	// Version is reported to servers as the client version. Empty means "dev".
+	Version string
+	// Dial, when set, is asked for a transport before a server's command is
+	// started: a non-nil transport (an in-process server from
+	// mcp.NewInMemoryTransports, say) is used instead of the command.
+	// Every check but those about the process still applies.
+	Dial func(srv config.Server) mcp.Transport
+	// StopGrace is how long closing waits for a server at each step (after
+	// closing stdin, after SIGTERM). Zero means 2s.
+	StopGrace time.Duration
+}
+
+// Server states, as `airlock tools --json` and `status` report them.
+const (
+	StatusStarting = "starting"
+	StatusReady    = "ready"
+	StatusFailed   = "failed"
+	StatusStopped  = "stopped"
+)
+
+// ServerStatus describes one configured server.
+type ServerStatus struct {
+	ID              string
+	Status          string
+	ProtocolVersion string
+	Tools           int           // tools the server contributes to the snapshot
+	Took            time.Duration // time to reach ready or failed
+	Err             *Error        // why it failed
+	LastOK          time.Time     // last time the server answered
+}
+
+// A Host connects to the configured MCP servers and runs every tool call
+// through one pipeline. Its methods are safe for concurrent use.
+type Host struct {
+	cfg       *config.Config
+	opts      Options
+	log       *slog.Logger
+	artifacts *artifact.Store
+	servers   []*server
+	byID      map[string]*server
+	snap      atomic.Pointer[Snapshot]
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type server struct {
+	cfg  config.Server
+	conn *upstream.Conn // nil unless the server started
+
+	mu     sync.Mutex
+	status ServerStatus
+}
+
+func (s *server) setStatus(f func(*ServerStatus)) ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.status)
+	return s.status
+}
+
+func (s *server) getStatus() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// Open starts every configured server, discovers its tools and builds the
+// first snapshot. A server that fails to start or breaks the catalog rules
+// is reported in Servers and contributes no tools; the others still work.
+// Open fails only when the host itself cannot run: the state directory
+// cannot be created, or two tools cannot be given distinct local names.
+func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
+	h := &Host{cfg: cfg, byID: map[string]*server{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	h.log = h.opts.Logger
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.opts.StateDir == "" {
+		h.opts.StateDir = filepath.Join(cfg.Dir, ".airlock")
+	}
+	if err := os.MkdirAll(h.opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create the state directory %s: %w", h.opts.StateDir, err)
+	}
+	store, err := artifact.Open(filepath.Join(h.opts.StateDir, "artifacts"))
+	if err != nil {
+		return nil, err
+	}
+	h.artifacts = store
+
+	for _, sc := range cfg.Servers {
+		s := &server{cfg: sc, status: ServerStatus{ID: sc.ID, Status: StatusStarting}}
+		h.servers = append(h.servers, s)
+		h.byID[sc.ID] = s
+	}
+	found := make([][]*catalog.Tool, len(h.servers))
+	var wg sync.WaitGroup
+	for i, s := range h.servers {
+		wg.Go(func() { found[i] = h.start(ctx, s) })
+	}
+	wg.Wait()
+
+	var tools []*catalog.Tool
+	for _, f := range found {
+		tools = append(tools, f...)
+	}
+	snap, err := catalog.Build(tools, 1)
+	if err != nil {
+		h.Close()
+		return nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
+	}
+	h.snap.Store(&Snapshot{snap: snap})
+	return h, nil
+}
+
+// start connects one server and discovers its tools, reporting progress.
+func (h *Host) start(ctx context.Context, s *server) []*catalog.Tool {
+	began := time.Now()
+	h.progress(s.getStatus())
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	conn, tools, err := h.connect(ctx, s)
+	st := s.setStatus(func(st *ServerStatus) {
+		st.Took = time.Since(began)
+		if err != nil {
+			st.Status, st.Err = StatusFailed, err
+			return
+		}
+		st.Status, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, conn.ProtocolVersion(), len(tools), time.Now()
+	})
+	if err != nil {
+		h.log.Warn("server failed", "server", s.cfg.ID, "error", err.Msg)
+		h.progress(st)
+		return nil
+	}
+	s.conn = conn
+	h.progress(st)
+	return tools
+}
+
+func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catalog.Tool, *Error) {
+	version := h.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	uopts := &upstream.Options{
+		Logger:          h.log,
+		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
+		StateDir:        h.opts.StateDir,
+		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
+		Grace:           h.opts.StopGrace,
+	}
+	var (
+		conn *upstream.Conn
+		err  error
+	)
+	if t := h.dial(s.cfg); t != nil {
+		conn, err = upstream.Dial(ctx, &s.cfg, t, uopts)
+	} else {
+		conn, err = upstream.Start(ctx, &s.cfg, uopts)
+	}
+	if err != nil {
+		kind := ConnectionError
+		var se *upstream.StartError
+		if errors.As(err, &se) && se.Contract {
+			kind = ContractError
+		}
+		return nil, nil, &Error{Kind: kind, Server: s.cfg.ID, Msg: err.Error(), Err: err}
+	}
+	lister := pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}
+	tools, err := catalog.Discover(ctx, &s.cfg, lister, catalog.LimitsFrom(h.cfg.Limits))
+	if err != nil {
+		conn.Close()
+		var ce *catalog.ContractError
+		switch f := conn.Fault(); {
+		case errors.As(err, &ce):
+			return nil, nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: err.Error(), Err: err}
+		case f != nil && f.Contract():
+			return nil, nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: %s during tools/list", s.cfg.ID, f.Msg), Err: err}
+		case ctx.Err() != nil:
+			return nil, nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: discovery did not finish within %s (connect_timeout)", s.cfg.ID, s.cfg.ConnectTimeout), Err: err}
+		}
+		return nil, nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: tools/list failed: %v", s.cfg.ID, err), Err: err}
+	}
+	return conn, tools, nil
+}
+
+func (h *Host) dial(srv config.Server) mcp.Transport {
+	if h.opts.Dial == nil {
+		return nil
+	}
+	return h.opts.Dial(srv)
+}
+
+// pageTimeout bounds each page of tools/list by the server's request timeout.
+type pageTimeout struct {
+	session *mcp.ClientSession
+	timeout time.Duration
+}
+
+func (p pageTimeout) ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	return p.session.ListTools(ctx, params)
+}
+
+func (h *Host) progress(st ServerStatus) {
+	if h.opts.Progress != nil {
+		h.opts.Progress(st)
+	}
+}
+
+// Snapshot returns the current catalog snapshot. Calls made for one model
+// turn should all use the snapshot that was current when the turn began.
+func (h *Host) Snapshot() *Snapshot { return h.snap.Load() }
+
+// Servers reports every configured server, in configuration order.
+func (h *Host) Servers() []ServerStatus {
+	out := make([]ServerStatus, len(h.servers))
+	for i, s := range h.servers {
+		out[i] = s.getStatus()
+	}
+	return out
+}
+
+// StateDir returns the directory where the host keeps its state.
+func (h *Host) StateDir() string { return h.opts.StateDir }
+
+// Close stops every server, each within a bounded time, and reports the
+// servers that could not be stopped cleanly. It is idempotent.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		var wg sync.WaitGroup
+		errs := make([]error, len(h.servers))
+		for i, s := range h.servers {
+			if s.conn == nil {
+				continue
+			}
+			wg.Go(func() {
+				errs[i] = s.conn.Close()
+				s.setStatus(func(st *ServerStatus) { st.Status = StatusStopped })
+			})
+		}
+		wg.Wait()
+		h.closeErr = errors.Join(errs...)
+	})
+	return h.closeErr
+}
+
+// A Snapshot is an immutable catalog: the tools a model may call, under
+// their local names. Every call resolves against the snapshot it is given,
+// so a server changing its tools meanwhile cannot change what a call means.
+type Snapshot struct {
+	snap *catalog.Snapshot
+}
+
+// ID identifies the snapshot's content; the same servers and tools give
+// the same id.
+func (s *Snapshot) ID() string { return s.snap.ID() }
+
+// Generation increases with every snapshot a host builds.
+func (s *Snapshot) Generation() uint64 { return s.snap.Generation() }
+
+// Tools returns the model-visible catalog, ordered by name.
+func (s *Snapshot) Tools() []Tool {
+	tools := s.snap.Tools()
+	out := make([]Tool, len(tools))
+	for i, t := range tools {
+		out[i] = Tool{
+			Name:        t.Name,
+			Server:      t.Server,
+			RemoteName:  t.Remote,
+			Title:       t.Title,
+			Description: t.Description,
+			InputSchema: t.Input.JSON(),
+			Annotations: t.Annotations,
+			Effect:      string(t.Effect),
+		}
+		if t.Output != nil {
+			out[i].OutputSchema = t.Output.JSON()
+		}
+	}
+	return out
+}
+
+// A Tool is one entry of the model-visible catalog.
+type Tool struct {
+	Name         string // local name: ^[A-Za-z0-9_-]{1,64}$
+	Server       string
+	RemoteName   string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage // exactly the schema calls are validated against
+	OutputSchema json.RawMessage // nil when the tool has none
+	// Annotations are the server's hints (read-only, destructive, ...). They
+	// never lower Effect.
+	Annotations *mcp.ToolAnnotations
+	// Effect is "read", "write" or "external" (the default for MCP tools).
+	Effect string
+}

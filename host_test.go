@@ -1,0 +1,386 @@
+package airlock_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+)
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(envMode); mode != "" {
+		serveTestServer(mode)
+	}
+	os.Exit(m.Run())
+}
+
+var bothVersions = []string{"2026-07-28", "2025-11-25"}
+
+// testServer is a server entry that runs this test binary in mode.
+func testServer(t *testing.T, id, mode string) config.Server {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return config.Server{
+		ID:               id,
+		Transport:        "stdio",
+		Scope:            "host",
+		Command:          exe,
+		Cwd:              t.TempDir(),
+		Env:              map[string]string{envMode: mode, envMark: filepath.Join(t.TempDir(), "mark")},
+		AllowedTools:     []string{"*"},
+		ProtocolVersions: bothVersions,
+		RequestTimeout:   10 * time.Second,
+		ConnectTimeout:   20 * time.Second,
+		ProbeTimeout:     5 * time.Second,
+	}
+}
+
+// marks returns what the server process recorded.
+func marks(t *testing.T, srv config.Server) []string {
+	t.Helper()
+	b, err := os.ReadFile(srv.Env[envMark])
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// calls returns the tools/call lines the server recorded.
+func calls(t *testing.T, srv config.Server) []string {
+	var out []string
+	for _, m := range marks(t, srv) {
+		if strings.HasPrefix(m, "call ") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func newConfig(t *testing.T, servers ...config.Server) *config.Config {
+	return &config.Config{
+		Dir:     t.TempDir(),
+		Servers: servers,
+		Limits:  config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+	}
+}
+
+func open(t *testing.T, cfg *config.Config) *airlock.Host {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := airlock.Open(ctx, cfg, &airlock.Options{StopGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+func call(t *testing.T, h *airlock.Host, name, args string) *airlock.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return h.Call(ctx, h.Snapshot(), airlock.Call{ID: "call_1", Name: name, Arguments: json.RawMessage(args)})
+}
+
+func wantStatus(t *testing.T, r *airlock.Result, want airlock.Kind) {
+	t.Helper()
+	if r.Status != want {
+		msg := ""
+		if r.Err != nil {
+			msg = r.Err.Msg
+		}
+		t.Fatalf("status = %s (%s), want %s", r.Status, msg, want)
+	}
+}
+
+func toolNames(snap *airlock.Snapshot) []string {
+	var names []string
+	for _, tool := range snap.Tools() {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func TestCallOnBothProtocolVersions(t *testing.T) {
+	for _, version := range bothVersions {
+		t.Run(version, func(t *testing.T) {
+			srv := testServer(t, "sdk", "sdk")
+			srv.ProtocolVersions = []string{version}
+			h := open(t, newConfig(t, srv))
+			st := h.Servers()[0]
+			if st.Status != airlock.StatusReady || st.ProtocolVersion != version {
+				t.Fatalf("server = %+v, want ready on %s", st, version)
+			}
+			r := call(t, h, "sdk__echo", `{"text":"héllo"}`)
+			wantStatus(t, r, airlock.OK)
+			if r.Content != "héllo" || string(r.Structured) != `{"text":"héllo"}` {
+				t.Errorf("content, structured = %q, %s; want héllo, {\"text\":\"héllo\"}", r.Content, r.Structured)
+			}
+			if r.ToolCallID != "call_1" || r.Snapshot != h.Snapshot().ID() {
+				t.Errorf("tool call id, snapshot = %q, %q", r.ToolCallID, r.Snapshot)
+			}
+		})
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	srv.AllowedTools = []string{"echo", "delete_all"}
+	h := open(t, newConfig(t, srv))
+	snap := h.Snapshot()
+	if diff := cmp.Diff([]string{"sdk__delete_all", "sdk__echo"}, toolNames(snap)); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(snap.ID(), "snap_") || snap.Generation() != 1 {
+		t.Errorf("snapshot = %s generation %d", snap.ID(), snap.Generation())
+	}
+	// The server says delete_all is read-only and harmless; that is a hint,
+	// and the effect stays external.
+	for _, tool := range snap.Tools() {
+		if tool.Effect != "external" {
+			t.Errorf("%s: effect = %s, want external", tool.Name, tool.Effect)
+		}
+		if tool.Name == "sdk__delete_all" && (tool.Annotations == nil || !tool.Annotations.ReadOnlyHint) {
+			t.Errorf("%s: annotations = %+v, want the server's readOnlyHint kept as a hint", tool.Name, tool.Annotations)
+		}
+	}
+	// The same servers give the same snapshot id.
+	h2 := open(t, newConfig(t, srv))
+	if h2.Snapshot().ID() != snap.ID() {
+		t.Errorf("second host snapshot = %s, want %s", h2.Snapshot().ID(), snap.ID())
+	}
+	// A tool outside the allowlist is not callable, and nothing is sent.
+	r := call(t, h, "sdk__fail", `{}`)
+	wantStatus(t, r, airlock.UnknownTool)
+	if got := calls(t, srv); len(got) != 0 {
+		t.Errorf("server received %v", got)
+	}
+}
+
+func TestRejectedCallsSendNothing(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	h := open(t, newConfig(t, srv))
+	deep := strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100)
+	tests := []struct {
+		name, tool, args string
+		want             airlock.Kind
+	}{
+		{"unknown tool", "sdk__nope", `{}`, airlock.UnknownTool},
+		{"unqualified name", "echo", `{"text":"x"}`, airlock.UnknownTool},
+		{"missing required", "sdk__echo", `{}`, airlock.InvalidArguments},
+		{"wrong type", "sdk__echo", `{"text":7}`, airlock.InvalidArguments},
+		{"extra property", "sdk__echo", `{"text":"x","more":1}`, airlock.InvalidArguments},
+		{"duplicate key", "sdk__echo", `{"text":"safe","text":"evil"}`, airlock.InvalidArguments},
+		{"case-variant key", "sdk__echo", `{"text":"safe","Text":"evil"}`, airlock.InvalidArguments},
+		{"case-variant only", "sdk__big", `{"bytes":1,"Bytes":2}`, airlock.InvalidArguments},
+		{"invalid utf-8", "sdk__echo", "{\"text\":\"\xff\"}", airlock.InvalidArguments},
+		{"too deep", "sdk__echo", deep, airlock.InvalidArguments},
+		{"not an object", "sdk__echo", `["text"]`, airlock.InvalidArguments},
+		{"trailing data", "sdk__echo", `{"text":"x"} {}`, airlock.InvalidArguments},
+		{"not json", "sdk__echo", `{text: x}`, airlock.InvalidArguments},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := call(t, h, tt.tool, tt.args)
+			wantStatus(t, r, tt.want)
+			if r.Content == "" || r.Content != r.Err.Msg {
+				t.Errorf("content = %q, want the reason for the model", r.Content)
+			}
+		})
+	}
+	if got := calls(t, srv); len(got) != 0 {
+		t.Errorf("server received %v, want no calls", got)
+	}
+	// The connection is fine afterwards.
+	wantStatus(t, call(t, h, "sdk__echo", `{"text":"ok"}`), airlock.OK)
+}
+
+func TestToolErrorKeepsConnection(t *testing.T) {
+	h := open(t, newConfig(t, testServer(t, "sdk", "sdk")))
+	r := call(t, h, "sdk__fail", `{}`)
+	wantStatus(t, r, airlock.ToolError)
+	if r.Content != "the disk is full" {
+		t.Errorf("content = %q, want the tool's text", r.Content)
+	}
+	wantStatus(t, call(t, h, "sdk__echo", `{"text":"still here"}`), airlock.OK)
+}
+
+func TestOutputContract(t *testing.T) {
+	h := open(t, newConfig(t, testServer(t, "sdk", "sdk")))
+	for _, tool := range []string{"sdk__badout", "sdk__noout"} {
+		r := call(t, h, tool, `{}`)
+		wantStatus(t, r, airlock.ContractError)
+		if r.Content != "" || r.Structured != nil {
+			t.Errorf("%s: content %q, structured %s reach the model", tool, r.Content, r.Structured)
+		}
+	}
+}
+
+func TestArtifacts(t *testing.T) {
+	h := open(t, newConfig(t, testServer(t, "sdk", "sdk")))
+	r := call(t, h, "sdk__media", `{}`)
+	wantStatus(t, r, airlock.OK)
+	if len(r.Artifacts) != 3 {
+		t.Fatalf("artifacts = %+v, want 3", r.Artifacts)
+	}
+	want := []struct {
+		mediaType string
+		data      []byte
+	}{{"image/png", pngBytes}, {"audio/wav", []byte("RIFF....WAVE")}, {"text/plain", []byte("embedded notes")}}
+	for i, a := range r.Artifacts {
+		data, err := os.ReadFile(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.MediaType != want[i].mediaType || string(data) != string(want[i].data) || a.Size != int64(len(data)) {
+			t.Errorf("artifact %d = %+v with %q, want %s %q", i, a, data, want[i].mediaType, want[i].data)
+		}
+		if !strings.Contains(r.Content, a.ID) {
+			t.Errorf("content %q does not reference %s", r.Content, a.ID)
+		}
+		if !strings.HasPrefix(a.Path, h.StateDir()) {
+			t.Errorf("artifact path %s outside the state directory", a.Path)
+		}
+	}
+	if strings.Contains(r.Content, "iVBOR") || !strings.HasPrefix(r.Content, "here you go\n") {
+		t.Errorf("content = %q, want text plus references, no base64", r.Content)
+	}
+	// Content-addressed: the same bytes give the same id.
+	r2 := call(t, h, "sdk__media", `{}`)
+	if r2.Artifacts[0].ID != r.Artifacts[0].ID {
+		t.Errorf("same image, ids %s and %s", r.Artifacts[0].ID, r2.Artifacts[0].ID)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	t.Setenv("AIRLOCK_TEST_SECRET", "canary-7d1f")
+	srv := testServer(t, "sdk", "sdk")
+	srv.Env["GREETING"] = "hi"
+	state := t.TempDir()
+	cfg := newConfig(t, srv)
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r := call(t, h, "sdk__env", `{}`)
+	wantStatus(t, r, airlock.OK)
+	home := filepath.Join(state, "run", "sdk", "home")
+	for _, want := range []string{"HOME=" + home, "TMPDIR=" + filepath.Join(state, "run", "sdk", "tmp"), "CWD=" + srv.Cwd, "GREETING=hi", "SECRET=false"} {
+		if !strings.Contains(r.Content, want+"\n") && !strings.HasSuffix(r.Content, want) {
+			t.Errorf("server environment:\n%s\nlacks %s", r.Content, want)
+		}
+	}
+}
+
+func TestFailingServerDoesNotStopOthers(t *testing.T) {
+	bad := testServer(t, "bad", "exit")
+	good := testServer(t, "good", "sdk")
+	good.AllowedTools = []string{"echo"}
+	missing := testServer(t, "missing", "sdk")
+	missing.AllowedTools = []string{"echo", "no_such_tool"}
+	h := open(t, newConfig(t, bad, good, missing))
+	st := h.Servers()
+	if st[0].Status != airlock.StatusFailed || st[0].Err.Kind != airlock.ConnectionError {
+		t.Fatalf("bad = %+v, want failed with a connection error", st[0])
+	}
+	if !strings.Contains(st[0].Err.Msg, "cannot open the database") {
+		t.Errorf("error %q does not show the server's stderr", st[0].Err.Msg)
+	}
+	if st[1].Status != airlock.StatusReady {
+		t.Errorf("good = %+v, want ready", st[1])
+	}
+	if st[2].Status != airlock.StatusFailed || st[2].Err.Kind != airlock.ContractError || !strings.Contains(st[2].Err.Msg, "no_such_tool") {
+		t.Errorf("missing = %+v, want a contract error naming no_such_tool", st[2])
+	}
+	if diff := cmp.Diff([]string{"good__echo"}, toolNames(h.Snapshot())); diff != "" {
+		t.Errorf("tools (-want +got):\n%s", diff)
+	}
+}
+
+func TestNameCollisionsAcrossServers(t *testing.T) {
+	// "a_" + "__" + "b" and "a" + "__" + "_b" are the same readable name;
+	// both tools get hashed names instead of one overwriting the other.
+	servers := map[string]*mcp.Server{"a_": namedServer("b"), "a": namedServer("_b")}
+	cfg := newConfig(t,
+		config.Server{ID: "a_", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second},
+		config.Server{ID: "a", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second},
+	)
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(srv config.Server) mcp.Transport {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ct
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	tools := h.Snapshot().Tools()
+	if len(tools) != 2 || tools[0].Name == tools[1].Name {
+		t.Fatalf("tools = %+v, want two distinct names", tools)
+	}
+	for _, tool := range tools {
+		if tool.Name == "a___b" {
+			t.Errorf("%s/%s got the contested readable name", tool.Server, tool.RemoteName)
+		}
+		r := call(t, h, tool.Name, `{}`)
+		wantStatus(t, r, airlock.OK)
+		if want := "I am " + tool.RemoteName; r.Content != want {
+			t.Errorf("%s answered %q, want %q", tool.Name, r.Content, want)
+		}
+	}
+}
+
+// namedServer is an in-process server with one tool that says its name.
+func namedServer(name string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "named", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text("I am " + name)}, nil
+	})
+	return s
+}
+
+func TestServerStderrGoesToTheLog(t *testing.T) {
+	var log strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), nil))
+	h, err := airlock.Open(context.Background(), newConfig(t, testServer(t, "bad", "exit")), &airlock.Options{Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), "cannot open the database") || !strings.Contains(log.String(), "server=bad") {
+		t.Errorf("host log:\n%s\nwant the server's stderr, tagged with the server", log.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -1,0 +1,67 @@
+package airlock_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/airlockhq/airlock"
+
+// allowedImports lists, for each package, the Airlock packages it may
+// import (ARCHITECTURE.md). A package not listed may import none.
+var allowedImports = map[string][]string{
+	"":                  {"config", "internal/artifact", "internal/catalog", "internal/schema", "internal/upstream"},
+	"cmd/airlock":       {"", "config", "servers/workspace"},
+	"bench/callbench":   {"", "config"},
+	"internal/catalog":  {"config", "internal/schema"},
+	"internal/upstream": {"config", "internal/schema"},
+	"config":            nil,
+	"internal/schema":   nil,
+	"internal/artifact": nil,
+	"internal/testenv":  nil,
+	"servers/workspace": nil,
+}
+
+// TestLayers keeps the layers from leaking into each other, and every
+// package documented.
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p struct {
+			ImportPath string
+			Doc        string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if p.Doc == "" {
+			t.Errorf("package %s has no package comment", p.ImportPath)
+		}
+		allowed, known := allowedImports[rel]
+		if !known {
+			t.Errorf("package %s is not in the layer table: add it to allowedImports and ARCHITECTURE.md", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			target := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if !slices.Contains(allowed, target) {
+				t.Errorf("%s imports %s, which its layer may not", p.ImportPath, imp)
+			}
+		}
+	}
+}

@@ -1,0 +1,185 @@
+package airlock_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// waitFor polls until cond holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func hasMark(t *testing.T, lines func() []string, want string) bool {
+	for _, m := range lines() {
+		if m == want {
+			return true
+		}
+	}
+	return false
+}
+
+// groupOf reads a process's group from /proc.
+func groupOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	g, err := strconv.Atoi(fields[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestCloseKillsTheWholeProcessGroup(t *testing.T) {
+	srv := testServer(t, "wrapped", "grandchild")
+	h := open(t, newConfig(t, srv))
+	var grandchild int
+	for _, m := range marks(t, srv) {
+		if pid, ok := strings.CutPrefix(m, "grandchild "); ok {
+			grandchild, _ = strconv.Atoi(pid)
+		}
+	}
+	if grandchild == 0 {
+		t.Fatalf("marks = %v, want the grandchild's pid", marks(t, srv))
+	}
+	pgid := groupOf(t, grandchild)
+	if procs, _ := testenv.ProcsInGroup(pgid); len(procs) < 2 {
+		t.Fatalf("group %d has %v, want the server and its grandchild", pgid, procs)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	procs, err := testenv.ProcsInGroup(pgid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(procs) != 0 {
+		t.Errorf("after Close, group %d still has %v", pgid, procs)
+	}
+	// Close is idempotent.
+	if err := h.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if st := h.Servers()[0].Status; st != airlock.StatusStopped {
+		t.Errorf("status after Close = %s, want stopped", st)
+	}
+}
+
+func TestCloseEscalatesForAStubbornServer(t *testing.T) {
+	srv := testServer(t, "stubborn", "stubborn")
+	h := open(t, newConfig(t, srv))
+	r := call(t, h, "stubborn__echo", `{"text":"x"}`)
+	wantStatus(t, r, airlock.OK)
+	var pid int
+	for _, m := range marks(t, srv) {
+		if p, ok := strings.CutPrefix(m, "pid "); ok {
+			pid, _ = strconv.Atoi(p)
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("marks = %v, want the server's pid", marks(t, srv))
+	}
+	done := make(chan error)
+	go func() { done <- h.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Close did not return")
+	}
+	if procs, _ := testenv.ProcsInGroup(pid); len(procs) > 0 {
+		t.Errorf("processes %v survived Close", procs)
+	}
+}
+
+func TestServerTimeoutCancelsTheRequest(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	srv.RequestTimeout = 300 * time.Millisecond
+	h := open(t, newConfig(t, srv))
+	r := call(t, h, "sdk__slow", `{}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if !strings.Contains(r.Err.Msg, "request_timeout") || r.Content != "" {
+		t.Errorf("result = %q / %q, want a timeout for the harness", r.Err.Msg, r.Content)
+	}
+	// The cancellation reached the server: its handler saw ctx.Done.
+	waitFor(t, 10*time.Second, "the server to see the cancellation", func() bool {
+		return hasMark(t, func() []string { return marks(t, srv) }, "cancelled slow")
+	})
+	wantStatus(t, call(t, h, "sdk__echo", `{"text":"after"}`), airlock.OK)
+}
+
+func TestCallerCancellation(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	h := open(t, newConfig(t, srv))
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		wg sync.WaitGroup
+		r  *airlock.Result
+	)
+	wg.Go(func() { r = h.Call(ctx, h.Snapshot(), airlock.Call{Name: "sdk__slow"}) })
+	waitFor(t, 10*time.Second, "the call to arrive", func() bool { return len(calls(t, srv)) == 1 })
+	cancel()
+	wg.Wait()
+	wantStatus(t, r, airlock.Cancelled)
+	waitFor(t, 10*time.Second, "the server to see the cancellation", func() bool {
+		return hasMark(t, func() []string { return marks(t, srv) }, "cancelled slow")
+	})
+}
+
+func TestCrashDuringCall(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	h := open(t, newConfig(t, srv))
+	r := call(t, h, "sdk__crash", `{}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if r.Content != "" {
+		t.Errorf("content = %q: a crash is not tool text", r.Content)
+	}
+	r = call(t, h, "sdk__echo", `{"text":"x"}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if !strings.Contains(r.Err.Msg, "exited") {
+		t.Errorf("error = %q, want it to say the server exited", r.Err.Msg)
+	}
+	done := make(chan error)
+	go func() { done <- h.Close() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Close hangs after a crash")
+	}
+}
+
+func TestOversizedMessage(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	cfg := newConfig(t, srv)
+	cfg.Limits.MaxMessageBytes = 64 << 10
+	h := open(t, cfg)
+	wantStatus(t, call(t, h, "sdk__big", `{"bytes":1000}`), airlock.OK)
+	r := call(t, h, "sdk__big", `{"bytes":200000}`)
+	wantStatus(t, r, airlock.ContractError)
+	if !strings.Contains(r.Err.Msg, "max_message_bytes") {
+		t.Errorf("error = %q, want it to name the limit", r.Err.Msg)
+	}
+}

@@ -1,0 +1,111 @@
+package airlock
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Kind is the class of a call's outcome. The same words are used by the
+// library, the CLI's JSON "status", the audit trail and the gateway.
+type Kind string
+
+const (
+	// OK: the tool ran and its result is in the Result.
+	OK Kind = "ok"
+	// InvalidArguments: the arguments are not strict JSON or do not match
+	// the tool's input schema. Nothing was sent; the model can fix them.
+	InvalidArguments Kind = "invalid_arguments"
+	// ToolError: the server answered with isError; its text is for the model.
+	ToolError Kind = "tool_error"
+	// UnknownTool: the name is not in the snapshot. Nothing was sent.
+	UnknownTool Kind = "unknown_tool"
+	// Denied: policy or a limit refused the call. Nothing was sent.
+	Denied Kind = "denied"
+	// Busy: no slot was free before the queue timeout. Nothing was sent.
+	Busy Kind = "busy"
+	// ApprovalRequired: a person must approve the call first.
+	ApprovalRequired Kind = "approval_required"
+	// AuthRequired: the server needs a login.
+	AuthRequired Kind = "auth_required"
+	// ContractError: the server broke the protocol contract (its output
+	// violates its outputSchema, a malformed or oversized message, a bad
+	// catalog). For the harness, never shown to a model as tool text.
+	ContractError Kind = "contract_error"
+	// ConnectionError: the server is gone, did not answer in time, or
+	// answered with a JSON-RPC error. For the harness.
+	ConnectionError Kind = "connection_error"
+	// OutcomeUnknown: a write was sent and no answer came: it may or may not
+	// have happened, and is never replayed automatically.
+	OutcomeUnknown Kind = "outcome_unknown"
+	// Cancelled: the caller cancelled the call.
+	Cancelled Kind = "cancelled"
+)
+
+// ModelVisible reports whether a model is shown this kind of outcome (and
+// may act on it), as opposed to the harness or a person.
+func (k Kind) ModelVisible() bool {
+	switch k {
+	case OK, InvalidArguments, ToolError, UnknownTool, Denied, Busy:
+		return true
+	}
+	return false
+}
+
+// An Error is a failed call or a failed server. Branch on Kind with
+// errors.As; the message is written for the person or model that sees it
+// and never holds secrets or host paths outside the state directory.
+type Error struct {
+	Kind   Kind
+	Server string // "" when no server is involved
+	Tool   string // local name, "" when none
+	Msg    string
+	Err    error // the underlying cause, for logs; may be nil
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func newError(kind Kind, server, tool string, cause error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Server: server, Tool: tool, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// A Call is one tool call as a model provider hands it over.
+type Call struct {
+	// ID is the provider's tool_call_id, echoed in the Result so the
+	// harness can close its message loop. It is not the MCP JSON-RPC id,
+	// which the SDK keeps to itself.
+	ID string
+	// Name is the tool's local name in the snapshot.
+	Name string
+	// Arguments is the raw JSON text the model produced. Empty means {}.
+	Arguments json.RawMessage
+}
+
+// A Result is the outcome of a call. Status is always set; for every status
+// but OK, Err says what happened.
+type Result struct {
+	ToolCallID string
+	Status     Kind
+	// Content is what the model is shown: the tool's text, artifact
+	// references, or the reason the call failed for model-visible kinds.
+	// It is empty for kinds meant for the harness or a person.
+	Content string
+	// Structured is the tool's structuredContent, validated against the
+	// snapshot's outputSchema when the tool has one.
+	Structured json.RawMessage
+	Artifacts  []Artifact
+	Snapshot   string
+	Duration   time.Duration
+	Err        *Error
+}
+
+// An Artifact is binary or embedded content a tool returned, kept in the
+// state directory's artifact store instead of the model's context.
+type Artifact struct {
+	ID        string
+	MediaType string
+	Size      int64
+	Path      string // on the host; never shown to a model
+}

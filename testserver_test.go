@@ -1,0 +1,215 @@
+package airlock_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as the MCP servers these tests talk to: with
+// AIRLOCK_TEST_SERVER set, TestMain serves instead of running tests, so
+// process handling is tested against real subprocesses.
+const (
+	envMode = "AIRLOCK_TEST_SERVER"
+	envMark = "AIRLOCK_TEST_MARK" // a file the server appends what it saw to
+	envRaw  = "AIRLOCK_TEST_RAW"  // for mode "raw": method → result JSON, or "ignore"
+)
+
+func serveTestServer(mode string) {
+	ctx := context.Background()
+	switch mode {
+	case "sdk":
+		err := newTestServer().Run(ctx, &mcp.StdioTransport{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+	case "grandchild":
+		// Start a grandchild in our process group that would outlive us,
+		// as a wrapper like sh -c or npx does, then serve.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), envMode+"=sleep")
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		mark(fmt.Sprintf("grandchild %d", cmd.Process.Pid))
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
+	case "slowstart":
+		time.Sleep(time.Second)
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
+	case "sleep":
+		time.Sleep(time.Hour)
+	case "stubborn":
+		// Keeps running when stdin closes, so Close has to escalate.
+		mark(fmt.Sprintf("pid %d", os.Getpid()))
+		go newTestServer().Run(ctx, &mcp.StdioTransport{})
+		time.Sleep(time.Hour)
+	case "raw":
+		serveRaw()
+	case "exit":
+		fmt.Fprintln(os.Stderr, "fatal: cannot open the database")
+		os.Exit(7)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown test server mode", mode)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+// mark appends a line to the mark file, so that a test can see what the
+// server process observed.
+func mark(line string) {
+	path := os.Getenv(envMark)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}
+
+func text(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
+
+// newTestServer builds the SDK server with the tools the tests call. Its
+// schemas are written out by hand so that tests control them exactly.
+func newTestServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "airlock-test", Version: "1"}, nil)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				mark("call " + p.Name + " " + string(p.Arguments))
+			} else {
+				mark(method)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	obj := func(s string) json.RawMessage { return json.RawMessage(s) }
+	add := func(t *mcp.Tool, h mcp.ToolHandler) {
+		if t.InputSchema == nil {
+			t.InputSchema = obj(`{"type":"object"}`)
+		}
+		s.AddTool(t, h)
+	}
+	add(&mcp.Tool{
+		Name:         "echo",
+		Description:  "Echo the text back.",
+		InputSchema:  obj(`{"type":"object","properties":{"text":{"type":"string","maxLength":100000}},"required":["text"],"additionalProperties":false}`),
+		OutputSchema: obj(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Text string }
+		json.Unmarshal(req.Params.Arguments, &in)
+		return &mcp.CallToolResult{Content: text(in.Text), StructuredContent: map[string]any{"text": in.Text}}, nil
+	})
+	add(&mcp.Tool{Name: "slow", Description: "Wait until cancelled."}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		mark("cancelled slow")
+		return nil, ctx.Err()
+	})
+	add(&mcp.Tool{Name: "crash", Description: "Exit in the middle of a call."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		os.Exit(3)
+		return nil, nil
+	})
+	add(&mcp.Tool{
+		Name:        "big",
+		Description: "Return a text of the given size.",
+		InputSchema: obj(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0}},"required":["bytes"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Bytes int }
+		json.Unmarshal(req.Params.Arguments, &in)
+		return &mcp.CallToolResult{Content: text(strings.Repeat("x", in.Bytes))}, nil
+	})
+	add(&mcp.Tool{Name: "media", Description: "Return an image, audio and an embedded resource."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "here you go"},
+			&mcp.ImageContent{Data: pngBytes, MIMEType: "image/png"},
+			&mcp.AudioContent{Data: []byte("RIFF....WAVE"), MIMEType: "audio/wav"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "embedded notes"}},
+		}}, nil
+	})
+	add(&mcp.Tool{
+		Name:         "badout",
+		Description:  "Violate the output schema.",
+		OutputSchema: obj(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text(`{"n":"seven"}`), StructuredContent: map[string]any{"n": "seven"}}, nil
+	})
+	add(&mcp.Tool{
+		Name:         "noout",
+		Description:  "Omit structured content although an output schema exists.",
+		OutputSchema: obj(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text("7")}, nil
+	})
+	add(&mcp.Tool{Name: "env", Description: "Report parts of the environment."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		wd, _ := os.Getwd()
+		_, secret := os.LookupEnv("AIRLOCK_TEST_SECRET")
+		return &mcp.CallToolResult{Content: text(fmt.Sprintf("HOME=%s\nTMPDIR=%s\nCWD=%s\nGREETING=%s\nSECRET=%v",
+			os.Getenv("HOME"), os.Getenv("TMPDIR"), wd, os.Getenv("GREETING"), secret))}, nil
+	})
+	add(&mcp.Tool{Name: "fail", Description: "Fail as a tool."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: text("the disk is full")}, nil
+	})
+	add(&mcp.Tool{
+		Name:        "delete_all",
+		Description: "Claims to be harmless.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: new(bool), IdempotentHint: true},
+	}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text("deleted everything")}, nil
+	})
+	return s
+}
+
+// pngBytes is a 1x1 transparent PNG.
+var pngBytes = []byte{0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+	0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x06, 0x00, 0x00, 0x00, 0x1f, 0x15, 0xc4, 0x89, 0x00, 0x00, 0x00,
+	0x0d, 0x49, 0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x00, 0x01, 0x00, 0x00, 0x05, 0x00, 0x01, 0x0d, 0x0a, 0x2d, 0xb4, 0x00,
+	0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82}
+
+// serveRaw is a scripted server for behaviour the SDK's server would never
+// produce: a legacy server that ignores server/discover, responses with
+// duplicate keys, oversized lines. AIRLOCK_TEST_RAW maps a method to the
+// raw text of its result, or to "ignore" (never answer); methods it does
+// not name get a "method not found" error.
+func serveRaw() {
+	var script map[string]string
+	if err := json.Unmarshal([]byte(os.Getenv(envRaw)), &script); err != nil {
+		fmt.Fprintln(os.Stderr, "bad script:", err)
+		os.Exit(2)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 64<<20)
+	for in.Scan() {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &msg) != nil {
+			continue
+		}
+		mark(msg.Method)
+		if len(msg.ID) == 0 {
+			continue // a notification
+		}
+		result, ok := script[msg.Method]
+		switch {
+		case result == "ignore":
+			continue
+		case !ok:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`+"\n", msg.ID)
+		default:
+			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
+		}
+	}
+}
