@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"strings"
+)
+
+// common are the flags every host command takes.
+type common struct {
+	config  string
+	state   string
+	allow   listFlag
+	json    bool
+	verbose bool
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "airlock.yaml or an mcpServers JSON file")
+	fs.StringVar(&c.state, "state", "", "state directory (default: .airlock beside the config)")
+	fs.Var(&c.allow, "allow", "SERVER:TOOL,… to expose from an mcpServers JSON file")
+	fs.BoolVar(&c.json, "json", false, "machine-readable output")
+	fs.BoolVar(&c.verbose, "verbose", false, "copy the host's log to stderr")
+}
+
+// listFlag collects comma-separated values over repeated uses.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parseFlags parses args with fs, allowing flags after positionals
+// (`airlock call NAME --json`), and returns the positionals. Everything
+// after "--" is positional.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError("%s: %v", fs.Name(), err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// flag stops at the first positional, or after "--".
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+)
+
+//go:embed default.yaml
+var defaultConfig []byte
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// loadConfig reads --config, else ./airlock.yaml, else the built-in default.
+func (e *env) loadConfig(c *common) (*config.Config, error) {
+	opts := &config.LoadOptions{Allow: c.allow}
+	if c.config != "" {
+		cfg, err := config.Load(c.config, opts)
+		if err != nil {
+			return nil, configError(err)
+		}
+		return cfg, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, usageError("cannot determine the working directory: %v", err)
+	}
+	path, err := config.Find(wd)
+	if errors.Is(err, fs.ErrNotExist) {
+		if !c.json {
+			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here; using the built-in default (the workspace server over this directory)")
+		}
+		cfg, err := config.Parse(defaultConfig, "(built-in default)", wd)
+		if err != nil {
+			return nil, configError(err)
+		}
+		return cfg, nil
+	}
+	if err != nil {
+		return nil, configError(err)
+	}
+	cfg, err := config.Load(path, opts)
+	if err != nil {
+		return nil, configError(err)
+	}
+	return cfg, nil
+}
+
+func configError(err error) error {
+	return &exitError{code: exitUsage, msg: strings.TrimSpace(err.Error())}
+}
+
+// openHost loads the configuration and starts every server, showing
+// progress on a terminal.
+func (e *env) openHost(c *common) (*airlock.Host, error) {
+	cfg, err := e.loadConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	if !c.json {
+		for _, n := range cfg.Notices() {
+			fmt.Fprintln(e.stderr, "airlock: "+n)
+		}
+	}
+	state := c.state
+	if state == "" {
+		state = filepath.Join(cfg.Dir, ".airlock")
+	}
+	logger, closeLog, err := openLog(state, c.verbose, e.stderr)
+	if err != nil {
+		return nil, err
+	}
+	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version()}
+	if !c.json && !c.verbose && isTerminal(e.stderr) {
+		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
+	}
+	h, err := airlock.Open(e.ctx, cfg, opts)
+	if err != nil {
+		closeLog()
+		var ae *airlock.Error
+		if errors.As(err, &ae) {
+			return nil, &exitError{code: exitServer, msg: ae.Msg}
+		}
+		return nil, usageError("%v", err)
+	}
+	e.closeLog = closeLog
+	return h, nil
+}
+
+// openLog opens the host's log in the state directory: a server's stderr is
+// kept there, not on the terminal (unless --verbose) and never on stdout.
+func openLog(state string, verbose bool, stderr io.Writer) (*slog.Logger, func(), error) {
+	dir := filepath.Join(state, "log")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, usageError("cannot create the state directory %s: %v", state, err)
+	}
+	path := filepath.Join(dir, "airlock.log")
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 16<<20 {
+		os.Rename(path, path+".1") // keep one previous log, bound the rest
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, usageError("cannot open the log: %v", err)
+	}
+	var w io.Writer = f
+	if verbose {
+		w = io.MultiWriter(f, stderr)
+	}
+	return slog.New(slog.NewTextHandler(&lockedWriter{w: w}, nil)), func() { f.Close() }, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// progress shows each server's start on a terminal.
+type progress struct {
+	mu  sync.Mutex
+	w   io.Writer
+	col colours
+}
+
+func newProgress(w io.Writer, n int) *progress {
+	return &progress{w: w, col: coloursFor(w)}
+}
+
+func (p *progress) update(st airlock.ServerStatus) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch st.Status {
+	case airlock.StatusStarting:
+		fmt.Fprintf(p.w, "%s %s starting…\n", p.col.dim("·"), st.ID)
+	case airlock.StatusReady:
+		fmt.Fprintf(p.w, "%s %s ready in %s (%s, %s)\n", p.col.green("✓"), st.ID, roundDuration(st.Took), st.ProtocolVersion, plural(st.Tools, "tool"))
+	case airlock.StatusFailed:
+		fmt.Fprintf(p.w, "%s %s failed after %s\n", p.col.red("✗"), st.ID, roundDuration(st.Took))
+	}
+}
+
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

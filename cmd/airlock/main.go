@@ -1,0 +1,137 @@
+// Command airlock is the command-line face of the Airlock MCP host: it lists
+// the governed tool catalog, runs tool calls through the pipeline, keeps a
+// long-lived shell for people and harnesses, and serves the bundled MCP
+// servers. Its flags, JSON and exit codes are a contract that scripts rely
+// on (see docs/cli.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(report(err, os.Stderr))
+}
+
+// Exit codes (docs/cli.md).
+const (
+	exitOK          = 0
+	exitModel       = 1 // a failure the model is shown
+	exitUsage       = 2 // usage or configuration error
+	exitServer      = 3 // server contract or connection failure
+	exitUnknown     = 4 // outcome unknown
+	exitApproval    = 5 // approval required
+	exitAuth        = 6 // auth required
+	exitInterrupted = 130
+)
+
+// An exitError ends the command with a code. An empty message means the
+// command already said everything it had to say.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+func exitCode(code int) error {
+	if code == exitOK {
+		return nil
+	}
+	return &exitError{code: code}
+}
+
+// report prints err (if it has something to say) and returns the exit code.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "airlock: "+ee.msg)
+		}
+		return ee.code
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(stderr, "airlock: interrupted")
+		return exitInterrupted
+	}
+	fmt.Fprintln(stderr, "airlock: "+err.Error())
+	return exitServer
+}
+
+const usage = `airlock is a governed MCP host: it connects to the MCP servers in airlock.yaml
+and runs every tool call through one checked pipeline.
+
+Usage:
+  airlock tools [--json]                      list the model-visible tool catalog
+  airlock call NAME [--args JSON|@FILE|-] [--json]
+                                              run one tool call through the pipeline
+  airlock shell [--json]                      a long-lived session, one command per line
+  airlock status [--json]                     connect to every server and report its state
+  airlock server workspace [--root DIR]       serve the bundled workspace MCP server on stdio
+  airlock version                             print the version
+
+Flags every command takes:
+  --config FILE   airlock.yaml, or an mcpServers JSON file (default: ./airlock.yaml,
+                  else the built-in default: the workspace server over the current directory)
+  --state DIR     state directory (default: .airlock beside the config)
+  --allow S:T,…   tools to expose from an mcpServers JSON file (SERVER:TOOL or SERVER:*)
+  --verbose       copy the host's log (and servers' stderr) to stderr
+
+Exit codes: 0 ok, 1 a failure the model is shown, 2 usage or config error,
+3 server contract or connection failure, 4 outcome unknown, 5 approval required,
+6 auth required, 130 interrupted.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitCode(exitUsage)
+	}
+	env := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "tools":
+		return env.tools(rest)
+	case "call":
+		return env.call(rest)
+	case "shell":
+		return env.shell(rest)
+	case "status":
+		return env.status(rest)
+	case "server":
+		return env.server(rest)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "airlock", version())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return usageError("unknown command %q; run airlock help", cmd)
+	}
+}
+
+// env is what every command runs with.
+type env struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	closeLog func() // set by openHost
+}

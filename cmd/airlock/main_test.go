@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// airlockBin is the airlock binary under test, built once by TestMain: the
+// CLI is tested as scripts use it, a real process with real servers.
+var airlockBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "airlock-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	airlockBin = filepath.Join(dir, "airlock")
+	out, err := exec.Command("go", "build", "-o", airlockBin, ".").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs the binary in dir with args and stdin.
+func runCLI(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(airlockBin, args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Minute
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("airlock %v: %v", args, err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+func (r result) want(t *testing.T, code int) result {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// workdir makes a directory with a text file to serve.
+func workdir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello\nworld\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("output is not one JSON object: %v\n%s", err, s)
+	}
+	return v
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+}
+
+var durations = regexp.MustCompile(`\b[0-9.]+(ms|µs|s)\b|"duration_ms":[0-9]+`)
+
+func TestToolsOnTheBuiltInDefault(t *testing.T) {
+	dir := workdir(t)
+	r := runCLI(t, dir, "", "tools", "--json").want(t, 0)
+	golden(t, "tools.json", r.stdout)
+	if r.stderr != "" {
+		t.Errorf("stderr = %q, want nothing in --json mode", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".airlock", "log", "airlock.log")); err != nil {
+		t.Errorf("no host log in the state directory: %v", err)
+	}
+
+	r = runCLI(t, dir, "", "tools").want(t, 0)
+	golden(t, "tools.txt", durations.ReplaceAllString(r.stdout, "DURATION"))
+	if !strings.Contains(r.stderr, "built-in default") {
+		t.Errorf("stderr = %q, want a notice about the built-in default", r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "\x1b[") || strings.Contains(r.stderr, "starting") {
+		t.Errorf("colour or progress on a non-terminal:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+func TestCall(t *testing.T) {
+	dir := workdir(t)
+	r := runCLI(t, dir, "", "call", "workspace__read_file", "--args", `{"path":"hello.txt","line_limit":1}`, "--json").want(t, 0)
+	golden(t, "call.json", durations.ReplaceAllString(r.stdout, `"duration_ms":0`))
+
+	// Flags may come first; arguments from a file or stdin.
+	writeFile(t, filepath.Join(dir, "args.json"), `{"path":"hello.txt"}`)
+	r = runCLI(t, dir, "", "call", "--args", "@args.json", "workspace__read_file").want(t, 0)
+	if !strings.Contains(r.stdout, `"content":"hello\nworld"`) {
+		t.Errorf("stdout = %q, want the tool's text", r.stdout)
+	}
+	r = runCLI(t, dir, `{"path":"hello.txt"}`, "call", "workspace__read_file", "--args", "-", "--json").want(t, 0)
+	if got := decode(t, r.stdout)["structured"].(map[string]any)["content"]; got != "hello\nworld" {
+		t.Errorf("structured content = %q", got)
+	}
+}
+
+func TestCallFailures(t *testing.T) {
+	dir := workdir(t)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		status string
+	}{
+		{"unknown tool", []string{"call", "nope", "--json"}, 1, "unknown_tool"},
+		{"schema mismatch", []string{"call", "workspace__read_file", "--args", `{"path":"hello.txt","line_limit":0}`, "--json"}, 1, "invalid_arguments"},
+		{"case-variant key", []string{"call", "workspace__read_file", "--args", `{"path":"hello.txt","Path":"/etc/passwd"}`, "--json"}, 1, "invalid_arguments"},
+		{"tool error", []string{"call", "workspace__read_file", "--args", `{"path":"../outside"}`, "--json"}, 1, "tool_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, dir, "", tt.args...).want(t, tt.code)
+			out := decode(t, r.stdout)
+			if out["status"] != tt.status || out["content"] == "" {
+				t.Errorf("output = %v, want status %s with content for the model", out, tt.status)
+			}
+			if strings.Contains(r.stdout, dir) {
+				t.Errorf("output reveals the host path %s: %s", dir, r.stdout)
+			}
+		})
+	}
+}
+
+func TestUsageAndConfigErrors(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "bad.yaml"), "servers:\n  - id: fs\n    comand: node\n    allowed_tools: [\"*\"]\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "Usage:"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"tools", "--jsno"}, "-jsno"},
+		{"call without a name", []string{"call"}, "exactly one tool name"},
+		{"missing config", []string{"tools", "--config", "nope.yaml"}, "nope.yaml"},
+		{"bad config", []string{"tools", "--config", "bad.yaml"}, `bad.yaml:3`},
+		{"unreadable args", []string{"call", "x", "--args", "@missing.json"}, "missing.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, dir, "", tt.args...).want(t, 2)
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr = %q, want it to contain %q", r.stderr, tt.want)
+			}
+		})
+	}
+}
+
+func TestFailedServer(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace]
+    allowed_tools: [read_file]
+  - id: broken
+    command: ./no-such-server
+    allowed_tools: ["*"]
+`)
+	r := runCLI(t, dir, "", "tools", "--json").want(t, 3)
+	out := decode(t, r.stdout)
+	servers := out["servers"].([]any)
+	if len(servers) != 2 || servers[0].(map[string]any)["status"] != "ready" || servers[1].(map[string]any)["status"] != "failed" {
+		t.Fatalf("servers = %v, want ws ready and broken failed", servers)
+	}
+	if msg, _ := servers[1].(map[string]any)["error"].(string); !strings.Contains(msg, "no-such-server") {
+		t.Errorf("error = %q, want it to name the command", msg)
+	}
+	if tools := out["tools"].([]any); len(tools) != 1 {
+		t.Errorf("tools = %v, want the working server's tool", tools)
+	}
+	r = runCLI(t, dir, "", "status").want(t, 3)
+	if !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stderr, "no-such-server") {
+		t.Errorf("status output:\n%s\n%s", r.stdout, r.stderr)
+	}
+}
+
+func TestMCPServersJSON(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {"ws": {"command": "airlock", "args": ["server", "workspace"]}}}`)
+	r := runCLI(t, dir, "", "tools", "--config", ".mcp.json").want(t, 0)
+	if !strings.Contains(r.stderr, "--allow") || strings.Contains(r.stdout, "ws__read_file") {
+		t.Errorf("without --allow: stdout %q, stderr %q; want no tools and a hint", r.stdout, r.stderr)
+	}
+	r = runCLI(t, dir, "", "call", "ws__read_file", "--config", ".mcp.json", "--allow", "ws:read_file", "--args", `{"path":"hello.txt"}`).want(t, 0)
+	if !strings.Contains(r.stdout, `"content":"hello\nworld"`) {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+}
+
+func TestShellJSON(t *testing.T) {
+	dir := workdir(t)
+	input := strings.Join([]string{
+		`{"id":1,"cmd":"call","name":"workspace__read_file","args":{"path":"hello.txt"}}`,
+		`{"id":"two","cmd":"call","name":"workspace__read_file","args":{"path":"nope.txt"}}`,
+		`{"id":{"n":3},"cmd":"tools"}`,
+		`{"id":4,"cmd":"turn"}`,
+		`{"id":5,"cmd":"call","name":"workspace__read_file","args":{"path":"hello.txt","path":"x"}}`,
+		`not json`,
+		`{"id":6,"cmd":"fly"}`,
+		`{"id":7,"cmd":"quit"}`,
+		`{"id":8,"cmd":"tools"}`,
+	}, "\n")
+	r := runCLI(t, dir, input, "shell", "--json").want(t, 0)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	byID := map[string]map[string]any{}
+	for _, l := range lines {
+		v := decode(t, l)
+		id, _ := json.Marshal(v["id"])
+		byID[string(id)] = v
+	}
+	checks := []struct {
+		id, key string
+		want    any
+	}{
+		{`1`, "status", "ok"},
+		{`"two"`, "status", "tool_error"},
+		{`4`, "generation", float64(1)},
+		{`5`, "status", "invalid_arguments"},
+		{`6`, "error", `unknown cmd "fly": use tools, status, call, turn or quit`},
+	}
+	for _, c := range checks {
+		if got := byID[c.id][c.key]; got != c.want {
+			t.Errorf("id %s: %s = %v, want %v", c.id, c.key, got, c.want)
+		}
+	}
+	if tools, ok := byID[`{"n":3}`]["tools"].([]any); !ok || len(tools) != 1 {
+		t.Errorf("tools reply = %v", byID[`{"n":3}`])
+	}
+	if e, _ := byID["null"]["error"].(string); !strings.Contains(e, "not a valid JSON command") {
+		t.Errorf("bad line reply = %v", byID["null"])
+	}
+	if _, ok := byID["8"]; ok || len(lines) != 7 {
+		t.Errorf("got %d replies (%v), want 7 and nothing after quit", len(lines), lines)
+	}
+}
+
+func TestShellText(t *testing.T) {
+	dir := workdir(t)
+	r := runCLI(t, dir, "help\ncall workspace__read_file {\"path\":\"hello.txt\"}\ncall nope\nturn\nstatus\n", "shell").want(t, 0)
+	for _, want := range []string{"commands, one per line", `"content":"hello\nworld"`, `unknown_tool: unknown tool "nope"`, "snapshot snap_", "workspace  ready"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

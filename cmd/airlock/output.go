@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/airlockhq/airlock"
+)
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// colours paints text only on a terminal, and never when NO_COLOR is set.
+type colours struct{ on bool }
+
+func coloursFor(w io.Writer) colours {
+	return colours{on: isTerminal(w) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"}
+}
+
+func (c colours) paint(code, s string) string {
+	if !c.on {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (c colours) green(s string) string { return c.paint("32", s) }
+func (c colours) red(s string) string   { return c.paint("31", s) }
+func (c colours) dim(s string) string   { return c.paint("2", s) }
+func (c colours) bold(s string) string  { return c.paint("1", s) }
+
+func (c colours) status(s string) string {
+	switch s {
+	case airlock.StatusReady, string(airlock.OK):
+		return c.green(s)
+	case airlock.StatusFailed:
+		return c.red(s)
+	}
+	return s
+}
+
+// The JSON shapes below are the CLI's contract (docs/cli.md): add fields,
+// never rename or remove them.
+
+type serverJSON struct {
+	ID              string  `json:"id"`
+	Status          string  `json:"status"`
+	ProtocolVersion string  `json:"protocol_version"`
+	Error           *string `json:"error"`
+}
+
+type statusServerJSON struct {
+	ID              string  `json:"id"`
+	Status          string  `json:"status"`
+	ProtocolVersion string  `json:"protocol_version"`
+	Tools           int     `json:"tools"`
+	Error           *string `json:"error"`
+	LastOK          *string `json:"last_ok"`
+}
+
+type toolJSON struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	RemoteName   string          `json:"remote_name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	OutputSchema json.RawMessage `json:"output_schema"`
+	Annotations  any             `json:"annotations"`
+	Effect       string          `json:"effect"`
+}
+
+type toolsJSON struct {
+	Snapshot   string       `json:"snapshot"`
+	Generation uint64       `json:"generation"`
+	Servers    []serverJSON `json:"servers"`
+	Tools      []toolJSON   `json:"tools"`
+}
+
+type artifactJSON struct {
+	ID        string `json:"id"`
+	MediaType string `json:"media_type"`
+	Size      int64  `json:"size"`
+	Path      string `json:"path"`
+}
+
+type callJSON struct {
+	Status     string          `json:"status"`
+	Content    string          `json:"content"`
+	Structured json.RawMessage `json:"structured"`
+	Artifacts  []artifactJSON  `json:"artifacts"`
+	ApprovalID string          `json:"approval_id,omitempty"`
+	RecoveryID string          `json:"recovery_id,omitempty"`
+	Snapshot   string          `json:"snapshot"`
+	DurationMS int64           `json:"duration_ms"`
+	Error      *string         `json:"error"`
+}
+
+func errString(e *airlock.Error) *string {
+	if e == nil {
+		return nil
+	}
+	s := e.Msg
+	return &s
+}
+
+func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJSON {
+	out := toolsJSON{Snapshot: snap.ID(), Generation: snap.Generation(), Servers: []serverJSON{}, Tools: []toolJSON{}}
+	for _, s := range servers {
+		out.Servers = append(out.Servers, serverJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Error: errString(s.Err)})
+	}
+	for _, t := range snap.Tools() {
+		tj := toolJSON{Name: t.Name, Server: t.Server, RemoteName: t.RemoteName, Title: t.Title, Description: t.Description,
+			InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Effect: t.Effect}
+		if t.OutputSchema == nil {
+			tj.OutputSchema = json.RawMessage("null")
+		}
+		if t.Annotations != nil {
+			tj.Annotations = t.Annotations
+		}
+		out.Tools = append(out.Tools, tj)
+	}
+	return out
+}
+
+func statusOutput(servers []airlock.ServerStatus) []statusServerJSON {
+	out := []statusServerJSON{}
+	for _, s := range servers {
+		sj := statusServerJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Tools: s.Tools, Error: errString(s.Err)}
+		if !s.LastOK.IsZero() {
+			t := s.LastOK.UTC().Format(time.RFC3339Nano)
+			sj.LastOK = &t
+		}
+		out = append(out, sj)
+	}
+	return out
+}
+
+func callOutput(r *airlock.Result) callJSON {
+	out := callJSON{Status: string(r.Status), Content: r.Content, Structured: r.Structured, Artifacts: []artifactJSON{},
+		Snapshot: r.Snapshot, DurationMS: r.Duration.Milliseconds(), Error: errString(r.Err)}
+	if out.Structured == nil {
+		out.Structured = json.RawMessage("null")
+	}
+	for _, a := range r.Artifacts {
+		out.Artifacts = append(out.Artifacts, artifactJSON{ID: a.ID, MediaType: a.MediaType, Size: a.Size, Path: a.Path})
+	}
+	return out
+}
+
+// writeJSON writes v as one line.
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// table writes aligned columns; the first row is the header.
+func table(w io.Writer, col colours, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, cell := range r {
+			widths[i] = max(widths[i], displayWidth(cell))
+		}
+	}
+	for n, r := range rows {
+		var b strings.Builder
+		for i, cell := range r {
+			if i == len(r)-1 {
+				b.WriteString(cell)
+				break
+			}
+			b.WriteString(cell)
+			b.WriteString(strings.Repeat(" ", widths[i]-displayWidth(cell)+2))
+		}
+		line := strings.TrimRight(b.String(), " ")
+		if n == 0 {
+			line = col.bold(line)
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// displayWidth is the width of s without colour codes.
+func displayWidth(s string) int {
+	n, esc := 0, false
+	for _, r := range s {
+		switch {
+		case r == '\x1b':
+			esc = true
+		case esc:
+			if r == 'm' {
+				esc = false
+			}
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// oneLine shortens a description for a table cell.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func kindExit(k airlock.Kind) int {
+	switch k {
+	case airlock.OK:
+		return exitOK
+	case airlock.InvalidArguments, airlock.ToolError, airlock.UnknownTool, airlock.Denied, airlock.Busy:
+		return exitModel
+	case airlock.OutcomeUnknown:
+		return exitUnknown
+	case airlock.ApprovalRequired:
+		return exitApproval
+	case airlock.AuthRequired:
+		return exitAuth
+	case airlock.Cancelled:
+		return exitInterrupted
+	}
+	return exitServer
+}

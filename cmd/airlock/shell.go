@@ -1,0 +1,265 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/airlockhq/airlock"
+)
+
+const shellHelp = `commands, one per line:
+  tools               the tool catalog of this turn
+  status              the servers
+  call NAME {json}    run a tool call (arguments default to {})
+  turn                end the turn: move to the newest catalog snapshot
+  quit                wait for calls in flight and leave
+`
+
+// maxShellLine bounds one input line: a call's arguments fit many times over.
+const maxShellLine = 64 << 20
+
+func (e *env) shell(args []string) error {
+	var c common
+	fs := flag.NewFlagSet("shell", flag.ContinueOnError)
+	c.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return e.help(err, "airlock shell [--json] [--config FILE] [--state DIR]")
+	}
+	if len(pos) > 0 {
+		return usageError("shell takes no arguments, got %q", pos[0])
+	}
+	h, err := e.openHost(&c)
+	if err != nil {
+		return err
+	}
+	defer e.closeHost(h)
+
+	sh := &shell{env: e, host: h, snap: h.Snapshot(), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
+	lines := readLines(e.stdin)
+	for {
+		select {
+		case <-e.ctx.Done():
+			sh.calls.Wait()
+			return e.ctx.Err()
+		case l, ok := <-lines:
+			if !ok || (l.err == nil && !sh.handle(l.text, c.json)) {
+				sh.calls.Wait()
+				return nil
+			}
+			if l.err != nil {
+				sh.calls.Wait()
+				return usageError("shell: reading input: %v", l.err)
+			}
+		}
+	}
+}
+
+type line struct {
+	text []byte
+	err  error
+}
+
+// readLines reads stdin on its own goroutine, so that an interrupt is not
+// stuck behind a blocking read.
+func readLines(r io.Reader) <-chan line {
+	ch := make(chan line)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), maxShellLine)
+		for sc.Scan() {
+			ch <- line{text: bytes.Clone(sc.Bytes())}
+		}
+		if err := sc.Err(); err != nil {
+			ch <- line{err: err}
+		}
+	}()
+	return ch
+}
+
+type shell struct {
+	env   *env
+	host  *airlock.Host
+	snap  *airlock.Snapshot // the current turn's snapshot
+	out   *lockedWriter
+	col   colours
+	calls sync.WaitGroup
+}
+
+// handle runs one input line and reports whether to go on.
+func (s *shell) handle(text []byte, jsonMode bool) bool {
+	if jsonMode {
+		return s.handleJSON(text)
+	}
+	return s.handleText(strings.TrimSpace(string(text)))
+}
+
+func (s *shell) handleText(text string) bool {
+	if text == "" || strings.HasPrefix(text, "#") {
+		return true
+	}
+	cmd, rest, _ := strings.Cut(text, " ")
+	rest = strings.TrimSpace(rest)
+	var b bytes.Buffer
+	switch cmd {
+	case "quit", "exit":
+		return false
+	case "help":
+		b.WriteString(shellHelp)
+	case "tools":
+		printTools(&b, s.col, s.snap, s.host.Servers())
+	case "status":
+		printStatus(&b, s.col, s.host.Servers())
+	case "turn":
+		s.snap = s.host.Snapshot()
+		fmt.Fprintf(&b, "snapshot %s (generation %d)\n", s.snap.ID(), s.snap.Generation())
+	case "call":
+		name, args, _ := strings.Cut(rest, " ")
+		if name == "" {
+			b.WriteString("usage: call NAME {json}\n")
+			break
+		}
+		r := s.host.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
+		printResult(&b, &b, r)
+	default:
+		fmt.Fprintf(&b, "unknown command %q; type help\n", cmd)
+	}
+	s.out.Write(b.Bytes())
+	return true
+}
+
+// A shellCommand is one line of --json input.
+type shellCommand struct {
+	ID   json.RawMessage `json:"id"`
+	Cmd  string          `json:"cmd"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+func (s *shell) handleJSON(text []byte) bool {
+	if len(bytes.TrimSpace(text)) == 0 {
+		return true
+	}
+	var cmd shellCommand
+	if err := decodeCommand(text, &cmd); err != nil {
+		s.reply(cmd.ID, map[string]string{"error": err.Error()})
+		return true
+	}
+	switch cmd.Cmd {
+	case "quit":
+		return false
+	case "tools":
+		s.reply(cmd.ID, toolsOutput(s.snap, s.host.Servers()))
+	case "status":
+		s.reply(cmd.ID, map[string]any{"servers": statusOutput(s.host.Servers())})
+	case "turn":
+		s.snap = s.host.Snapshot()
+		s.reply(cmd.ID, map[string]any{"snapshot": s.snap.ID(), "generation": s.snap.Generation()})
+	case "call":
+		if cmd.Name == "" {
+			s.reply(cmd.ID, map[string]string{"error": `call needs "name"`})
+			return true
+		}
+		snap := s.snap
+		s.calls.Go(func() {
+			r := s.host.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args})
+			s.reply(cmd.ID, callOutput(r))
+		})
+	default:
+		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, turn or quit`, cmd.Cmd)})
+	}
+	return true
+}
+
+// decodeCommand decodes a --json line. Its keys are checked strictly: two
+// "name" keys must not let one value be shown and another be used. The
+// arguments are passed on as raw text, for the pipeline to decode strictly.
+func decodeCommand(text []byte, cmd *shellCommand) error {
+	fields, err := topLevel(text)
+	if err != nil {
+		return fmt.Errorf(`not a valid JSON command: %v (want {"id", "cmd", "name", "args"})`, err)
+	}
+	cmd.ID = fields["id"]
+	for key, raw := range fields {
+		switch key {
+		case "id":
+		case "cmd", "name":
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return fmt.Errorf("not a valid JSON command: %q must be a string", key)
+			}
+			if key == "cmd" {
+				cmd.Cmd = s
+			} else {
+				cmd.Name = s
+			}
+		case "args":
+			if !bytes.Equal(raw, []byte("null")) {
+				cmd.Args = raw
+			}
+		default:
+			return fmt.Errorf(`not a valid JSON command: unknown key %q (want "id", "cmd", "name", "args")`, key)
+		}
+	}
+	return nil
+}
+
+// topLevel splits a JSON object into its members' raw values, refusing
+// duplicate keys.
+func topLevel(text []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	fields := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		if _, dup := fields[key]; dup {
+			return nil, fmt.Errorf("duplicate key %q", key)
+		}
+		fields[key] = raw
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trailing data after the object")
+	}
+	return fields, nil
+}
+
+// reply writes v, a JSON object, as one line with "id" first, echoed as it
+// was given (or null).
+func (s *shell) reply(id json.RawMessage, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+	}
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	var out bytes.Buffer
+	out.WriteString(`{"id":`)
+	out.Write(id)
+	if len(b) > 2 {
+		out.WriteByte(',')
+	}
+	out.Write(b[1:])
+	out.WriteByte('\n')
+	s.out.Write(out.Bytes())
+}
