@@ -1,0 +1,290 @@
+// Command callbench measures what Airlock's call pipeline costs on top of a
+// bare go-sdk client, and how long discovery of a large catalog takes.
+//
+// Both sides talk to the same stdio echo server (this binary, re-executed),
+// in one run, alternating in rounds so that a noisy machine affects both
+// alike; the result is reported as a ratio. It writes a Markdown report:
+//
+//	go run ./bench/callbench -out docs/benchmarks.md
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+)
+
+const envServer = "CALLBENCH_SERVER"
+
+func main() {
+	if mode := os.Getenv(envServer); mode != "" {
+		serve(mode)
+		return
+	}
+	var (
+		calls  = flag.Int("calls", 5000, "calls per side")
+		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
+		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
+		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
+	)
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("callbench: ")
+
+	report, err := run(*calls, *rounds, *lists)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if *out == "" {
+		fmt.Print(report)
+		return
+	}
+	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(report)
+}
+
+// serve runs the benchmark's servers over stdio.
+func serve(mode string) {
+	opts := &mcp.ServerOptions{}
+	if mode == "many" {
+		opts.PageSize = 100
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "callbench", Version: "1"}, opts)
+	type in struct {
+		Text string `json:"text"`
+	}
+	type out struct {
+		Text string `json:"text"`
+	}
+	echo := func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, out, error) {
+		return nil, out(a), nil
+	}
+	switch mode {
+	case "echo":
+		mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, echo)
+	case "many":
+		for i := range 1000 {
+			mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("tool_%04d", i), Description: fmt.Sprintf("Tool number %d.", i)}, echo)
+		}
+	default:
+		log.Fatalf("unknown server mode %q", mode)
+	}
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func serverConfig(mode string) (config.Server, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return config.Server{}, err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return config.Server{}, err
+	}
+	return config.Server{
+		ID: "bench", Transport: "stdio", Scope: "host", Command: exe, Cwd: wd,
+		Env:              map[string]string{envServer: mode},
+		AllowedTools:     []string{"*"},
+		ProtocolVersions: []string{"2026-07-28", "2025-11-25"},
+		RequestTimeout:   30 * time.Second, ConnectTimeout: 30 * time.Second, ProbeTimeout: 5 * time.Second,
+	}, nil
+}
+
+// bare connects a plain go-sdk client to the server, the way a host without
+// Airlock would.
+func bare(ctx context.Context, mode string) (*mcp.ClientSession, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envServer+"="+mode)
+	client := mcp.NewClient(&mcp.Implementation{Name: "bare", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	return client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+}
+
+func host(ctx context.Context, mode, state string) (*airlock.Host, error) {
+	srv, err := serverConfig(mode)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &config.Config{Dir: state, Servers: []config.Server{srv},
+		Limits: config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20}}
+	h, err := airlock.Open(ctx, cfg, &airlock.Options{StateDir: state})
+	if err != nil {
+		return nil, err
+	}
+	if st := h.Servers()[0]; st.Err != nil {
+		h.Close()
+		return nil, st.Err
+	}
+	return h, nil
+}
+
+func run(calls, rounds, lists int) (string, error) {
+	ctx := context.Background()
+	state, err := os.MkdirTemp("", "callbench")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(state)
+
+	cs, err := bare(ctx, "echo")
+	if err != nil {
+		return "", fmt.Errorf("bare client: %v", err)
+	}
+	defer cs.Close()
+	h, err := host(ctx, "echo", state)
+	if err != nil {
+		return "", fmt.Errorf("airlock host: %v", err)
+	}
+	defer h.Close()
+	snap := h.Snapshot()
+	args := json.RawMessage(`{"text":"hello, benchmark"}`)
+
+	bareCall := func() error {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello, benchmark"}})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error")
+		}
+		return err
+	}
+	hostCall := func() error {
+		r := h.Call(ctx, snap, airlock.Call{Name: "bench__echo", Arguments: args})
+		if r.Status != airlock.OK {
+			return r.Err
+		}
+		return nil
+	}
+	// Warm up both sides.
+	for range 200 {
+		if err := bareCall(); err != nil {
+			return "", err
+		}
+		if err := hostCall(); err != nil {
+			return "", err
+		}
+	}
+	var bareLat, hostLat []time.Duration
+	per := calls / rounds
+	for range rounds {
+		for _, side := range []struct {
+			f   func() error
+			lat *[]time.Duration
+		}{{bareCall, &bareLat}, {hostCall, &hostLat}} {
+			for range per {
+				start := time.Now()
+				if err := side.f(); err != nil {
+					return "", err
+				}
+				*side.lat = append(*side.lat, time.Since(start))
+			}
+		}
+	}
+
+	// Discovery of a 1000-tool server with 100-tool pages: connect (start
+	// the process, handshake) and list every tool, per side.
+	var bareList, hostList []time.Duration
+	for range lists {
+		start := time.Now()
+		c, err := bare(ctx, "many")
+		if err != nil {
+			return "", err
+		}
+		n := 0
+		for _, err := range c.Tools(ctx, nil) {
+			if err != nil {
+				return "", err
+			}
+			n++
+		}
+		bareList = append(bareList, time.Since(start))
+		c.Close()
+		if n != 1000 {
+			return "", fmt.Errorf("bare client listed %d tools, want 1000", n)
+		}
+
+		start = time.Now()
+		hm, err := host(ctx, "many", state)
+		if err != nil {
+			return "", err
+		}
+		hostList = append(hostList, time.Since(start))
+		n = len(hm.Snapshot().Tools())
+		hm.Close()
+		if n != 1000 {
+			return "", fmt.Errorf("airlock listed %d tools, want 1000", n)
+		}
+	}
+	return render(calls, rounds, lists, bareLat, hostLat, bareList, hostList), nil
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList []time.Duration) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f", float64(a)/float64(b)) }
+
+	w("# Benchmarks\n\n")
+	w("Produced by `go run ./bench/callbench -out docs/benchmarks.md` (also `make bench`) on %s, %s, %s/%s, %d CPUs, %s.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	w("Both sides call the same stdio echo server (the benchmark binary re-executed, go-sdk `mcp.AddTool` with\n")
+	w("typed input and output) in the same run, alternating in %d rounds, after a warm-up. Machines are shared and\n", rounds)
+	w("noisy: read the ratios, not the absolute numbers.\n\n")
+
+	w("## Per-call latency: Airlock pipeline vs. bare go-sdk client (%d calls each)\n\n", calls)
+	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, input schema validation,\n")
+	w("`tools/call`, strict check of the response, output schema validation, content rendering.\n\n")
+	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
+	w("| p50 | %s | %s | %s |\n", us(quantile(bareLat, .5)), us(quantile(hostLat, .5)), ratio(quantile(hostLat, .5), quantile(bareLat, .5)))
+	w("| p99 | %s | %s | %s |\n\n", us(quantile(bareLat, .99)), us(quantile(hostLat, .99)), ratio(quantile(hostLat, .99), quantile(bareLat, .99)))
+	w("Target: the pipeline adds at most 10%% to the bare client's p50 (ratio ≤ 1.10).\n\n")
+
+	w("## Discovery of a 1000-tool server with 100-tool pages (%d runs each)\n\n", lists)
+	w("Start the server process, handshake, page through `tools/list`. Airlock also checks and compiles every\n")
+	w("schema, names the tools and builds the snapshot.\n\n")
+	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
+	w("| p50 | %s | %s | %s |\n", ms(quantile(bareList, .5)), ms(quantile(hostList, .5)), ratio(quantile(hostList, .5), quantile(bareList, .5)))
+	w("| max | %s | %s | %s |\n", ms(quantile(bareList, 1)), ms(quantile(hostList, 1)), ratio(quantile(hostList, 1), quantile(bareList, 1)))
+	return b.String()
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 1<<16))
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
