@@ -306,3 +306,46 @@ func TestShellText(t *testing.T) {
 		}
 	}
 }
+
+// onTerminal runs the binary under a pseudo-terminal, through util-linux's
+// script(1), and returns what the terminal showed.
+func onTerminal(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	script, err := exec.LookPath("script")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("script(1) from util-linux is needed to test terminal output")
+		}
+		t.Skip("script(1) is not installed")
+	}
+	line := airlockBin
+	for _, a := range args {
+		line += " '" + a + "'"
+	}
+	cmd := exec.Command(script, "-qec", line, "/dev/null")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return string(out)
+}
+
+func TestTerminalProgressAndColour(t *testing.T) {
+	dir := workdir(t)
+	out := onTerminal(t, dir, nil, "tools")
+	for _, want := range []string{"workspace starting…", "workspace ready in ", "(2026-07-28, 1 tool)", "\x1b[32mready\x1b[0m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal output lacks %q:\n%s", want, out)
+		}
+	}
+	out = onTerminal(t, dir, []string{"NO_COLOR=1"}, "tools")
+	if strings.Contains(out, "\x1b[") || !strings.Contains(out, "workspace starting…") {
+		t.Errorf("with NO_COLOR, want progress without colour:\n%s", out)
+	}
+	out = onTerminal(t, dir, nil, "tools", "--json")
+	if strings.Contains(out, "starting") || strings.Contains(out, "\x1b[") {
+		t.Errorf("--json on a terminal shows progress or colour:\n%s", out)
+	}
+}
