@@ -26,6 +26,17 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	r := &Result{ToolCallID: c.ID, Snapshot: snap.ID()}
 	defer func() { r.Duration = time.Since(began) }()
 
+	// A task's call is registered, so that closing the task can wait for it
+	// or cancel it, and refused once the task is closing.
+	if t := snap.task; t != nil {
+		var leave func()
+		var err error
+		if ctx, leave, err = t.enter(ctx); err != nil {
+			return r.fail(newError(Cancelled, "", c.Name, err, "task %s is closing", t.info.ID))
+		}
+		defer leave()
+	}
+
 	// Resolve the local name in the turn's snapshot. A name the model made
 	// up, or one from another snapshot, reaches no server.
 	tool, ok := snap.snap.Lookup(c.Name)
@@ -52,8 +63,9 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		return fail(InvalidArguments, err, "invalid arguments for %s: %v", tool.Name, err)
 	}
 
-	// Find the server's live connection.
-	srv := h.byID[tool.Server]
+	// Find the server's live connection: the snapshot's own, so a task's
+	// tools reach that task's servers and no other's.
+	srv := snap.servers[tool.Server]
 	conn := srv.conn
 	if conn == nil {
 		return fail(ConnectionError, nil, "server %s is not connected", tool.Server)

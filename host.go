@@ -69,8 +69,8 @@ type Host struct {
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
-	servers   []*server
-	byID      map[string]*server
+	servers   []*server       // scope: host, shared by every task
+	perTask   []config.Server // scope: task, started by each task
 	snap      atomic.Pointer[Snapshot]
 
 	closeOnce sync.Once
@@ -78,8 +78,10 @@ type Host struct {
 }
 
 type server struct {
-	cfg  config.Server
-	conn *upstream.Conn // nil unless the server started
+	cfg      config.Server
+	stateDir string         // where its runtime directory goes
+	conn     *upstream.Conn // nil unless the server started
+	tools    []*catalog.Tool
 
 	mu     sync.Mutex
 	status ServerStatus
@@ -98,13 +100,13 @@ func (s *server) getStatus() ServerStatus {
 	return s.status
 }
 
-// Open starts every configured server, discovers its tools and builds the
-// first snapshot. A server that fails to start or breaks the catalog rules
+// Open starts every host-scoped server, discovers its tools and builds the
+// first snapshot; task-scoped servers start with each task (OpenTask). A server that fails to start or breaks the catalog rules
 // is reported in Servers and contributes no tools; the others still work.
 // Open fails only when the host itself cannot run: the state directory
 // cannot be created, or two tools cannot be given distinct local names.
 func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
-	h := &Host{cfg: cfg, byID: map[string]*server{}}
+	h := &Host{cfg: cfg}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -125,28 +127,49 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	h.artifacts = store
 
 	for _, sc := range cfg.Servers {
-		s := &server{cfg: sc, status: ServerStatus{ID: sc.ID, Status: StatusStarting}}
-		h.servers = append(h.servers, s)
-		h.byID[sc.ID] = s
+		if sc.TaskScoped() {
+			h.perTask = append(h.perTask, sc)
+			continue
+		}
+		h.servers = append(h.servers, newServer(sc, h.opts.StateDir))
 	}
-	found := make([][]*catalog.Tool, len(h.servers))
-	var wg sync.WaitGroup
-	for i, s := range h.servers {
-		wg.Go(func() { found[i] = h.start(ctx, s) })
-	}
-	wg.Wait()
-
-	var tools []*catalog.Tool
-	for _, f := range found {
-		tools = append(tools, f...)
-	}
-	snap, err := catalog.Build(tools, 1)
+	h.startAll(ctx, h.servers)
+	snap, err := h.buildSnapshot(1, h.servers, nil)
 	if err != nil {
 		h.Close()
+		return nil, err
+	}
+	h.snap.Store(snap)
+	return h, nil
+}
+
+func newServer(cfg config.Server, stateDir string) *server {
+	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting}}
+}
+
+// startAll starts servers concurrently.
+func (h *Host) startAll(ctx context.Context, servers []*server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() { s.tools = h.start(ctx, s) })
+	}
+	wg.Wait()
+}
+
+// buildSnapshot freezes the tools of the ready servers. A snapshot knows the
+// servers its tools belong to, so a call reaches exactly those connections.
+func (h *Host) buildSnapshot(generation uint64, servers []*server, task *Task) (*Snapshot, error) {
+	var tools []*catalog.Tool
+	byID := make(map[string]*server, len(servers))
+	for _, s := range servers {
+		tools = append(tools, s.tools...)
+		byID[s.cfg.ID] = s
+	}
+	snap, err := catalog.Build(tools, generation)
+	if err != nil {
 		return nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
 	}
-	h.snap.Store(&Snapshot{snap: snap})
-	return h, nil
+	return &Snapshot{snap: snap, servers: byID, task: task}, nil
 }
 
 // start connects one server and discovers its tools, reporting progress.
@@ -182,7 +205,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 	uopts := &upstream.Options{
 		Logger:          h.log,
 		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
-		StateDir:        h.opts.StateDir,
+		StateDir:        s.stateDir,
 		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
 		Grace:           h.opts.StopGrace,
 	}
@@ -250,13 +273,27 @@ func (h *Host) progress(st ServerStatus) {
 // turn should all use the snapshot that was current when the turn began.
 func (h *Host) Snapshot() *Snapshot { return h.snap.Load() }
 
-// Servers reports every configured server, in configuration order.
+// Servers reports every host-scoped server, in configuration order.
 func (h *Host) Servers() []ServerStatus {
-	out := make([]ServerStatus, len(h.servers))
-	for i, s := range h.servers {
+	return statuses(h.servers)
+}
+
+func statuses(servers []*server) []ServerStatus {
+	out := make([]ServerStatus, len(servers))
+	for i, s := range servers {
 		out[i] = s.getStatus()
 	}
 	return out
+}
+
+// TaskServers lists the task-scoped servers of the configuration: they run
+// only inside a task (OpenTask).
+func (h *Host) TaskServers() []string {
+	var ids []string
+	for _, s := range h.perTask {
+		ids = append(ids, s.ID)
+	}
+	return ids
 }
 
 // StateDir returns the directory where the host keeps its state.
@@ -265,29 +302,34 @@ func (h *Host) StateDir() string { return h.opts.StateDir }
 // Close stops every server, each within a bounded time, and reports the
 // servers that could not be stopped cleanly. It is idempotent.
 func (h *Host) Close() error {
-	h.closeOnce.Do(func() {
-		var wg sync.WaitGroup
-		errs := make([]error, len(h.servers))
-		for i, s := range h.servers {
-			if s.conn == nil {
-				continue
-			}
-			wg.Go(func() {
-				errs[i] = s.conn.Close()
-				s.setStatus(func(st *ServerStatus) { st.Status = StatusStopped })
-			})
-		}
-		wg.Wait()
-		h.closeErr = errors.Join(errs...)
-	})
+	h.closeOnce.Do(func() { h.closeErr = stopAll(h.servers) })
 	return h.closeErr
+}
+
+// stopAll closes servers concurrently, each within its bounded time.
+func stopAll(servers []*server) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(servers))
+	for i, s := range servers {
+		if s.conn == nil {
+			continue
+		}
+		wg.Go(func() {
+			errs[i] = s.conn.Close()
+			s.setStatus(func(st *ServerStatus) { st.Status = StatusStopped })
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // A Snapshot is an immutable catalog: the tools a model may call, under
 // their local names. Every call resolves against the snapshot it is given,
 // so a server changing its tools meanwhile cannot change what a call means.
 type Snapshot struct {
-	snap *catalog.Snapshot
+	snap    *catalog.Snapshot
+	servers map[string]*server // the servers its tools belong to
+	task    *Task              // the task it belongs to, or nil
 }
 
 // ID identifies the snapshot's content; the same servers and tools give

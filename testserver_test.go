@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/servers/workspace"
 )
 
 // The test binary doubles as the MCP servers these tests talk to: with
@@ -52,6 +54,24 @@ func serveTestServer(mode string) {
 		mark(fmt.Sprintf("pid %d", os.Getpid()))
 		go newTestServer().Run(ctx, &mcp.StdioTransport{})
 		time.Sleep(time.Hour)
+	case "workspace":
+		ws, err := workspace.New(os.Getenv("AGENT_WORKSPACE_ROOT"), nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		ws.Run(ctx, &mcp.StdioTransport{})
+	case "watchcwd":
+		// Record, once the host has let go of us, whether our worktree was
+		// still there: a host that removes it first gets caught.
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
+		if _, err := os.Stat(os.Getenv("AGENT_WORKSPACE_ROOT")); err == nil {
+			mark("worktree present at exit")
+		} else {
+			mark("worktree gone at exit")
+		}
+	case "holder":
+		holdTaskAndDie()
 	case "raw":
 		serveRaw()
 	case "exit":

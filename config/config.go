@@ -79,7 +79,9 @@ type Server struct {
 	ID string
 	// Transport is "stdio".
 	Transport string
-	// Scope is "host": one process shared by every task.
+	// Scope is "host" (one process shared by every task, the default) or
+	// "task" (one process per task, in the task's worktree; see
+	// [Server.ForWorkspace]).
 	Scope string
 
 	// Command and Args start the server process.
@@ -87,6 +89,7 @@ type Server struct {
 	Args    []string
 	// Cwd is the absolute, cleaned working directory of the process; it was
 	// verified to exist and be a directory when the configuration was read.
+	// It is empty for task servers until [Server.ForWorkspace] binds them.
 	Cwd string
 	// Env holds plain environment values that the caller adds to a minimal
 	// base environment.
@@ -110,6 +113,36 @@ type Server struct {
 
 	// Source is "file:line" where the server was defined, for messages.
 	Source string
+}
+
+// TaskScoped reports whether the server runs once per task.
+func (s *Server) TaskScoped() bool { return s.Scope == "task" }
+
+// WorkspaceEnv is the variable that tells a task server its worktree.
+const WorkspaceEnv = "AGENT_WORKSPACE_ROOT"
+
+// ForWorkspace returns the server bound to a task's worktree dir: ${workspace}
+// in its command, args and env replaced by dir, its cwd set to dir and
+// AGENT_WORKSPACE_ROOT set to dir unless the configuration sets it.
+func (s *Server) ForWorkspace(dir string) Server {
+	b := *s
+	expand := func(v string) string { return strings.ReplaceAll(v, workspaceVar, dir) }
+	b.Command = expand(s.Command)
+	b.Args = make([]string, len(s.Args))
+	for i, a := range s.Args {
+		b.Args[i] = expand(a)
+	}
+	b.Env = make(map[string]string, len(s.Env)+1)
+	for k, v := range s.Env {
+		b.Env[k] = expand(v)
+	}
+	if _, ok := b.Env[WorkspaceEnv]; !ok {
+		b.Env[WorkspaceEnv] = dir
+	}
+	b.Cwd = dir
+	b.AllowedTools = slices.Clone(s.AllowedTools)
+	b.ProtocolVersions = slices.Clone(s.ProtocolVersions)
+	return b
 }
 
 // AllowsAll reports whether every tool of the server is allowed.

@@ -164,3 +164,33 @@ func TestSuggestID(t *testing.T) {
 		}
 	}
 }
+
+func TestTaskScopedServer(t *testing.T) {
+	cfg, err := Parse([]byte(`servers:
+  - id: ws
+    scope: task
+    command: airlock
+    args: [server, workspace, --root, "${workspace}"]
+    env: {NOTES: "${workspace}/notes"}
+    allowed_tools: [read_file]
+`), "airlock.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Servers[0]
+	if !s.TaskScoped() || s.Cwd != "" {
+		t.Fatalf("server = %+v, want task-scoped with no cwd until bound", s)
+	}
+	b := s.ForWorkspace("/w/t1")
+	want := Server{ID: "ws", Transport: "stdio", Scope: "task", Command: "airlock",
+		Args: []string{"server", "workspace", "--root", "/w/t1"}, Cwd: "/w/t1",
+		Env:          map[string]string{"NOTES": "/w/t1/notes", WorkspaceEnv: "/w/t1"},
+		AllowedTools: []string{"read_file"}, ProtocolVersions: s.ProtocolVersions,
+		RequestTimeout: s.RequestTimeout, ConnectTimeout: s.ConnectTimeout, ProbeTimeout: s.ProbeTimeout, Source: s.Source}
+	if diff := cmp.Diff(want, b); diff != "" {
+		t.Errorf("ForWorkspace (-want +got):\n%s", diff)
+	}
+	if s.Args[3] != "${workspace}" || s.Env["NOTES"] != "${workspace}/notes" {
+		t.Errorf("ForWorkspace changed the configuration: %+v", s)
+	}
+}

@@ -152,7 +152,6 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 			switch sc {
 			case "host":
 			case "task":
-				r.errorf(p.line, path+".scope", "task-scoped servers are not supported by this version of airlock yet")
 			default:
 				r.errorf(p.line, path+".scope", "must be host or task, not %s", show(sc))
 			}
@@ -202,7 +201,14 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 		}
 	}
 
-	if p, ok := f["cwd"]; ok {
+	if s.Scope == "task" {
+		// A task server runs in its task's worktree, which exists only once
+		// the task is opened.
+		s.Cwd = ""
+	}
+	if p, ok := f["cwd"]; ok && s.Scope == "task" {
+		r.errorf(p.line, path+".cwd", "a scope: task server runs in its task's worktree; remove cwd (use ${workspace} in args for paths inside it)")
+	} else if ok {
 		if c, ok := r.text(p.val, path+".cwd"); ok {
 			noWorkspace(c, p.line, path+".cwd")
 			if abs, msg := resolveCwd(r.dir, c, c); msg != "" {

@@ -279,8 +279,8 @@ func TestParseErrors(t *testing.T) {
 			"airlock.yaml:5: servers[0].transport: remote (http) servers are not supported by this version of airlock yet"}},
 		{"transport other", server + "    transport: sse\n", []string{
 			`airlock.yaml:5: servers[0].transport: must be stdio or http, not "sse"`}},
-		{"scope task", server + "    scope: task\n", []string{
-			"airlock.yaml:5: servers[0].scope: task-scoped servers are not supported by this version of airlock yet"}},
+		{"scope task with cwd", "servers:\n  - id: a\n    scope: task\n    command: x\n    cwd: .\n    allowed_tools: []\n", []string{
+			"airlock.yaml:5: servers[0].cwd: a scope: task server runs in its task's worktree; remove cwd (use ${workspace} in args for paths inside it)"}},
 		{"scope other", server + "    scope: global\n", []string{
 			`airlock.yaml:5: servers[0].scope: must be host or task, not "global"`}},
 		{"command empty", "servers:\n  - id: a\n    command: \" \"\n    allowed_tools: []\n", []string{

@@ -17,10 +17,11 @@ func (e *env) call(args []string) error {
 	)
 	fs := flag.NewFlagSet("call", flag.ContinueOnError)
 	c.register(fs)
+	c.registerTask(fs)
 	fs.StringVar(&argsArg, "args", "", "arguments: JSON text, @FILE, or - for stdin")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return e.help(err, "airlock call NAME [--args JSON|@FILE|-] [--json] [--config FILE] [--state DIR]")
+		return e.help(err, "airlock call NAME [--args JSON|@FILE|-] [--json] [--task ID] [--config FILE] [--state DIR]")
 	}
 	if len(pos) != 1 {
 		return usageError("call takes exactly one tool name (see airlock tools), got %d arguments", len(pos))
@@ -29,13 +30,13 @@ func (e *env) call(args []string) error {
 	if err != nil {
 		return err
 	}
-	h, err := e.openHost(&c)
+	s, err := e.openSession(&c)
 	if err != nil {
 		return err
 	}
-	defer e.closeHost(h)
+	defer e.closeSession(s)
 
-	r := h.Call(e.ctx, h.Snapshot(), airlock.Call{Name: pos[0], Arguments: raw})
+	r := s.h.Call(e.ctx, s.Snapshot(), airlock.Call{Name: pos[0], Arguments: raw})
 	if c.json {
 		if err := writeJSON(e.stdout, callOutput(r)); err != nil {
 			return err

@@ -14,6 +14,7 @@ type common struct {
 	allow   listFlag
 	json    bool
 	verbose bool
+	task    string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -22,6 +23,11 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.Var(&c.allow, "allow", "SERVER:TOOL,… to expose from an mcpServers JSON file")
 	fs.BoolVar(&c.json, "json", false, "machine-readable output")
 	fs.BoolVar(&c.verbose, "verbose", false, "copy the host's log to stderr")
+}
+
+// registerTask adds --task, for the commands that can act in a task.
+func (c *common) registerTask(fs *flag.FlagSet) {
+	fs.StringVar(&c.task, "task", "", "act in this task: its worktree, its servers and tools")
 }
 
 // listFlag collects comma-separated values over repeated uses.

@@ -67,25 +67,84 @@ func configError(err error) error {
 	return &exitError{code: exitUsage, msg: strings.TrimSpace(err.Error())}
 }
 
-// openHost loads the configuration and starts every server, showing
-// progress on a terminal.
-func (e *env) openHost(c *common) (*airlock.Host, error) {
-	cfg, err := e.loadConfig(c)
+// A session is what a command works with: the host, and the task it acts
+// in when --task is given.
+type session struct {
+	h    *airlock.Host
+	task *airlock.Task
+}
+
+// Snapshot is the catalog of the session: the task's when there is one.
+func (s *session) Snapshot() *airlock.Snapshot {
+	if s.task != nil {
+		return s.task.Snapshot()
+	}
+	return s.h.Snapshot()
+}
+
+// Servers reports the host's servers, and the task's.
+func (s *session) Servers() []airlock.ServerStatus {
+	if s.task != nil {
+		return s.task.Servers()
+	}
+	return s.h.Servers()
+}
+
+// stateDir is --state, else .airlock beside the configuration.
+func stateDir(c *common, cfg *config.Config) string {
+	if c.state != "" {
+		return c.state
+	}
+	return filepath.Join(cfg.Dir, ".airlock")
+}
+
+// openSession loads the configuration, starts every host server (showing
+// progress on a terminal) and, with --task, attaches to the task.
+func (e *env) openSession(c *common) (*session, error) {
+	h, _, err := e.openHost(c)
 	if err != nil {
 		return nil, err
+	}
+	s := &session{h: h}
+	if c.task == "" {
+		if ids := h.TaskServers(); len(ids) > 0 && !c.json {
+			fmt.Fprintf(e.stderr, "airlock: %s run only inside a task: airlock task open ID, then --task ID\n", strings.Join(ids, ", "))
+		}
+		return s, nil
+	}
+	if s.task, err = h.AttachTask(e.ctx, c.task); err != nil {
+		e.closeSession(s)
+		return nil, taskError(err)
+	}
+	return s, nil
+}
+
+// taskError maps a task error to an exit: a server failure is 3, anything
+// else (no such task, in use, a bad id) is 2.
+func taskError(err error) error {
+	var ae *airlock.Error
+	if errors.As(err, &ae) {
+		return &exitError{code: exitServer, msg: ae.Msg}
+	}
+	return usageError("%v", err)
+}
+
+// openHost loads the configuration and starts every host server, showing
+// progress on a terminal.
+func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
+	cfg, err := e.loadConfig(c)
+	if err != nil {
+		return nil, nil, err
 	}
 	if !c.json {
 		for _, n := range cfg.Notices() {
 			fmt.Fprintln(e.stderr, "airlock: "+n)
 		}
 	}
-	state := c.state
-	if state == "" {
-		state = filepath.Join(cfg.Dir, ".airlock")
-	}
+	state := stateDir(c, cfg)
 	logger, closeLog, err := openLog(state, c.verbose, e.stderr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version()}
 	if !c.json && !c.verbose && isTerminal(e.stderr) {
@@ -96,12 +155,27 @@ func (e *env) openHost(c *common) (*airlock.Host, error) {
 		closeLog()
 		var ae *airlock.Error
 		if errors.As(err, &ae) {
-			return nil, &exitError{code: exitServer, msg: ae.Msg}
+			return nil, nil, &exitError{code: exitServer, msg: ae.Msg}
 		}
-		return nil, usageError("%v", err)
+		return nil, nil, usageError("%v", err)
 	}
 	e.closeLog = closeLog
-	return h, nil
+	return h, cfg, nil
+}
+
+// closeSession releases the task, stops every server and closes the log.
+func (e *env) closeSession(s *session) {
+	if s.task != nil {
+		if err := s.task.Release(); err != nil {
+			fmt.Fprintf(e.stderr, "airlock: %v\n", err)
+		}
+	}
+	if err := s.h.Close(); err != nil {
+		fmt.Fprintf(e.stderr, "airlock: %v\n", err)
+	}
+	if e.closeLog != nil {
+		e.closeLog()
+	}
 }
 
 // openLog opens the host's log in the state directory: a server's stderr is

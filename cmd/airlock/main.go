@@ -83,6 +83,10 @@ Usage:
                                               run one tool call through the pipeline
   airlock shell [--json]                      a long-lived session, one command per line
   airlock status [--json]                     connect to every server and report its state
+  airlock task open ID [--repo DIR] [--base REF]
+                                              a git worktree and task-scoped servers for one task
+  airlock task list [--json]                  the open tasks, including those left by a crash
+  airlock task close ID [--json]              stop its servers, save uncommitted work, remove the worktree
   airlock server workspace [--root DIR]       serve the bundled workspace MCP server on stdio
   airlock version                             print the version
 
@@ -92,6 +96,7 @@ Flags every command takes:
   --state DIR     state directory (default: .airlock beside the config)
   --allow S:T,…   tools to expose from an mcpServers JSON file (SERVER:TOOL or SERVER:*)
   --verbose       copy the host's log (and servers' stderr) to stderr
+  --task ID       (tools, call, shell, status) act in a task: its worktree and servers
 
 Exit codes: 0 ok, 1 a failure the model is shown, 2 usage or config error,
 3 server contract or connection failure, 4 outcome unknown, 5 approval required,
@@ -115,6 +120,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return env.status(rest)
 	case "server":
 		return env.server(rest)
+	case "task":
+		return env.taskCmd(rest)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "airlock", version())
 		return nil

@@ -349,3 +349,102 @@ func TestTerminalProgressAndColour(t *testing.T) {
 		t.Errorf("--json on a terminal shows progress or colour:\n%s", out)
 	}
 }
+
+// taskRepo makes a git repository whose airlock.yaml runs the workspace
+// server per task.
+func taskRepo(t *testing.T) string {
+	t.Helper()
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
+  - id: ws
+    scope: task
+    command: airlock
+    args: [server, workspace, --root, "${workspace}"]
+    allowed_tools: [read_file]
+`)
+	writeFile(t, filepath.Join(dir, ".gitignore"), ".airlock/\n")
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.email=t@example.com", "-c", "user.name=T", "add", "."},
+		{"-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-m", "first"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func TestTaskCommands(t *testing.T) {
+	dir := taskRepo(t)
+	r := runCLI(t, dir, "", "task", "open", "t1", "--json").want(t, 0)
+	opened := decode(t, r.stdout)
+	wt, _ := opened["worktree"].(string)
+	if opened["id"] != "t1" || opened["status"] != "open" || wt != filepath.Join(dir, ".airlock", "tasks", "t1", "worktree") || opened["created_at"] == nil {
+		t.Fatalf("task open = %v", opened)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "hello.txt")); err != nil {
+		t.Errorf("the worktree lacks the repository's files: %v", err)
+	}
+
+	r = runCLI(t, dir, "", "tools").want(t, 0)
+	if !strings.Contains(r.stderr, "ws run only inside a task") || strings.Contains(r.stdout, "ws__read_file") {
+		t.Errorf("tools without --task: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = runCLI(t, dir, "", "tools", "--task", "t1", "--json").want(t, 0)
+	if tools := decode(t, r.stdout)["tools"].([]any); len(tools) != 1 || tools[0].(map[string]any)["name"] != "ws__read_file" {
+		t.Errorf("tools --task = %v", tools)
+	}
+	writeFile(t, filepath.Join(wt, "task-only.txt"), "made in the task\n")
+	r = runCLI(t, dir, "", "call", "ws__read_file", "--task", "t1", "--args", `{"path":"task-only.txt"}`, "--json").want(t, 0)
+	if !strings.Contains(r.stdout, "made in the task") {
+		t.Errorf("call --task = %s", r.stdout)
+	}
+	r = runCLI(t, dir, `{"id":1,"cmd":"call","name":"ws__read_file","args":{"path":"task-only.txt"}}`, "shell", "--json", "--task", "t1").want(t, 0)
+	if !strings.Contains(r.stdout, `"status":"ok"`) {
+		t.Errorf("shell --task = %s", r.stdout)
+	}
+
+	r = runCLI(t, dir, "", "task", "list", "--json").want(t, 0)
+	tasks := decode(t, r.stdout)["tasks"].([]any)
+	if len(tasks) != 1 || tasks[0].(map[string]any)["status"] != "open" || tasks[0].(map[string]any)["in_use"] != false {
+		t.Errorf("task list = %v", tasks)
+	}
+	runCLI(t, dir, "", "task", "open", "t1").want(t, 2)
+
+	r = runCLI(t, dir, "", "task", "close", "t1", "--json").want(t, 0)
+	closed := decode(t, r.stdout)
+	if closed["status"] != "closed" || len(closed["steps"].([]any)) < 5 {
+		t.Errorf("task close = %v", closed)
+	}
+	if !strings.Contains(r.stdout, "saved as stash") {
+		t.Errorf("the untracked file of the task was not saved: %s", r.stdout)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Errorf("worktree remains: %v", err)
+	}
+	r = runCLI(t, dir, "", "task", "list").want(t, 0)
+	if !strings.Contains(r.stdout, "No tasks are open.") {
+		t.Errorf("task list after close = %q", r.stdout)
+	}
+}
+
+func TestTaskCommandErrors(t *testing.T) {
+	dir := taskRepo(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no subcommand", []string{"task"}, "open ID, list, or close ID"},
+		{"unknown task", []string{"tools", "--task", "nope"}, "no task nope"},
+		{"bad id", []string{"task", "open", "../x"}, `task id "../x"`},
+		{"close unknown", []string{"task", "close", "nope"}, "no task nope"},
+		{"not a repository", []string{"task", "open", "t", "--repo", t.TempDir()}, "not inside a git repository"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, dir, "", tt.args...).want(t, 2)
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr = %q, want %q", r.stderr, tt.want)
+			}
+		})
+	}
+}

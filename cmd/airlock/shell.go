@@ -28,20 +28,21 @@ func (e *env) shell(args []string) error {
 	var c common
 	fs := flag.NewFlagSet("shell", flag.ContinueOnError)
 	c.register(fs)
+	c.registerTask(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return e.help(err, "airlock shell [--json] [--config FILE] [--state DIR]")
+		return e.help(err, "airlock shell [--json] [--task ID] [--config FILE] [--state DIR]")
 	}
 	if len(pos) > 0 {
 		return usageError("shell takes no arguments, got %q", pos[0])
 	}
-	h, err := e.openHost(&c)
+	sess, err := e.openSession(&c)
 	if err != nil {
 		return err
 	}
-	defer e.closeHost(h)
+	defer e.closeSession(sess)
 
-	sh := &shell{env: e, host: h, snap: h.Snapshot(), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
+	sh := &shell{env: e, host: sess, snap: sess.Snapshot(), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
 	lines := readLines(e.stdin)
 	for {
 		select {
@@ -86,7 +87,7 @@ func readLines(r io.Reader) <-chan line {
 
 type shell struct {
 	env   *env
-	host  *airlock.Host
+	host  *session
 	snap  *airlock.Snapshot // the current turn's snapshot
 	out   *lockedWriter
 	col   colours
@@ -126,7 +127,7 @@ func (s *shell) handleText(text string) bool {
 			b.WriteString("usage: call NAME {json}\n")
 			break
 		}
-		r := s.host.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
+		r := s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
 		printResult(&b, &b, r)
 	default:
 		fmt.Fprintf(&b, "unknown command %q; type help\n", cmd)
@@ -169,7 +170,7 @@ func (s *shell) handleJSON(text []byte) bool {
 		}
 		snap := s.snap
 		s.calls.Go(func() {
-			r := s.host.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args})
+			r := s.host.h.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args})
 			s.reply(cmd.ID, callOutput(r))
 		})
 	default:

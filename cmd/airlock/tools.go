@@ -13,26 +13,27 @@ func (e *env) tools(args []string) error {
 	var c common
 	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
 	c.register(fs)
+	c.registerTask(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return e.help(err, "airlock tools [--json] [--config FILE] [--state DIR]")
+		return e.help(err, "airlock tools [--json] [--task ID] [--config FILE] [--state DIR]")
 	}
 	if len(pos) > 0 {
 		return usageError("tools takes no arguments, got %q", pos[0])
 	}
-	h, err := e.openHost(&c)
+	s, err := e.openSession(&c)
 	if err != nil {
 		return err
 	}
-	defer e.closeHost(h)
+	defer e.closeSession(s)
 
-	servers := h.Servers()
+	servers := s.Servers()
 	if c.json {
-		if err := writeJSON(e.stdout, toolsOutput(h.Snapshot(), servers)); err != nil {
+		if err := writeJSON(e.stdout, toolsOutput(s.Snapshot(), servers)); err != nil {
 			return err
 		}
 	} else {
-		printTools(e.stdout, coloursFor(e.stdout), h.Snapshot(), servers)
+		printTools(e.stdout, coloursFor(e.stdout), s.Snapshot(), servers)
 		printFailures(e.stderr, servers)
 	}
 	return exitCode(serversExit(servers))
@@ -42,20 +43,21 @@ func (e *env) status(args []string) error {
 	var c common
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	c.register(fs)
+	c.registerTask(fs)
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return e.help(err, "airlock status [--json] [--config FILE] [--state DIR]")
+		return e.help(err, "airlock status [--json] [--task ID] [--config FILE] [--state DIR]")
 	}
 	if len(pos) > 0 {
 		return usageError("status takes no arguments, got %q", pos[0])
 	}
-	h, err := e.openHost(&c)
+	s, err := e.openSession(&c)
 	if err != nil {
 		return err
 	}
-	defer e.closeHost(h)
+	defer e.closeSession(s)
 
-	servers := h.Servers()
+	servers := s.Servers()
 	if c.json {
 		if err := writeJSON(e.stdout, map[string]any{"servers": statusOutput(servers)}); err != nil {
 			return err
@@ -120,13 +122,4 @@ func (e *env) help(err error, line string) error {
 		return nil
 	}
 	return err
-}
-
-func (e *env) closeHost(h *airlock.Host) {
-	if err := h.Close(); err != nil {
-		fmt.Fprintf(e.stderr, "airlock: %v\n", err)
-	}
-	if e.closeLog != nil {
-		e.closeLog()
-	}
 }

@@ -5,10 +5,13 @@ package upstream
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // setGroup makes the command the leader of a new process group, so that
@@ -73,4 +76,39 @@ func liveGroupMembers(pgid int) ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// StopLeftover ends the process group pgid if it still has a live process
+// working in dir (or below): a server left behind by a host process that
+// died. Checking the working directory keeps a recycled group id from
+// hitting an unrelated process. It reports whether it found the group.
+func StopLeftover(pgid int, dir string, grace time.Duration) (bool, error) {
+	pids, err := liveGroupMembers(pgid)
+	if err != nil || len(pids) == 0 {
+		return false, err
+	}
+	inside := false
+	for _, pid := range pids {
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+		if err != nil {
+			continue
+		}
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if cwd == dir || strings.HasPrefix(cwd, dir+string(os.PathSeparator)) {
+			inside = true
+			break
+		}
+	}
+	if !inside {
+		return false, nil
+	}
+	signalGroup(pgid, syscall.SIGTERM)
+	if waitUntil(grace, func() bool { return !groupAlive(pgid) }) {
+		return true, nil
+	}
+	signalGroup(pgid, syscall.SIGKILL)
+	if waitUntil(grace, func() bool { return !groupAlive(pgid) }) {
+		return true, nil
+	}
+	return true, fmt.Errorf("processes of group %d survived SIGKILL", pgid)
 }

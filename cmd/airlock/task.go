@@ -1,0 +1,200 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/airlockhq/airlock"
+)
+
+func (e *env) taskCmd(args []string) error {
+	if len(args) == 0 {
+		return usageError("task needs a subcommand: open ID, list, or close ID")
+	}
+	switch args[0] {
+	case "open":
+		return e.taskOpen(args[1:])
+	case "list":
+		return e.taskList(args[1:])
+	case "close":
+		return e.taskClose(args[1:])
+	}
+	return usageError("unknown task subcommand %q: use open ID, list, or close ID", args[0])
+}
+
+type taskJSON struct {
+	ID        string  `json:"id"`
+	Worktree  string  `json:"worktree"`
+	Status    string  `json:"status"`
+	CreatedAt *string `json:"created_at"`
+	Branch    string  `json:"branch"`
+	Repo      string  `json:"repo"`
+	InUse     bool    `json:"in_use"`
+}
+
+func taskOutput(t airlock.TaskInfo) taskJSON {
+	out := taskJSON{ID: t.ID, Worktree: t.Worktree, Status: t.Status, Branch: t.Branch, Repo: t.Repo, InUse: t.InUse}
+	if !t.CreatedAt.IsZero() {
+		s := t.CreatedAt.UTC().Format(time.RFC3339)
+		out.CreatedAt = &s
+	}
+	return out
+}
+
+func (e *env) taskOpen(args []string) error {
+	var (
+		c          common
+		repo, base string
+	)
+	fs := flag.NewFlagSet("task open", flag.ContinueOnError)
+	c.register(fs)
+	fs.StringVar(&repo, "repo", "", "a directory in the git repository (default: the working directory)")
+	fs.StringVar(&base, "base", "", "what the task's branch starts from (default: HEAD)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return e.help(err, "airlock task open ID [--repo DIR] [--base REF] [--json]")
+	}
+	if len(pos) != 1 {
+		return usageError("task open takes exactly one task id")
+	}
+	if repo == "" {
+		repo = "."
+	}
+	h, _, err := e.openHost(&c)
+	if err != nil {
+		return err
+	}
+	s := &session{h: h}
+	defer e.closeSession(s)
+	task, err := h.OpenTask(e.ctx, pos[0], &airlock.TaskOptions{Repo: repo, Base: base})
+	if err != nil {
+		return taskError(err)
+	}
+	s.task = task
+	info := task.Info()
+	info.InUse = false
+	if c.json {
+		out := struct {
+			taskJSON
+			Servers []serverJSON `json:"servers"`
+			Tools   int          `json:"tools"`
+		}{taskOutput(info), toolsOutput(task.Snapshot(), task.Servers()).Servers, len(task.Snapshot().Tools())}
+		return writeJSON(e.stdout, out)
+	}
+	fmt.Fprintf(e.stdout, "Task %s is open: worktree %s on branch %s, %s.\n", info.ID, info.Worktree, info.Branch, plural(len(task.Snapshot().Tools()), "tool"))
+	fmt.Fprintf(e.stdout, "Use it with --task %s; close it with airlock task close %s.\n", info.ID, info.ID)
+	return nil
+}
+
+func (e *env) taskList(args []string) error {
+	var c common
+	fs := flag.NewFlagSet("task list", flag.ContinueOnError)
+	c.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return e.help(err, "airlock task list [--json]")
+	}
+	if len(pos) > 0 {
+		return usageError("task list takes no arguments")
+	}
+	cfg, err := e.loadConfig(&c)
+	if err != nil {
+		return err
+	}
+	tasks, err := airlock.ListTasks(stateDir(&c, cfg))
+	if err != nil {
+		return usageError("cannot list tasks: %v", err)
+	}
+	out := struct {
+		Tasks []taskJSON `json:"tasks"`
+	}{Tasks: []taskJSON{}}
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, taskOutput(t))
+	}
+	if c.json {
+		return writeJSON(e.stdout, out)
+	}
+	printTasks(e.stdout, coloursFor(e.stdout), out.Tasks)
+	return nil
+}
+
+func printTasks(w io.Writer, col colours, tasks []taskJSON) {
+	if len(tasks) == 0 {
+		fmt.Fprintln(w, "No tasks are open.")
+		return
+	}
+	rows := [][]string{{"TASK", "STATUS", "IN USE", "CREATED", "WORKTREE"}}
+	for _, t := range tasks {
+		inUse, created := "no", "-"
+		if t.InUse {
+			inUse = "yes"
+		}
+		if t.CreatedAt != nil {
+			created = *t.CreatedAt
+		}
+		rows = append(rows, []string{t.ID, t.Status, inUse, created, t.Worktree})
+	}
+	table(w, col, rows)
+}
+
+func (e *env) taskClose(args []string) error {
+	var c common
+	fs := flag.NewFlagSet("task close", flag.ContinueOnError)
+	c.register(fs)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return e.help(err, "airlock task close ID [--json]")
+	}
+	if len(pos) != 1 {
+		return usageError("task close takes exactly one task id")
+	}
+	cfg, err := e.loadConfig(&c)
+	if err != nil {
+		return err
+	}
+	report, err := airlock.CloseTask(e.ctx, stateDir(&c, cfg), pos[0])
+	if report == nil {
+		return usageError("%v", err)
+	}
+	type stepJSON struct {
+		Step       string `json:"step"`
+		OK         bool   `json:"ok"`
+		Detail     string `json:"detail"`
+		DurationMS int64  `json:"duration_ms"`
+	}
+	out := struct {
+		ID     string     `json:"id"`
+		Status string     `json:"status"`
+		Steps  []stepJSON `json:"steps"`
+	}{ID: report.Task, Status: "closed", Steps: []stepJSON{}}
+	if err != nil {
+		out.Status = "failed"
+	}
+	for _, s := range report.Steps {
+		out.Steps = append(out.Steps, stepJSON{s.Step, s.OK, s.Detail, s.Duration.Milliseconds()})
+	}
+	if c.json {
+		if werr := writeJSON(e.stdout, out); werr != nil {
+			return werr
+		}
+	} else {
+		col := coloursFor(e.stdout)
+		for _, s := range out.Steps {
+			mark := col.green("✓")
+			if !s.OK {
+				mark = col.red("✗")
+			}
+			line := fmt.Sprintf("%s %s", mark, s.Step)
+			if s.Detail != "" {
+				line += ": " + s.Detail
+			}
+			fmt.Fprintln(e.stdout, line)
+		}
+	}
+	if err != nil {
+		return &exitError{code: exitServer, msg: err.Error()}
+	}
+	return nil
+}
