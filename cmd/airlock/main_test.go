@@ -286,7 +286,7 @@ func TestShellJSON(t *testing.T) {
 			t.Errorf("id %s: %s = %v, want %v", c.id, c.key, got, c.want)
 		}
 	}
-	if tools, ok := byID[`{"n":3}`]["tools"].([]any); !ok || len(tools) != 1 {
+	if tools, ok := byID[`{"n":3}`]["tools"].([]any); !ok || len(tools) != 3 {
 		t.Errorf("tools reply = %v", byID[`{"n":3}`])
 	}
 	if e, _ := byID["null"]["error"].(string); !strings.Contains(e, "not a valid JSON command") {
@@ -335,7 +335,7 @@ func onTerminal(t *testing.T, dir string, env []string, args ...string) string {
 func TestTerminalProgressAndColour(t *testing.T) {
 	dir := workdir(t)
 	out := onTerminal(t, dir, nil, "tools")
-	for _, want := range []string{"workspace starting…", "workspace ready in ", "(2026-07-28, 1 tool)", "\x1b[32mready\x1b[0m"} {
+	for _, want := range []string{"workspace starting…", "workspace ready in ", "(2026-07-28, 3 tools)", "\x1b[32mready\x1b[0m"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output lacks %q:\n%s", want, out)
 		}
@@ -345,7 +345,7 @@ func TestTerminalProgressAndColour(t *testing.T) {
 		t.Errorf("with NO_COLOR, want progress without colour:\n%s", out)
 	}
 	out = onTerminal(t, dir, nil, "tools", "--json")
-	if strings.Contains(out, "starting") || strings.Contains(out, "\x1b[") {
+	if strings.Contains(out, "starting…") || strings.Contains(out, "\x1b[") {
 		t.Errorf("--json on a terminal shows progress or colour:\n%s", out)
 	}
 }

@@ -26,11 +26,14 @@ func (e *env) server(args []string) error {
 // to stderr: stdout belongs to the protocol.
 func (e *env) serveWorkspace(args []string) error {
 	var root string
+	var allowHardLinks bool
 	fs := flag.NewFlagSet("server workspace", flag.ContinueOnError)
 	fs.StringVar(&root, "root", "", "the directory to serve (default: $AGENT_WORKSPACE_ROOT, else the working directory)")
+	fs.BoolVar(&allowHardLinks, "allow-hard-links", false,
+		"read, search and replace files with more than one hard link (another name for such a file may be outside the root)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
-		return e.help(err, "airlock server workspace [--root DIR]")
+		return e.help(err, "airlock server workspace [--root DIR] [--allow-hard-links]")
 	}
 	if len(pos) > 0 {
 		return usageError("server workspace takes no arguments, got %q", pos[0])
@@ -44,7 +47,7 @@ func (e *env) serveWorkspace(args []string) error {
 		}
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
-	srv, err := workspace.New(root, &workspace.Options{Logger: logger, Version: version()})
+	srv, err := workspace.New(root, &workspace.Options{Logger: logger, Version: version(), AllowHardLinks: allowHardLinks})
 	if err != nil {
 		return usageError("%v", err)
 	}

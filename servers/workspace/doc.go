@@ -8,9 +8,19 @@
 //
 // # Tools
 //
-// read_file returns the first line_limit lines (default 200, at most 1000)
-// of a UTF-8 text file, with line endings removed, as structured content
-// {path, content, truncated}.
+//   - read_file {path, line_limit, offset} returns up to line_limit lines
+//     (default 200, at most 1000) of a UTF-8 text file after skipping offset
+//     lines, with line endings removed, as {path, content, truncated,
+//     start_line, total_lines, next_offset}.
+//   - list_dir {path, pattern} returns a directory's entries
+//     {name, type, size}, sorted by name, at most 1000, optionally filtered
+//     by a path.Match glob on the name.
+//   - search_text {pattern, path, regex} finds lines matching literal text
+//     or an RE2 expression in the files under path, at most 200 matches.
+//   - write_file {path, content} creates or atomically replaces a file.
+//
+// The user documentation, docs/workspace-server.md, gives every field and
+// limit.
 //
 // # Confinement
 //
@@ -21,14 +31,19 @@
 //     paths with ".." elements are refused.
 //   - Symbolic links are followed only when they are relative and every step
 //     of their resolution stays inside the root. An absolute link is refused
-//     even when its target lies inside the root.
+//     even when its target lies inside the root. write_file follows no link
+//     at all, and search_text follows none it meets while walking.
 //   - Only regular files are read. FIFOs, sockets, devices and directories
 //     are refused; files are opened without blocking and checked after
 //     opening, so a file swapped for a FIFO cannot stall a call.
+//     Directories are opened through a final "." element, which makes every
+//     element a directory open that fails at once on a FIFO.
 //   - A file with more than one hard link is refused, because another name
-//     for it may live outside the root.
-//   - Files larger than [Options.MaxFileBytes] and files that are not valid
-//     UTF-8 are refused.
+//     for it may live outside the root, unless [Options.AllowHardLinks].
+//   - Files larger than [Options.MaxFileBytes] and binary files are not
+//     read; read_file refuses files that are not valid UTF-8.
+//   - write_file refuses paths inside .git, whose hooks and configuration
+//     steer commands run on the host.
 //
 // A refusal is a tool error (a result with isError set) whose text names the
 // path as the client gave it and says what is wrong; it never contains host

@@ -3,7 +3,10 @@
 package workspace
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestOpenRegularFIFO opens a FIFO the way a call would if the file were
@@ -30,7 +35,7 @@ func TestOpenRegularFIFO(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		f, err := s.openRegular("fifo", "fifo")
+		f, _, err := s.openRegular("fifo", "fifo")
 		if f != nil {
 			f.Close()
 		}
@@ -94,28 +99,162 @@ func TestResolveErrorLogs(t *testing.T) {
 	}
 }
 
-func TestFirstLines(t *testing.T) {
+func TestPageLines(t *testing.T) {
 	tests := []struct {
-		text          string
-		limit         int
-		want          string
-		wantTruncated bool
+		text      string
+		offset    int
+		limit     int
+		want      string
+		wantTotal int
 	}{
-		{"", 1, "", false},
-		{"a", 1, "a", false},
-		{"a\n", 1, "a", false},
-		{"a\nb", 1, "a", true},
-		{"a\r\nb\r\n", 2, "a\nb", false},
-		{"a\r\nb\r\n", 5, "a\nb", false},
-		{"a\n\nb", 2, "a\n", true},
-		{"\n", 1, "", false},
-		{"a\rb\n", 1, "a\rb", false},
-		{"a\n\r\n", 2, "a\n", false},
+		{"", 0, 1, "", 0},
+		{"", 1, 1, "", 0},
+		{"a", 0, 1, "a", 1},
+		{"a\n", 0, 1, "a", 1},
+		{"a\nb", 0, 1, "a", 2},
+		{"a\r\nb\r\n", 0, 2, "a\nb", 2},
+		{"a\r\nb\r\n", 0, 5, "a\nb", 2},
+		{"a\n\nb", 0, 2, "a\n", 3},
+		{"\n", 0, 1, "", 1},
+		{"a\rb\n", 0, 1, "a\rb", 1},
+		{"a\n\r\n", 0, 2, "a\n", 2},
+		{"1\n2\n3\n4\n5", 1, 2, "2\n3", 5},
+		{"1\n2\n3\n4\n5", 4, 2, "5", 5},
+		{"1\n2\n3\n4\n5", 5, 2, "", 5},
+		{"1\n2\n3\n4\n5", 9, 2, "", 5},
+		{"1\n\n3\n", 1, 1, "", 3},
 	}
 	for _, tt := range tests {
-		got, truncated := firstLines(tt.text, tt.limit)
-		if got != tt.want || truncated != tt.wantTruncated {
-			t.Errorf("firstLines(%q, %d) = %q, %v; want %q, %v", tt.text, tt.limit, got, truncated, tt.want, tt.wantTruncated)
+		got, total := pageLines(tt.text, tt.offset, tt.limit)
+		if got != tt.want || total != tt.wantTotal {
+			t.Errorf("pageLines(%q, %d, %d) = %q, %d; want %q, %d", tt.text, tt.offset, tt.limit, got, total, tt.want, tt.wantTotal)
+		}
+	}
+}
+
+func TestIsBinary(t *testing.T) {
+	tests := []struct {
+		data []byte
+		want bool
+	}{
+		{nil, false},
+		{[]byte("text\n"), false},
+		{[]byte("a\x00b"), true},
+		{append(bytes.Repeat([]byte("a"), binarySniffBytes-1), 0), true},
+		{append(bytes.Repeat([]byte("a"), binarySniffBytes), 0), false},
+		{[]byte("\xff\xfe"), false},
+	}
+	for _, tt := range tests {
+		if got := isBinary(tt.data); got != tt.want {
+			t.Errorf("isBinary(%d bytes ending %q) = %v, want %v", len(tt.data), tt.data[max(0, len(tt.data)-3):], got, tt.want)
+		}
+	}
+}
+
+func TestExcerpt(t *testing.T) {
+	long := strings.Repeat("a", 1000)
+	tests := []struct {
+		name  string
+		line  string
+		start int
+		want  string
+	}{
+		{"short", "hello world", 6, "hello world"},
+		{"exactly the bound", strings.Repeat("x", maxMatchText), 0, strings.Repeat("x", maxMatchText)},
+		{"invalid UTF-8 replaced", "caf\xe9", 0, "caf\uFFFD"},
+		{"long, match at start", "MATCH" + long, 0, "MATCH" + strings.Repeat("a", maxMatchText-5) + "…"},
+		{"long, match in the middle", long[:500] + "MATCH" + long[:500], 500, "…" + long[:maxMatchText/4] + "MATCH" + long[:maxMatchText-maxMatchText/4-5] + "…"},
+		{"long, match at the end", long + "MATCH", 1000, "…" + long[:maxMatchText-5] + "MATCH"},
+	}
+	for _, tt := range tests {
+		if got := excerpt([]byte(tt.line), tt.start); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzExcerpt checks that an excerpt of any line is valid UTF-8 within the
+// bound and shows the start of the match.
+func FuzzExcerpt(f *testing.F) {
+	f.Add(strings.Repeat("é", 400), 300)
+	f.Add("short", 0)
+	f.Add(strings.Repeat("\xff", 700), 350)
+	f.Add(strings.Repeat("✓", 200)+"needle"+strings.Repeat("✓", 200), 600)
+	f.Fuzz(func(t *testing.T, line string, start int) {
+		if start < 0 || start >= len(line) {
+			return
+		}
+		got := excerpt([]byte(line), start)
+		if !utf8.ValidString(got) {
+			t.Errorf("excerpt(%q, %d) = %q: not valid UTF-8", line, start, got)
+		}
+		inner := strings.TrimSuffix(strings.TrimPrefix(got, "…"), "…")
+		// Each invalid byte may grow into a three-byte U+FFFD.
+		if len(inner) > 3*maxMatchText {
+			t.Errorf("excerpt(%q, %d) has %d bytes, want at most %d", line, start, len(inner), 3*maxMatchText)
+		}
+		if len(line) <= maxMatchText || !utf8.ValidString(line) {
+			return
+		}
+		// Enough of the match is shown to recognise it.
+		r, _ := utf8.DecodeRuneInString(line[start:])
+		if utf8.RuneStart(line[start]) && start+maxMatchText/2 < len(line) && !strings.Contains(got, line[start:start+utf8.RuneLen(r)]) {
+			t.Errorf("excerpt(%q, %d) = %q: the match is not shown", line, start, got)
+		}
+	})
+}
+
+func TestMatcher(t *testing.T) {
+	tests := []struct {
+		pattern string
+		regex   bool
+		line    string
+		want    int
+		wantErr string
+	}{
+		{pattern: "b.d", line: "abcd", want: -1},
+		{pattern: "b.d", line: "ab.d", want: 1},
+		{pattern: "b.d", regex: true, line: "abcd", want: 1},
+		{pattern: "^a", regex: true, line: "ba", want: -1},
+		{pattern: "(?i)TODO", regex: true, line: "x todo", want: 2},
+		{pattern: "é", line: "café", want: 3},
+		{pattern: "(", regex: true, wantErr: "pattern is not a valid RE2 regular expression: missing closing ) in \"(\""},
+		{pattern: `a(?=b)`, regex: true, wantErr: "pattern is not a valid RE2 regular expression: invalid or unsupported Perl syntax in \"(?=\""},
+		{pattern: "a\nb", wantErr: errPatternNewline.Error()},
+	}
+	for _, tt := range tests {
+		match, err := matcher(tt.pattern, tt.regex)
+		if tt.wantErr != "" {
+			if got := errorText(err); got != tt.wantErr {
+				t.Errorf("matcher(%q, %v): got error %q, want %q", tt.pattern, tt.regex, got, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("matcher(%q, %v): %v", tt.pattern, tt.regex, err)
+			continue
+		}
+		if got := match([]byte(tt.line)); got != tt.want {
+			t.Errorf("matcher(%q, %v) on %q = %d, want %d", tt.pattern, tt.regex, tt.line, got, tt.want)
+		}
+	}
+}
+
+func TestInGit(t *testing.T) {
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{".git", true},
+		{".git/hooks/pre-commit", true},
+		{"sub/.GIT/config", true},
+		{".gitignore", false},
+		{"a.git/x", false},
+		{"src/git/x", false},
+	}
+	for _, tt := range tests {
+		if got := inGit(filepath.FromSlash(tt.name)); got != tt.want {
+			t.Errorf("inGit(%q) = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
@@ -182,31 +321,124 @@ func FuzzLocalPath(f *testing.F) {
 	})
 }
 
-// FuzzFirstLines checks firstLines against a plain split of the text.
-func FuzzFirstLines(f *testing.F) {
-	f.Add("a\nb\r\nc", 2)
-	f.Add("", 1)
-	f.Add("\n\n\n", 3)
-	f.Add("x\r", 1)
-	f.Fuzz(func(t *testing.T, text string, limit int) {
-		if limit < 1 || limit > maxLineLimit {
+// FuzzPageLines checks pageLines against a plain split of the text.
+func FuzzPageLines(f *testing.F) {
+	f.Add("a\nb\r\nc", 0, 2)
+	f.Add("a\nb\r\nc", 1, 2)
+	f.Add("", 0, 1)
+	f.Add("\n\n\n", 2, 3)
+	f.Add("x\r", 0, 1)
+	f.Fuzz(func(t *testing.T, text string, offset, limit int) {
+		if limit < 1 || limit > maxLineLimit || offset < 0 || offset > 1<<20 {
 			return
 		}
 		lines := strings.SplitAfter(text, "\n")
 		if lines[len(lines)-1] == "" {
 			lines = lines[:len(lines)-1]
 		}
-		wantTruncated := len(lines) > limit
-		if wantTruncated {
-			lines = lines[:limit]
-		}
+		wantTotal := len(lines)
+		lines = lines[min(offset, len(lines)):min(offset+limit, len(lines))]
 		for i, l := range lines {
 			lines[i] = strings.TrimSuffix(strings.TrimSuffix(l, "\n"), "\r")
 		}
 		want := strings.Join(lines, "\n")
-		got, truncated := firstLines(text, limit)
-		if got != want || truncated != wantTruncated {
-			t.Errorf("firstLines(%q, %d) = %q, %v; want %q, %v", text, limit, got, truncated, want, wantTruncated)
+		got, total := pageLines(text, offset, limit)
+		if got != want || total != wantTotal {
+			t.Errorf("pageLines(%q, %d, %d) = %q, %d; want %q, %d", text, offset, limit, got, total, want, wantTotal)
 		}
 	})
+}
+
+func TestSearchEntryBudget(t *testing.T) {
+	root := t.TempDir()
+	for i := range 5 {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%d", i)), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var all []searchMatch
+	for i := range 5 {
+		all = append(all, searchMatch{Path: fmt.Sprintf("f%d", i), Line: 1, Text: "x"})
+	}
+	tests := []struct {
+		entries int
+		want    searchTextOutput
+	}{
+		{5, searchTextOutput{Matches: all, FilesSearched: 5}},
+		{4, searchTextOutput{
+			Matches:   []searchMatch{},
+			Truncated: true,
+			Note:      "stopped after visiting 4 directory entries, the limit for one search; search a narrower path to see the rest",
+		}},
+	}
+	for _, tt := range tests {
+		s.maxEntries = tt.entries
+		_, got, err := s.searchText(context.Background(), nil, searchTextInput{Pattern: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("maxEntries %d (-want +got):\n%s", tt.entries, diff)
+		}
+	}
+}
+
+// TestSearchReplacedDirectory checks that a directory whose name now leads
+// somewhere other than what its parent listed, as after a swap for a link,
+// is not searched.
+func TestSearchReplacedDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"listed", "other"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, d, "f.txt"), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	listed, err := s.root.Lstat("listed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		dir  string
+		want int
+	}{{"listed", 1}, {"other", 0}} {
+		sr := &search{s: s, match: func([]byte) int { return 0 }, out: searchTextOutput{Matches: []searchMatch{}}}
+		if err := sr.dir(context.Background(), tt.dir, tt.dir, listed); err != nil {
+			t.Fatal(err)
+		}
+		if got := sr.out.FilesSearched; got != tt.want {
+			t.Errorf("%s searched as listed: got %d files searched, want %d", tt.dir, got, tt.want)
+		}
+	}
+}
+
+func TestSearchCancelled(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(root, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, p := range []string{".", "a.txt"} {
+		if _, _, err := s.searchText(ctx, nil, searchTextInput{Pattern: "x", Path: p}); !errors.Is(err, context.Canceled) {
+			t.Errorf("search %s after cancel: got %v, want context.Canceled", p, err)
+		}
+	}
 }

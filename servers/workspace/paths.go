@@ -25,15 +25,20 @@ type refusal struct {
 func refuse(path, reason string) error { return &refusal{path: path, reason: reason} }
 
 func (r *refusal) Error() string {
-	p := r.path
-	if len(p) > maxShownPath {
-		p = p[:maxShownPath]
-		for !utf8.ValidString(p) {
-			p = p[:len(p)-1]
-		}
-		p += "..."
+	return fmt.Sprintf("path %q: %s", truncate(r.path, maxShownPath), r.reason)
+}
+
+// truncate cuts s to at most n bytes, on a character boundary, and marks
+// the cut with "...".
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return fmt.Sprintf("path %q: %s", p, r.reason)
+	s = s[:n]
+	for !utf8.ValidString(s) && s != "" {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
 }
 
 // errAbsolute is refused without echoing the path: an absolute path may name

@@ -4,11 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,18 +19,22 @@ const (
 
 type readFileInput struct {
 	Path      string `json:"path" jsonschema:"file path relative to the workspace root, with / as separator"`
-	LineLimit int    `json:"line_limit,omitempty" jsonschema:"how many lines to return from the start of the file"`
+	LineLimit int    `json:"line_limit,omitempty" jsonschema:"how many lines to return"`
+	Offset    int    `json:"offset,omitempty" jsonschema:"how many lines to skip before the first line returned (0-based line offset); pass next_offset from the previous page to read on"`
 }
 
 type readFileOutput struct {
-	Path      string `json:"path" jsonschema:"the path read, cleaned, relative to the workspace root"`
-	Content   string `json:"content" jsonschema:"the first line_limit lines, line endings removed, joined by newlines"`
-	Truncated bool   `json:"truncated" jsonschema:"true when the file has more lines than were returned"`
+	Path       string `json:"path" jsonschema:"the path read, cleaned, relative to the workspace root"`
+	Content    string `json:"content" jsonschema:"up to line_limit lines from offset on, line endings removed, joined by newlines"`
+	Truncated  bool   `json:"truncated" jsonschema:"true when the file has more lines after the ones returned"`
+	StartLine  int    `json:"start_line" jsonschema:"the 1-based number of the first line in content (offset + 1)"`
+	TotalLines int    `json:"total_lines" jsonschema:"how many lines the file has"`
+	NextOffset int    `json:"next_offset,omitempty" jsonschema:"when truncated, the offset that reads the next page"`
 }
 
 // readFileInputSchema is the schema inferred from readFileInput, with the
-// bounds and default of line_limit that inference cannot express. The SDK
-// validates arguments against it and fills in the default.
+// bounds and defaults that inference cannot express. The SDK validates
+// arguments against it and fills in the defaults.
 func readFileInputSchema() *jsonschema.Schema {
 	s, err := jsonschema.For[readFileInput](nil)
 	if err != nil {
@@ -43,6 +44,9 @@ func readFileInputSchema() *jsonschema.Schema {
 	limit.Minimum = jsonschema.Ptr(1.0)
 	limit.Maximum = jsonschema.Ptr(float64(maxLineLimit))
 	limit.Default = json.RawMessage(fmt.Sprint(defaultLineLimit))
+	offset := s.Properties["offset"]
+	offset.Minimum = jsonschema.Ptr(0.0)
+	offset.Default = json.RawMessage("0")
 	return s
 }
 
@@ -50,20 +54,37 @@ func (s *Server) addReadFile() {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "read_file",
 		Title: "Read file",
-		Description: fmt.Sprintf("Read the first line_limit lines (default %d, at most %d) of a UTF-8 text file "+
-			"in the workspace. path is relative to the workspace root. Refused: absolute paths, \"..\" elements, "+
+		Description: fmt.Sprintf("Read up to line_limit lines (default %d, at most %d) of a UTF-8 text file "+
+			"in the workspace, after skipping offset lines (default 0). path is relative to the workspace root. "+
+			"The result has start_line and total_lines and, when more lines follow, next_offset: pass it as offset "+
+			"to read the next page. Refused: absolute paths, \"..\" elements, "+
 			"absolute symbolic links, symbolic links that lead outside the workspace, anything but a regular file, "+
-			"files with more than one hard link, files larger than %d bytes, and files that are not valid UTF-8.",
-			defaultLineLimit, maxLineLimit, s.maxFile),
+			"files larger than %d bytes, binary files (a NUL byte in the first 8 KB), "+
+			"and files that are not valid UTF-8.%s",
+			defaultLineLimit, maxLineLimit, s.maxFile, s.hardLinkRule()),
 		InputSchema: readFileInputSchema(),
-		Annotations: &mcp.ToolAnnotations{
-			Title:           "Read file",
-			ReadOnlyHint:    true,
-			DestructiveHint: new(false),
-			IdempotentHint:  true,
-			OpenWorldHint:   new(false),
-		},
+		Annotations: readOnly("Read file"),
 	}, s.readFile)
+}
+
+// readOnly returns the annotations of a tool that only reads the workspace.
+func readOnly(title string) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{
+		Title:           title,
+		ReadOnlyHint:    true,
+		DestructiveHint: new(false),
+		IdempotentHint:  true,
+		OpenWorldHint:   new(false),
+	}
+}
+
+// hardLinkRule states the hard-link rule for tool descriptions, so that
+// they tell the truth whichever way the server is configured.
+func (s *Server) hardLinkRule() string {
+	if s.allowHardLinks {
+		return " Files with more than one hard link are allowed on this server."
+	}
+	return " Files with more than one hard link are refused."
 }
 
 // readFile is the read_file handler. An error it returns becomes a tool
@@ -77,97 +98,39 @@ func (s *Server) readFile(_ context.Context, _ *mcp.CallToolRequest, in readFile
 	if err != nil {
 		return nil, readFileOutput{}, err
 	}
-	content, truncated := firstLines(data, in.LineLimit)
-	return nil, readFileOutput{Path: filepath.ToSlash(name), Content: content, Truncated: truncated}, nil
+	content, total := pageLines(data, in.Offset, in.LineLimit)
+	if in.Offset > total {
+		return nil, readFileOutput{}, refuse(in.Path, fmt.Sprintf("offset %d is past the end of the file, which has %d lines", in.Offset, total))
+	}
+	out := readFileOutput{
+		Path:       filepath.ToSlash(name),
+		Content:    content,
+		StartLine:  in.Offset + 1,
+		TotalLines: total,
+	}
+	if next := in.Offset + in.LineLimit; next < total {
+		out.Truncated = true
+		out.NextOffset = next
+	}
+	return nil, out, nil
 }
 
-// readText reads the regular file name (already checked by localPath) and
-// returns its text. shown is the path as the client gave it.
-func (s *Server) readText(shown, name string) (string, error) {
-	// Looking before opening keeps the common case from ever opening a
-	// device or FIFO, where open itself can have effects. It is only a
-	// shortcut: openRegular checks the opened file again.
-	fi, err := s.root.Stat(name)
-	if err != nil {
-		return "", s.resolveError(shown, err)
-	}
-	if err := s.checkFile(shown, fi); err != nil {
-		return "", err
-	}
-
-	f, err := s.openRegular(shown, name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-
-	// The file may grow after the size check; never read past the limit.
-	data, err := io.ReadAll(io.LimitReader(f, s.maxFile+1))
-	if err != nil {
-		s.logger.Warn("read_file: read failed", "path", shown, "error", err)
-		return "", refuse(shown, "cannot be read")
-	}
-	if int64(len(data)) > s.maxFile {
-		return "", refuse(shown, fmt.Sprintf("larger than %d bytes", s.maxFile))
-	}
-	if !utf8.Valid(data) {
-		return "", refuse(shown, "not valid UTF-8 text")
-	}
-	return string(data), nil
-}
-
-// openRegular opens name without blocking and checks what was opened, so
-// that a file replaced between a check and the open is still judged by
-// what is actually read.
-func (s *Server) openRegular(shown, name string) (*os.File, error) {
-	f, err := s.root.OpenFile(name, openFlags, 0)
-	if err != nil {
-		return nil, s.resolveError(shown, err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		s.logger.Warn("read_file: stat failed", "path", shown, "error", err)
-		return nil, refuse(shown, "cannot be read")
-	}
-	if err := s.checkFile(shown, fi); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// checkFile refuses anything but a regular file with one link and an
-// acceptable size.
-func (s *Server) checkFile(shown string, fi os.FileInfo) error {
-	if !fi.Mode().IsRegular() {
-		return refuse(shown, "not a regular file")
-	}
-	if linkCount(fi) > 1 {
-		return refuse(shown, "has more than one hard link, so it may be shared with files outside the workspace")
-	}
-	if fi.Size() > s.maxFile {
-		return refuse(shown, fmt.Sprintf("larger than %d bytes", s.maxFile))
-	}
-	return nil
-}
-
-// firstLines returns the first limit lines of text with their line endings
-// ("\n" or "\r\n") removed, joined by "\n", and whether lines were left out.
-func firstLines(text string, limit int) (string, bool) {
+// pageLines returns the lines of text from offset (0-based) up to limit of
+// them, with their line endings ("\n" or "\r\n") removed, joined by "\n",
+// and the number of lines in text. A final line without a newline counts.
+func pageLines(text string, offset, limit int) (string, int) {
 	var b strings.Builder
 	n := 0
 	for line := range strings.Lines(text) {
-		if n == limit {
-			return b.String(), true
+		if n >= offset && n < offset+limit {
+			if n > offset {
+				b.WriteByte('\n')
+			}
+			line = strings.TrimSuffix(line, "\n")
+			line = strings.TrimSuffix(line, "\r")
+			b.WriteString(line)
 		}
-		if n > 0 {
-			b.WriteByte('\n')
-		}
-		line = strings.TrimSuffix(line, "\n")
-		line = strings.TrimSuffix(line, "\r")
-		b.WriteString(line)
 		n++
 	}
-	return b.String(), false
+	return b.String(), n
 }

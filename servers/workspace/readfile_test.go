@@ -3,7 +3,7 @@
 package workspace_test
 
 import (
-	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -63,93 +63,139 @@ func TestReadFile(t *testing.T) {
 		{
 			name: "line endings stripped",
 			args: map[string]any{"path": "a.txt"},
-			want: readFileOutput{Path: "a.txt", Content: "one\ntwo\nthree"},
+			want: readFileOutput{Path: "a.txt", Content: "one\ntwo\nthree", StartLine: 1, TotalLines: 3},
 		},
 		{
 			name: "path cleaned",
 			args: map[string]any{"path": "./dir//b.txt"},
-			want: readFileOutput{Path: "dir/b.txt", Content: "b"},
+			want: readFileOutput{Path: "dir/b.txt", Content: "b", StartLine: 1, TotalLines: 1},
 		},
 		{
 			name: "relative symlink inside",
 			args: map[string]any{"path": "link.txt"},
-			want: readFileOutput{Path: "link.txt", Content: "one\ntwo\nthree"},
+			want: readFileOutput{Path: "link.txt", Content: "one\ntwo\nthree", StartLine: 1, TotalLines: 3},
 		},
 		{
 			name: "symlinked directory inside",
 			args: map[string]any{"path": "dirlink/b.txt"},
-			want: readFileOutput{Path: "dirlink/b.txt", Content: "b"},
+			want: readFileOutput{Path: "dirlink/b.txt", Content: "b", StartLine: 1, TotalLines: 1},
 		},
 		{
 			name: "symlink up to a sibling inside",
 			args: map[string]any{"path": "dir/up.txt"},
-			want: readFileOutput{Path: "dir/up.txt", Content: "one\ntwo\nthree"},
+			want: readFileOutput{Path: "dir/up.txt", Content: "one\ntwo\nthree", StartLine: 1, TotalLines: 3},
 		},
 		{
 			name: "truncated",
 			args: map[string]any{"path": "five.txt", "line_limit": 3},
-			want: readFileOutput{Path: "five.txt", Content: "1\n2\n3", Truncated: true},
+			want: readFileOutput{Path: "five.txt", Content: "1\n2\n3", Truncated: true, StartLine: 1, TotalLines: 5, NextOffset: 3},
 		},
 		{
 			name: "limit equals lines",
 			args: map[string]any{"path": "five.txt", "line_limit": 5},
-			want: readFileOutput{Path: "five.txt", Content: "1\n2\n3\n4\n5"},
+			want: readFileOutput{Path: "five.txt", Content: "1\n2\n3\n4\n5", StartLine: 1, TotalLines: 5},
 		},
 		{
 			name: "limit one",
 			args: map[string]any{"path": "five.txt", "line_limit": 1},
-			want: readFileOutput{Path: "five.txt", Content: "1", Truncated: true},
+			want: readFileOutput{Path: "five.txt", Content: "1", Truncated: true, StartLine: 1, TotalLines: 5, NextOffset: 1},
+		},
+		{
+			name: "offset",
+			args: map[string]any{"path": "five.txt", "offset": 1, "line_limit": 2},
+			want: readFileOutput{Path: "five.txt", Content: "2\n3", Truncated: true, StartLine: 2, TotalLines: 5, NextOffset: 3},
+		},
+		{
+			name: "offset reaching the end",
+			args: map[string]any{"path": "five.txt", "offset": 3, "line_limit": 2},
+			want: readFileOutput{Path: "five.txt", Content: "4\n5", StartLine: 4, TotalLines: 5},
+		},
+		{
+			name: "offset past the limit of the end",
+			args: map[string]any{"path": "five.txt", "offset": 4, "line_limit": 200},
+			want: readFileOutput{Path: "five.txt", Content: "5", StartLine: 5, TotalLines: 5},
+		},
+		{
+			name: "offset at the end",
+			args: map[string]any{"path": "five.txt", "offset": 5},
+			want: readFileOutput{Path: "five.txt", StartLine: 6, TotalLines: 5},
+		},
+		{
+			name: "offset zero",
+			args: map[string]any{"path": "five.txt", "offset": 0, "line_limit": 1},
+			want: readFileOutput{Path: "five.txt", Content: "1", Truncated: true, StartLine: 1, TotalLines: 5, NextOffset: 1},
 		},
 		{
 			name: "default limit 200",
 			args: map[string]any{"path": "201.txt"},
-			want: readFileOutput{Path: "201.txt", Content: strings.TrimSuffix(numbered(200), "\n"), Truncated: true},
+			want: readFileOutput{Path: "201.txt", Content: strings.TrimSuffix(numbered(200), "\n"), Truncated: true, StartLine: 1, TotalLines: 201, NextOffset: 200},
+		},
+		{
+			name: "second page of 201",
+			args: map[string]any{"path": "201.txt", "offset": 200},
+			want: readFileOutput{Path: "201.txt", Content: strings.Repeat("x", 200%7), StartLine: 201, TotalLines: 201},
 		},
 		{
 			name: "limit 1000",
 			args: map[string]any{"path": "1001.txt", "line_limit": 1000},
-			want: readFileOutput{Path: "1001.txt", Content: strings.TrimSuffix(numbered(1000), "\n"), Truncated: true},
+			want: readFileOutput{Path: "1001.txt", Content: strings.TrimSuffix(numbered(1000), "\n"), Truncated: true, StartLine: 1, TotalLines: 1001, NextOffset: 1000},
 		},
 		{
 			name: "empty file",
 			args: map[string]any{"path": "empty.txt"},
-			want: readFileOutput{Path: "empty.txt"},
+			want: readFileOutput{Path: "empty.txt", StartLine: 1},
 		},
 		{
 			name: "blank lines",
 			args: map[string]any{"path": "blank.txt", "line_limit": 2},
-			want: readFileOutput{Path: "blank.txt", Content: "\n"},
+			want: readFileOutput{Path: "blank.txt", Content: "\n", StartLine: 1, TotalLines: 2},
 		},
 		{
 			name: "unicode",
 			args: map[string]any{"path": "unicode.txt"},
-			want: readFileOutput{Path: "unicode.txt", Content: "héllo\nwörld ✓"},
+			want: readFileOutput{Path: "unicode.txt", Content: "héllo\nwörld ✓", StartLine: 1, TotalLines: 2},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := callReadFile(t, cs, tt.args)
-			text := resultText(t, res)
-			if res.IsError {
-				t.Fatalf("got tool error %q", text)
-			}
-			var got readFileOutput
-			if err := json.Unmarshal(mustJSON(t, res.StructuredContent), &got); err != nil {
-				t.Fatal(err)
-			}
+			got := structured[readFileOutput](t, callReadFile(t, cs, tt.args))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("structured content (-want +got):\n%s", diff)
-			}
-			// The text block is the same result rendered as JSON, for
-			// clients that do not read structured content.
-			var fromText readFileOutput
-			if err := json.Unmarshal([]byte(text), &fromText); err != nil {
-				t.Fatalf("text content %q: %v", text, err)
-			}
-			if diff := cmp.Diff(tt.want, fromText); diff != "" {
-				t.Errorf("text content (-want +got):\n%s", diff)
+				t.Errorf("result (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestReadFilePages reads a file page by page, following next_offset, and
+// checks that the pages put together are the file.
+func TestReadFilePages(t *testing.T) {
+	root, _ := newTree(t)
+	var b strings.Builder
+	for i := range 2345 {
+		fmt.Fprintf(&b, "line %d\r\n", i+1)
+	}
+	writeFile(t, filepath.Join(root, "long.txt"), b.String())
+	cs := connect(t, root, nil, "")
+
+	var pages []string
+	args := map[string]any{"path": "long.txt", "line_limit": 1000}
+	for range 10 {
+		got := structured[readFileOutput](t, callReadFile(t, cs, args))
+		if want := args["offset"]; want != nil && got.StartLine != want.(int)+1 {
+			t.Errorf("start_line: got %d, want %d", got.StartLine, want.(int)+1)
+		}
+		pages = append(pages, got.Content)
+		if !got.Truncated {
+			break
+		}
+		args["offset"] = got.NextOffset
+	}
+	if got, want := len(pages), 3; got != want {
+		t.Errorf("pages: got %d, want %d", got, want)
+	}
+	want := strings.TrimSuffix(strings.ReplaceAll(b.String(), "\r\n", "\n"), "\n")
+	if got := strings.Join(pages, "\n"); got != want {
+		t.Errorf("pages joined differ from the file:\n%s", cmp.Diff(want, got))
 	}
 }
 
@@ -186,6 +232,7 @@ func TestReadFileRefused(t *testing.T) {
 	writeFile(t, filepath.Join(root, "big.bin"), strings.Repeat("a", workspace.DefaultMaxFileBytes+1))
 	writeFile(t, filepath.Join(root, "latin1.txt"), "caf\xe9\n")
 	writeFile(t, filepath.Join(root, "late-bad.txt"), "ok\n"+strings.Repeat("line\n", 500)+"\xff")
+	writeFile(t, filepath.Join(root, "nul.bin"), "text\x00more text\n")
 
 	const escaped = "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)"
 	const absolute = "path is absolute; give a path relative to the workspace root"
@@ -214,6 +261,7 @@ func TestReadFileRefused(t *testing.T) {
 		{"big file", "big.bin", `path "big.bin": larger than 2000000 bytes`},
 		{"invalid UTF-8", "latin1.txt", `path "latin1.txt": not valid UTF-8 text`},
 		{"invalid UTF-8 past the limit", "late-bad.txt", `path "late-bad.txt": not valid UTF-8 text`},
+		{"binary", "nul.bin", `path "nul.bin": is a binary file (it has a NUL byte in its first 8 KB)`},
 		{"absolute inside", filepath.Join(root, "a.txt"), absolute},
 		{"absolute outside", filepath.Join(outside, "secret.txt"), absolute},
 		{"parent", "..", `path "..": outside the workspace`},
@@ -268,6 +316,15 @@ func noHostPaths(t *testing.T, msg string, dirs ...string) {
 	}
 }
 
+func TestReadFileOffsetPastEnd(t *testing.T) {
+	root, _ := newTree(t)
+	cs := connect(t, root, nil, "")
+	got := toolError(t, callReadFile(t, cs, map[string]any{"path": "a.txt", "offset": 4}))
+	if want := `path "a.txt": offset 4 is past the end of the file, which has 3 lines`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
 func TestReadFileMaxBytes(t *testing.T) {
 	root, _ := newTree(t)
 	writeFile(t, filepath.Join(root, "16.txt"), strings.Repeat("a", 16))
@@ -309,6 +366,10 @@ func TestReadFileArguments(t *testing.T) {
 		{"line_limit over maximum", map[string]any{"path": "a.txt", "line_limit": 1001}, "line_limit"},
 		{"line_limit fractional", map[string]any{"path": "a.txt", "line_limit": 2.5}, "line_limit"},
 		{"line_limit string", map[string]any{"path": "a.txt", "line_limit": "3"}, "line_limit"},
+		{"offset negative", map[string]any{"path": "a.txt", "offset": -1}, "offset"},
+		{"offset fractional", map[string]any{"path": "a.txt", "offset": 0.5}, "offset"},
+		{"offset null", map[string]any{"path": "a.txt", "offset": nil}, "offset"},
+		{"unknown argument", map[string]any{"path": "a.txt", "lines": 3}, "lines"},
 		{"path missing", map[string]any{"line_limit": 3}, "path"},
 		{"path not a string", map[string]any{"path": 7}, "path"},
 	}

@@ -15,16 +15,34 @@ const Name = "airlock-workspace"
 // Instructions are the server instructions sent to clients.
 const Instructions = "Tools operate inside the assigned workspace."
 
-// DefaultMaxFileBytes is the largest file read_file reads when
+// DefaultMaxFileBytes is the largest file the tools read or write when
 // [Options.MaxFileBytes] is zero.
 const DefaultMaxFileBytes = 2_000_000
+
+// DefaultMaxSearchBytes is how many bytes of file content one search_text
+// call reads at most when [Options.MaxSearchBytes] is zero.
+const DefaultMaxSearchBytes = 64_000_000
 
 // Options configures a [Server]. The zero value, and a nil *Options, give
 // the documented defaults.
 type Options struct {
-	// MaxFileBytes is the largest file, in bytes, that a tool reads.
-	// Zero or negative means DefaultMaxFileBytes.
+	// MaxFileBytes is the largest file, in bytes, that a tool reads, and
+	// the most content write_file writes. Zero or negative means
+	// DefaultMaxFileBytes.
 	MaxFileBytes int64
+
+	// MaxSearchBytes bounds the file content one search_text call reads;
+	// past it the search stops and says so. Zero or negative means
+	// DefaultMaxSearchBytes.
+	MaxSearchBytes int64
+
+	// AllowHardLinks lets the tools read, search and replace files that
+	// have more than one hard link. By default they are refused, because
+	// another name for the same file may live outside the workspace: a
+	// hard link planted in the workspace would expose that file's content.
+	// Replacing such a file never changes the other names (write_file
+	// writes a new file and renames it into place), so the link is broken.
+	AllowHardLinks bool
 
 	// Logger receives the server's diagnostics, including the underlying
 	// causes of refusals. Nil discards them. It must not write to the
@@ -44,6 +62,10 @@ type Server struct {
 	mcp       *mcp.Server
 	logger    *slog.Logger
 	maxFile   int64
+
+	maxSearch      int64 // bytes of content one search reads
+	maxEntries     int   // directory entries one search visits
+	allowHardLinks bool
 }
 
 // New returns a Server whose tools are confined to root, which must be an
@@ -60,6 +82,9 @@ func New(root string, opts *Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.MaxSearchBytes <= 0 {
+		o.MaxSearchBytes = DefaultMaxSearchBytes
+	}
 	if o.Version == "" {
 		o.Version = "dev"
 	}
@@ -68,7 +93,15 @@ func New(root string, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace root: %w", err)
 	}
-	s := &Server{root: r, escapeErr: escapeError(r), logger: o.Logger, maxFile: o.MaxFileBytes}
+	s := &Server{
+		root:           r,
+		escapeErr:      escapeError(r),
+		logger:         o.Logger,
+		maxFile:        o.MaxFileBytes,
+		maxSearch:      o.MaxSearchBytes,
+		maxEntries:     defaultMaxEntries,
+		allowHardLinks: o.AllowHardLinks,
+	}
 	s.mcp = mcp.NewServer(
 		&mcp.Implementation{Name: Name, Title: "Airlock workspace", Version: o.Version},
 		&mcp.ServerOptions{
@@ -81,6 +114,9 @@ func New(root string, opts *Options) (*Server, error) {
 		},
 	)
 	s.addReadFile()
+	s.addListDir()
+	s.addSearchText()
+	s.addWriteFile()
 	return s, nil
 }
 

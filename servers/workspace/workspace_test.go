@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,13 +83,53 @@ func connect(t *testing.T, root string, opts *workspace.Options, version string)
 
 func callReadFile(t *testing.T, cs *mcp.ClientSession, args map[string]any) *mcp.CallToolResult {
 	t.Helper()
+	return callTool(t, cs, "read_file", args)
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		t.Fatalf("CallTool(%v): %v", args, err)
+		t.Fatalf("CallTool(%s, %v): %v", name, args, err)
 	}
 	return res
+}
+
+// structured decodes the structured content of a successful result, and
+// checks that the text block carries the same JSON for clients that do not
+// read structured content.
+func structured[T any](t *testing.T, res *mcp.CallToolResult) T {
+	t.Helper()
+	var got, fromText T
+	text := resultText(t, res)
+	if res.IsError {
+		t.Fatalf("got tool error %q, want success", text)
+	}
+	if err := json.Unmarshal(mustJSON(t, res.StructuredContent), &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(text), &fromText); err != nil {
+		t.Fatalf("text content %q: %v", text, err)
+	}
+	if diff := cmp.Diff(got, fromText); diff != "" {
+		t.Errorf("text content differs from structured content (-structured +text):\n%s", diff)
+	}
+	return got
+}
+
+// toolError returns the text of a result that must be a tool error.
+func toolError(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	text := resultText(t, res)
+	if !res.IsError {
+		t.Fatalf("got success %q, want a tool error", text)
+	}
+	if res.StructuredContent != nil {
+		t.Errorf("structured content: got %v, want none", res.StructuredContent)
+	}
+	return text
 }
 
 // resultText returns the text of the single text block in res.
@@ -105,9 +146,45 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 type readFileOutput struct {
-	Path      string `json:"path"`
-	Content   string `json:"content"`
-	Truncated bool   `json:"truncated"`
+	Path       string `json:"path"`
+	Content    string `json:"content"`
+	Truncated  bool   `json:"truncated"`
+	StartLine  int    `json:"start_line"`
+	TotalLines int    `json:"total_lines"`
+	NextOffset int    `json:"next_offset,omitempty"`
+}
+
+type dirEntry struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+}
+
+type listDirOutput struct {
+	Path      string     `json:"path"`
+	Entries   []dirEntry `json:"entries"`
+	Total     int        `json:"total"`
+	Truncated bool       `json:"truncated"`
+}
+
+type searchMatch struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+type searchTextOutput struct {
+	Matches       []searchMatch `json:"matches"`
+	Truncated     bool          `json:"truncated"`
+	Note          string        `json:"note,omitempty"`
+	FilesSearched int           `json:"files_searched"`
+	FilesSkipped  int           `json:"files_skipped"`
+}
+
+type writeFileOutput struct {
+	Path    string `json:"path"`
+	Bytes   int    `json:"bytes"`
+	Created bool   `json:"created"`
 }
 
 func writeFile(t *testing.T, name, content string) {
@@ -167,7 +244,7 @@ func TestProtocolVersions(t *testing.T) {
 			if err := json.Unmarshal(mustJSON(t, res.StructuredContent), &got); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(readFileOutput{Path: "a.txt", Content: "hello"}, got); diff != "" {
+			if diff := cmp.Diff(readFileOutput{Path: "a.txt", Content: "hello", StartLine: 1, TotalLines: 1}, got); diff != "" {
 				t.Errorf("structured content (-want +got):\n%s", diff)
 			}
 		})
@@ -195,14 +272,98 @@ type jsonSchema struct {
 	Schema               string                 `json:"$schema,omitempty"`
 	Type                 string                 `json:"type"`
 	Properties           map[string]*jsonSchema `json:"properties,omitempty"`
+	Items                *jsonSchema            `json:"items,omitempty"`
 	Required             []string               `json:"required,omitempty"`
 	AdditionalProperties *bool                  `json:"additionalProperties,omitempty"`
 	Minimum              *float64               `json:"minimum,omitempty"`
 	Maximum              *float64               `json:"maximum,omitempty"`
+	MinLength            *int                   `json:"minLength,omitempty"`
+	MaxLength            *int                   `json:"maxLength,omitempty"`
+	MaxItems             *int                   `json:"maxItems,omitempty"`
+	Enum                 []string               `json:"enum,omitempty"`
 	Default              json.RawMessage        `json:"default,omitempty"`
 }
 
+// object is the schema of an object with no other properties.
+func object(required []string, props map[string]*jsonSchema) jsonSchema {
+	return jsonSchema{Type: "object", Properties: props, Required: required, AdditionalProperties: new(false)}
+}
+
 func TestListTools(t *testing.T) {
+	readOnly := func(title string) *mcp.ToolAnnotations {
+		return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)}
+	}
+	str, integer, boolean := &jsonSchema{Type: "string"}, &jsonSchema{Type: "integer"}, &jsonSchema{Type: "boolean"}
+	tests := []struct {
+		name        string
+		in, out     jsonSchema
+		annotations *mcp.ToolAnnotations
+		mentions    []string // rules the description must state
+	}{
+		{
+			name: "read_file",
+			in: object([]string{"path"}, map[string]*jsonSchema{
+				"path":       str,
+				"line_limit": {Type: "integer", Minimum: new(1.0), Maximum: new(1000.0), Default: json.RawMessage("200")},
+				"offset":     {Type: "integer", Minimum: new(0.0), Default: json.RawMessage("0")},
+			}),
+			out: object([]string{"path", "content", "truncated", "start_line", "total_lines"}, map[string]*jsonSchema{
+				"path": str, "content": str, "truncated": boolean, "start_line": integer, "total_lines": integer, "next_offset": integer,
+			}),
+			annotations: readOnly("Read file"),
+			mentions:    []string{"absolute symbolic links", "next_offset", "more than one hard link are refused", "binary"},
+		},
+		{
+			name: "list_dir",
+			in: object(nil, map[string]*jsonSchema{
+				"path":    {Type: "string", Default: json.RawMessage(`"."`)},
+				"pattern": str,
+			}),
+			out: object([]string{"path", "entries", "total", "truncated"}, map[string]*jsonSchema{
+				"path": str,
+				"entries": {Type: "array", MaxItems: new(1000), Items: new(object([]string{"name", "type", "size"}, map[string]*jsonSchema{
+					"name": str,
+					"type": {Type: "string", Enum: []string{"file", "dir", "symlink", "other"}},
+					"size": integer,
+				}))},
+				"total":     integer,
+				"truncated": boolean,
+			}),
+			annotations: readOnly("List directory"),
+			mentions:    []string{"path.Match", "never followed", "1000"},
+		},
+		{
+			name: "search_text",
+			in: object([]string{"pattern"}, map[string]*jsonSchema{
+				"pattern": {Type: "string", MinLength: new(1), MaxLength: new(1000)},
+				"path":    {Type: "string", Default: json.RawMessage(`"."`)},
+				"regex":   {Type: "boolean", Default: json.RawMessage("false")},
+			}),
+			out: object([]string{"matches", "truncated", "files_searched", "files_skipped"}, map[string]*jsonSchema{
+				"matches": {Type: "array", MaxItems: new(200), Items: new(object([]string{"path", "line", "text"}, map[string]*jsonSchema{
+					"path": str, "line": integer, "text": str,
+				}))},
+				"truncated":      boolean,
+				"note":           str,
+				"files_searched": integer,
+				"files_skipped":  integer,
+			}),
+			annotations: readOnly("Search text"),
+			mentions:    []string{"RE2", ".git", "binary", "never followed", "64000000 bytes", "more than one hard link"},
+		},
+		{
+			name: "write_file",
+			in: object([]string{"path", "content"}, map[string]*jsonSchema{
+				"path": str, "content": str,
+			}),
+			out: object([]string{"path", "bytes", "created"}, map[string]*jsonSchema{
+				"path": str, "bytes": integer, "created": boolean,
+			}),
+			annotations: &mcp.ToolAnnotations{Title: "Write file", DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)},
+			mentions:    []string{"atomically", "symbolic link", ".git", "must already exist", "0644"},
+		},
+	}
+
 	cs := connect(t, t.TempDir(), nil, "")
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -210,68 +371,96 @@ func TestListTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var names, wantNames []string
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
 	}
-	if diff := cmp.Diff([]string{"read_file"}, names); diff != "" {
+	for _, tt := range tests {
+		wantNames = append(wantNames, tt.name)
+	}
+	slices.Sort(names)
+	slices.Sort(wantNames)
+	if diff := cmp.Diff(wantNames, names); diff != "" {
 		t.Fatalf("tools (-want +got):\n%s", diff)
 	}
-	tool := res.Tools[0]
 
-	var in jsonSchema
-	if err := json.Unmarshal(mustJSON(t, tool.InputSchema), &in); err != nil {
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i := slices.IndexFunc(res.Tools, func(tool *mcp.Tool) bool { return tool.Name == tt.name })
+			tool := res.Tools[i]
+			var in jsonSchema
+			if err := json.Unmarshal(mustJSON(t, tool.InputSchema), &in); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.in, in); diff != "" {
+				t.Errorf("input schema (-want +got):\n%s", diff)
+			}
+			if tool.OutputSchema == nil {
+				t.Fatal("output schema: got none")
+			}
+			var out jsonSchema
+			if err := json.Unmarshal(mustJSON(t, tool.OutputSchema), &out); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.out, out); diff != "" {
+				t.Errorf("output schema (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.annotations, tool.Annotations); diff != "" {
+				t.Errorf("annotations (-want +got):\n%s", diff)
+			}
+			if tool.Title == "" || tool.Description == "" {
+				t.Errorf("title %q, description %q: want both set", tool.Title, tool.Description)
+			}
+			for _, m := range tt.mentions {
+				if !strings.Contains(tool.Description, m) {
+					t.Errorf("description %q: want it to mention %q", tool.Description, m)
+				}
+			}
+			// Every property is described for the model.
+			for name, p := range schemaDescriptions(t, tool.InputSchema) {
+				if p == "" {
+					t.Errorf("input property %q has no description", name)
+				}
+			}
+		})
+	}
+}
+
+// schemaDescriptions returns the description of each top-level property.
+func schemaDescriptions(t *testing.T, schema any) map[string]string {
+	t.Helper()
+	var s struct {
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(mustJSON(t, schema), &s); err != nil {
 		t.Fatal(err)
 	}
-	wantIn := jsonSchema{
-		Type: "object",
-		Properties: map[string]*jsonSchema{
-			"path":       {Type: "string"},
-			"line_limit": {Type: "integer", Minimum: new(1.0), Maximum: new(1000.0), Default: json.RawMessage("200")},
-		},
-		Required:             []string{"path"},
-		AdditionalProperties: new(false),
+	out := map[string]string{}
+	for name, p := range s.Properties {
+		out[name] = p.Description
 	}
-	if diff := cmp.Diff(wantIn, in); diff != "" {
-		t.Errorf("input schema (-want +got):\n%s", diff)
-	}
+	return out
+}
 
-	if tool.OutputSchema == nil {
-		t.Fatal("output schema: got none")
-	}
-	var out jsonSchema
-	if err := json.Unmarshal(mustJSON(t, tool.OutputSchema), &out); err != nil {
+// TestDescriptionsFollowOptions checks that tool descriptions state the
+// hard-link rule the server actually applies.
+func TestDescriptionsFollowOptions(t *testing.T) {
+	cs := connect(t, t.TempDir(), &workspace.Options{AllowHardLinks: true, MaxFileBytes: 1234}, "")
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	wantOut := jsonSchema{
-		Type: "object",
-		Properties: map[string]*jsonSchema{
-			"path":      {Type: "string"},
-			"content":   {Type: "string"},
-			"truncated": {Type: "boolean"},
-		},
-		Required:             []string{"path", "content", "truncated"},
-		AdditionalProperties: new(false),
-	}
-	if diff := cmp.Diff(wantOut, out); diff != "" {
-		t.Errorf("output schema (-want +got):\n%s", diff)
-	}
-
-	wantAnn := &mcp.ToolAnnotations{
-		Title:           "Read file",
-		ReadOnlyHint:    true,
-		DestructiveHint: new(false),
-		IdempotentHint:  true,
-		OpenWorldHint:   new(false),
-	}
-	if diff := cmp.Diff(wantAnn, tool.Annotations); diff != "" {
-		t.Errorf("annotations (-want +got):\n%s", diff)
-	}
-	if tool.Title == "" || tool.Description == "" {
-		t.Errorf("title %q, description %q: want both set", tool.Title, tool.Description)
-	}
-	if !strings.Contains(tool.Description, "absolute symbolic links") {
-		t.Errorf("description %q: want the symbolic link rule stated", tool.Description)
+	for _, tool := range res.Tools {
+		if strings.Contains(tool.Description, "hard link") && !strings.Contains(tool.Description, "hard link are allowed on this server") {
+			t.Errorf("%s: description %q does not say hard links are allowed", tool.Name, tool.Description)
+		}
+		if tool.Name != "list_dir" && !strings.Contains(tool.Description, "1234 bytes") {
+			t.Errorf("%s: description %q does not state the size limit", tool.Name, tool.Description)
+		}
 	}
 }
 
@@ -366,34 +555,56 @@ func TestClosedServer(t *testing.T) {
 	}
 }
 
-// TestStdio runs the test binary as a server over real stdio, so anything
-// the server wrote to stdout besides protocol messages would break the
-// session.
-func TestStdio(t *testing.T) {
+// startStdio runs the test binary as a server over real stdio, with env
+// added to its environment, and returns a session with it and its stderr.
+func startStdio(t *testing.T, root string, env ...string) (*mcp.ClientSession, *bytes.Buffer) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
-	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "a.txt"), "one\ntwo\n")
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), serveEnv+"="+root)
+	cmd.Env = append(append(os.Environ(), serveEnv+"="+root), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
-	for _, args := range []map[string]any{
-		{"path": "a.txt", "line_limit": 1},
-		{"path": "../escape"},
-		{"path": "missing"},
-	} {
-		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: args}); err != nil {
-			t.Errorf("CallTool(%v): %v", args, err)
+	t.Cleanup(func() { cs.Close() })
+	return cs, &stderr
+}
+
+// TestStdio runs the test binary as a server over real stdio, so anything
+// the server wrote to stdout besides protocol messages would break the
+// session.
+func TestStdio(t *testing.T) {
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "a.txt"), "one\ntwo\n")
+	cs, stderr := startStdio(t, root)
+	tests := []struct {
+		tool    string
+		args    map[string]any
+		wantErr bool
+	}{
+		{"read_file", map[string]any{"path": "a.txt", "line_limit": 1}, false},
+		{"read_file", map[string]any{"path": "../escape"}, true},
+		{"read_file", map[string]any{"path": "missing"}, true},
+		{"write_file", map[string]any{"path": "b.txt", "content": "three\n"}, false},
+		{"list_dir", map[string]any{}, false},
+		{"search_text", map[string]any{"pattern": "t[wh]", "regex": true}, false},
+	}
+	for _, tt := range tests {
+		res := callTool(t, cs, tt.tool, tt.args)
+		if res.IsError != tt.wantErr {
+			t.Errorf("%s %v: got isError %v, want %v: %s", tt.tool, tt.args, res.IsError, tt.wantErr, resultText(t, res))
 		}
+	}
+	got := structured[searchTextOutput](t, callTool(t, cs, "search_text", map[string]any{"pattern": "t[wh]", "regex": true}))
+	want := searchTextOutput{Matches: []searchMatch{{Path: "a.txt", Line: 2, Text: "two"}, {Path: "b.txt", Line: 1, Text: "three"}}, FilesSearched: 2}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("search after write (-want +got):\n%s", diff)
 	}
 	if err := cs.Close(); err != nil {
 		t.Errorf("Close: %v", err)
