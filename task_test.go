@@ -176,8 +176,10 @@ func TestTwoTasksAreIsolated(t *testing.T) {
 	repo := gitRepo(t)
 	h, _ := taskHost(t, repo, taskServer(t, "ws", "workspace"))
 	a, b := openTask(t, h, "a"), openTask(t, h, "b")
-	if err := os.WriteFile(filepath.Join(a.Worktree(), "only-in-a.txt"), []byte("secret of a\n"), 0o644); err != nil {
-		t.Fatal(err)
+	r := h.Call(context.Background(), a.Snapshot(), airlock.Call{Name: "ws__write_file", Arguments: json.RawMessage(`{"path":"only-in-a.txt","content":"secret of a\n"}`)})
+	wantStatus(t, r, airlock.OK)
+	if _, err := os.Stat(filepath.Join(a.Worktree(), "only-in-a.txt")); err != nil {
+		t.Fatalf("the write did not land in task a's worktree: %v", err)
 	}
 	read := func(task *airlock.Task) *airlock.Result {
 		return h.Call(context.Background(), task.Snapshot(), airlock.Call{Name: "ws__read_file", Arguments: json.RawMessage(`{"path":"only-in-a.txt"}`)})
@@ -185,7 +187,7 @@ func TestTwoTasksAreIsolated(t *testing.T) {
 	if r := read(a); r.Status != airlock.OK || !strings.Contains(string(r.Structured), "secret of a") {
 		t.Errorf("task a reads %s (%v)", r.Structured, r.Err)
 	}
-	r := read(b)
+	r = read(b)
 	wantStatus(t, r, airlock.ToolError)
 	if strings.Contains(r.Content, "secret") || strings.Contains(r.Content, a.Worktree()) {
 		t.Errorf("task b's answer leaks task a: %q", r.Content)
