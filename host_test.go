@@ -192,6 +192,7 @@ func TestRejectedCallsSendNothing(t *testing.T) {
 		{"duplicate key", "sdk__echo", `{"text":"safe","text":"evil"}`, airlock.InvalidArguments},
 		{"case-variant key", "sdk__echo", `{"text":"safe","Text":"evil"}`, airlock.InvalidArguments},
 		{"case-variant only", "sdk__big", `{"bytes":1,"Bytes":2}`, airlock.InvalidArguments},
+		{"upper-case variant", "sdk__echo", `{"text":"ok","TEXT":"../x"}`, airlock.InvalidArguments},
 		{"invalid utf-8", "sdk__echo", "{\"text\":\"\xff\"}", airlock.InvalidArguments},
 		{"too deep", "sdk__echo", deep, airlock.InvalidArguments},
 		{"not an object", "sdk__echo", `["text"]`, airlock.InvalidArguments},
