@@ -88,6 +88,8 @@ Usage:
   airlock task list [--json]                  the open tasks, including those left by a crash
   airlock task close ID [--json]              stop its servers, save uncommitted work, remove the worktree
   airlock server workspace [--root DIR]       serve the bundled workspace MCP server on stdio
+  airlock server issues --addr HOST:PORT --issuer URL --resource URL
+                                              serve the remote issue service (Streamable HTTP, OAuth)
   airlock version                             print the version
 
 Flags every command takes:

@@ -12,13 +12,15 @@ import (
 
 func (e *env) server(args []string) error {
 	if len(args) == 0 {
-		return usageError("server needs a name: airlock server workspace [--root DIR]")
+		return usageError("server needs a name: airlock server workspace [--root DIR], or airlock server issues --issuer URL --resource URL")
 	}
 	switch args[0] {
 	case "workspace":
 		return e.serveWorkspace(args[1:])
+	case "issues":
+		return e.serveIssues(args[1:])
 	default:
-		return usageError("unknown server %q; the bundled server is: workspace", args[0])
+		return usageError("unknown server %q; the bundled servers are: workspace, issues", args[0])
 	}
 }
 

@@ -1,0 +1,34 @@
+// Package bearer verifies OAuth 2.0 bearer access tokens for a resource
+// server: JWT access tokens as profiled by RFC 9068, checked against the
+// authorization server's published keys and, optionally, its RFC 7662
+// introspection endpoint.
+//
+// It builds on the MCP SDK's auth package ([auth.RequireBearerToken],
+// [auth.TokenInfo], [auth.ProtectedResourceMetadataHandler]) and adds what a
+// public resource server needs and the SDK leaves to its callers:
+//
+//   - keys from the issuer's JWKS, found through RFC 8414 or OpenID Connect
+//     discovery at the issuer (or given explicitly), cached, refreshed when a
+//     token names an unknown key id, at most once per
+//     [Options.MinRefreshInterval];
+//   - an algorithm allowlist of asymmetric algorithms only: "none" and every
+//     HMAC algorithm are refused whatever the configuration says, and a key is
+//     used only with an algorithm of its own type, so a public RSA key can
+//     never serve as an HMAC secret;
+//   - header "typ" at+jwt (or application/at+jwt), "iss" equal to the issuer,
+//     "aud" naming this resource under [SameResource], "exp" required,
+//     "nbf" and "iat" with a bounded clock skew, "sub" required;
+//   - the scope, client id and tenant claims as a [Principal] in the request
+//     context and in the SDK's [auth.TokenInfo];
+//   - RFC 6750 challenges: 401 with resource_metadata and scope (and
+//     error="invalid_token" when a token was presented), and
+//     [WriteInsufficientScope] for 403 error="insufficient_scope", which the
+//     SDK does not write.
+//
+// Tokens are never logged and never passed on: the [Verifier.Middleware]
+// removes the Authorization header before the protected handler runs.
+//
+// Any Airlock package that serves a protected resource may import it (the
+// issue server today, the gateway later); the client side shares
+// [SameResource] so that both ends compare resources the same way.
+package bearer

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/servers/issues"
+)
+
+// The environment variables that hold the introspection client's
+// credentials. They are never taken from flags, which other users of the
+// machine can read in the process list.
+const (
+	envIntrospectionClientID     = "AIRLOCK_ISSUES_INTROSPECTION_CLIENT_ID"
+	envIntrospectionClientSecret = "AIRLOCK_ISSUES_INTROSPECTION_CLIENT_SECRET"
+)
+
+const serveIssuesUsage = `airlock server issues --issuer URL --resource URL [--addr HOST:PORT]
+    [--tenant-claim CLAIM] [--data FILE|:memory:] [--allowed-origins ORIGIN,…] [--stateful]
+    [--jwks-url URL] [--introspection-url URL] [--algorithms ALG,…] [--clock-skew DURATION]
+    [--max-body-bytes N] [--allow-insecure-http]`
+
+// serveIssues serves the remote issue service over Streamable HTTP until
+// interrupted. Its structured log, including the bound address, goes to
+// stderr.
+func (e *env) serveIssues(args []string) error {
+	var (
+		addr, issuer, resource, tenantClaim, data string
+		jwksURL, introspectionURL                 string
+		origins, algorithms                       listFlag
+		stateful, insecure                        bool
+		skew                                      time.Duration
+		maxBody                                   int64
+	)
+	fs := flag.NewFlagSet("server issues", flag.ContinueOnError)
+	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	fs.StringVar(&issuer, "issuer", "", "the authorization server that issues access tokens (required)")
+	fs.StringVar(&resource, "resource", "", "this server's resource identifier; tokens' aud must name it (required)")
+	fs.StringVar(&tenantClaim, "tenant-claim", "tenant", "the token claim that holds the caller's tenant")
+	fs.StringVar(&data, "data", issues.MemoryData, "SQLite database file, or :memory:")
+	fs.Var(&origins, "allowed-origins", "browser origins allowed to call the endpoint (comma-separated, repeatable)")
+	fs.BoolVar(&stateful, "stateful", false, "keep MCP sessions for clients that need server-to-client messages")
+	fs.StringVar(&jwksURL, "jwks-url", "", "the issuer's JWK Set (default: discovered from the issuer's metadata)")
+	fs.StringVar(&introspectionURL, "introspection-url", "", "check every token with this RFC 7662 endpoint; credentials from $"+envIntrospectionClientID+" and $"+envIntrospectionClientSecret)
+	fs.Var(&algorithms, "algorithms", "accepted signature algorithms (default: every asymmetric one)")
+	fs.DurationVar(&skew, "clock-skew", bearer.DefaultClockSkew, "tolerance for exp, nbf and iat (at most 5m)")
+	fs.Int64Var(&maxBody, "max-body-bytes", issues.DefaultMaxBodyBytes, "largest request body accepted")
+	fs.BoolVar(&insecure, "allow-insecure-http", false, "allow plain-http issuer, JWKS, introspection and resource URLs on hosts that are not loopback (tokens and keys then travel unprotected; never in production)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return e.help(err, serveIssuesUsage)
+	}
+	if len(pos) > 0 {
+		return usageError("server issues takes no arguments, got %q", pos[0])
+	}
+	switch {
+	case issuer == "":
+		return usageError("server issues needs --issuer URL (the authorization server)")
+	case resource == "":
+		return usageError("server issues needs --resource URL (this server's resource identifier)")
+	case tenantClaim == "":
+		return usageError("--tenant-claim must not be empty: every issue belongs to a tenant")
+	case maxBody <= 0:
+		return usageError("--max-body-bytes must be positive")
+	case skew <= 0:
+		return usageError("--clock-skew must be positive")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return usageError("--addr %q must be HOST:PORT", addr)
+	}
+
+	logger := slog.New(slog.NewJSONHandler(e.stderr, nil))
+	vopts := &bearer.Options{
+		JWKSURL:           jwksURL,
+		Algorithms:        algorithms,
+		ClockSkew:         skew,
+		TenantClaim:       tenantClaim,
+		AllowInsecureHTTP: insecure,
+		Logger:            logger,
+	}
+	if introspectionURL != "" {
+		vopts.Introspection = &bearer.Introspection{
+			URL:          introspectionURL,
+			ClientID:     os.Getenv(envIntrospectionClientID),
+			ClientSecret: os.Getenv(envIntrospectionClientSecret),
+		}
+	} else if os.Getenv(envIntrospectionClientSecret) != "" {
+		return usageError("$%s is set but --introspection-url is not", envIntrospectionClientSecret)
+	}
+	verifier, err := bearer.NewVerifier(issuer, resource, vopts)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if insecure {
+		logger.Warn("plain http to hosts that are not loopback is allowed (--allow-insecure-http)")
+	}
+
+	srv, err := issues.New(e.ctx, verifier, &issues.Options{
+		Data:           data,
+		AllowedOrigins: origins,
+		Stateful:       stateful,
+		MaxBodyBytes:   maxBody,
+		Logger:         logger,
+		Version:        version(),
+	})
+	if err != nil {
+		return usageError("%v", err)
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			err = oe.Err
+		}
+		return usageError("cannot listen on %s: %v", addr, err)
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !bearer.IsLoopbackHost(host) {
+		logger.Warn("serving plain HTTP on an address that is not loopback; terminate TLS in front of this server")
+	}
+	return srv.Serve(e.ctx, ln)
+}
