@@ -58,17 +58,24 @@ func TestLegacyServerThatIgnoresDiscover(t *testing.T) {
 }
 
 func TestSlowModernServerMissesTheProbe(t *testing.T) {
-	// The server answers server/discover only after the probe's bound, and
-	// then (as a 2026-07-28 server that already answered discover) refuses
-	// initialize. The host starts it again without the bound.
-	srv := testServer(t, "slow", "slowstart")
+	// A 2026-07-28 server that answers server/discover only after the
+	// probe's bound, and (having no initialize) refuses the fallback: the
+	// host starts it again and gives the probe the whole connect timeout.
+	srv := rawServer(t, "slow", map[string]string{
+		"server/discover": `delay:600:{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`,
+		"tools/list":      `{"resultType":"complete","tools":[{"name":"hello","inputSchema":{"type":"object"}}]}`,
+		"tools/call":      `{"resultType":"complete","content":[{"type":"text","text":"hi"}]}`,
+	})
 	srv.ProbeTimeout = 200 * time.Millisecond
 	h := open(t, newConfig(t, srv))
 	st := h.Servers()[0]
 	if st.Status != airlock.StatusReady || st.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("server = %+v (%v), want ready on 2026-07-28", st, st.Err)
 	}
-	wantStatus(t, call(t, h, "slow__echo", `{"text":"x"}`), airlock.OK)
+	wantStatus(t, call(t, h, "slow__hello", `{}`), airlock.OK)
+	if n := strings.Count(strings.Join(marks(t, srv), ","), "server/discover"); n != 2 {
+		t.Errorf("server saw %d discover probes (%v), want 2: one bounded, one after the restart", n, marks(t, srv))
+	}
 }
 
 func TestHandshakeContract(t *testing.T) {

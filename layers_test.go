@@ -14,16 +14,19 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                  {"config", "internal/artifact", "internal/catalog", "internal/schema", "internal/upstream"},
-	"cmd/airlock":       {"", "config", "servers/workspace"},
-	"bench/callbench":   {"", "config"},
-	"internal/catalog":  {"config", "internal/schema"},
-	"internal/upstream": {"config", "internal/schema"},
-	"config":            nil,
-	"internal/schema":   nil,
-	"internal/artifact": nil,
-	"internal/testenv":  nil,
-	"servers/workspace": nil,
+	"":                       {"config", "internal/artifact", "internal/catalog", "internal/schema", "internal/upstream"},
+	"cmd/airlock":            {"", "auth/bearer", "config", "servers/issues", "servers/workspace"},
+	"bench/callbench":        {"", "config"},
+	"internal/catalog":       {"config", "internal/schema"},
+	"internal/upstream":      {"config", "internal/schema"},
+	"config":                 nil,
+	"internal/schema":        nil,
+	"internal/artifact":      nil,
+	"internal/testenv":       nil,
+	"servers/workspace":      nil,
+	"servers/issues":         {"auth/bearer", "internal/schema"},
+	"auth/bearer":            {"internal/schema"},
+	"auth/bearer/bearertest": nil,
 }
 
 // TestLayers keeps the layers from leaking into each other, and every

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -43,9 +44,6 @@ func serveTestServer(mode string) {
 			os.Exit(1)
 		}
 		mark(fmt.Sprintf("grandchild %d", cmd.Process.Pid))
-		newTestServer().Run(ctx, &mcp.StdioTransport{})
-	case "slowstart":
-		time.Sleep(time.Second)
 		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "sleep":
 		time.Sleep(time.Hour)
@@ -200,8 +198,9 @@ var pngBytes = []byte{0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00
 // serveRaw is a scripted server for behaviour the SDK's server would never
 // produce: a legacy server that ignores server/discover, responses with
 // duplicate keys, oversized lines. AIRLOCK_TEST_RAW maps a method to the
-// raw text of its result, or to "ignore" (never answer); methods it does
-// not name get a "method not found" error.
+// raw text of its result, optionally prefixed "delay:MS:" (answer late), or
+// to "ignore" (never answer); methods it does not name get a "method not
+// found" error.
 func serveRaw() {
 	var script map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(envRaw)), &script); err != nil {
@@ -223,6 +222,12 @@ func serveRaw() {
 			continue // a notification
 		}
 		result, ok := script[msg.Method]
+		if rest, found := strings.CutPrefix(result, "delay:"); found {
+			ms, res, _ := strings.Cut(rest, ":")
+			d, _ := strconv.Atoi(ms)
+			time.Sleep(time.Duration(d) * time.Millisecond)
+			result = res
+		}
 		switch {
 		case result == "ignore":
 			continue
