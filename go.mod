@@ -3,6 +3,8 @@ module github.com/airlockhq/airlock
 go 1.26.5
 
 require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
+	github.com/cedar-policy/cedar-go v1.9.1
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/lestrrat-go/jwx/v3 v3.4.0
@@ -17,8 +19,6 @@ require (
 )
 
 require (
-	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
-	github.com/cedar-policy/cedar-go v1.9.1 // indirect
 	github.com/decred/dcrd/dcrec/secp256k1/v4 v4.4.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-json-experiment/json v1.27.2 // indirect

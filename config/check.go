@@ -84,10 +84,18 @@ func checkTool(tool string) string {
 		return ""
 	case strings.Contains(tool, "*"):
 		return fmt.Sprintf("%s: patterns are not supported: list each tool, or use [\"*\"] alone for every tool", show(tool))
-	case strings.TrimSpace(tool) != tool:
-		return fmt.Sprintf("%s has leading or trailing spaces", show(tool))
-	case strings.IndexFunc(tool, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0:
-		return fmt.Sprintf("%s contains a control character", show(tool))
+	}
+	return checkNameChars(tool)
+}
+
+// checkNameChars refuses a name with surrounding spaces or control
+// characters, which no tool name has on purpose.
+func checkNameChars(name string) string {
+	switch {
+	case strings.TrimSpace(name) != name:
+		return fmt.Sprintf("%s has leading or trailing spaces", show(name))
+	case strings.IndexFunc(name, func(r rune) bool { return r < ' ' || r == 0x7f }) >= 0:
+		return fmt.Sprintf("%s contains a control character", show(name))
 	}
 	return ""
 }
@@ -283,6 +291,7 @@ func (ps *problems) join() error {
 // refused too: they read as the same server in tool names and policies.
 type registry struct {
 	byKey map[string]registered
+	order []string // ids in the order they were added
 }
 
 type registered struct {
@@ -304,7 +313,26 @@ func (r *registry) add(id, where string) string {
 		return fmt.Sprintf("server id %q is already used by %s", id, first.where)
 	}
 	r.byKey[key] = registered{id, where}
+	r.order = append(r.order, id)
 	return ""
+}
+
+// has reports whether id, exactly, was added.
+func (r *registry) has(id string) bool {
+	return slices.Contains(r.order, id)
+}
+
+// matches reports whether the server glob matches an id that was added.
+func (r *registry) matches(glob string) bool {
+	return slices.ContainsFunc(r.order, func(id string) bool { return matchName(glob, id) })
+}
+
+// list names the ids for "there is no server" messages.
+func (r *registry) list() string {
+	if len(r.order) == 0 {
+		return "none"
+	}
+	return strings.Join(r.order, ", ")
 }
 
 // noToolsNotice is the notice for a server whose tools are all hidden.

@@ -15,6 +15,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,6 +41,9 @@ const (
 	defaultProbeTimeout   = 3 * time.Second
 	maxTimeout            = 24 * time.Hour
 
+	defaultApprovalTTL = time.Hour
+	defaultHookTimeout = 5 * time.Second
+
 	defaultMaxPages        = 100
 	defaultMaxTools        = 1000
 	defaultMaxDescription  = 2000
@@ -63,6 +67,14 @@ type Config struct {
 	Servers []Server
 	// Limits bound what servers may send.
 	Limits Limits
+	// Policy classifies tools and decides which calls run, which ask a
+	// person first and which are refused.
+	Policy Policy
+	// Approvals configures the requests for a person's approval that an
+	// ask decision creates.
+	Approvals Approvals
+	// Audit configures what the audit trail keeps.
+	Audit Audit
 
 	notices []string
 }
@@ -94,6 +106,13 @@ type Server struct {
 	// Env holds plain environment values that the caller adds to a minimal
 	// base environment.
 	Env map[string]string
+	// SecretEnv maps a variable of the server's environment to the host
+	// variable its value is read from when the server starts, such as
+	// API_KEY: HOST_VAR. The configuration holds names only: every host
+	// variable was verified to be set and non-empty when the configuration
+	// was read, and the host resolves and redacts the values. No name is
+	// both here and in Env.
+	SecretEnv map[string]string
 
 	// AllowedTools lists the tools the server may expose. Empty means none;
 	// exactly ["*"] means every tool (see [Server.AllowsAll]).
@@ -139,6 +158,7 @@ func (s *Server) ForWorkspace(dir string) Server {
 	if _, ok := b.Env[WorkspaceEnv]; !ok {
 		b.Env[WorkspaceEnv] = dir
 	}
+	b.SecretEnv = maps.Clone(s.SecretEnv)
 	b.Cwd = dir
 	b.AllowedTools = slices.Clone(s.AllowedTools)
 	b.ProtocolVersions = slices.Clone(s.ProtocolVersions)
@@ -175,6 +195,11 @@ func defaultLimits() Limits {
 		MaxDescription:  defaultMaxDescription,
 		MaxMessageBytes: defaultMaxMessageBytes,
 	}
+}
+
+// newConfig returns a configuration with every default filled in.
+func newConfig(dir string) *Config {
+	return &Config{Dir: dir, Limits: defaultLimits(), Approvals: Approvals{TTL: defaultApprovalTTL}}
 }
 
 // newServer returns a server with every default filled in.

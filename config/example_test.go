@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseYAML(data, "example.yaml", dir, noEnv)
+	cfg, err := parseYAML(data, "example.yaml", dir, mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +35,7 @@ func TestExample(t *testing.T) {
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
 	everything.RequestTimeout = time.Minute
+	everything.SecretEnv = map[string]string{"API_KEY": "EVERYTHING_API_KEY"}
 	github := newServer(dir, "mcp.json:3")
 	github.ID, github.Command = "github", "github-mcp-server"
 	github.Args = []string{"stdio", "--toolsets", "issues"}
@@ -47,6 +49,27 @@ func TestExample(t *testing.T) {
 		Dir:     dir,
 		Servers: []Server{fs, everything, github, memory},
 		Limits:  defaultLimits(),
+		Policy: Policy{
+			Tools: []ToolClass{
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:86"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:87"},
+			},
+			Rules: []Rule{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:103", Args: []ArgConstraint{{
+					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
+					Source: "example.yaml:107"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:110", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:114"}}},
+				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:116", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:120"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:122"},
+			},
+			Cedar:       "policies.cedar",
+			CedarSource: "example.yaml:127",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:133"}},
+		},
+		Approvals: Approvals{TTL: time.Hour},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("example mismatch (-want +got):\n%s", diff)
@@ -61,7 +84,8 @@ func TestExampleIsComplete(t *testing.T) {
 		t.Fatal(err)
 	}
 	var keys []string
-	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys} {
+	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
+		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys} {
 		keys = append(keys, ks.known...)
 	}
 	for _, key := range keys {
@@ -87,5 +111,23 @@ func TestExampleMCPServers(t *testing.T) {
 	want := []string{`server "memory" exposes no tools: pass --allow memory:TOOL,... or import it from an airlock.yaml with allowed_tools`}
 	if diff := cmp.Diff(want, cfg.Notices()); diff != "" {
 		t.Errorf("Notices() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDocsShowExample keeps the complete example in docs/config.md equal to
+// the one tested here.
+func TestDocsShowExample(t *testing.T) {
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"testdata/example.yaml", "testdata/policies.cedar"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(doc), "\n"+string(data)+"```\n") {
+			t.Errorf("docs/config.md does not show %s as it is: copy it into the complete example", name)
+		}
 	}
 }

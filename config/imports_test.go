@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -60,9 +61,10 @@ import:
 	notes := newServer(dir, "conf/desktop.json:1")
 	notes.ID, notes.Command, notes.Args = "notes", "notes", []string{"--ro"}
 	want := &Config{
-		Dir:     dir,
-		Servers: []Server{fs, github, memory, notes},
-		Limits:  defaultLimits(),
+		Dir:       dir,
+		Servers:   []Server{fs, github, memory, notes},
+		Limits:    defaultLimits(),
+		Approvals: Approvals{TTL: time.Hour},
 		notices: []string{
 			`server "memory" exposes no tools: list its tools under import[0].allowed_tools.memory in conf/airlock.yaml:6`,
 			`server "notes" exposes no tools: list its tools under import[1].allowed_tools.notes in conf/airlock.yaml:10`,

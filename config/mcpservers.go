@@ -63,7 +63,7 @@ func parseMCPServers(data []byte, name, dir string, allow []string, env func(str
 	if err != nil {
 		return nil, err
 	}
-	cfg := &Config{Dir: absDir, Limits: defaultLimits()}
+	cfg := newConfig(absDir)
 	for _, s := range f.servers {
 		s.AllowedTools = tools[s.ID]
 		if len(s.AllowedTools) == 0 {

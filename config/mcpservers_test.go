@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -49,10 +50,11 @@ func TestParseMCPServers(t *testing.T) {
 	fs := base("fs", "fs-server", 10)
 	fs.AllowedTools = []string{"*"}
 	want := &Config{
-		Dir:     dir,
-		Servers: []Server{github, memory, fs},
-		Limits:  defaultLimits(),
-		notices: []string{`server "memory" exposes no tools: pass --allow memory:TOOL,... or import it from an airlock.yaml with allowed_tools`},
+		Dir:       dir,
+		Servers:   []Server{github, memory, fs},
+		Limits:    defaultLimits(),
+		Approvals: Approvals{TTL: time.Hour},
+		notices:   []string{`server "memory" exposes no tools: pass --allow memory:TOOL,... or import it from an airlock.yaml with allowed_tools`},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("ParseMCPServers mismatch (-want +got):\n%s", diff)

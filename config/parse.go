@@ -11,9 +11,11 @@ import (
 
 var (
 	topKeys = keySet{
-		known:       []string{"servers", "limits", "development", "import"},
-		unsupported: []string{"tenancy", "approvals", "policy", "audit"},
+		known:       []string{"servers", "limits", "development", "import", "policy", "approvals", "audit"},
+		unsupported: []string{"tenancy"},
 		elsewhere: map[string]string{
+			"tools": "under policy:", "rules": "under policy:", "cedar": "under policy:", "hooks": "under policy:",
+			"ttl": "under approvals:", "record_values": "under audit:",
 			"id": "in a server entry under servers:", "command": "in a server entry under servers:",
 			"args": "in a server entry under servers:", "allowed_tools": "in a server entry under servers:",
 			"max_pages": "under limits:", "max_tools": "under limits:",
@@ -23,8 +25,8 @@ var (
 	}
 	serverKeys = keySet{
 		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
-			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout"},
-		unsupported: []string{"secret_env", "health_check", "url", "resource", "allowed_hosts",
+			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env"},
+		unsupported: []string{"health_check", "url", "resource", "allowed_hosts",
 			"allow_private_networks", "scopes", "oauth", "stream_read_timeout", "terminate_on_close",
 			"queue_timeout", "max_concurrency"},
 		elsewhere: map[string]string{
@@ -60,7 +62,7 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 		return nil, perr
 	}
 	r := &yamlReader{file: name, dir: absDir, lookupEnv: env}
-	cfg := &Config{Dir: absDir, Limits: defaultLimits()}
+	cfg := newConfig(absDir)
 	var ids registry
 
 	top, _ := r.fields(root, "", topKeys)
@@ -78,6 +80,17 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 		before := len(r.probs.list)
 		cfg.Servers = append(cfg.Servers, r.imports(p, &ids, cfg)...)
 		importFailed = len(r.probs.list) > before
+	}
+	// Policy entries name servers, so they are read once every server is
+	// known.
+	if p, ok := top["policy"]; ok {
+		r.policy(p.val, &cfg.Policy, &ids)
+	}
+	if p, ok := top["approvals"]; ok {
+		r.approvals(p, &cfg.Approvals)
+	}
+	if p, ok := top["audit"]; ok {
+		r.audit(p, &cfg.Audit)
 	}
 	if len(cfg.Servers) == 0 && !importFailed {
 		switch p, ok := top["servers"]; {
@@ -223,6 +236,10 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 		s.Env = r.envMap(p.val, path+".env", noWorkspace)
 	}
 
+	if p, ok := f["secret_env"]; ok {
+		s.SecretEnv = r.secretEnv(p.val, path+".secret_env", s.Env)
+	}
+
 	if p, ok := f["allowed_tools"]; ok {
 		s.AllowedTools = r.toolList(p.val, path+".allowed_tools")
 	} else {
@@ -283,6 +300,47 @@ func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line
 		}
 		check(v, p.line, kp)
 		out[p.key] = v
+	}
+	return out
+}
+
+// secretEnv reads a secret_env: mapping of NAME: HOST_VAR. Each host
+// variable must be set and non-empty now, so that a missing secret stops
+// the configuration from loading instead of starting a server without it.
+// Messages name variables, never their values.
+func (r *yamlReader) secretEnv(n *yaml.Node, path string, env map[string]string) map[string]string {
+	ps, ok := r.pairs(n, path)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(ps))
+	for _, p := range ps {
+		kp := joinPath(path, p.key)
+		if msg := checkEnvName(p.key); msg != "" {
+			r.errorf(p.line, kp, "%s", msg)
+			continue
+		}
+		if _, dup := env[p.key]; dup {
+			r.errorf(p.line, kp, "%s is also set under env: give it in one place (secret_env for a secret)", p.key)
+			continue
+		}
+		host, ok := r.text(p.val, kp)
+		if !ok {
+			continue
+		}
+		if msg := checkEnvName(host); msg != "" {
+			r.errorf(p.line, kp, "%s", msg)
+			continue
+		}
+		switch v, set := r.lookupEnv(host); {
+		case !set:
+			r.errorf(p.line, kp, "the host variable %s is not set: set it in the environment airlock starts in", host)
+			continue
+		case v == "":
+			r.errorf(p.line, kp, "the host variable %s is empty: set it to the secret", host)
+			continue
+		}
+		out[p.key] = host
 	}
 	return out
 }

@@ -32,7 +32,8 @@ func TestParseDefaults(t *testing.T) {
 			ProbeTimeout:     3 * time.Second,
 			Source:           "airlock.yaml:2",
 		}},
-		Limits: Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+		Limits:    Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+		Approvals: Approvals{TTL: time.Hour},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
@@ -105,7 +106,8 @@ limits:
 			ProbeTimeout: time.Second,
 			Source:       "conf/airlock.yaml:15",
 		}},
-		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024},
+		Limits:    Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024},
+		Approvals: Approvals{TTL: time.Hour},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
@@ -217,23 +219,19 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key case", server + "Limits: {}\n", []string{
 			`airlock.yaml:5: Limits: unknown key; did you mean "limits"?`}},
 		{"unknown key far", server + "frobnicate: 1\n", []string{
-			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import"}},
+			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import, policy, approvals, audit"}},
 		{"unknown key quoted", server + "\"a b\": 1\n", []string{
-			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import`}},
+			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import, policy, approvals, audit`}},
 		{"key of a server at top", server + "allowed_tools: [x]\n", []string{
 			"airlock.yaml:5: allowed_tools: unknown key here: it belongs in a server entry under servers:"}},
 		{"key of limits at top", server + "max_tools: 3\n", []string{
 			"airlock.yaml:5: max_tools: unknown key here: it belongs under limits:"}},
 		{"tenancy", server + "tenancy: {tenant: default}\n", []string{
 			"airlock.yaml:5: tenancy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
-		{"approvals", server + "approvals: {ttl: 1h}\n", []string{
-			"airlock.yaml:5: approvals: is not supported by this version of airlock: remove it, or upgrade airlock"}},
-		{"policy", server + "policy:\n  rules: []\n", []string{
-			"airlock.yaml:5: policy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
-		{"audit", server + "audit: {}\n", []string{
-			"airlock.yaml:5: audit: is not supported by this version of airlock: remove it, or upgrade airlock"}},
-		{"near an unsupported key", server + "polcy: {}\n", []string{
+		{"near a policy key", server + "polcy: {}\n", []string{
 			`airlock.yaml:5: polcy: unknown key; did you mean "policy"?`}},
+		{"near an unsupported key", server + "tenacy: {}\n", []string{
+			`airlock.yaml:5: tenacy: unknown key; did you mean "tenancy"?`}},
 		{"duplicate key", server + "development: true\ndevelopment: false\n", []string{
 			"airlock.yaml:6: development: duplicate key (first set at line 5)"}},
 		{"development yes", server + "development: yes\n", []string{
@@ -385,11 +383,11 @@ func TestParseErrors(t *testing.T) {
 			`airlock.yaml:5: limits.max_page: unknown key; did you mean "max_pages"?`}},
 
 		// Several problems come back together, in line order.
-		{"several", "limits: {max_pages: 0}\nservers:\n  - id: a\n    command: x\n  - id: a\n    command: y\n    allowed_tools: []\npolicy: {}\n", []string{
+		{"several", "limits: {max_pages: 0}\nservers:\n  - id: a\n    command: x\n  - id: a\n    command: y\n    allowed_tools: []\ntenancy: {}\n", []string{
 			"airlock.yaml:1: limits.max_pages: must be a whole number of pages from 1 to 10000",
 			`airlock.yaml:3: servers[0].allowed_tools: is required: list the tools to expose, or ["*"] for every tool`,
 			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 3)`,
-			"airlock.yaml:8: policy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+			"airlock.yaml:8: tenancy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
 		{"aliases are followed", "servers:\n  - &s {id: a, command: x, allowed_tools: []}\n  - *s\n", []string{
 			`airlock.yaml:2: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 	}
@@ -420,7 +418,7 @@ func TestParseUnsupportedServerKeys(t *testing.T) {
 			t.Errorf("%s: errors mismatch (-want +got):\n%s", key, diff)
 		}
 	}
-	want := []string{"secret_env", "health_check", "url", "resource", "allowed_hosts", "allow_private_networks",
+	want := []string{"health_check", "url", "resource", "allowed_hosts", "allow_private_networks",
 		"scopes", "oauth", "stream_read_timeout", "terminate_on_close", "queue_timeout", "max_concurrency"}
 	if diff := cmp.Diff(want, serverKeys.unsupported); diff != "" {
 		t.Errorf("unsupported server keys mismatch (-want +got):\n%s", diff)

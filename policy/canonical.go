@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// CanonicalJSON encodes v as canonical JSON: one text for each JSON value,
+// so that two encodings are equal exactly when the values are.
+//
+//   - Objects have their keys sorted by their UTF-8 bytes (which is code
+//     point order) and no whitespace.
+//   - Strings escape only ", \ and the control characters below U+0020
+//     (\b, \f, \n, \r and \t in their short form, the others as \u00XX);
+//     everything else is written as UTF-8. A string that is not valid UTF-8
+//     is an error, not silently replaced.
+//   - Numbers are exact: 1, 1.0 and 10e-1 are the same value and give "1";
+//     9007199254740993 keeps every digit (see number.String for the form).
+//
+// This is RFC 8785 (JCS) except for numbers, which JCS rounds to float64:
+// two calls whose arguments differ beyond float64 precision must not share
+// a digest.
+//
+// v may hold what encoding/json decodes (map[string]any, []any, string,
+// bool, nil, float64 or json.Number), Go integers and floats, and
+// json.RawMessage; any other value is encoded with encoding/json first.
+// NaN and infinities are errors.
+func CanonicalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	if err := encodeCanonical(&b, v, false, 0); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// maxCanonicalDepth bounds nesting; the host's strict decoder allows far
+// less.
+const maxCanonicalDepth = 10000
+
+// encodeCanonical writes v. display escapes characters that would mislead
+// a person reading the text on a terminal (see writeString).
+func encodeCanonical(b *bytes.Buffer, v any, display bool, depth int) error {
+	if depth > maxCanonicalDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxCanonicalDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case string:
+		return writeString(b, x, display)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeString(b, k, display); err != nil {
+				return err
+			}
+			b.WriteByte(':')
+			if err := encodeCanonical(b, x[k], display, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := encodeCanonical(b, e, display, depth+1); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case json.RawMessage:
+		d, err := decodeJSON(x)
+		if err != nil {
+			return err
+		}
+		return encodeCanonical(b, d, display, depth)
+	default:
+		n, ok, err := numberOf(v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			b.WriteString(n.String())
+			return nil
+		}
+		// Other Go values (structs, typed maps and slices) take the form
+		// encoding/json gives them, then the canonical form of that.
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("encode %T: %w", v, err)
+		}
+		d, err := decodeJSON(raw)
+		if err != nil {
+			return err
+		}
+		return encodeCanonical(b, d, display, depth)
+	}
+	return nil
+}
+
+// decodeJSON decodes one JSON value, keeping numbers exact.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("invalid JSON: more than one value")
+	}
+	return v, nil
+}
+
+// writeString writes s as a JSON string. With display set, it also escapes
+// DEL, the C1 controls, the line and paragraph separators and every
+// Unicode format character (bidirectional overrides, zero-width joiners,
+// tags), so that what a person reads is what the call carries.
+func writeString(b *bytes.Buffer, s string, display bool) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("a string is not valid UTF-8")
+	}
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20:
+			writeEscape(b, r)
+		case display && (r == 0x7f || 0x80 <= r && r <= 0x9f || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r)):
+			writeEscape(b, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return nil
+}
+
+// writeEscape writes r as \uXXXX, as a surrogate pair beyond U+FFFF.
+func writeEscape(b *bytes.Buffer, r rune) {
+	if r > 0xffff {
+		r -= 0x10000
+		fmt.Fprintf(b, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
+		return
+	}
+	fmt.Fprintf(b, `\u%04x`, r)
+}

@@ -1,0 +1,305 @@
+package policy
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/config"
+)
+
+// rule is one compiled entry of policy.rules.
+type rule struct {
+	name    string // "policy.rules[2] (airlock.yaml:14)"
+	server  nameGlob
+	tool    nameGlob
+	verdict Verdict
+	args    []*constraint
+}
+
+// nameGlob matches a server id or a tool name: * stands for any run of
+// characters (slashes and dots included) and every other character for
+// itself, case-sensitively.
+type nameGlob struct {
+	pattern string
+	re      *regexp.Regexp
+	spec    globSpec
+}
+
+// globSpec is how specific a name glob is: an exact name beats every
+// pattern; between two exact names or two patterns, more literal (non-*)
+// characters win.
+type globSpec struct {
+	exact    bool
+	literals int
+}
+
+func (a globSpec) compare(b globSpec) int {
+	switch {
+	case a.exact != b.exact:
+		if a.exact {
+			return 1
+		}
+		return -1
+	case a.literals != b.literals:
+		if a.literals > b.literals {
+			return 1
+		}
+		return -1
+	}
+	return 0
+}
+
+// specificity orders matching rules: the tool glob first, then the server
+// glob. The tool is compared first because it is the finer thing: a rule
+// about delete_* on every server says more about a call of fs__delete_file
+// than a rule about everything on fs.
+type specificity struct {
+	tool, server globSpec
+}
+
+func (a specificity) compare(b specificity) int {
+	if c := a.tool.compare(b.tool); c != 0 {
+		return c
+	}
+	return a.server.compare(b.server)
+}
+
+func compileName(pattern string) nameGlob {
+	quoted := strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, `.*`)
+	return nameGlob{
+		pattern: pattern,
+		re:      regexp.MustCompile(`^(?s:` + quoted + `)$`), // quoted text always compiles
+		spec: globSpec{
+			exact:    !strings.Contains(pattern, "*"),
+			literals: utf8.RuneCountInString(strings.ReplaceAll(pattern, "*", "")),
+		},
+	}
+}
+
+func compileRule(name string, r config.Rule) (*rule, error) {
+	v := Verdict(r.Decision)
+	switch v {
+	case Allow, Ask, Deny:
+	default:
+		return nil, fmt.Errorf("%s: decision %q is not allow, ask or deny", name, r.Decision)
+	}
+	server, tool := r.Server, r.Tool
+	if server == "" {
+		server = "*"
+	}
+	if tool == "" {
+		tool = "*"
+	}
+	cr := &rule{name: name, server: compileName(server), tool: compileName(tool), verdict: v}
+	for i, a := range r.Args {
+		c, err := compileConstraint(fmt.Sprintf("args[%d]", i), a)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		cr.args = append(cr.args, c)
+	}
+	return cr, nil
+}
+
+// match reports whether the rule applies to a call, and how specifically.
+// The tool glob matches the local or the remote name.
+func (r *rule) match(server, local, remote string) (specificity, bool) {
+	if !r.server.re.MatchString(server) {
+		return specificity{}, false
+	}
+	if !r.tool.re.MatchString(local) && !r.tool.re.MatchString(remote) {
+		return specificity{}, false
+	}
+	return specificity{tool: r.tool.spec, server: r.server.spec}, true
+}
+
+// decide applies the rule to a call that it matches: its decision, or deny
+// when a constraint fails.
+func (r *rule) decide(req Request) opinion {
+	for _, c := range r.args {
+		if why := c.check(req.Arguments); why != "" {
+			return opinion{verdict: Deny, rule: r.name,
+				reason: fmt.Sprintf("denied by %s, %s: %s", r.name, c.name, why)}
+		}
+	}
+	var reason string
+	switch r.verdict {
+	case Allow:
+		reason = "allowed by " + r.name
+	case Ask:
+		reason = r.name + " asks for a person's approval"
+	default:
+		reason = "denied by " + r.name
+	}
+	return opinion{verdict: r.verdict, rule: r.name, reason: reason}
+}
+
+// constraint is one compiled entry of a rule's args.
+type constraint struct {
+	name    string // "args[0] (airlock.yaml:16)"
+	pointer string
+	tokens  []string
+	paths   *pathSet // nil without allow or deny
+	enum    []string
+	pattern *regexp.Regexp
+	// patternText is the pattern as configured, for messages.
+	patternText string
+}
+
+func compileConstraint(name string, a config.ArgConstraint) (*constraint, error) {
+	if a.Source != "" {
+		name += " (" + a.Source + ")"
+	}
+	tokens, err := parsePointer(a.Pointer)
+	if err != nil {
+		return nil, fmt.Errorf("%s: pointer %q: %w", name, a.Pointer, err)
+	}
+	c := &constraint{name: name, pointer: a.Pointer, tokens: tokens, enum: slices.Clone(a.Enum)}
+	if len(a.Allow) > 0 || len(a.Deny) > 0 {
+		if c.paths, err = compilePaths(a.Allow, a.Deny); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if a.Pattern != "" {
+		// The whole value must match: an unanchored pattern would let
+		// "ok; rm -rf /" through a check for "ok".
+		if c.pattern, err = regexp.Compile(`^(?:` + a.Pattern + `)$`); err != nil {
+			return nil, fmt.Errorf("%s: pattern: %w", name, err)
+		}
+		c.patternText = a.Pattern
+	}
+	if c.paths == nil && len(c.enum) == 0 && c.pattern == nil {
+		return nil, fmt.Errorf("%s: constrains nothing: give allow, deny, enum or pattern", name)
+	}
+	return c, nil
+}
+
+// check returns why the arguments fail the constraint, or "". A value that
+// is missing or not a string fails: a constraint that cannot be evaluated
+// denies. An array is checked element by element; every element must be a
+// string that passes.
+func (c *constraint) check(args map[string]any) string {
+	v, ok := lookup(args, c.tokens)
+	if !ok {
+		return c.pointer + " is missing from the arguments"
+	}
+	if list, ok := v.([]any); ok {
+		for i, e := range list {
+			if why := c.checkValue(fmt.Sprintf("%s/%d", c.pointer, i), e); why != "" {
+				return why
+			}
+		}
+		return ""
+	}
+	return c.checkValue(c.pointer, v)
+}
+
+func (c *constraint) checkValue(ptr string, v any) string {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Sprintf("%s is %s, not a string", ptr, typeName(v))
+	}
+	if c.paths != nil {
+		if why := c.paths.check(s); why != "" {
+			return ptr + " " + why
+		}
+	}
+	if len(c.enum) > 0 && !slices.Contains(c.enum, s) {
+		return fmt.Sprintf("%s is not one of %s", ptr, strings.Join(quoteAll(c.enum), ", "))
+	}
+	if c.pattern != nil && !c.pattern.MatchString(s) {
+		return fmt.Sprintf("%s does not match the pattern %q", ptr, c.patternText)
+	}
+	return ""
+}
+
+func quoteAll(list []string) []string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// typeName names the JSON type of a decoded value for messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	if _, ok, _ := numberOf(v); ok {
+		return "a number"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+// parsePointer splits a JSON Pointer (RFC 6901) into its reference tokens.
+func parsePointer(p string) ([]string, error) {
+	if !strings.HasPrefix(p, "/") {
+		return nil, fmt.Errorf("a JSON Pointer into the arguments starts with /")
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, t := range parts {
+		for j := 0; j < len(t); j++ {
+			if t[j] == '~' && (j+1 == len(t) || t[j+1] != '0' && t[j+1] != '1') {
+				return nil, fmt.Errorf("~ must be followed by 0 or 1")
+			}
+		}
+		// ~1 first, so that ~01 is "~1", not "/".
+		parts[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return parts, nil
+}
+
+// lookup follows tokens into a decoded JSON value. Array indexes are
+// decimal without leading zeros; "-" (past the end) finds nothing.
+func lookup(args map[string]any, tokens []string) (any, bool) {
+	var v any = args
+	if args == nil {
+		return nil, false
+	}
+	for _, t := range tokens {
+		switch x := v.(type) {
+		case map[string]any:
+			e, ok := x[t]
+			if !ok {
+				return nil, false
+			}
+			v = e
+		case []any:
+			i, ok := arrayIndex(t)
+			if !ok || i >= len(x) {
+				return nil, false
+			}
+			v = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+func arrayIndex(t string) (int, bool) {
+	if t == "" || len(t) > 9 || len(t) > 1 && t[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(t); i++ {
+		if !isDigit(t[i]) {
+			return 0, false
+		}
+		n = n*10 + int(t[i]-'0')
+	}
+	return n, true
+}

@@ -1,0 +1,146 @@
+package policy
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds of a summary, so that a huge argument cannot bury the rest. The
+// digest always covers the whole value.
+const (
+	maxSummaryValue = 400 // bytes of one argument's JSON
+	maxSummaryArgs  = 50  // arguments listed
+	maxSummaryTitle = 100 // bytes of the server's title hint
+)
+
+// Summary describes a call for the person asked to approve it: the tool and
+// server, the effect policy gives it, the decision and why, the server's
+// own hints about the tool (marked as unverified), and the arguments.
+//
+// redact, when not nil, is applied to the arguments before they are shown;
+// pass the host's redaction so that a secret in an argument shows as
+// redacted while the person still sees which argument held it. Values are
+// shown as canonical JSON with control and invisible formatting characters
+// escaped, one argument a line, each cut at 400 bytes with the length of
+// the rest noted.
+func Summary(req Request, d Decision, redact func(any) any) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "call %s (tool %s of server %s)\n", displayString(req.Tool), displayString(req.RemoteTool), displayString(req.Server))
+
+	effect := string(d.Effect)
+	if d.Effect == "" {
+		effect = string(External)
+	}
+	fmt.Fprintf(&b, "effect: %s", effect)
+	if d.Idempotent {
+		b.WriteString(", idempotent")
+	}
+	b.WriteString("\n")
+	if d.Verdict != "" {
+		fmt.Fprintf(&b, "decision: %s: %s\n", d.Verdict, d.Reason)
+	}
+	if hints := hintList(req); len(hints) > 0 {
+		fmt.Fprintf(&b, "server's hints (unverified, they change nothing): %s\n", strings.Join(hints, ", "))
+	}
+
+	var args any = req.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	if redact != nil {
+		args = redact(args)
+	}
+	m, ok := args.(map[string]any)
+	if !ok {
+		// A redaction that changed the shape: show what it returned.
+		fmt.Fprintf(&b, "arguments: %s\n", displayValue(args))
+		return b.String()
+	}
+	if len(m) == 0 {
+		b.WriteString("arguments: none\n")
+		return b.String()
+	}
+	b.WriteString("arguments:\n")
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i == maxSummaryArgs {
+			fmt.Fprintf(&b, "  … and %d more\n", len(keys)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", displayString(k), displayValue(m[k]))
+	}
+	return b.String()
+}
+
+// hintList describes the server's annotations, only those it stated.
+func hintList(req Request) []string {
+	a := req.Annotations
+	if a == nil {
+		return nil
+	}
+	var hints []string
+	if a.Title != "" {
+		hints = append(hints, "title "+truncate(displayString(a.Title), maxSummaryTitle))
+	}
+	if a.ReadOnlyHint {
+		hints = append(hints, "read-only")
+	}
+	if a.DestructiveHint != nil {
+		if *a.DestructiveHint {
+			hints = append(hints, "destructive")
+		} else {
+			hints = append(hints, "not destructive")
+		}
+	}
+	if a.IdempotentHint {
+		hints = append(hints, "idempotent")
+	}
+	if a.OpenWorldHint != nil {
+		if *a.OpenWorldHint {
+			hints = append(hints, "open world")
+		} else {
+			hints = append(hints, "closed world")
+		}
+	}
+	return hints
+}
+
+// displayString quotes s for a person: a JSON string with control and
+// invisible formatting characters escaped.
+func displayString(s string) string {
+	var b bytes.Buffer
+	if err := writeString(&b, s, true); err != nil {
+		return fmt.Sprintf("%q", s)
+	}
+	return b.String()
+}
+
+// displayValue writes v as canonical JSON for a person, cut at
+// maxSummaryValue bytes.
+func displayValue(v any) string {
+	var b bytes.Buffer
+	if err := encodeCanonical(&b, v, true, 0); err != nil {
+		return "(cannot be shown: " + err.Error() + ")"
+	}
+	return truncate(b.String(), maxSummaryValue)
+}
+
+// truncate cuts s at max bytes, on a character boundary, noting how much
+// was left out.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes)", s[:cut], len(s)-cut)
+}
