@@ -1,0 +1,175 @@
+package redact
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// sensitiveKeys are object keys (lower case, without "-", "_", "." and
+// spaces) whose string values are secrets whatever they look like.
+var sensitiveKeys = map[string]bool{
+	"authorization": true, "proxyauthorization": true, "cookie": true, "setcookie": true,
+	"password": true, "passwd": true, "passphrase": true, "secret": true, "clientsecret": true,
+	"token": true, "accesstoken": true, "refreshtoken": true, "idtoken": true, "authtoken": true,
+	"bearertoken": true, "sessiontoken": true, "apikey": true, "xapikey": true, "apisecret": true,
+	"privatekey": true, "secretkey": true, "secretaccesskey": true, "sessionid": true,
+	"mcpsessionid": true, "credential": true, "credentials": true, "codeverifier": true, "authorizationcode": true,
+}
+
+// sensitiveSuffixes extend sensitiveKeys to names such as "db_password",
+// "github_token" and "aws_secret_access_key".
+var sensitiveSuffixes = []string{
+	"password", "passwd", "passphrase", "secret", "token", "apikey", "privatekey", "secretkey",
+	"accesskey", "sessionid", "credentials", "cookie", "authorization",
+}
+
+// SensitiveKey reports whether values under the object key or attribute
+// name k are secrets by their name alone: password, api_key, X-Api-Key,
+// GITHUB_TOKEN, client_secret and the like.
+func SensitiveKey(k string) bool {
+	n := strings.Map(func(r rune) rune {
+		switch r {
+		case '-', '_', '.', ' ':
+			return -1
+		}
+		return r
+	}, strings.ToLower(k))
+	if sensitiveKeys[n] {
+		return true
+	}
+	for _, s := range sensitiveSuffixes {
+		if strings.HasSuffix(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Value returns a deep copy of v, a decoded JSON value, with secrets
+// redacted: strings as String does, every string under a SensitiveKey
+// (directly or in an array), object keys that look like credentials, and
+// 40-character AWS secret keys in an object that also holds an AWS access
+// key id. Values of other Go types are converted to decoded JSON first;
+// one that cannot be is replaced by a marker.
+func (r *Redactor) Value(v any) any {
+	return r.value(v, false, false)
+}
+
+func (r *Redactor) value(v any, sensitive, nearAWS bool) any {
+	switch x := v.(type) {
+	case nil, bool, float64, json.Number:
+		return x
+	case string:
+		if sensitive && x != "" && !isMarker(x) {
+			return marker("sensitive_field")
+		}
+		return r.redact(x, nearAWS)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = r.value(e, sensitive, nearAWS)
+		}
+		return out
+	case map[string]any:
+		aws := false
+		for _, e := range x {
+			if s, ok := e.(string); ok && hasAWSKeyID(s) {
+				aws = true
+				break
+			}
+		}
+		out := make(map[string]any, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			nk := r.String(k)
+			for i := 2; ; i++ {
+				if _, taken := out[nk]; !taken {
+					break
+				}
+				nk = fmt.Sprintf("%s#%d", r.String(k), i)
+			}
+			out[nk] = r.value(x[k], SensitiveKey(k), aws)
+		}
+		return out
+	}
+	j, ok := toJSON(v)
+	if !ok {
+		return marker("unencodable")
+	}
+	return r.value(j, sensitive, nearAWS)
+}
+
+// toJSON converts v to decoded JSON (numbers as json.Number).
+func toJSON(v any) (any, bool) {
+	var raw []byte
+	if m, ok := v.(json.RawMessage); ok {
+		raw = m
+	} else {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, false
+		}
+		raw = b
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var out any
+	if err := dec.Decode(&out); err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// Shape returns the structure of v, a decoded JSON value, without its
+// values: each scalar becomes its JSON type name ("string", "number",
+// "boolean", "null"), objects keep their keys (redacted like Value's), and
+// an array becomes the list of its elements' distinct shapes, in order of
+// first appearance. Values of other Go types are converted to decoded JSON
+// first; one that cannot be becomes "unencodable".
+func (r *Redactor) Shape(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case float64, json.Number, int, int64:
+		return "number"
+	case []any:
+		out := []any{}
+		seen := map[string]bool{}
+		for _, e := range x {
+			s := r.Shape(e)
+			key, _ := Canonical(s)
+			if !seen[string(key)] {
+				seen[string(key)] = true
+				out = append(out, s)
+			}
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			nk := r.String(k)
+			for i := 2; ; i++ {
+				if _, taken := out[nk]; !taken {
+					break
+				}
+				nk = fmt.Sprintf("%s#%d", r.String(k), i)
+			}
+			out[nk] = r.Shape(x[k])
+		}
+		return out
+	}
+	j, ok := toJSON(v)
+	if !ok {
+		return "unencodable"
+	}
+	return r.Shape(j)
+}
+
+// Shape is Shape of a Redactor that knows no secret values.
+func Shape(v any) any { return (*Redactor)(nil).Shape(v) }

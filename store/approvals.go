@@ -1,0 +1,70 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// An ApprovalStatus is where an approval request stands.
+type ApprovalStatus string
+
+const (
+	ApprovalPending ApprovalStatus = "pending" // waiting for a person
+	ApprovalGranted ApprovalStatus = "granted" // may be used once, until it expires
+	ApprovalDenied  ApprovalStatus = "denied"
+	ApprovalUsed    ApprovalStatus = "used" // a call ran on this grant
+	// ApprovalExpired is a pending or granted request whose ExpiresAt has
+	// passed. Stores derive it when reading; nothing writes it.
+	ApprovalExpired ApprovalStatus = "expired"
+)
+
+// An Approval is a request for a person to allow one call. Its JSON is the
+// element of `airlock approvals list --json` ("approvals"): id, server,
+// tool, summary, status, created_at and expires_at, plus the other fields.
+type Approval struct {
+	ID     string `json:"id"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"` // the local name
+	// Digest binds a grant to one action: the tool, its definition in the
+	// snapshot, the arguments and the working directory. A grant is
+	// consumed only by a call with the same digest.
+	Digest string `json:"digest"`
+	// Summary is what the person is asked about, already redacted.
+	Summary   string         `json:"summary"`
+	Status    ApprovalStatus `json:"status"`
+	CreatedAt time.Time      `json:"created_at"`
+	ExpiresAt time.Time      `json:"expires_at"`
+	Tenant    string         `json:"tenant,omitempty"`
+	User      string         `json:"user,omitempty"`
+	DecidedBy string         `json:"decided_by,omitempty"`
+	DecidedAt time.Time      `json:"decided_at,omitzero"`
+	Note      string         `json:"note,omitempty"`
+	UsedAt    time.Time      `json:"used_at,omitzero"`
+}
+
+// Check reports what is missing from an approval that Create would refuse.
+func (a Approval) Check() error {
+	switch {
+	case a.ID == "":
+		return fmt.Errorf("approval has no id")
+	case a.Digest == "":
+		return fmt.Errorf("approval %s has no digest", a.ID)
+	case a.ExpiresAt.IsZero():
+		return fmt.Errorf("approval %s has no expiry", a.ID)
+	case !a.CreatedAt.IsZero() && !a.ExpiresAt.After(a.CreatedAt):
+		return fmt.Errorf("approval %s expires before it is created", a.ID)
+	}
+	return nil
+}
+
+// ApprovalFilter selects approvals. The zero value selects all.
+type ApprovalFilter struct {
+	// Status, if set, selects only approvals with that status
+	// (ApprovalExpired included).
+	Status ApprovalStatus
+	// Tenant, if set, selects only that tenant's approvals.
+	Tenant string
+	// Limit caps how many approvals are returned, the oldest first; <= 0
+	// is no cap.
+	Limit int
+}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Event names the pipeline and the host write. Other names are allowed.
+const (
+	EventServerStart       = "server_start"
+	EventServerReady       = "server_ready"
+	EventServerFailed      = "server_failed"
+	EventDiscovery         = "discovery"
+	EventDecision          = "decision"
+	EventApprovalRequested = "approval_requested"
+	EventApprovalGranted   = "approval_granted"
+	EventApprovalDenied    = "approval_denied"
+	EventCallSent          = "call_sent"
+	EventResult            = "result"
+	EventArtifactStored    = "artifact_stored"
+	EventCloseFailed       = "close_failed"
+	EventRecoveryResolved  = "recovery_resolved"
+)
+
+// An Event is one line of the audit trail. Its JSON is one line of
+// `airlock audit --json`: the fixed fields time, event, server, tool,
+// snapshot, class and duration_ms (always present), then the extra Fields
+// at the same level.
+type Event struct {
+	Time       time.Time
+	Event      string // what happened: one of the Event… names or another
+	Server     string
+	Tool       string
+	Snapshot   string
+	Class      string // the result class, for events that have one
+	DurationMS int64
+	// Fields holds what else the event says (decision, rule, reason,
+	// args_shape, args_hash, …). Values must encode as JSON; they are read
+	// back as decoded JSON (string, float64, bool, nil, []any,
+	// map[string]any). Keys must not be one of the fixed names.
+	Fields map[string]any
+}
+
+// reserved are the fixed names, which Fields may not use.
+var reserved = []string{"time", "event", "server", "tool", "snapshot", "class", "duration_ms"}
+
+// Check reports what Append would refuse: no event name, or an extra field
+// with a fixed name.
+func (e Event) Check() error {
+	if e.Event == "" {
+		return fmt.Errorf("audit event has no name")
+	}
+	for k := range e.Fields {
+		if slices.Contains(reserved, k) {
+			return fmt.Errorf("audit event %s: field %q is reserved", e.Event, k)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes the fixed fields in their documented order, then the
+// extra fields sorted by name.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if err := e.Check(); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	field := func(k string, v any) error {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("audit field %q: %w", k, err)
+		}
+		b.Write(vb)
+		return nil
+	}
+	fixed := []any{e.Time, e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS}
+	for i, k := range reserved {
+		if err := field(k, fixed[i]); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Fields)) {
+		if err := field(k, e.Fields[k]); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes: fields other than the fixed
+// ones go to Fields.
+func (e *Event) UnmarshalJSON(data []byte) error {
+	var fixed struct {
+		Time       time.Time `json:"time"`
+		Event      string    `json:"event"`
+		Server     string    `json:"server"`
+		Tool       string    `json:"tool"`
+		Snapshot   string    `json:"snapshot"`
+		Class      string    `json:"class"`
+		DurationMS int64     `json:"duration_ms"`
+	}
+	if err := json.Unmarshal(data, &fixed); err != nil {
+		return err
+	}
+	var all map[string]any
+	if err := json.Unmarshal(data, &all); err != nil {
+		return err
+	}
+	for _, k := range reserved {
+		delete(all, k)
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	*e = Event{
+		Time: fixed.Time, Event: fixed.Event, Server: fixed.Server, Tool: fixed.Tool,
+		Snapshot: fixed.Snapshot, Class: fixed.Class, DurationMS: fixed.DurationMS,
+		Fields: all,
+	}
+	return nil
+}

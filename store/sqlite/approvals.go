@@ -1,0 +1,147 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+type approvals struct{ db *DB }
+
+var _ store.Approvals = approvals{}
+
+func (a approvals) Create(ctx context.Context, ap store.Approval) error {
+	if err := ap.Check(); err != nil {
+		return fmt.Errorf("create approval: %w", err)
+	}
+	created := ap.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+		if !ap.ExpiresAt.After(created) {
+			return fmt.Errorf("create approval %s: it expires before it is created", ap.ID)
+		}
+	}
+	_, err := a.db.w.ExecContext(ctx, `
+INSERT INTO approvals (id, server, tool, digest, summary, status, created_at, expires_at, tenant, user_name)
+VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
+	if isUnique(err) {
+		return fmt.Errorf("create approval %s: the id is taken: %w", ap.ID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("create approval %s: cannot write the store: %w", ap.ID, err)
+	}
+	return nil
+}
+
+// statusAt is an approval's status as of ?1 (microseconds): a pending or
+// granted request past its expiry reads as expired.
+const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= ?1 THEN 'expired' ELSE status END`
+
+const approvalColumns = `id, server, tool, digest, summary, ` + statusAt + `,
+	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
+
+func scanApproval(row interface{ Scan(...any) error }) (store.Approval, error) {
+	var (
+		ap                store.Approval
+		created, expires  int64
+		decidedAt, usedAt sql.NullInt64
+		status            string
+	)
+	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &status, &created, &expires,
+		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	ap.Status = store.ApprovalStatus(status)
+	ap.CreatedAt = fromMicros(created)
+	ap.ExpiresAt = fromMicros(expires)
+	ap.DecidedAt = fromNullMicros(decidedAt)
+	ap.UsedAt = fromNullMicros(usedAt)
+	return ap, nil
+}
+
+func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
+	ap, err := scanApproval(a.db.r.QueryRowContext(ctx,
+		`SELECT `+approvalColumns+` FROM approvals WHERE id = ?2`, micros(now()), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("approval %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("approval %s: cannot read the store: %w", id, err)
+	}
+	return ap, nil
+}
+
+func (a approvals) List(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
+	rows, err := a.db.r.QueryContext(ctx, `
+SELECT `+approvalColumns+` FROM approvals
+WHERE (?2 = '' OR tenant = ?2) AND (?3 = '' OR `+statusAt+` = ?3)
+ORDER BY created_at, seq
+LIMIT ?4`,
+		micros(now()), f.Tenant, string(f.Status), limit(f.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Approval
+	for rows.Next() {
+		ap, err := scanApproval(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
+		}
+		out = append(out, ap)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
+	}
+	return out, nil
+}
+
+func (a approvals) Decide(ctx context.Context, id string, grant bool, by, note string) error {
+	status, verb := "denied", "deny"
+	if grant {
+		status, verb = "granted", "grant"
+	}
+	at := micros(now())
+	res, err := a.db.w.ExecContext(ctx, `
+UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, note = ?
+WHERE id = ? AND status = 'pending' AND (NOT ? OR expires_at > ?)`,
+		status, by, at, note, id, grant, at)
+	if err != nil {
+		return fmt.Errorf("%s approval %s: cannot write the store: %w", verb, id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	ap, err := a.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	return fmt.Errorf("%s approval %s: it is %s: %w", verb, id, ap.Status, store.ErrConflict)
+}
+
+func (a approvals) Consume(ctx context.Context, digest string, at time.Time) (store.Approval, error) {
+	// One statement: SQLite runs it under the write lock, so the grant it
+	// picks cannot be picked by anyone else.
+	at = store.UTC(at)
+	ap, err := scanApproval(a.db.w.QueryRowContext(ctx, `
+UPDATE approvals SET status = 'used', used_at = ?1
+WHERE seq = (
+	SELECT seq FROM approvals
+	WHERE digest = ?2 AND status = 'granted' AND expires_at > ?1
+	ORDER BY created_at, seq LIMIT 1)
+RETURNING `+approvalColumns,
+		micros(at), digest))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("no usable grant for this action: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("use approval: cannot write the store: %w", err)
+	}
+	return ap, nil
+}

@@ -1,0 +1,80 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+type audit struct{ db *DB }
+
+var _ store.Audit = audit{}
+
+func (a audit) Append(ctx context.Context, e store.Event) error {
+	if err := e.Check(); err != nil {
+		return fmt.Errorf("append: %w", err)
+	}
+	var fields sql.NullString
+	if len(e.Fields) > 0 {
+		b, err := json.Marshal(e.Fields)
+		if err != nil {
+			return fmt.Errorf("append %s: %w", e.Event, err)
+		}
+		fields = sql.NullString{String: string(b), Valid: true}
+	}
+	t := e.Time
+	if t.IsZero() {
+		t = time.Now()
+	}
+	_, err := a.db.w.ExecContext(ctx, `
+INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		micros(t), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields)
+	if err != nil {
+		return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
+	}
+	return nil
+}
+
+func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {
+	var from int64 = -1 << 63
+	if !since.IsZero() {
+		from = micros(since)
+	}
+	rows, err := a.db.r.QueryContext(ctx, `
+SELECT time, event, server, tool, snapshot, class, duration_ms, fields FROM events
+WHERE time >= ?
+ORDER BY time, seq
+LIMIT ?`,
+		from, limit(n))
+	if err != nil {
+		return nil, fmt.Errorf("read the audit trail: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Event
+	for rows.Next() {
+		var (
+			e      store.Event
+			t      int64
+			fields sql.NullString
+		)
+		if err := rows.Scan(&t, &e.Event, &e.Server, &e.Tool, &e.Snapshot, &e.Class, &e.DurationMS, &fields); err != nil {
+			return nil, fmt.Errorf("read the audit trail: %w", err)
+		}
+		e.Time = fromMicros(t)
+		if fields.Valid {
+			if err := json.Unmarshal([]byte(fields.String), &e.Fields); err != nil {
+				return nil, fmt.Errorf("read the audit trail: event %s has malformed fields: %w", e.Event, err)
+			}
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the audit trail: %w", err)
+	}
+	return out, nil
+}

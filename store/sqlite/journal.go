@@ -1,0 +1,198 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// recoveredDetail is the detail of an intent that RecoverOpen ended.
+const recoveredDetail = "the process that sent the call ended before its outcome was recorded"
+
+type journal struct{ db *DB }
+
+var _ store.Journal = journal{}
+
+func (j journal) Begin(ctx context.Context, in store.Intent) error {
+	if err := in.Check(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	writer, err := j.db.writerID()
+	if err != nil {
+		return fmt.Errorf("begin %s: %w", in.ID, err)
+	}
+	created := in.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	_, err = j.db.w.ExecContext(ctx, `
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent,
+	tenant, user_name, created_at, writer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, in.Snapshot, in.Effect, in.Idempotent,
+		in.Tenant, in.User, micros(created), writer)
+	if isUnique(err) {
+		return fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
+	}
+	return nil
+}
+
+func (j journal) End(ctx context.Context, id string, outcome store.Outcome, detail string) error {
+	if !outcome.Valid() {
+		return fmt.Errorf("end %s: %q is not an outcome", id, outcome)
+	}
+	res, err := j.db.w.ExecContext(ctx, `
+UPDATE intents SET outcome = ?, detail = ?, ended_at = ?
+WHERE id = ? AND outcome IS NULL`,
+		string(outcome), detail, micros(now()), id)
+	if err != nil {
+		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	r, err := j.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("end: %w", err)
+	}
+	return fmt.Errorf("end %s: it already ended %s: %w", id, r.Status, store.ErrConflict)
+}
+
+func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
+	rows, err := j.db.r.QueryContext(ctx, `SELECT DISTINCT writer FROM intents WHERE outcome IS NULL`)
+	if err != nil {
+		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
+	}
+	var writers []string
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
+		}
+		writers = append(writers, w)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
+	}
+	own := j.db.ownWriter()
+	total := 0
+	for _, w := range writers {
+		if w == own {
+			continue
+		}
+		gone, done := writerGone(j.db.writersDir(), w)
+		if !gone {
+			continue
+		}
+		res, err := j.db.w.ExecContext(ctx, `
+UPDATE intents SET outcome = 'unknown', detail = ?, ended_at = ?
+WHERE writer = ? AND outcome IS NULL`,
+			recoveredDetail, micros(store.UTC(at)), w)
+		if err != nil {
+			done()
+			return total, fmt.Errorf("recover: cannot write the journal: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += int(n)
+		done()
+	}
+	j.db.sweepWriters(own)
+	return total, nil
+}
+
+const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent,
+	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at`
+
+func scanRecord(row interface{ Scan(...any) error }) (store.Record, error) {
+	var (
+		r                  store.Record
+		created            int64
+		outcome, resolved  sql.NullString
+		endedAt, resolveAt sql.NullInt64
+	)
+	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &r.Snapshot, &r.Effect,
+		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
+		&r.ResolvedBy, &resolveAt)
+	if err != nil {
+		return store.Record{}, err
+	}
+	r.CreatedAt = fromMicros(created)
+	r.Status = store.OutcomeOpen
+	if outcome.Valid {
+		r.Status = store.Outcome(outcome.String)
+	}
+	r.EndedAt = fromNullMicros(endedAt)
+	r.Resolved = resolved.Valid
+	r.Resolution = store.Resolution(resolved.String)
+	r.ResolvedAt = fromNullMicros(resolveAt)
+	return r, nil
+}
+
+func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
+	rows, err := j.db.r.QueryContext(ctx, `
+SELECT `+recordColumns+` FROM intents
+WHERE (? OR (outcome = 'unknown' AND resolution IS NULL))
+	AND (? = '' OR tenant = ?)
+ORDER BY created_at, seq
+LIMIT ?`,
+		f.All, f.Tenant, f.Tenant, limit(f.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
+	}
+	return out, nil
+}
+
+func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
+	r, err := scanRecord(j.db.r.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM intents WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Record{}, fmt.Errorf("record %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Record{}, fmt.Errorf("record %s: cannot read the journal: %w", id, err)
+	}
+	return r, nil
+}
+
+func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
+	if !res.Valid() {
+		return fmt.Errorf("resolve %s: %q is not a resolution (applied or not-applied)", id, res)
+	}
+	out, err := j.db.w.ExecContext(ctx, `
+UPDATE intents SET resolution = ?, note = ?, resolved_by = ?, resolved_at = ?
+WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
+		string(res), note, by, micros(now()), id)
+	if err != nil {
+		return fmt.Errorf("resolve %s: cannot write the journal: %w", id, err)
+	}
+	if n, _ := out.RowsAffected(); n == 1 {
+		return nil
+	}
+	r, err := j.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("resolve: %w", err)
+	}
+	if r.Resolved {
+		return fmt.Errorf("resolve %s: it was already resolved as %s: %w", id, r.Resolution, store.ErrConflict)
+	}
+	return fmt.Errorf("resolve %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
+}

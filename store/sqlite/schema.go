@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema's versions: migrations[i] takes a database from
+// version i to i+1 (PRAGMA user_version). Never edit one that has shipped;
+// append a new one.
+//
+// Times are INTEGER microseconds since the Unix epoch. Every table keeps an
+// INTEGER PRIMARY KEY seq, the order rows were written, to break ties
+// between equal times.
+var migrations = []string{
+	`
+CREATE TABLE intents (
+	seq         INTEGER PRIMARY KEY,
+	id          TEXT    NOT NULL UNIQUE,
+	call_id     TEXT    NOT NULL,
+	server      TEXT    NOT NULL,
+	tool        TEXT    NOT NULL,
+	remote_tool TEXT    NOT NULL,
+	args_hash   TEXT    NOT NULL,
+	snapshot    TEXT    NOT NULL,
+	effect      TEXT    NOT NULL,
+	idempotent  INTEGER NOT NULL CHECK (idempotent IN (0, 1)),
+	tenant      TEXT    NOT NULL,
+	user_name   TEXT    NOT NULL,
+	created_at  INTEGER NOT NULL,
+	writer      TEXT    NOT NULL,
+	outcome     TEXT    CHECK (outcome IN ('succeeded', 'failed', 'rejected', 'unknown')),
+	detail      TEXT    NOT NULL DEFAULT '',
+	ended_at    INTEGER,
+	resolution  TEXT    CHECK (resolution IN ('applied', 'not-applied')),
+	note        TEXT    NOT NULL DEFAULT '',
+	resolved_by TEXT    NOT NULL DEFAULT '',
+	resolved_at INTEGER,
+	CHECK ((outcome IS NULL) = (ended_at IS NULL)),
+	CHECK (resolution IS NULL OR outcome = 'unknown'),
+	CHECK ((resolution IS NULL) = (resolved_at IS NULL))
+) STRICT;
+CREATE INDEX intents_open ON intents (writer) WHERE outcome IS NULL;
+CREATE INDEX intents_unresolved ON intents (created_at, seq) WHERE outcome = 'unknown' AND resolution IS NULL;
+CREATE INDEX intents_created ON intents (created_at, seq);
+
+CREATE TABLE approvals (
+	seq        INTEGER PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	server     TEXT    NOT NULL,
+	tool       TEXT    NOT NULL,
+	digest     TEXT    NOT NULL,
+	summary    TEXT    NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('pending', 'granted', 'denied', 'used')),
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	tenant     TEXT    NOT NULL,
+	user_name  TEXT    NOT NULL,
+	decided_by TEXT    NOT NULL DEFAULT '',
+	decided_at INTEGER,
+	note       TEXT    NOT NULL DEFAULT '',
+	used_at    INTEGER,
+	CHECK ((status = 'used') = (used_at IS NOT NULL))
+) STRICT;
+CREATE INDEX approvals_grants ON approvals (digest, created_at, seq) WHERE status = 'granted';
+CREATE INDEX approvals_created ON approvals (created_at, seq);
+
+CREATE TABLE events (
+	seq         INTEGER PRIMARY KEY,
+	time        INTEGER NOT NULL,
+	event       TEXT    NOT NULL,
+	server      TEXT    NOT NULL,
+	tool        TEXT    NOT NULL,
+	snapshot    TEXT    NOT NULL,
+	class       TEXT    NOT NULL,
+	duration_ms INTEGER NOT NULL,
+	fields      TEXT    -- a JSON object, or NULL for none
+) STRICT;
+CREATE INDEX events_time ON events (time, seq);
+`,
+}
+
+// migrate brings the schema to the newest version. A database that is
+// current is only read, so a read-only one opens.
+func (db *DB) migrate(ctx context.Context) error {
+	v, err := version(ctx, db.r)
+	if err != nil {
+		return fmt.Errorf("cannot read the database: %w", err)
+	}
+	if v == len(migrations) {
+		return nil
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("the database has schema version %d, newer than this airlock knows (%d): use a newer airlock", v, len(migrations))
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("cannot update the database schema: %w", err)
+	}
+	defer tx.Rollback()
+	// Another process may have migrated while this one waited for the lock.
+	if v, err = version(ctx, tx); err != nil {
+		return fmt.Errorf("cannot read the database: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("the database has schema version %d, newer than this airlock knows (%d): use a newer airlock", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("cannot update the database schema to version %d: %w", i+1, err)
+		}
+	}
+	// PRAGMA takes no parameters; the number is ours.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", len(migrations))); err != nil {
+		return fmt.Errorf("cannot update the database schema: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("cannot update the database schema: %w", err)
+	}
+	return nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func version(ctx context.Context, q querier) (int, error) {
+	var v int
+	err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}

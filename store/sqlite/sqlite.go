@@ -1,0 +1,237 @@
+// Package sqlite is the embedded store backend: one SQLite database file in
+// the host's state directory, through modernc.org/sqlite (no cgo).
+//
+// Durability and concurrency:
+//
+//   - The database is in WAL mode with synchronous=FULL on every connection
+//     that writes, so every commit (journal intents and outcomes, and also
+//     approval use and audit events) is synced to disk before it returns.
+//     FULL is set connection-wide rather than per statement: a consumed
+//     grant must survive a power loss as surely as an intent, and the store
+//     writes a handful of rows per call.
+//   - Writes in one process go through one connection; writers in other
+//     processes wait on SQLite's lock for up to the busy timeout. Every
+//     state change that must happen at most once (End, Resolve, Decide,
+//     Consume) is a single conditional UPDATE, which SQLite runs under its
+//     write lock, so racing goroutines and processes cannot both win.
+//   - Each DB that begins intents holds an advisory lock on a file of its
+//     own beside the database ("<file>-writers/"). The kernel drops the lock
+//     when the process dies, which is how RecoverOpen tells an intent left
+//     by a crashed process from one that is still in flight.
+//   - The database and its -wal and -shm files are created with mode 0600.
+//
+// A database that cannot be written (a read-only file or directory) can
+// still be opened if it can be read and its schema is current; Begin then
+// fails, and the host refuses the call.
+//
+// The host and the CLI import sqlite; everything else uses package store.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// busyTimeout is how long a write waits for another process's write to
+// finish before it fails.
+const busyTimeout = 10 * time.Second
+
+// readers is the size of the read pool: WAL lets readers run alongside the
+// writer.
+const readers = 4
+
+// A DB is a store in one SQLite file. It is safe for concurrent use by
+// several goroutines; several DBs, in one process or many, may share a
+// file.
+type DB struct {
+	w    *sql.DB // one connection, BEGIN IMMEDIATE, synchronous=FULL
+	r    *sql.DB // read-only connections
+	path string
+
+	mu     sync.Mutex
+	writer *writerLock // taken by the first Begin
+	closed bool
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open opens the database at path, creating it (and its directory) if
+// needed, and brings its schema up to date. It fails if the database cannot
+// be read, or needs a schema change and cannot be written, or was written
+// by a newer Airlock.
+func Open(path string) (*DB, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, errors.New("open store: the database path must be a file name without ? or #")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := create(path); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	params := url.Values{
+		"_busy_timeout": {fmt.Sprint(busyTimeout.Milliseconds())},
+		"_txlock":       {"immediate"}, // take the write lock up front: no failed upgrade mid-transaction
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"FULL"},
+	}
+	w, err := sql.Open("sqlite", path+"?"+params.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	// The journal mode is persistent and was set by whoever created the
+	// file; a reader that tried to set it again would need to write.
+	params.Del("_journal_mode")
+	params.Del("_txlock")
+	params.Set("_query_only", "1")
+	r, err := sql.Open("sqlite", path+"?"+params.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	r.SetMaxOpenConns(readers)
+	db := &DB{w: w, r: r, path: path}
+	if err := db.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return db, nil
+}
+
+// create makes an empty database file with mode 0600 if there is none:
+// SQLite gives new files 0644, and its -wal and -shm files copy the mode of
+// the database.
+func create(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		return f.Close()
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission):
+		return nil // SQLite says whether the directory can be read
+	}
+	return err
+}
+
+// Journal returns the write-ahead journal.
+func (db *DB) Journal() store.Journal { return journal{db} }
+
+// Approvals returns the approval requests.
+func (db *DB) Approvals() store.Approvals { return approvals{db} }
+
+// Audit returns the audit trail.
+func (db *DB) Audit() store.Audit { return audit{db} }
+
+// Close closes the database. Intents this DB began and did not end become
+// recoverable by RecoverOpen.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	err := errors.Join(db.w.Close(), db.r.Close())
+	if db.writer != nil {
+		db.writer.release()
+		db.writer = nil
+	}
+	return err
+}
+
+// writerID returns the id under which this DB begins intents, taking its
+// writer lock the first time.
+func (db *DB) writerID() (string, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return "", errors.New("the store is closed")
+	}
+	if db.writer == nil {
+		l, err := lockWriter(db.writersDir(), store.NewID(""))
+		if err != nil {
+			return "", fmt.Errorf("cannot lock the journal: %w", err)
+		}
+		db.writer = l
+	}
+	return db.writer.id, nil
+}
+
+// ownWriter returns this DB's writer id, or "" if it has begun nothing.
+func (db *DB) ownWriter() string {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.writer == nil {
+		return ""
+	}
+	return db.writer.id
+}
+
+func (db *DB) writersDir() string { return db.path + "-writers" }
+
+// sweepWriters removes the lock files of writers that have gone with no
+// intent open (a process that crashed between calls), so that they do not
+// pile up.
+func (db *DB) sweepWriters(own string) {
+	ents, err := os.ReadDir(db.writersDir())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if id := e.Name(); id != own && writerIDRE.MatchString(id) {
+			if gone, done := writerGone(db.writersDir(), id); gone {
+				done()
+			}
+		}
+	}
+}
+
+// isUnique reports whether err is a unique or primary key violation.
+func isUnique(err error) bool {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// micros and fromMicros convert between times and what the database holds:
+// microseconds since the Unix epoch, UTC.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
+
+func fromNullMicros(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return fromMicros(n.Int64)
+}
+
+// now is the current time as the store keeps it.
+func now() time.Time { return store.UTC(time.Now()) }
+
+// limit turns a filter's limit into SQLite's "no limit" (-1) when it is not
+// positive.
+func limit(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,50 @@
+//go:build !unix
+
+package sqlite
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+)
+
+// A writerLock is a file that its DB keeps open. Where there is no flock,
+// an open file cannot be removed, so a file that can be removed belongs to
+// a writer that has gone.
+type writerLock struct {
+	id   string
+	path string
+	f    *os.File
+}
+
+var writerIDRE = regexp.MustCompile(`^[0-9a-f]{26}$`)
+
+func lockWriter(dir, id string) (*writerLock, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, id)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return &writerLock{id: id, path: path, f: f}, nil
+}
+
+func (l *writerLock) release() {
+	l.f.Close()
+	os.Remove(l.path)
+}
+
+func writerGone(dir, id string) (gone bool, done func()) {
+	if !writerIDRE.MatchString(id) {
+		return false, nil
+	}
+	err := os.Remove(filepath.Join(dir, id))
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return true, func() {}
+	}
+	return false, nil
+}

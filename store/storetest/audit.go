@@ -1,0 +1,94 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+func testAuditAppendEvents(t *testing.T, h *harness) {
+	a, b := h.store().Audit(), h.store().Audit()
+	t0 := base()
+	events := []store.Event{
+		{Time: t0.Add(2 * time.Second), Event: store.EventResult, Server: "fs", Tool: "fs__write_file", Snapshot: "snap_1",
+			Class: "ok", DurationMS: 12, Fields: map[string]any{"args_hash": "sha256:ab", "args_shape": map[string]any{"path": "string"}}},
+		{Time: t0, Event: store.EventServerStart, Server: "fs"},
+		{Time: t0.Add(time.Second).Add(999 * time.Nanosecond), Event: store.EventDecision, Server: "fs", Tool: "fs__write_file",
+			Fields: map[string]any{"decision": "ask", "rule": "policy.rules[0]", "n": 3.5, "ok": true, "none": nil, "list": []any{"a", 1.0}}},
+		{Time: t0.Add(time.Second), Event: store.EventApprovalRequested, Server: "fs"}, // ties with the one before
+	}
+	for i, e := range events {
+		if err := []store.Audit{a, b}[i%2].Append(t.Context(), e); err != nil {
+			t.Fatalf("Append(%s): %v", e.Event, err)
+		}
+	}
+	stored := func(i int) store.Event {
+		e := events[i]
+		e.Time = store.UTC(e.Time)
+		return e
+	}
+	for _, tc := range []struct {
+		name  string
+		since time.Time
+		limit int
+		want  []int
+	}{
+		{"all", time.Time{}, 0, []int{1, 2, 3, 0}},
+		{"limit", time.Time{}, 2, []int{1, 2}},
+		{"since is inclusive", t0.Add(time.Second), 0, []int{2, 3, 0}},
+		{"since and limit", t0.Add(time.Second), 1, []int{2}},
+		{"since the last", t0.Add(2 * time.Second), 5, []int{0}},
+		{"since after the last", t0.Add(2*time.Second + time.Microsecond), 0, nil},
+	} {
+		var want []store.Event
+		for _, i := range tc.want {
+			want = append(want, stored(i))
+		}
+		got, err := b.Events(t.Context(), tc.since, tc.limit)
+		if err != nil {
+			t.Fatalf("Events(%s): %v", tc.name, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Events(%s) (-want +got):\n%s", tc.name, diff)
+		}
+	}
+}
+
+func testAuditDefaultTime(t *testing.T, h *harness) {
+	a := h.store().Audit()
+	before := store.UTC(time.Now())
+	if err := a.Append(t.Context(), store.Event{Event: store.EventCallSent}); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	got, err := a.Events(t.Context(), before, 0)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if len(got) != 1 || got[0].Time.After(time.Now()) {
+		t.Errorf("an event appended without a time: got %+v, want one event at the time of Append", got)
+	}
+}
+
+func testAuditRefuses(t *testing.T, h *harness) {
+	a := h.store().Audit()
+	for _, e := range []store.Event{
+		{Time: base()},
+		{Time: base(), Event: store.EventResult, Fields: map[string]any{"class": "ok"}},
+		{Time: base(), Event: store.EventResult, Fields: map[string]any{"duration_ms": 1}},
+		{Time: base(), Event: store.EventResult, Fields: map[string]any{"bad": func() {}}},
+	} {
+		if err := a.Append(t.Context(), e); err == nil {
+			t.Errorf("Append(%+v): got nil error", e)
+		}
+	}
+	got, err := a.Events(t.Context(), time.Time{}, 0)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	if len(got) != 0 {
+		t.Errorf("refused events were stored: %+v", got)
+	}
+}

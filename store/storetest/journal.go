@@ -1,0 +1,396 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// ids returns the ids of records, in order.
+func ids(rs []store.Record) []string {
+	out := []string{}
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+func testBeginGet(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	in := intent("rec_1", base().Add(789*time.Nanosecond))
+	in.Idempotent = true
+	if err := j.Begin(t.Context(), in); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	got, err := j.Get(t.Context(), "rec_1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	want := store.Record{Intent: in, Status: store.OutcomeOpen}
+	want.CreatedAt = store.UTC(in.CreatedAt)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Get after Begin (-want +got):\n%s", diff)
+	}
+	if _, err := j.Get(t.Context(), "rec_2"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get of an unknown id: got %v, want ErrNotFound", err)
+	}
+}
+
+func testBeginDefaultTime(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	before := store.UTC(time.Now())
+	if err := j.Begin(t.Context(), intent("rec_1", time.Time{})); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	after := time.Now()
+	got, err := j.Get(t.Context(), "rec_1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.CreatedAt.Before(before) || got.CreatedAt.After(after) {
+		t.Errorf("CreatedAt of an intent begun without one: got %v, want between %v and %v", got.CreatedAt, before, after)
+	}
+}
+
+func testBeginRefuses(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	for _, tc := range []struct {
+		name   string
+		change func(*store.Intent)
+	}{
+		{"no id", func(in *store.Intent) { in.ID = "" }},
+		{"no server", func(in *store.Intent) { in.Server = "" }},
+		{"no tool", func(in *store.Intent) { in.Tool = "" }},
+	} {
+		in := intent("rec_bad", base())
+		tc.change(&in)
+		if err := j.Begin(t.Context(), in); err == nil {
+			t.Errorf("Begin of an intent with %s: got nil error", tc.name)
+		}
+	}
+	if _, err := j.Get(t.Context(), "rec_bad"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get of a refused intent: got %v, want ErrNotFound", err)
+	}
+
+	first := intent("rec_1", base())
+	if err := j.Begin(t.Context(), first); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	again := intent("rec_1", base().Add(time.Minute))
+	again.Server = "other"
+	if err := j.Begin(t.Context(), again); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("Begin of a taken id: got %v, want ErrConflict", err)
+	}
+	got, err := j.Get(t.Context(), "rec_1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if diff := cmp.Diff(first, got.Intent); diff != "" {
+		t.Errorf("the first intent changed after a second Begin with its id (-want +got):\n%s", diff)
+	}
+}
+
+var outcomes = []store.Outcome{store.OutcomeSucceeded, store.OutcomeFailed, store.OutcomeRejected, store.OutcomeUnknown}
+
+func testExactlyOneOutcome(t *testing.T, h *harness) {
+	a, b := h.store().Journal(), h.store().Journal()
+	for _, o := range outcomes {
+		id := "rec_" + string(o)
+		if err := a.Begin(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		before := store.UTC(time.Now())
+		if err := a.End(t.Context(), id, o, "because "+string(o)); err != nil {
+			t.Fatalf("End(%s): %v", o, err)
+		}
+		// Another handle, as another process, cannot end it again either.
+		for _, j := range []store.Journal{a, b} {
+			for _, again := range outcomes {
+				if err := j.End(t.Context(), id, again, "again"); !errors.Is(err, store.ErrConflict) {
+					t.Errorf("End(%s) after End(%s): got %v, want ErrConflict", again, o, err)
+				}
+			}
+		}
+		got, err := b.Get(t.Context(), id)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if got.Status != o || got.Detail != "because "+string(o) {
+			t.Errorf("after End(%s): got status %q, detail %q; want %q, %q", o, got.Status, got.Detail, o, "because "+string(o))
+		}
+		if got.EndedAt.Before(before) || got.EndedAt.After(time.Now()) {
+			t.Errorf("after End(%s): EndedAt %v is not the time of End", o, got.EndedAt)
+		}
+		if got.Resolved {
+			t.Errorf("after End(%s): Resolved is true", o)
+		}
+	}
+}
+
+func testEndRefuses(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	if err := j.End(t.Context(), "rec_none", store.OutcomeSucceeded, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("End of an unknown id: got %v, want ErrNotFound", err)
+	}
+	if err := j.Begin(t.Context(), intent("rec_1", base())); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	for _, o := range []store.Outcome{store.OutcomeOpen, "", "applied", "Succeeded"} {
+		if err := j.End(t.Context(), "rec_1", o, ""); err == nil {
+			t.Errorf("End(%q): got nil error", o)
+		}
+	}
+	got, err := j.Get(t.Context(), "rec_1")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.Status != store.OutcomeOpen {
+		t.Errorf("after End with invalid outcomes: got status %q, want open", got.Status)
+	}
+}
+
+func testEndRace(t *testing.T, h *harness) {
+	js := []store.Journal{h.store().Journal(), h.store().Journal()}
+	for round := range 3 {
+		id := fmt.Sprintf("rec_%d", round)
+		if err := js[0].Begin(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		errs := race(16, func(i int) error {
+			return js[i%2].End(t.Context(), id, outcomes[i%len(outcomes)], fmt.Sprint(i))
+		})
+		ok, conflicts := count(t, errs, store.ErrConflict)
+		if ok != 1 || conflicts != len(errs)-1 {
+			t.Fatalf("16 racing Ends: got %d nil and %d ErrConflict, want 1 and 15", ok, conflicts)
+		}
+		winner := 0
+		for i, err := range errs {
+			if err == nil {
+				winner = i
+			}
+		}
+		got, err := js[1].Get(t.Context(), id)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if want := outcomes[winner%len(outcomes)]; got.Status != want || got.Detail != fmt.Sprint(winner) {
+			t.Errorf("after racing Ends: got %q (%s), want the winner's %q (%d)", got.Status, got.Detail, want, winner)
+		}
+	}
+}
+
+func testRecords(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	t0 := base()
+	// Created out of order, with a tie (r2, r4) that insertion order breaks.
+	begin := []struct {
+		id     string
+		at     time.Duration
+		tenant string
+	}{
+		{"r1", 3 * time.Second, "acme"},
+		{"r2", 1 * time.Second, "acme"},
+		{"r3", 2 * time.Second, "other"},
+		{"r4", 1 * time.Second, "acme"},
+		{"r5", 4 * time.Second, "other"},
+	}
+	for _, b := range begin {
+		in := intent(b.id, t0.Add(b.at))
+		in.Tenant = b.tenant
+		if err := j.Begin(t.Context(), in); err != nil {
+			t.Fatalf("Begin(%s): %v", b.id, err)
+		}
+	}
+	for id, o := range map[string]store.Outcome{"r1": store.OutcomeUnknown, "r2": store.OutcomeUnknown, "r3": store.OutcomeSucceeded, "r5": store.OutcomeUnknown} {
+		if err := j.End(t.Context(), id, o, ""); err != nil {
+			t.Fatalf("End(%s): %v", id, err)
+		}
+	}
+	if err := j.Resolve(t.Context(), "r2", store.ResolutionApplied, "", "ada"); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.RecordFilter
+		want []string
+	}{
+		{"default: unresolved unknown", store.RecordFilter{}, []string{"r1", "r5"}},
+		{"all", store.RecordFilter{All: true}, []string{"r2", "r4", "r3", "r1", "r5"}},
+		{"all, limit 2", store.RecordFilter{All: true, Limit: 2}, []string{"r2", "r4"}},
+		{"all, tenant", store.RecordFilter{All: true, Tenant: "other"}, []string{"r3", "r5"}},
+		{"tenant", store.RecordFilter{Tenant: "acme"}, []string{"r1"}},
+		{"limit 1", store.RecordFilter{Limit: 1}, []string{"r1"}},
+		{"no such tenant", store.RecordFilter{All: true, Tenant: "none"}, []string{}},
+	} {
+		got, err := j.Records(t.Context(), tc.f)
+		if err != nil {
+			t.Fatalf("Records(%s): %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
+			t.Errorf("Records(%s) (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	all, err := j.Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatalf("Records: %v", err)
+	}
+	for _, r := range all {
+		got, err := j.Get(t.Context(), r.ID)
+		if err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		if diff := cmp.Diff(got, r); diff != "" {
+			t.Errorf("Records and Get disagree on %s (-get +records):\n%s", r.ID, diff)
+		}
+	}
+}
+
+func testRecoverOpen(t *testing.T, h *harness) {
+	a, b := h.store(), h.store()
+	ja, jb := a.Journal(), b.Journal()
+	for _, id := range []string{"a1", "a2"} {
+		if err := ja.Begin(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+	}
+	if err := ja.End(t.Context(), "a2", store.OutcomeSucceeded, "done"); err != nil {
+		t.Fatalf("End: %v", err)
+	}
+	if err := jb.Begin(t.Context(), intent("b1", base())); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+
+	// Both writers are alive: nothing is theirs to end.
+	for name, j := range map[string]store.Journal{"a": ja, "b": jb} {
+		n, err := j.RecoverOpen(t.Context(), time.Now())
+		if err != nil {
+			t.Fatalf("RecoverOpen: %v", err)
+		}
+		if n != 0 {
+			t.Errorf("RecoverOpen on %s while both writers live: ended %d intents, want 0", name, n)
+		}
+	}
+
+	// a goes away with a1 in flight.
+	if err := a.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	at := base().Add(time.Hour)
+	n, err := jb.RecoverOpen(t.Context(), at)
+	if err != nil {
+		t.Fatalf("RecoverOpen: %v", err)
+	}
+	if n != 1 {
+		t.Errorf("RecoverOpen after a writer closed: ended %d intents, want 1", n)
+	}
+	want := map[string]store.Outcome{"a1": store.OutcomeUnknown, "a2": store.OutcomeSucceeded, "b1": store.OutcomeOpen}
+	for id, o := range want {
+		r, err := jb.Get(t.Context(), id)
+		if err != nil {
+			t.Fatalf("Get(%s): %v (open must give every handle in one test the same database)", id, err)
+		}
+		if r.Status != o {
+			t.Errorf("%s after RecoverOpen: got %q, want %q", id, r.Status, o)
+		}
+	}
+	r, _ := jb.Get(t.Context(), "a1")
+	if !r.EndedAt.Equal(at) || r.Detail == "" {
+		t.Errorf("a1 after RecoverOpen: got EndedAt %v and detail %q, want %v and a reason", r.EndedAt, r.Detail, at)
+	}
+	if err := jb.End(t.Context(), "a1", store.OutcomeSucceeded, "late"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("End of a recovered intent: got %v, want ErrConflict", err)
+	}
+	if n, err := jb.RecoverOpen(t.Context(), at); err != nil || n != 0 {
+		t.Errorf("RecoverOpen again: got %d, %v; want 0, nil", n, err)
+	}
+	// A third handle finds b's intent in flight, and a's ended.
+	jc := h.store().Journal()
+	if n, err := jc.RecoverOpen(t.Context(), at); err != nil || n != 0 {
+		t.Errorf("RecoverOpen on a new handle while b lives: got %d, %v; want 0, nil", n, err)
+	}
+	recs, err := jc.Records(t.Context(), store.RecordFilter{})
+	if err != nil {
+		t.Fatalf("Records: %v", err)
+	}
+	if diff := cmp.Diff([]string{"a1"}, ids(recs)); diff != "" {
+		t.Errorf("unresolved records after recovery (-want +got):\n%s", diff)
+	}
+}
+
+func testResolve(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	for id, o := range map[string]store.Outcome{"unk": store.OutcomeUnknown, "ok": store.OutcomeSucceeded, "open": ""} {
+		if err := j.Begin(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		if o != "" {
+			if err := j.End(t.Context(), id, o, ""); err != nil {
+				t.Fatalf("End: %v", err)
+			}
+		}
+	}
+	for _, r := range []store.Resolution{"", "applied ", "maybe", "Applied"} {
+		if err := j.Resolve(t.Context(), "unk", r, "", "ada"); err == nil {
+			t.Errorf("Resolve(%q): got nil error", r)
+		}
+	}
+	if err := j.Resolve(t.Context(), "none", store.ResolutionApplied, "", "ada"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Resolve of an unknown id: got %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{"ok", "open"} {
+		if err := j.Resolve(t.Context(), id, store.ResolutionApplied, "", "ada"); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("Resolve of a %s record: got %v, want ErrConflict", id, err)
+		}
+	}
+
+	before := store.UTC(time.Now())
+	if err := j.Resolve(t.Context(), "unk", store.ResolutionNotApplied, "checked the tracker", "ada"); err != nil {
+		t.Fatalf("Resolve: %v", err)
+	}
+	got, err := j.Get(t.Context(), "unk")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if !got.Resolved || got.Resolution != store.ResolutionNotApplied || got.Note != "checked the tracker" ||
+		got.ResolvedBy != "ada" || got.Status != store.OutcomeUnknown {
+		t.Errorf("after Resolve: got %+v", got)
+	}
+	if got.ResolvedAt.Before(before) || got.ResolvedAt.After(time.Now()) {
+		t.Errorf("ResolvedAt %v is not the time of Resolve", got.ResolvedAt)
+	}
+	for _, r := range []store.Resolution{store.ResolutionApplied, store.ResolutionNotApplied} {
+		if err := j.Resolve(t.Context(), "unk", r, "again", "bob"); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("second Resolve(%s): got %v, want ErrConflict", r, err)
+		}
+	}
+	again, _ := j.Get(t.Context(), "unk")
+	if diff := cmp.Diff(got, again); diff != "" {
+		t.Errorf("a refused second Resolve changed the record (-before +after):\n%s", diff)
+	}
+}
+
+func testResolveRace(t *testing.T, h *harness) {
+	js := []store.Journal{h.store().Journal(), h.store().Journal()}
+	if err := js[0].Begin(t.Context(), intent("unk", base())); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	if err := js[0].End(t.Context(), "unk", store.OutcomeUnknown, "timeout"); err != nil {
+		t.Fatalf("End: %v", err)
+	}
+	errs := race(16, func(i int) error {
+		res := store.ResolutionApplied
+		if i%3 == 0 {
+			res = store.ResolutionNotApplied
+		}
+		return js[i%2].Resolve(t.Context(), "unk", res, fmt.Sprint(i), "ada")
+	})
+	ok, conflicts := count(t, errs, store.ErrConflict)
+	if ok != 1 || conflicts != len(errs)-1 {
+		t.Errorf("16 racing Resolves: got %d nil and %d ErrConflict, want 1 and 15", ok, conflicts)
+	}
+}

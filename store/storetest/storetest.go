@@ -1,0 +1,163 @@
+// Package storetest is the conformance suite that every store backend
+// passes: the behaviour package store documents, checked the same way for
+// SQLite and PostgreSQL. A backend's tests call Run; nothing else imports
+// storetest.
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// Run runs the suite as subtests of t.
+//
+// open returns a new handle on the calling test's database, as a separate
+// process would open it: the first call with a given t creates an empty
+// database for that test; later calls with the same t open further handles
+// on the same database. The suite closes the handles it opens (some before
+// the test ends, to stand for a process that has gone); open may register
+// cleanups of its own with t.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, h *harness)
+	}{
+		{"Journal/BeginGet", testBeginGet},
+		{"Journal/BeginDefaultTime", testBeginDefaultTime},
+		{"Journal/BeginRefuses", testBeginRefuses},
+		{"Journal/ExactlyOneOutcome", testExactlyOneOutcome},
+		{"Journal/EndRefuses", testEndRefuses},
+		{"Journal/EndRace", testEndRace},
+		{"Journal/Records", testRecords},
+		{"Journal/RecoverOpen", testRecoverOpen},
+		{"Journal/Resolve", testResolve},
+		{"Journal/ResolveRace", testResolveRace},
+		{"Approvals/CreateGet", testApprovalCreateGet},
+		{"Approvals/CreateRefuses", testApprovalCreateRefuses},
+		{"Approvals/Lifecycle", testApprovalLifecycle},
+		{"Approvals/Expiry", testApprovalExpiry},
+		{"Approvals/DigestBinding", testApprovalDigestBinding},
+		{"Approvals/SingleUseRace", testApprovalSingleUseRace},
+		{"Approvals/List", testApprovalList},
+		{"Audit/AppendEvents", testAuditAppendEvents},
+		{"Audit/DefaultTime", testAuditDefaultTime},
+		{"Audit/Refuses", testAuditRefuses},
+		{"Contract/RecoveryJSON", testRecoveryJSON},
+		{"Contract/ApprovalJSON", testApprovalJSON},
+		{"Contract/AuditJSON", testAuditJSON},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run(t, &harness{t: t, open: open})
+		})
+	}
+}
+
+// A harness opens handles on one test's database and closes them.
+type harness struct {
+	t    *testing.T
+	open func(t *testing.T) store.Store
+}
+
+// handle is a Store that the suite may close early.
+type handle struct {
+	store.Store
+	once sync.Once
+	err  error
+}
+
+func (h *handle) Close() error {
+	h.once.Do(func() { h.err = h.Store.Close() })
+	return h.err
+}
+
+// store opens a new handle, closed when the test ends.
+func (h *harness) store() *handle {
+	h.t.Helper()
+	s := h.open(h.t)
+	if s == nil {
+		h.t.Fatal("open returned a nil Store")
+	}
+	hd := &handle{Store: s}
+	h.t.Cleanup(func() {
+		if err := hd.Close(); err != nil {
+			h.t.Errorf("Close: %v", err)
+		}
+	})
+	return hd
+}
+
+// base is a time in the past with a microsecond part, as stores keep it.
+func base() time.Time {
+	return store.UTC(time.Now().Add(-24 * time.Hour)).Truncate(time.Second).Add(123456 * time.Microsecond)
+}
+
+// intent returns a complete intent with the given id and creation time.
+func intent(id string, created time.Time) store.Intent {
+	return store.Intent{
+		ID:         id,
+		CallID:     "call_" + id,
+		Server:     "fs",
+		Tool:       "fs__write_file",
+		RemoteTool: "write_file",
+		ArgsHash:   "sha256:" + id,
+		Snapshot:   "snap_1",
+		Effect:     "write",
+		Idempotent: false,
+		Tenant:     "acme",
+		User:       "ada",
+		CreatedAt:  created,
+	}
+}
+
+// approval returns a complete approval with the given id and digest,
+// created at created and expiring an hour later.
+func approval(id, digest string, created time.Time) store.Approval {
+	return store.Approval{
+		ID:        id,
+		Server:    "fs",
+		Tool:      "fs__write_file",
+		Digest:    digest,
+		Summary:   "write_file path=src/a.go",
+		CreatedAt: created,
+		ExpiresAt: created.Add(time.Hour),
+		Tenant:    "acme",
+		User:      "ada",
+	}
+}
+
+// race runs f in n goroutines at once and returns their errors.
+func race(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for i := range n {
+		done.Go(func() {
+			start.Wait()
+			errs[i] = f(i)
+		})
+	}
+	start.Done()
+	done.Wait()
+	return errs
+}
+
+// count returns how many errors are nil and how many match target; it
+// reports any other error.
+func count(t *testing.T, errs []error, target error) (ok, matched int) {
+	t.Helper()
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, target):
+			matched++
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	return ok, matched
+}
