@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -12,29 +13,42 @@ import (
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/schema"
 	"github.com/airlockhq/airlock/internal/upstream"
+	"github.com/airlockhq/airlock/policy"
+	"github.com/airlockhq/airlock/store"
 )
 
 // Call runs one tool call through the pipeline, resolving its name against
 // snap (the snapshot of the caller's turn). It never panics on bad input and
 // always returns a Result; Result.Status says what happened.
 //
-// Nothing reaches a server unless the name is in the snapshot and the
-// arguments are strict JSON that matches the tool's input schema. The value
-// that was validated is the value that is sent.
+// Nothing reaches a server unless the name is in the snapshot, the
+// arguments are strict JSON, hooks and policy let the call through (a
+// person approving it when policy says ask), the arguments match the tool's
+// input schema, and a call that may change the world is written to the
+// journal first. The value that was checked is the value that is sent.
 func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	began := time.Now()
 	r := &Result{ToolCallID: c.ID, Snapshot: snap.ID()}
-	defer func() { r.Duration = time.Since(began) }()
+	var info *CallInfo
+	defer func() {
+		r.Duration = time.Since(began)
+		// A server's secret never reaches the caller, even in an error.
+		r.Content = h.gov.scrub(r.Content)
+		if r.Err != nil {
+			r.Err.Msg = h.gov.scrub(r.Err.Msg)
+		}
+		h.recordResult(ctx, snap, c, info, r)
+	}()
 
 	// A task's call is registered, so that closing the task can wait for it
 	// or cancel it, and refused once the task is closing.
 	if t := snap.task; t != nil {
-		var leave func()
-		var err error
-		if ctx, leave, err = t.enter(ctx); err != nil {
+		taskCtx, leave, err := t.enter(ctx)
+		if err != nil {
 			return r.fail(newError(Cancelled, "", c.Name, err, "task %s is closing", t.info.ID))
 		}
 		defer leave()
+		ctx = taskCtx
 	}
 
 	// Resolve the local name in the turn's snapshot. A name the model made
@@ -43,6 +57,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	if !ok {
 		return r.fail(newError(UnknownTool, "", c.Name, nil, "unknown tool %q: it is not in the catalog", c.Name))
 	}
+	srv := snap.servers[tool.Server]
 	fail := func(kind Kind, cause error, format string, args ...any) *Result {
 		return r.fail(newError(kind, tool.Server, tool.Name, cause, format, args...))
 	}
@@ -57,6 +72,32 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	if err != nil {
 		return fail(InvalidArguments, err, "invalid arguments for %s: %v", tool.Name, err)
 	}
+	info = &CallInfo{ToolCallID: c.ID, Name: tool.Name, Server: tool.Server, RemoteName: tool.Remote,
+		Arguments: args, Snapshot: snap.ID(), Effect: string(tool.Effect)}
+	if snap.task != nil {
+		info.Task = snap.task.info.ID
+	}
+
+	// Before hooks, then policy: the stricter verdict wins, and a server's
+	// own annotations never make a call more permitted.
+	hook := h.runBeforeHooks(ctx, info)
+	d := h.gov.policy.Decide(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
+		Arguments: args, Principal: h.gov.principal, Annotations: tool.Annotations})
+	verdict, rule, reason := d.Verdict, d.Rule, d.Reason
+	if hook.Decision != "" && policy.Stricter(verdict, policy.Verdict(hook.Decision)) != verdict {
+		verdict, rule, reason = policy.Verdict(hook.Decision), "hook", hook.Reason
+	}
+	r.Decision = Decision{Verdict: string(verdict), Rule: rule, Reason: reason}
+	h.auditDecision(ctx, snap, tool, info, r.Decision)
+	switch verdict {
+	case policy.Allow:
+	case policy.Ask:
+		if res := h.approve(ctx, snap, srv, tool, args, d, reason, r); res != nil {
+			return res
+		}
+	default: // deny, and anything unforeseen: fail closed
+		return fail(Denied, nil, "%s refused: %s", tool.Name, reason)
+	}
 
 	// Validate against the input schema of this snapshot.
 	if err := tool.Input.Validate(args); err != nil {
@@ -65,7 +106,6 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 
 	// Find the server's live connection: the snapshot's own, so a task's
 	// tools reach that task's servers and no other's.
-	srv := snap.servers[tool.Server]
 	conn := srv.conn
 	if conn == nil {
 		return fail(ConnectionError, nil, "server %s is not connected", tool.Server)
@@ -74,26 +114,59 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		return fail(ConnectionError, f, "server %s is not available: %s", tool.Server, f.Msg)
 	}
 
-	// Send tools/call, bounded by the server's request timeout. Cancelling
-	// ctx, or the timeout, makes the SDK send notifications/cancelled.
-	callCtx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
-	defer cancel()
-	res, err := conn.Session().CallTool(callCtx, &mcp.CallToolParams{Name: tool.Remote, Arguments: args})
-	if err != nil {
-		return r.fail(h.callError(ctx, callCtx, srv, tool, conn, err))
+	// Send tools/call, bounded by the server's request timeout. A call that
+	// may change the world is written to the journal first (if that fails,
+	// nothing is sent), and ends in exactly one outcome there. A call whose
+	// outcome is unknown is never sent again, unless local policy marks the
+	// tool idempotent: then it is retried once.
+	var res *mcp.CallToolResult
+	for attempt := 1; ; attempt++ {
+		intent, err := h.beginIntent(ctx, snap, tool, c, args, d)
+		if err != nil {
+			return fail(Denied, err, "%s refused: the journal cannot record it (%v)", tool.Name, err)
+		}
+		h.audit(ctx, store.Event{Event: store.EventCallSent, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
+			Fields: map[string]any{"attempt": attempt, "intent": intent}})
+		var cerr error
+		res, cerr = h.send(ctx, srv, tool, args)
+		if cerr == nil {
+			outcome := store.OutcomeSucceeded
+			if res.IsError {
+				outcome = store.OutcomeFailed
+			}
+			h.endIntent(intent, outcome, "")
+			break
+		}
+		e := h.callError(ctx, srv, tool, conn, cerr)
+		if intent == "" {
+			return r.fail(e) // a read: nothing to recover
+		}
+		var werr *jsonrpc.Error
+		if errors.As(cerr, &werr) {
+			// The server answered: it failed, and said so.
+			h.endIntent(intent, store.OutcomeFailed, e.Msg)
+			return r.fail(e)
+		}
+		h.endIntent(intent, store.OutcomeUnknown, e.Msg)
+		if attempt == 1 && d.Idempotent && e.Kind == ConnectionError && ctx.Err() == nil {
+			continue
+		}
+		r.RecoveryID = intent
+		return r.fail(newError(OutcomeUnknown, tool.Server, tool.Name, cerr,
+			"%s: %s; it may or may not have taken effect, and will not be sent again: check, then run airlock recovery resolve %s", tool.Name, e.Msg, intent))
 	}
 	srv.setStatus(func(st *ServerStatus) { st.LastOK = time.Now() })
 
 	// A tool error is a normal answer: its text goes back to the model and
 	// the connection stays.
 	if res.IsError {
-		content, artifacts, err := h.render(res.Content)
+		content, artifacts, err := h.render(ctx, snap, tool, res.Content)
 		if err != nil {
 			return fail(ContractError, err, "%s: %v", tool.Name, err)
 		}
 		r.Status, r.Content, r.Artifacts = ToolError, content, artifacts
 		r.Err = newError(ToolError, tool.Server, tool.Name, nil, "%s", content)
-		return r
+		return h.runAfterHooks(ctx, info, r)
 	}
 
 	// Check the result against the snapshot's output schema: a server that
@@ -108,14 +181,14 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	}
 	var structured json.RawMessage
 	if res.StructuredContent != nil {
-		if structured, err = json.Marshal(res.StructuredContent); err != nil {
+		if structured, err = json.Marshal(h.gov.scrubValue(res.StructuredContent)); err != nil {
 			return fail(ContractError, err, "%s: structuredContent cannot be encoded: %v", tool.Name, err)
 		}
 	}
 
 	// Turn the content into what the model sees; binary and embedded
 	// content goes to the artifact store.
-	content, artifacts, err := h.render(res.Content)
+	content, artifacts, err := h.render(ctx, snap, tool, res.Content)
 	if err != nil {
 		return fail(ContractError, err, "%s: %v", tool.Name, err)
 	}
@@ -123,7 +196,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		content = string(structured)
 	}
 	r.Status, r.Content, r.Structured, r.Artifacts = OK, content, structured, artifacts
-	return r
+	return h.runAfterHooks(ctx, info, r)
 }
 
 func (r *Result) fail(e *Error) *Result {
@@ -151,8 +224,22 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return obj, nil
 }
 
+// send sends tools/call, bounded by the server's request timeout.
+// Cancelling ctx, or the timeout, makes the SDK send notifications/cancelled.
+func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args map[string]any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
+	defer cancel()
+	res, err := srv.conn.Session().CallTool(ctx, &mcp.CallToolParams{Name: tool.Remote, Arguments: args})
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", errTimeout, err)
+	}
+	return res, err
+}
+
+var errTimeout = errors.New("no answer in time")
+
 // callError classifies a failed tools/call.
-func (h *Host) callError(ctx, callCtx context.Context, srv *server, tool *catalog.Tool, conn *upstream.Conn, err error) *Error {
+func (h *Host) callError(ctx context.Context, srv *server, tool *catalog.Tool, conn *upstream.Conn, err error) *Error {
 	e := func(kind Kind, format string, args ...any) *Error {
 		return newError(kind, tool.Server, tool.Name, err, format, args...)
 	}
@@ -160,7 +247,7 @@ func (h *Host) callError(ctx, callCtx context.Context, srv *server, tool *catalo
 	switch f := conn.Fault(); {
 	case ctx.Err() != nil:
 		return e(Cancelled, "%s: cancelled", tool.Name)
-	case callCtx.Err() != nil:
+	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
 	case f != nil && f.Contract():
 		return e(ContractError, "%s: %s", tool.Name, f.Msg)

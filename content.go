@@ -1,27 +1,33 @@
 package airlock
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/store"
 )
 
 // render turns a result's content blocks into the text a model sees. Text
 // is kept as is. Images, audio and embedded resources are neither dropped
 // nor inlined as base64: they go to the artifact store and the model gets a
 // reference with the artifact's id, media type and size.
-func (h *Host) render(blocks []mcp.Content) (string, []Artifact, error) {
+func (h *Host) render(ctx context.Context, snap *Snapshot, tool *catalog.Tool, blocks []mcp.Content) (string, []Artifact, error) {
 	var (
 		parts     []string
 		artifacts []Artifact
 	)
-	store := func(kind string, data []byte, mediaType, label string) error {
+	keep := func(kind string, data []byte, mediaType, label string) error {
 		a, err := h.artifacts.Put(data, mediaType)
 		if err != nil {
 			return err
 		}
 		artifacts = append(artifacts, Artifact{ID: a.ID, MediaType: a.MediaType, Size: a.Size, Path: a.Path})
+		h.audit(ctx, store.Event{Event: store.EventArtifactStored, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
+			Fields: map[string]any{"artifact": a.ID, "media_type": a.MediaType, "size": a.Size}})
 		parts = append(parts, fmt.Sprintf("[%s artifact %s: %s, %d bytes%s]", kind, a.ID, a.MediaType, a.Size, label))
 		return nil
 	}
@@ -29,11 +35,11 @@ func (h *Host) render(blocks []mcp.Content) (string, []Artifact, error) {
 		var err error
 		switch b := b.(type) {
 		case *mcp.TextContent:
-			parts = append(parts, b.Text)
+			parts = append(parts, h.gov.scrub(b.Text))
 		case *mcp.ImageContent:
-			err = store("image", b.Data, b.MIMEType, "")
+			err = keep("image", b.Data, b.MIMEType, "")
 		case *mcp.AudioContent:
-			err = store("audio", b.Data, b.MIMEType, "")
+			err = keep("audio", b.Data, b.MIMEType, "")
 		case *mcp.EmbeddedResource:
 			rc := b.Resource
 			if rc == nil {
@@ -41,16 +47,16 @@ func (h *Host) render(blocks []mcp.Content) (string, []Artifact, error) {
 			}
 			label := ", " + quoteURI(rc.URI)
 			if rc.Blob != nil {
-				err = store("resource", rc.Blob, rc.MIMEType, label)
+				err = keep("resource", rc.Blob, rc.MIMEType, label)
 			} else {
 				mt := rc.MIMEType
 				if mt == "" {
 					mt = "text/plain"
 				}
-				err = store("resource", []byte(rc.Text), mt, label)
+				err = keep("resource", []byte(h.gov.scrub(rc.Text)), mt, label)
 			}
 		case *mcp.ResourceLink:
-			parts = append(parts, fmt.Sprintf("[resource link %s%s]", quoteURI(b.URI), nameSuffix(b.Name)))
+			parts = append(parts, h.gov.scrub(fmt.Sprintf("[resource link %s%s]", quoteURI(b.URI), nameSuffix(b.Name))))
 		default:
 			return "", nil, fmt.Errorf("unsupported content type %T", b)
 		}

@@ -153,7 +153,9 @@ func TestMalformedCallResponse(t *testing.T) {
 		"tools/list": helloTools,
 		"tools/call": `{"content":[{"type":"text","text":"shown"}],"isError":false,"isError":true}`,
 	})
-	h := open(t, newConfig(t, srv))
+	cfg := newConfig(t, srv)
+	classify(cfg, "raw", "read", "hello")
+	h := open(t, cfg)
 	r := call(t, h, "raw__hello", `{}`)
 	wantStatus(t, r, airlock.ContractError)
 	if r.Content != "" {

@@ -38,6 +38,9 @@ servers:
   - id: greeter
     command: unused-the-server-is-in-process
     allowed_tools: [greet]
+policy:
+  tools:
+    - {server: greeter, tool: greet, effect: read}   # reads are allowed without approval
 `), "example.yaml", dir)
 	if err != nil {
 		log.Fatal(err)
@@ -65,7 +68,7 @@ servers:
 	r = h.Call(ctx, snap, airlock.Call{ID: "call_2", Name: "greeter__greet", Arguments: []byte(`{"name":"Ada","Name":"Eve"}`)})
 	fmt.Println(r.Status)
 	// Output:
-	// greeter__greet external
+	// greeter__greet read
 	// ok Hello, Ada!
 	// invalid_arguments
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/artifact"
 	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/upstream"
+	storepkg "github.com/airlockhq/airlock/store"
 )
 
 // Options tune a Host. The zero value works.
@@ -38,6 +40,24 @@ type Options struct {
 	// mcp.NewInMemoryTransports, say) is used instead of the command.
 	// Every check but those about the process still applies.
 	Dial func(srv config.Server) mcp.Transport
+	// Store keeps the journal, approvals and the audit trail. Nil means the
+	// SQLite database STATE/airlock.db.
+	Store storepkg.Store
+	// Approver, when set, is asked about calls that policy wants approved
+	// (see Approver). Nil leaves them pending: the call ends
+	// approval_required.
+	Approver Approver
+	// Before and After are library hooks, run around every call: before
+	// hooks ahead of policy (after the configured command hooks' turn is
+	// decided together with them), after hooks on every result.
+	Before []BeforeHook
+	After  []AfterHook
+	// Principal is who the host acts for; empty fields mean tenant
+	// "default" and the operating-system user.
+	Principal Principal
+	// Secrets are further values to redact wherever the host writes
+	// (secret_env values are always redacted).
+	Secrets []string
 	// StopGrace is how long closing waits for a server at each step (after
 	// closing stdin, after SIGTERM). Zero means 2s.
 	StopGrace time.Duration
@@ -66,6 +86,7 @@ type ServerStatus struct {
 // through one pipeline. Its methods are safe for concurrent use.
 type Host struct {
 	cfg       *config.Config
+	gov       *governance
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
@@ -120,11 +141,17 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	if err := os.MkdirAll(h.opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the state directory %s: %w", h.opts.StateDir, err)
 	}
-	store, err := artifact.Open(filepath.Join(h.opts.StateDir, "artifacts"))
+	arts, err := artifact.Open(filepath.Join(h.opts.StateDir, "artifacts"))
 	if err != nil {
 		return nil, err
 	}
-	h.artifacts = store
+	h.artifacts = arts
+	if h.gov, err = openGovernance(cfg, &h.opts, h.opts.StateDir); err != nil {
+		return nil, err
+	}
+	// Secrets never reach the log either.
+	h.log = slog.New(redact.NewHandler(h.log.Handler(), h.gov.redactor))
+	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {
 		if sc.TaskScoped() {
@@ -169,6 +196,11 @@ func (h *Host) buildSnapshot(generation uint64, servers []*server, task *Task) (
 	if err != nil {
 		return nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
 	}
+	fields := map[string]any{"generation": generation, "tools": len(snap.Tools())}
+	if task != nil {
+		fields["task"] = task.info.ID
+	}
+	h.audit(context.Background(), storepkg.Event{Event: storepkg.EventDiscovery, Snapshot: snap.ID(), Fields: fields})
 	return &Snapshot{snap: snap, servers: byID, task: task}, nil
 }
 
@@ -176,6 +208,7 @@ func (h *Host) buildSnapshot(generation uint64, servers []*server, task *Task) (
 func (h *Host) start(ctx context.Context, s *server) []*catalog.Tool {
 	began := time.Now()
 	h.progress(s.getStatus())
+	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerStart, Server: s.cfg.ID})
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
 	defer cancel()
 	conn, tools, err := h.connect(ctx, s)
@@ -189,10 +222,14 @@ func (h *Host) start(ctx context.Context, s *server) []*catalog.Tool {
 	})
 	if err != nil {
 		h.log.Warn("server failed", "server", s.cfg.ID, "error", err.Msg)
+		h.audit(ctx, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(err.Kind),
+			DurationMS: st.Took.Milliseconds(), Fields: map[string]any{"error": err.Msg}})
 		h.progress(st)
 		return nil
 	}
 	s.conn = conn
+	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: st.Took.Milliseconds(),
+		Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools)}})
 	h.progress(st)
 	return tools
 }
@@ -203,6 +240,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 		version = "dev"
 	}
 	uopts := &upstream.Options{
+		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
 		Logger:          h.log,
 		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
 		StateDir:        s.stateDir,
@@ -240,6 +278,11 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 			return nil, nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: discovery did not finish within %s (connect_timeout)", s.cfg.ID, s.cfg.ConnectTimeout), Err: err}
 		}
 		return nil, nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: tools/list failed: %v", s.cfg.ID, err), Err: err}
+	}
+	// Local policy, never the server's annotations, says what a tool may do.
+	for _, t := range tools {
+		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
+		t.Effect = catalog.Effect(effect)
 	}
 	return conn, tools, nil
 }
@@ -302,7 +345,13 @@ func (h *Host) StateDir() string { return h.opts.StateDir }
 // Close stops every server, each within a bounded time, and reports the
 // servers that could not be stopped cleanly. It is idempotent.
 func (h *Host) Close() error {
-	h.closeOnce.Do(func() { h.closeErr = stopAll(h.servers) })
+	h.closeOnce.Do(func() {
+		err := stopAll(h.servers)
+		if err != nil {
+			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
+		}
+		h.closeErr = errors.Join(err, h.gov.close())
+	})
 	return h.closeErr
 }
 
@@ -375,4 +424,13 @@ type Tool struct {
 	Annotations *mcp.ToolAnnotations
 	// Effect is "read", "write" or "external" (the default for MCP tools).
 	Effect string
+}
+
+// resolveSecretEnv reads the host variables a server's secret_env names.
+func resolveSecretEnv(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for name, hostVar := range m {
+		out[name] = os.Getenv(hostVar)
+	}
+	return out
 }

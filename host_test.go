@@ -74,11 +74,22 @@ func calls(t *testing.T, srv config.Server) []string {
 	return out
 }
 
+// newConfig is a configuration whose policy allows every call, so that
+// tests of the pipeline are not stopped for approval; governance tests set
+// their own policy.
 func newConfig(t *testing.T, servers ...config.Server) *config.Config {
 	return &config.Config{
 		Dir:     t.TempDir(),
 		Servers: servers,
 		Limits:  config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+		Policy:  config.Policy{Rules: []config.Rule{{Server: "*", Tool: "*", Decision: "allow", Source: "test"}}},
+	}
+}
+
+// classify gives tools of a server an effect under local policy.
+func classify(cfg *config.Config, server, effect string, tools ...string) {
+	for _, tool := range tools {
+		cfg.Policy.Tools = append(cfg.Policy.Tools, config.ToolClass{Server: server, Tool: tool, Effect: effect, Source: "test"})
 	}
 }
 

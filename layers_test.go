@@ -14,8 +14,8 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                       {"config", "internal/artifact", "internal/catalog", "internal/schema", "internal/upstream"},
-	"cmd/airlock":            {"", "auth/bearer", "config", "servers/issues", "servers/workspace"},
+	"":                       {"config", "internal/artifact", "internal/catalog", "internal/redact", "internal/schema", "internal/upstream", "policy", "store", "store/sqlite"},
+	"cmd/airlock":            {"", "auth/bearer", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
 	"internal/catalog":       {"config", "internal/schema"},
 	"internal/upstream":      {"config", "internal/schema"},
@@ -27,6 +27,11 @@ var allowedImports = map[string][]string{
 	"servers/issues":         {"auth/bearer", "internal/schema"},
 	"auth/bearer":            {"internal/schema"},
 	"auth/bearer/bearertest": nil,
+	"policy":                 {"config"},
+	"store":                  nil,
+	"store/sqlite":           {"store"},
+	"store/storetest":        {"store"},
+	"internal/redact":        nil,
 }
 
 // TestLayers keeps the layers from leaking into each other, and every

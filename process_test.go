@@ -119,16 +119,34 @@ func TestServerTimeoutCancelsTheRequest(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	srv.RequestTimeout = 300 * time.Millisecond
 	h := open(t, newConfig(t, srv))
+	// The tool is external: the call was sent and nobody knows whether it
+	// took effect. It is recorded as unknown, never sent again.
 	r := call(t, h, "sdk__slow", `{}`)
-	wantStatus(t, r, airlock.ConnectionError)
-	if !strings.Contains(r.Err.Msg, "request_timeout") || r.Content != "" {
-		t.Errorf("result = %q / %q, want a timeout for the harness", r.Err.Msg, r.Content)
+	wantStatus(t, r, airlock.OutcomeUnknown)
+	if !strings.Contains(r.Err.Msg, "request_timeout") || r.Content != "" || r.RecoveryID == "" {
+		t.Errorf("result = %q / %q / %q, want a timeout for a person to check, with a recovery id", r.Err.Msg, r.Content, r.RecoveryID)
 	}
 	// The cancellation reached the server: its handler saw ctx.Done.
 	waitFor(t, 10*time.Second, "the server to see the cancellation", func() bool {
 		return hasMark(t, func() []string { return marks(t, srv) }, "cancelled slow")
 	})
+	if got := calls(t, srv); len(got) != 1 {
+		t.Errorf("server received %v, want exactly one call", got)
+	}
 	wantStatus(t, call(t, h, "sdk__echo", `{"text":"after"}`), airlock.OK)
+}
+
+func TestReadTimeoutIsAConnectionError(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	srv.RequestTimeout = 300 * time.Millisecond
+	cfg := newConfig(t, srv)
+	classify(cfg, "sdk", "read", "slow")
+	h := open(t, cfg)
+	r := call(t, h, "sdk__slow", `{}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if r.RecoveryID != "" {
+		t.Errorf("a read has a recovery record %s", r.RecoveryID)
+	}
 }
 
 func TestCallerCancellation(t *testing.T) {
@@ -143,7 +161,8 @@ func TestCallerCancellation(t *testing.T) {
 	waitFor(t, 10*time.Second, "the call to arrive", func() bool { return len(calls(t, srv)) == 1 })
 	cancel()
 	wg.Wait()
-	wantStatus(t, r, airlock.Cancelled)
+	// Cancelled after it was sent: the outcome of an external call is unknown.
+	wantStatus(t, r, airlock.OutcomeUnknown)
 	waitFor(t, 10*time.Second, "the server to see the cancellation", func() bool {
 		return hasMark(t, func() []string { return marks(t, srv) }, "cancelled slow")
 	})
@@ -153,9 +172,9 @@ func TestCrashDuringCall(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	h := open(t, newConfig(t, srv))
 	r := call(t, h, "sdk__crash", `{}`)
-	wantStatus(t, r, airlock.ConnectionError)
-	if r.Content != "" {
-		t.Errorf("content = %q: a crash is not tool text", r.Content)
+	wantStatus(t, r, airlock.OutcomeUnknown)
+	if r.Content != "" || !strings.Contains(r.Err.Msg, "exited") {
+		t.Errorf("content %q, error %q: a crash is not tool text, and says the server exited", r.Content, r.Err.Msg)
 	}
 	r = call(t, h, "sdk__echo", `{"text":"x"}`)
 	wantStatus(t, r, airlock.ConnectionError)
@@ -174,6 +193,7 @@ func TestCrashDuringCall(t *testing.T) {
 func TestOversizedMessage(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	cfg := newConfig(t, srv)
+	classify(cfg, "sdk", "read", "big")
 	cfg.Limits.MaxMessageBytes = 64 << 10
 	h := open(t, cfg)
 	wantStatus(t, call(t, h, "sdk__big", `{"bytes":1000}`), airlock.OK)

@@ -99,6 +99,23 @@ type Result struct {
 	Snapshot   string
 	Duration   time.Duration
 	Err        *Error
+	// Decision is what hooks and policy decided, and why.
+	Decision Decision
+	// ApprovalID names the approval request of an approval_required call,
+	// or the grant a call ran on.
+	ApprovalID string
+	// RecoveryID names the journal record of an outcome_unknown call, for
+	// airlock recovery resolve.
+	RecoveryID string
+	// Notes are what after-call hooks added, for the harness.
+	Notes []string
+}
+
+// A Decision is the verdict of hooks and policy on a call.
+type Decision struct {
+	Verdict string // allow, ask or deny
+	Rule    string // what decided: a policy rule, a Cedar policy, a hook, or "default"
+	Reason  string
 }
 
 // An Artifact is binary or embedded content a tool returned, kept in the

@@ -173,8 +173,12 @@ func newTestServer() *mcp.Server {
 	add(&mcp.Tool{Name: "env", Description: "Report parts of the environment."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		wd, _ := os.Getwd()
 		_, secret := os.LookupEnv("AIRLOCK_TEST_SECRET")
-		return &mcp.CallToolResult{Content: text(fmt.Sprintf("HOME=%s\nTMPDIR=%s\nCWD=%s\nGREETING=%s\nSECRET=%v",
-			os.Getenv("HOME"), os.Getenv("TMPDIR"), wd, os.Getenv("GREETING"), secret))}, nil
+		if key := os.Getenv("API_KEY"); key != "" {
+			// A careless server logs its credential.
+			fmt.Fprintln(os.Stderr, "using API_KEY="+key)
+		}
+		return &mcp.CallToolResult{Content: text(fmt.Sprintf("HOME=%s\nTMPDIR=%s\nCWD=%s\nGREETING=%s\nSECRET=%v\nAPI_KEY=%s",
+			os.Getenv("HOME"), os.Getenv("TMPDIR"), wd, os.Getenv("GREETING"), secret, os.Getenv("API_KEY")))}, nil
 	})
 	add(&mcp.Tool{Name: "fail", Description: "Fail as a tool."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: text("the disk is full")}, nil

@@ -87,6 +87,11 @@ Usage:
                                               a git worktree and task-scoped servers for one task
   airlock task list [--json]                  the open tasks, including those left by a crash
   airlock task close ID [--json]              stop its servers, save uncommitted work, remove the worktree
+  airlock approvals list|show ID|approve ID|deny ID
+                                              the calls policy wants a person to approve
+  airlock recovery list|show ID|resolve ID --outcome applied|not-applied
+                                              calls that were sent and whose outcome is unknown
+  airlock audit [--since DUR] [--json]        the audit trail
   airlock server workspace [--root DIR]       serve the bundled workspace MCP server on stdio
   airlock server issues --addr HOST:PORT --issuer URL --resource URL
                                               serve the remote issue service (Streamable HTTP, OAuth)
@@ -124,6 +129,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return env.server(rest)
 	case "task":
 		return env.taskCmd(rest)
+	case "approvals":
+		return env.approvals(rest)
+	case "recovery":
+		return env.recovery(rest)
+	case "audit":
+		return env.auditCmd(rest)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "airlock", version())
 		return nil

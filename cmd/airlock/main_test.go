@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 var airlockBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envTestServer) != "" {
+		serveTestServer()
+		return
+	}
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "airlock-cli-test")
 	if err != nil {
@@ -244,10 +249,32 @@ func TestMCPServersJSON(t *testing.T) {
 	if !strings.Contains(r.stderr, "--allow") || strings.Contains(r.stdout, "ws__read_file") {
 		t.Errorf("without --allow: stdout %q, stderr %q; want no tools and a hint", r.stdout, r.stderr)
 	}
-	r = runCLI(t, dir, "", "call", "ws__read_file", "--config", ".mcp.json", "--allow", "ws:read_file", "--args", `{"path":"hello.txt"}`).want(t, 0)
-	if !strings.Contains(r.stdout, `"content":"hello\nworld"`) {
-		t.Errorf("stdout = %q", r.stdout)
+	// No local policy classifies the tool: it is external, and a person
+	// must approve each call.
+	args := []string{"call", "ws__read_file", "--config", ".mcp.json", "--allow", "ws:read_file", "--args", `{"path":"hello.txt"}`, "--json"}
+	r = runCLI(t, dir, "", args...).want(t, 5)
+	out := decode(t, r.stdout)
+	id, _ := out["approval_id"].(string)
+	if out["status"] != "approval_required" || !strings.HasPrefix(id, "apr_") {
+		t.Fatalf("call = %v, want approval_required with an approval id", out)
 	}
+	r = runCLI(t, dir, "", "approvals", "list", "--config", ".mcp.json", "--json").want(t, 0)
+	if list := decode(t, r.stdout)["approvals"].([]any); len(list) != 1 || list[0].(map[string]any)["id"] != id ||
+		list[0].(map[string]any)["status"] != "pending" || !strings.Contains(list[0].(map[string]any)["summary"].(string), "hello.txt") {
+		t.Fatalf("approvals list = %v", list)
+	}
+	runCLI(t, dir, "", "approvals", "approve", id, "--config", ".mcp.json").want(t, 0)
+	r = runCLI(t, dir, "", args...).want(t, 0)
+	if !strings.Contains(r.stdout, `hello\nworld`) || !strings.Contains(r.stdout, id) {
+		t.Errorf("approved call = %s", r.stdout)
+	}
+	// The grant was for one call.
+	r = runCLI(t, dir, "", args...).want(t, 5)
+	if next := decode(t, r.stdout)["approval_id"]; next == id {
+		t.Errorf("the used grant %s was asked again", id)
+	}
+	// A used grant cannot be granted again.
+	runCLI(t, dir, "", "approvals", "approve", id, "--config", ".mcp.json").want(t, 2)
 }
 
 func TestShellJSON(t *testing.T) {
@@ -361,6 +388,9 @@ func taskRepo(t *testing.T) string {
     command: airlock
     args: [server, workspace, --root, "${workspace}"]
     allowed_tools: [read_file]
+policy:
+  tools:
+    - {server: ws, tool: read_file, effect: read}
 `)
 	writeFile(t, filepath.Join(dir, ".gitignore"), ".airlock/\n")
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.email=t@example.com", "-c", "user.name=T", "add", "."},
@@ -446,5 +476,74 @@ func TestTaskCommandErrors(t *testing.T) {
 				t.Errorf("stderr = %q, want %q", r.stderr, tt.want)
 			}
 		})
+	}
+}
+
+func TestKilledHostLeavesAnUnknownRecord(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := filepath.Join(t.TempDir(), "mark")
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`servers:
+  - id: w
+    command: %q
+    env: {%s: "1", %s: %q}
+    allowed_tools: ["*"]
+policy:
+  rules:
+    - {server: w, tool: "*", decision: allow}
+`, exe, envTestServer, envTestMark, mark))
+
+	// The host sends the write, then dies before any answer.
+	cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the write never reached the server")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill() // kill -9
+	cmd.Wait()
+
+	r := runCLI(t, dir, "", "recovery", "list", "--json").want(t, 0)
+	recs := decode(t, r.stdout)["records"].([]any)
+	if len(recs) != 1 {
+		t.Fatalf("recovery list = %v, want one record", recs)
+	}
+	rec := recs[0].(map[string]any)
+	id, _ := rec["id"].(string)
+	if rec["status"] != "unknown" || rec["tool"] != "w__slow_write" || rec["resolved"] != false || rec["args_hash"] == "" {
+		t.Errorf("record = %v, want an unresolved unknown outcome", rec)
+	}
+	if b, _ := os.ReadFile(mark); strings.Count(string(b), "called") != 1 {
+		t.Errorf("the server saw %q, want exactly one call", b)
+	}
+	runCLI(t, dir, "", "recovery", "resolve", id).want(t, 2)
+	runCLI(t, dir, "", "recovery", "resolve", id, "--outcome", "applied", "--note", "checked the target").want(t, 0)
+	r = runCLI(t, dir, "", "recovery", "list", "--json").want(t, 0)
+	if recs := decode(t, r.stdout)["records"].([]any); len(recs) != 0 {
+		t.Errorf("after resolving, recovery list = %v", recs)
+	}
+	runCLI(t, dir, "", "recovery", "resolve", id, "--outcome", "applied").want(t, 2)
+	r = runCLI(t, dir, "", "recovery", "show", id).want(t, 0)
+	if !strings.Contains(r.stdout, "resolved as applied") {
+		t.Errorf("recovery show = %q", r.stdout)
+	}
+	r = runCLI(t, dir, "", "audit", "--json").want(t, 0)
+	for _, ev := range []string{`"event":"decision"`, `"event":"call_sent"`, `"event":"recovery_resolved"`} {
+		if !strings.Contains(r.stdout, ev) {
+			t.Errorf("audit lacks %s:\n%s", ev, r.stdout)
+		}
 	}
 }

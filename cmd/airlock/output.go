@@ -102,6 +102,13 @@ type callJSON struct {
 	Snapshot   string          `json:"snapshot"`
 	DurationMS int64           `json:"duration_ms"`
 	Error      *string         `json:"error"`
+	Decision   *decisionJSON   `json:"decision,omitempty"`
+}
+
+type decisionJSON struct {
+	Verdict string `json:"verdict"`
+	Rule    string `json:"rule"`
+	Reason  string `json:"reason"`
 }
 
 func errString(e *airlock.Error) *string {
@@ -146,7 +153,11 @@ func statusOutput(servers []airlock.ServerStatus) []statusServerJSON {
 
 func callOutput(r *airlock.Result) callJSON {
 	out := callJSON{Status: string(r.Status), Content: r.Content, Structured: r.Structured, Artifacts: []artifactJSON{},
-		Snapshot: r.Snapshot, DurationMS: r.Duration.Milliseconds(), Error: errString(r.Err)}
+		Snapshot: r.Snapshot, DurationMS: r.Duration.Milliseconds(), Error: errString(r.Err),
+		ApprovalID: r.ApprovalID, RecoveryID: r.RecoveryID}
+	if r.Decision.Verdict != "" {
+		out.Decision = &decisionJSON{Verdict: r.Decision.Verdict, Rule: r.Decision.Rule, Reason: r.Decision.Reason}
+	}
 	if out.Structured == nil {
 		out.Structured = json.RawMessage("null")
 	}

@@ -43,6 +43,9 @@ type Options struct {
 	Grace time.Duration
 	// OnToolsChanged is called when the server says its tool list changed.
 	OnToolsChanged func()
+	// SecretEnv holds secret environment values for the server (NAME to
+	// value). They are added last and appear nowhere else.
+	SecretEnv map[string]string
 }
 
 // FaultKind says why a connection broke.
@@ -133,7 +136,7 @@ func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error
 	}
 	c := newConn(srv, opts)
 
-	env, err := c.environment(opts.StateDir)
+	env, err := c.environment(opts.StateDir, opts.SecretEnv)
 	if err != nil {
 		return nil, &StartError{Server: srv.ID, Msg: fmt.Sprintf("server %s: %v", srv.ID, err), Err: err}
 	}
@@ -535,7 +538,7 @@ var baseEnv = []string{"PATH", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_A
 // environment builds the server's environment: the few base variables, a
 // private HOME and TMPDIR under the state directory, then the configured env
 // (which may override any of them).
-func (c *Conn) environment(stateDir string) ([]string, error) {
+func (c *Conn) environment(stateDir string, secrets map[string]string) ([]string, error) {
 	if stateDir == "" {
 		stateDir = filepath.Join(os.TempDir(), "airlock")
 	}
@@ -553,6 +556,9 @@ func (c *Conn) environment(stateDir string) ([]string, error) {
 		}
 	}
 	for k, v := range c.cfg.Env {
+		vars[k] = v
+	}
+	for k, v := range secrets {
 		vars[k] = v
 	}
 	env := make([]string, 0, len(vars))

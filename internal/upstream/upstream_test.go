@@ -66,11 +66,11 @@ func TestEnvironment(t *testing.T) {
 	t.Setenv("LANG", "C.UTF-8")
 	state := t.TempDir()
 	c := newConn(&config.Server{ID: "s", Env: map[string]string{"LOG_LEVEL": "debug", "LANG": "fr_FR.UTF-8"}}, &Options{})
-	env, err := c.environment(state)
+	env, err := c.environment(state, map[string]string{"API_KEY": "s3cr3t-value"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"HOME=" + filepath.Join(state, "run", "s", "home"), "TMPDIR=" + filepath.Join(state, "run", "s", "tmp"), "LOG_LEVEL=debug", "LANG=fr_FR.UTF-8"} {
+	for _, want := range []string{"HOME=" + filepath.Join(state, "run", "s", "home"), "TMPDIR=" + filepath.Join(state, "run", "s", "tmp"), "LOG_LEVEL=debug", "LANG=fr_FR.UTF-8", "API_KEY=s3cr3t-value"} {
 		if !slices.Contains(env, want) {
 			t.Errorf("environment %v lacks %s", env, want)
 		}
