@@ -226,8 +226,12 @@ func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *c
 	} else {
 		summary := policy.Summary(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
 			Arguments: args, Principal: h.gov.principal, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
+		summary = strings.TrimSpace(summary)
+		if reason != d.Reason {
+			summary += "\nalso: " + reason // a hook asked
+		}
 		req = store.Approval{ID: store.NewID("apr_"), Server: tool.Server, Tool: tool.Name, Digest: digest,
-			Summary: h.gov.redactor.String(summary + "\nWhy: " + reason), Status: store.ApprovalPending,
+			Summary: h.gov.redactor.String(summary), Status: store.ApprovalPending,
 			CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: h.gov.principal.Tenant, User: h.gov.principal.User}
 		if err := approvals.Create(ctx, req); err != nil {
 			return fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/airlockhq/airlock"
 )
 
 func main() {
@@ -153,5 +155,6 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	closeLog func() // set by openHost
+	closeLog func()           // set by openHost
+	approver airlock.Approver // asks a person, in a shell on a terminal
 }

@@ -306,7 +306,7 @@ func TestShellJSON(t *testing.T) {
 		{`"two"`, "status", "tool_error"},
 		{`4`, "generation", float64(1)},
 		{`5`, "status", "invalid_arguments"},
-		{`6`, "error", `unknown cmd "fly": use tools, status, call, turn or quit`},
+		{`6`, "error", `unknown cmd "fly": use tools, status, call, approve, deny, turn or quit`},
 	}
 	for _, c := range checks {
 		if got := byID[c.id][c.key]; got != c.want {
@@ -545,5 +545,45 @@ policy:
 		if !strings.Contains(r.stdout, ev) {
 			t.Errorf("audit lacks %s:\n%s", ev, r.stdout)
 		}
+	}
+}
+
+func TestShellApprovals(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {"ws": {"command": "airlock", "args": ["server", "workspace"]}}}`)
+	flags := []string{"--config", ".mcp.json", "--allow", "ws:read_file"}
+
+	// On a terminal the shell asks, and the next line answers.
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) is not installed")
+	}
+	input := "call ws__read_file {\"path\":\"hello.txt\"}\ny\ncall ws__read_file {\"path\":\"nope\"}\nn\nquit\n"
+	cmd := exec.Command("script", "-qec", airlockBin+" shell "+strings.Join(flags, " "), "/dev/null")
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(input)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("shell on a terminal: %v\n%s", err, b)
+	}
+	got := string(b)
+	for _, want := range []string{"ws__read_file needs your approval", `"path": "hello.txt"`, `hello\nworld`, "denied: ws__read_file refused: a person denied approval"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("terminal shell lacks %q:\n%s", want, got)
+		}
+	}
+
+	// In --json mode nobody is asked: the call reports the request, and the
+	// approve command grants it.
+	input = `{"id":1,"cmd":"call","name":"ws__read_file","args":{"path":"hello.txt"}}` + "\n"
+	r := runCLI(t, dir, input, append([]string{"shell", "--json"}, flags...)...).want(t, 0)
+	first := decode(t, strings.TrimSpace(r.stdout))
+	id, _ := first["approval_id"].(string)
+	if first["status"] != "approval_required" || id == "" {
+		t.Fatalf("json call = %v", first)
+	}
+	input = `{"id":"a","cmd":"approve","name":"` + id + `"}` + "\n" + `{"id":2,"cmd":"call","name":"ws__read_file","args":{"path":"hello.txt"}}` + "\n"
+	r = runCLI(t, dir, input, append([]string{"shell", "--json"}, flags...)...).want(t, 0)
+	if !strings.Contains(r.stdout, `"status":"granted"`) || !strings.Contains(r.stdout, `"status":"ok"`) {
+		t.Errorf("approve then call:\n%s", r.stdout)
 	}
 }

@@ -3,12 +3,17 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
+	"time"
+
+	"golang.org/x/term"
 
 	"github.com/airlockhq/airlock"
 )
@@ -17,6 +22,8 @@ const shellHelp = `commands, one per line:
   tools               the tool catalog of this turn
   status              the servers
   call NAME {json}    run a tool call (arguments default to {})
+  approve ID          grant an approval request (then call again)
+  deny ID             deny an approval request
   turn                end the turn: move to the newest catalog snapshot
   quit                wait for calls in flight and leave
 `
@@ -36,6 +43,12 @@ func (e *env) shell(args []string) error {
 	if len(pos) > 0 {
 		return usageError("shell takes no arguments, got %q", pos[0])
 	}
+	lines := readLines(e.stdin)
+	// On a terminal, a person is at hand: calls that need approval ask
+	// right there, reading the answer from the same input.
+	if !c.json && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
+		e.approver = &terminalApprover{out: e.stdout, lines: lines}
+	}
 	sess, err := e.openSession(&c)
 	if err != nil {
 		return err
@@ -43,7 +56,6 @@ func (e *env) shell(args []string) error {
 	defer e.closeSession(sess)
 
 	sh := &shell{env: e, host: sess, snap: sess.Snapshot(), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
-	lines := readLines(e.stdin)
 	for {
 		select {
 		case <-e.ctx.Done():
@@ -121,6 +133,16 @@ func (s *shell) handleText(text string) bool {
 	case "turn":
 		s.snap = s.host.Snapshot()
 		fmt.Fprintf(&b, "snapshot %s (generation %d)\n", s.snap.ID(), s.snap.Generation())
+	case "approve", "deny":
+		if rest == "" {
+			fmt.Fprintf(&b, "usage: %s ID\n", cmd)
+			break
+		}
+		if err := s.host.h.Decide(s.env.ctx, rest, cmd == "approve", whoami(), "from the shell"); err != nil {
+			fmt.Fprintf(&b, "%v\n", err)
+		} else {
+			fmt.Fprintf(&b, "%s: %sd\n", rest, cmd)
+		}
 	case "call":
 		name, args, _ := strings.Cut(rest, " ")
 		if name == "" {
@@ -163,6 +185,13 @@ func (s *shell) handleJSON(text []byte) bool {
 	case "turn":
 		s.snap = s.host.Snapshot()
 		s.reply(cmd.ID, map[string]any{"snapshot": s.snap.ID(), "generation": s.snap.Generation()})
+	case "approve", "deny":
+		// The approval request's id goes in "name".
+		if err := s.host.h.Decide(s.env.ctx, cmd.Name, cmd.Cmd == "approve", whoami(), "from the shell"); err != nil {
+			s.reply(cmd.ID, map[string]string{"error": err.Error()})
+			return true
+		}
+		s.reply(cmd.ID, map[string]string{"approval_id": cmd.Name, "status": map[bool]string{true: "granted", false: "denied"}[cmd.Cmd == "approve"]})
 	case "call":
 		if cmd.Name == "" {
 			s.reply(cmd.ID, map[string]string{"error": `call needs "name"`})
@@ -174,7 +203,7 @@ func (s *shell) handleJSON(text []byte) bool {
 			s.reply(cmd.ID, callOutput(r))
 		})
 	default:
-		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, turn or quit`, cmd.Cmd)})
+		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, approve, deny, turn or quit`, cmd.Cmd)})
 	}
 	return true
 }
@@ -263,4 +292,39 @@ func (s *shell) reply(id json.RawMessage, v any) {
 	out.Write(b[1:])
 	out.WriteByte('\n')
 	s.out.Write(out.Bytes())
+}
+
+// isTerminalReader reports whether r is a terminal.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalApprover asks the person at the shell's terminal. While a call
+// waits for the answer, the shell reads no other command, so the next input
+// line is the answer.
+type terminalApprover struct {
+	mu    sync.Mutex
+	out   io.Writer
+	lines <-chan line
+}
+
+func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequest) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprintf(a.out, "\n%s needs your approval (%s, until %s):\n  %s\nApprove this call once? [y/N] ",
+		req.Tool, req.ID, req.ExpiresAt.Local().Format(time.TimeOnly), strings.ReplaceAll(req.Summary, "\n", "\n  "))
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case l, ok := <-a.lines:
+		if !ok || l.err != nil {
+			return "", nil // no answer: the request stays pending
+		}
+		switch strings.ToLower(strings.TrimSpace(string(l.text))) {
+		case "y", "yes":
+			return airlock.Allow, nil
+		}
+		return airlock.Deny, nil
+	}
 }
