@@ -36,7 +36,7 @@ func inMemory(b *testing.B, s *mcp.Server) mcp.Transport {
 // through a plain SDK client. bench/callbench compares them over stdio.
 func BenchmarkCall(b *testing.B) {
 	ctx := context.Background()
-	cfg := &config.Config{Dir: b.TempDir(), Servers: []config.Server{{
+	cfg := &config.Config{Dir: b.TempDir(), Policy: config.Policy{Tools: []config.ToolClass{{Server: "echo", Tool: "echo", Effect: "read", Source: "bench"}}}, Servers: []config.Server{{
 		ID: "echo", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions,
 		RequestTimeout: 1e10, ConnectTimeout: 1e10, ProbeTimeout: 1e9,
 	}}}

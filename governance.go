@@ -141,11 +141,22 @@ func (g *governance) close() error {
 func (h *Host) audit(ctx context.Context, e store.Event) {
 	e.Time = h.gov.now()
 	for k, v := range e.Fields {
-		e.Fields[k] = h.gov.redactor.Value(v)
+		if !hostFields[k] {
+			e.Fields[k] = h.gov.redactor.Value(v)
+		}
 	}
-	if err := h.gov.store.Audit().Append(context.WithoutCancel(ctx), e); err != nil {
-		h.log.Error("cannot write the audit trail", "event", e.Event, "error", err)
-	}
+	h.auditLog.append(e)
+}
+
+// hostFields are audit fields the host makes itself, from ids, counts,
+// policy text and values already redacted: they need no second pass.
+// Everything else (errors, a hook's reason, notes) may carry a server's
+// or a person's text and is redacted.
+var hostFields = map[string]bool{
+	"decision": true, "rule": true, "effect": true, "attempt": true, "intent": true, "approval": true,
+	"recovery": true, "generation": true, "tools": true, "task": true, "protocol_version": true,
+	"artifact": true, "media_type": true, "size": true,
+	"args": true, "args_shape": true, "args_hash": true, "result": true, "result_shape": true, "result_hash": true,
 }
 
 // argsRecord is how arguments and results appear in the audit trail: their

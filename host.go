@@ -87,6 +87,7 @@ type ServerStatus struct {
 type Host struct {
 	cfg       *config.Config
 	gov       *governance
+	auditLog  *auditLog
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
@@ -151,6 +152,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	}
 	// Secrets never reach the log either.
 	h.log = slog.New(redact.NewHandler(h.log.Handler(), h.gov.redactor))
+	h.auditLog = newAuditLog(h.gov.store.Audit(), h.log)
 	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {
@@ -350,6 +352,7 @@ func (h *Host) Close() error {
 		if err != nil {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
+		h.auditLog.close(10 * time.Second)
 		h.closeErr = errors.Join(err, h.gov.close())
 	})
 	return h.closeErr

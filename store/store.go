@@ -119,6 +119,14 @@ type Approvals interface {
 	Consume(ctx context.Context, digest string, now time.Time) (Approval, error)
 }
 
+// A BatchAudit appends several events at once, in order, in one
+// transaction: the host writes its audit trail in the background, and one
+// sync for many events keeps calls from waiting on the disk. An Audit may
+// implement it.
+type BatchAudit interface {
+	AppendAll(ctx context.Context, events []Event) error
+}
+
 // Audit is the append-only trail of what the host did.
 type Audit interface {
 	// Append adds an event. A zero Time is set to the current time. An

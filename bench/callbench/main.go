@@ -127,7 +127,10 @@ func host(ctx context.Context, mode, state string) (*airlock.Host, error) {
 		return nil, err
 	}
 	cfg := &config.Config{Dir: state, Servers: []config.Server{srv},
-		Limits: config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20}}
+		Limits: config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+		// A read: allowed by policy without asking, and not journaled. The
+		// audit trail is written as for every call.
+		Policy: config.Policy{Tools: []config.ToolClass{{Server: "bench", Tool: "echo", Effect: "read", Source: "bench"}}}}
 	h, err := airlock.Open(ctx, cfg, &airlock.Options{StateDir: state})
 	if err != nil {
 		return nil, err
@@ -258,8 +261,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList []tim
 	w("noisy: read the ratios, not the absolute numbers.\n\n")
 
 	w("## Per-call latency: Airlock pipeline vs. bare go-sdk client (%d calls each)\n\n", calls)
-	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, input schema validation,\n")
-	w("`tools/call`, strict check of the response, output schema validation, content rendering.\n\n")
+	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, policy decision (a read:\n")
+	w("allowed, not journaled), input schema validation, `tools/call`, strict check of the response, output schema\n")
+	w("validation, content rendering, and the audit trail (decision, call sent, result), written in the background.\n\n")
 	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
 	w("| p50 | %s | %s | %s |\n", us(quantile(bareLat, .5)), us(quantile(hostLat, .5)), ratio(quantile(hostLat, .5), quantile(bareLat, .5)))
 	w("| p99 | %s | %s | %s |\n\n", us(quantile(bareLat, .99)), us(quantile(hostLat, .99)), ratio(quantile(hostLat, .99), quantile(bareLat, .99)))

@@ -78,3 +78,47 @@ LIMIT ?`,
 	}
 	return out, nil
 }
+
+var _ store.BatchAudit = audit{}
+
+// AppendAll appends events in one transaction, in order: one sync for all.
+func (a audit) AppendAll(ctx context.Context, events []store.Event) error {
+	for _, e := range events {
+		if err := e.Check(); err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+	}
+	tx, err := a.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `
+INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	defer stmt.Close()
+	for _, e := range events {
+		var fields sql.NullString
+		if len(e.Fields) > 0 {
+			b, err := json.Marshal(e.Fields)
+			if err != nil {
+				return fmt.Errorf("append %s: %w", e.Event, err)
+			}
+			fields = sql.NullString{String: string(b), Valid: true}
+		}
+		t := e.Time
+		if t.IsZero() {
+			t = time.Now()
+		}
+		if _, err := stmt.ExecContext(ctx, micros(t), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields); err != nil {
+			return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	return nil
+}

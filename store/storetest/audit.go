@@ -92,3 +92,36 @@ func testAuditRefuses(t *testing.T, h *harness) {
 		t.Errorf("refused events were stored: %+v", got)
 	}
 }
+
+// testAuditAppendAll checks the batch form, for backends that offer it:
+// events in order, all or nothing.
+func testAuditAppendAll(t *testing.T, h *harness) {
+	a, ok := h.store().Audit().(store.BatchAudit)
+	if !ok {
+		t.Skip("this backend appends one event at a time")
+	}
+	t0 := base()
+	batch := []store.Event{
+		{Time: t0, Event: store.EventDecision, Server: "fs", Tool: "fs__read", Fields: map[string]any{"decision": "allow"}},
+		{Time: t0, Event: store.EventCallSent, Server: "fs", Tool: "fs__read"},
+		{Time: t0, Event: store.EventResult, Server: "fs", Tool: "fs__read", Class: "ok", DurationMS: 3},
+	}
+	if err := a.AppendAll(t.Context(), batch); err != nil {
+		t.Fatal(err)
+	}
+	bad := []store.Event{{Time: t0.Add(time.Hour), Event: store.EventResult}, {Time: t0.Add(time.Hour)}}
+	if err := a.AppendAll(t.Context(), bad); err == nil {
+		t.Error("AppendAll with an event without a name succeeded")
+	}
+	got, err := h.store().Audit().Events(t.Context(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range got {
+		names = append(names, e.Event)
+	}
+	if diff := cmp.Diff([]string{store.EventDecision, store.EventCallSent, store.EventResult}, names); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}

@@ -46,6 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit/AppendEvents", testAuditAppendEvents},
 		{"Audit/DefaultTime", testAuditDefaultTime},
 		{"Audit/Refuses", testAuditRefuses},
+		{"Audit/AppendAll", testAuditAppendAll},
 		{"Contract/RecoveryJSON", testRecoveryJSON},
 		{"Contract/ApprovalJSON", testApprovalJSON},
 		{"Contract/AuditJSON", testAuditJSON},

@@ -1,0 +1,90 @@
+package airlock
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// auditLog writes the audit trail in the background, in order, so that a
+// call never waits on the disk for it: the journal, not the audit trail, is
+// what guarantees that no write is lost. Events queue up to a bound (past it
+// a call waits) and are written in batches. Close writes what is queued.
+type auditLog struct {
+	dst   store.Audit
+	log   *slog.Logger
+	queue chan store.Event
+	done  chan struct{}
+	once  sync.Once
+}
+
+const (
+	auditQueue = 4096
+	auditBatch = 512
+	// auditLinger is how long the writer waits for more events before it
+	// commits a batch: one sync per many calls instead of one per call.
+	auditLinger = 200 * time.Millisecond
+)
+
+func newAuditLog(dst store.Audit, log *slog.Logger) *auditLog {
+	a := &auditLog{dst: dst, log: log, queue: make(chan store.Event, auditQueue), done: make(chan struct{})}
+	go a.run()
+	return a
+}
+
+func (a *auditLog) append(e store.Event) {
+	a.queue <- e
+}
+
+func (a *auditLog) run() {
+	defer close(a.done)
+	batch := make([]store.Event, 0, auditBatch)
+	for e := range a.queue {
+		batch = append(batch[:0], e)
+		// Take what else arrives within the linger, up to a batch.
+		linger := time.NewTimer(auditLinger)
+	more:
+		for len(batch) < auditBatch {
+			select {
+			case e, ok := <-a.queue:
+				if !ok {
+					break more // closing: write what there is now
+				}
+				batch = append(batch, e)
+			case <-linger.C:
+				break more
+			}
+		}
+		linger.Stop()
+		a.write(batch)
+	}
+}
+
+func (a *auditLog) write(batch []store.Event) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if b, ok := a.dst.(store.BatchAudit); ok {
+		if err := b.AppendAll(ctx, batch); err != nil {
+			a.log.Error("cannot write the audit trail", "events", len(batch), "error", err)
+		}
+		return
+	}
+	for _, e := range batch {
+		if err := a.dst.Append(ctx, e); err != nil {
+			a.log.Error("cannot write the audit trail", "event", e.Event, "error", err)
+		}
+	}
+}
+
+// close writes the queued events, waiting at most d.
+func (a *auditLog) close(d time.Duration) {
+	a.once.Do(func() { close(a.queue) })
+	select {
+	case <-a.done:
+	case <-time.After(d):
+		a.log.Error("the audit trail was not written completely before closing")
+	}
+}
