@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -453,6 +457,35 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 		entries, _ := os.ReadDir(state)
 		if len(entries) < 3 {
 			t.Errorf("state directory has only %v", entries)
+		}
+	}
+}
+
+func TestAuditEventsGoToOpenTelemetry(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []byte
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b...)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+
+	c := &counted{}
+	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server()}, nil)
+	wantStatus(t, call(t, h, "c__note", `{"text":"traced"}`), airlock.OK)
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"server_ready", "decision", "call_sent", "result", "c__note"} {
+		if !strings.Contains(string(bodies), want) {
+			t.Errorf("the collector did not receive %q", want)
 		}
 	}
 }

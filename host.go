@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock/internal/artifact"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
+	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/internal/upstream"
 	storepkg "github.com/airlockhq/airlock/store"
 )
@@ -88,6 +89,7 @@ type Host struct {
 	cfg       *config.Config
 	gov       *governance
 	auditLog  *auditLog
+	telemetry *telemetry.Exporter // nil unless OTLP export is configured
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
@@ -152,7 +154,13 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	}
 	// Secrets never reach the log either.
 	h.log = slog.New(redact.NewHandler(h.log.Handler(), h.gov.redactor))
-	h.auditLog = newAuditLog(h.gov.store.Audit(), h.log)
+	// With the standard OpenTelemetry environment set, audit events are
+	// also exported as OTLP log records.
+	if h.telemetry, err = telemetry.FromEnv(ctx, &telemetry.Options{Logger: h.log}); err != nil {
+		h.gov.close()
+		return nil, err
+	}
+	h.auditLog = newAuditLog(h.telemetry.Audit(h.gov.store.Audit()), h.log)
 	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {
@@ -353,6 +361,11 @@ func (h *Host) Close() error {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
 		h.auditLog.close(10 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if terr := h.telemetry.Shutdown(ctx); terr != nil {
+			h.log.Warn("cannot flush OpenTelemetry export", "error", terr)
+		}
 		h.closeErr = errors.Join(err, h.gov.close())
 	})
 	return h.closeErr

@@ -14,7 +14,7 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                       {"config", "internal/artifact", "internal/catalog", "internal/redact", "internal/schema", "internal/upstream", "policy", "store", "store/sqlite"},
+	"":                       {"config", "internal/artifact", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "policy", "store", "store/sqlite"},
 	"cmd/airlock":            {"", "auth/bearer", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
 	"internal/catalog":       {"config", "internal/schema"},
@@ -32,6 +32,7 @@ var allowedImports = map[string][]string{
 	"store/sqlite":           {"store"},
 	"store/storetest":        {"store"},
 	"internal/redact":        nil,
+	"internal/telemetry":     {"store"},
 }
 
 // TestLayers keeps the layers from leaking into each other, and every
