@@ -78,11 +78,15 @@ func New(t testing.TB, opts *Options) *Issuer {
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
 	mux.HandleFunc("GET /jwks", iss.serveJWKS)
 	mux.HandleFunc("POST /introspect", iss.serveIntrospect)
-	iss.srv = httptest.NewServer(mux)
+	// The URLs are set before the server starts: handlers read them, and
+	// a request that follows New over the network is no happens-before
+	// edge the race detector can see.
+	iss.srv = httptest.NewUnstartedServer(mux)
+	iss.URL = "http://" + iss.srv.Listener.Addr().String()
+	iss.JWKSURL = iss.URL + "/jwks"
+	iss.IntrospectionURL = iss.URL + "/introspect"
+	iss.srv.Start()
 	t.Cleanup(iss.srv.Close)
-	iss.URL = iss.srv.URL
-	iss.JWKSURL = iss.srv.URL + "/jwks"
-	iss.IntrospectionURL = iss.srv.URL + "/introspect"
 	return iss
 }
 
