@@ -18,7 +18,9 @@ type auditLog struct {
 	log   *slog.Logger
 	queue chan store.Event
 	done  chan struct{}
-	once  sync.Once
+
+	mu     sync.RWMutex // held to send, and to close the queue
+	closed bool
 }
 
 const (
@@ -35,7 +37,15 @@ func newAuditLog(dst store.Audit, log *slog.Logger) *auditLog {
 	return a
 }
 
+// append queues an event. After close (a call refused because the host is
+// closing still reports its result) the event goes to the log instead.
 func (a *auditLog) append(e store.Event) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.closed {
+		a.log.Info("audit event after close", "event", e.Event, "server", e.Server, "tool", e.Tool, "class", e.Class)
+		return
+	}
 	a.queue <- e
 }
 
@@ -81,7 +91,12 @@ func (a *auditLog) write(batch []store.Event) {
 
 // close writes the queued events, waiting at most d.
 func (a *auditLog) close(d time.Duration) {
-	a.once.Do(func() { close(a.queue) })
+	a.mu.Lock()
+	if !a.closed {
+		a.closed = true
+		close(a.queue)
+	}
+	a.mu.Unlock()
 	select {
 	case <-a.done:
 	case <-time.After(d):

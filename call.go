@@ -40,10 +40,17 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		h.recordResult(ctx, snap, c, info, r)
 	}()
 
-	// A task's call is registered, so that closing the task can wait for it
-	// or cancel it, and refused once the task is closing.
+	// A call is registered with the host, and with its task, so that
+	// closing either can wait for it or cancel it; once closing has begun,
+	// new calls are refused.
+	hostCtx, leave, err := h.calls.enter(ctx)
+	if err != nil {
+		return r.fail(newError(Cancelled, "", c.Name, err, "the host is closing"))
+	}
+	defer leave()
+	ctx = hostCtx
 	if t := snap.task; t != nil {
-		taskCtx, leave, err := t.enter(ctx)
+		taskCtx, leave, err := t.calls.enter(ctx)
 		if err != nil {
 			return r.fail(newError(Cancelled, "", c.Name, err, "task %s is closing", t.info.ID))
 		}
@@ -106,7 +113,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 
 	// Find the server's live connection: the snapshot's own, so a task's
 	// tools reach that task's servers and no other's.
-	conn := srv.conn
+	conn := srv.current()
 	if conn == nil {
 		return fail(ConnectionError, nil, "server %s is not connected", tool.Server)
 	}
@@ -229,7 +236,7 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args map[string]any) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
 	defer cancel()
-	res, err := srv.conn.Session().CallTool(ctx, &mcp.CallToolParams{Name: tool.Remote, Arguments: args})
+	res, err := srv.current().Session().CallTool(ctx, &mcp.CallToolParams{Name: tool.Remote, Arguments: args})
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w: %w", errTimeout, err)
 	}

@@ -65,8 +65,12 @@ func openIn(t *testing.T, cfg *config.Config, servers map[string]*mcp.Server, op
 		opts = &airlock.Options{}
 	}
 	opts.Dial = func(srv config.Server) mcp.Transport {
+		s, ok := servers[srv.ID]
+		if !ok {
+			return nil // a real process
+		}
 		st, ct := mcp.NewInMemoryTransports()
-		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
+		if _, err := s.Connect(context.Background(), st, nil); err != nil {
 			t.Fatal(err)
 		}
 		return ct

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,7 +20,6 @@ import (
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/telemetry"
-	"github.com/airlockhq/airlock/internal/upstream"
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
@@ -59,6 +59,9 @@ type Options struct {
 	// Secrets are further values to redact wherever the host writes
 	// (secret_env values are always redacted).
 	Secrets []string
+	// ShutdownWait is how long Close lets calls in flight finish before it
+	// cancels them. Zero means 10s.
+	ShutdownWait time.Duration
 	// StopGrace is how long closing waits for a server at each step (after
 	// closing stdin, after SIGTERM). Zero means 2s.
 	StopGrace time.Duration
@@ -68,6 +71,7 @@ type Options struct {
 const (
 	StatusStarting = "starting"
 	StatusReady    = "ready"
+	StatusDegraded = "degraded" // it runs, but fails its health checks or its catalog
 	StatusFailed   = "failed"
 	StatusStopped  = "stopped"
 )
@@ -81,6 +85,7 @@ type ServerStatus struct {
 	Took            time.Duration // time to reach ready or failed
 	Err             *Error        // why it failed
 	LastOK          time.Time     // last time the server answered
+	Restarts        int           // times it was restarted after it died
 }
 
 // A Host connects to the configured MCP servers and runs every tool call
@@ -95,33 +100,16 @@ type Host struct {
 	artifacts *artifact.Store
 	servers   []*server       // scope: host, shared by every task
 	perTask   []config.Server // scope: task, started by each task
-	snap      atomic.Pointer[Snapshot]
+	line      *lineage        // the host's snapshots
+	calls     tracker         // every call in flight, for a graceful close
+	life      context.Context // ends when the host closes: stops supervisors
+	endLife   context.CancelFunc
+
+	tasksMu sync.Mutex
+	tasks   map[*Task]bool // attached here, released when the host closes
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-type server struct {
-	cfg      config.Server
-	stateDir string         // where its runtime directory goes
-	conn     *upstream.Conn // nil unless the server started
-	tools    []*catalog.Tool
-
-	mu     sync.Mutex
-	status ServerStatus
-}
-
-func (s *server) setStatus(f func(*ServerStatus)) ServerStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(&s.status)
-	return s.status
-}
-
-func (s *server) getStatus() ServerStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
 }
 
 // Open starts every host-scoped server, discovers its tools and builds the
@@ -170,150 +158,14 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		}
 		h.servers = append(h.servers, newServer(sc, h.opts.StateDir))
 	}
-	h.startAll(ctx, h.servers)
-	snap, err := h.buildSnapshot(1, h.servers, nil)
-	if err != nil {
+	h.life, h.endLife = context.WithCancel(context.WithoutCancel(ctx))
+	h.startAll(ctx, h.life, h.servers)
+	h.line = newLineage(h.servers, nil)
+	if err := h.build(h.line); err != nil {
 		h.Close()
 		return nil, err
 	}
-	h.snap.Store(snap)
 	return h, nil
-}
-
-func newServer(cfg config.Server, stateDir string) *server {
-	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting}}
-}
-
-// startAll starts servers concurrently.
-func (h *Host) startAll(ctx context.Context, servers []*server) {
-	var wg sync.WaitGroup
-	for _, s := range servers {
-		wg.Go(func() { s.tools = h.start(ctx, s) })
-	}
-	wg.Wait()
-}
-
-// buildSnapshot freezes the tools of the ready servers. A snapshot knows the
-// servers its tools belong to, so a call reaches exactly those connections.
-func (h *Host) buildSnapshot(generation uint64, servers []*server, task *Task) (*Snapshot, error) {
-	var tools []*catalog.Tool
-	byID := make(map[string]*server, len(servers))
-	for _, s := range servers {
-		tools = append(tools, s.tools...)
-		byID[s.cfg.ID] = s
-	}
-	snap, err := catalog.Build(tools, generation)
-	if err != nil {
-		return nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
-	}
-	fields := map[string]any{"generation": generation, "tools": len(snap.Tools())}
-	if task != nil {
-		fields["task"] = task.info.ID
-	}
-	h.audit(context.Background(), storepkg.Event{Event: storepkg.EventDiscovery, Snapshot: snap.ID(), Fields: fields})
-	return &Snapshot{snap: snap, servers: byID, task: task}, nil
-}
-
-// start connects one server and discovers its tools, reporting progress.
-func (h *Host) start(ctx context.Context, s *server) []*catalog.Tool {
-	began := time.Now()
-	h.progress(s.getStatus())
-	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerStart, Server: s.cfg.ID})
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
-	defer cancel()
-	conn, tools, err := h.connect(ctx, s)
-	st := s.setStatus(func(st *ServerStatus) {
-		st.Took = time.Since(began)
-		if err != nil {
-			st.Status, st.Err = StatusFailed, err
-			return
-		}
-		st.Status, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, conn.ProtocolVersion(), len(tools), time.Now()
-	})
-	if err != nil {
-		h.log.Warn("server failed", "server", s.cfg.ID, "error", err.Msg)
-		h.audit(ctx, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(err.Kind),
-			DurationMS: st.Took.Milliseconds(), Fields: map[string]any{"error": err.Msg}})
-		h.progress(st)
-		return nil
-	}
-	s.conn = conn
-	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: st.Took.Milliseconds(),
-		Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools)}})
-	h.progress(st)
-	return tools
-}
-
-func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catalog.Tool, *Error) {
-	version := h.opts.Version
-	if version == "" {
-		version = "dev"
-	}
-	uopts := &upstream.Options{
-		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
-		Logger:          h.log,
-		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
-		StateDir:        s.stateDir,
-		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
-		Grace:           h.opts.StopGrace,
-	}
-	var (
-		conn *upstream.Conn
-		err  error
-	)
-	if t := h.dial(s.cfg); t != nil {
-		conn, err = upstream.Dial(ctx, &s.cfg, t, uopts)
-	} else {
-		conn, err = upstream.Start(ctx, &s.cfg, uopts)
-	}
-	if err != nil {
-		kind := ConnectionError
-		var se *upstream.StartError
-		if errors.As(err, &se) && se.Contract {
-			kind = ContractError
-		}
-		return nil, nil, &Error{Kind: kind, Server: s.cfg.ID, Msg: err.Error(), Err: err}
-	}
-	lister := pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}
-	tools, err := catalog.Discover(ctx, &s.cfg, lister, catalog.LimitsFrom(h.cfg.Limits))
-	if err != nil {
-		conn.Close()
-		var ce *catalog.ContractError
-		switch f := conn.Fault(); {
-		case errors.As(err, &ce):
-			return nil, nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: err.Error(), Err: err}
-		case f != nil && f.Contract():
-			return nil, nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: %s during tools/list", s.cfg.ID, f.Msg), Err: err}
-		case ctx.Err() != nil:
-			return nil, nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: discovery did not finish within %s (connect_timeout)", s.cfg.ID, s.cfg.ConnectTimeout), Err: err}
-		}
-		return nil, nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: tools/list failed: %v", s.cfg.ID, err), Err: err}
-	}
-	// Local policy, never the server's annotations, says what a tool may do.
-	for _, t := range tools {
-		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
-		t.Effect = catalog.Effect(effect)
-	}
-	return conn, tools, nil
-}
-
-func (h *Host) dial(srv config.Server) mcp.Transport {
-	if h.opts.Dial == nil {
-		return nil
-	}
-	return h.opts.Dial(srv)
-}
-
-// pageTimeout bounds each page of tools/list by the server's request timeout.
-type pageTimeout struct {
-	session *mcp.ClientSession
-	timeout time.Duration
-}
-
-func (p pageTimeout) ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	return p.session.ListTools(ctx, params)
 }
 
 func (h *Host) progress(st ServerStatus) {
@@ -322,9 +174,10 @@ func (h *Host) progress(st ServerStatus) {
 	}
 }
 
-// Snapshot returns the current catalog snapshot. Calls made for one model
-// turn should all use the snapshot that was current when the turn began.
-func (h *Host) Snapshot() *Snapshot { return h.snap.Load() }
+// Snapshot returns the current catalog snapshot without refreshing it (see
+// BeginTurn). Calls made for one model turn should all use the snapshot
+// that was current when the turn began.
+func (h *Host) Snapshot() *Snapshot { return h.line.snap.Load() }
 
 // Servers reports every host-scoped server, in configuration order.
 func (h *Host) Servers() []ServerStatus {
@@ -356,6 +209,24 @@ func (h *Host) StateDir() string { return h.opts.StateDir }
 // servers that could not be stopped cleanly. It is idempotent.
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
+		// Stop starting calls, let the ones in flight finish (or cancel
+		// them), then stop the servers and flush the audit trail.
+		wait := h.opts.ShutdownWait
+		if wait <= 0 {
+			wait = 10 * time.Second
+		}
+		if detail, err := h.calls.drain(wait); err != nil || detail != "" {
+			h.log.Warn("closing with calls in flight", "detail", detail, "error", err)
+		}
+		h.tasksMu.Lock()
+		tasks := slices.Collect(maps.Keys(h.tasks))
+		h.tasksMu.Unlock()
+		for _, t := range tasks {
+			t.Release()
+		}
+		if h.endLife != nil {
+			h.endLife()
+		}
 		err := stopAll(h.servers)
 		if err != nil {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
@@ -369,23 +240,6 @@ func (h *Host) Close() error {
 		h.closeErr = errors.Join(err, h.gov.close())
 	})
 	return h.closeErr
-}
-
-// stopAll closes servers concurrently, each within its bounded time.
-func stopAll(servers []*server) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(servers))
-	for i, s := range servers {
-		if s.conn == nil {
-			continue
-		}
-		wg.Go(func() {
-			errs[i] = s.conn.Close()
-			s.setStatus(func(st *ServerStatus) { st.Status = StatusStopped })
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // A Snapshot is an immutable catalog: the tools a model may call, under

@@ -7,8 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/config"
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/testenv"
@@ -168,7 +171,7 @@ func TestCallerCancellation(t *testing.T) {
 	})
 }
 
-func TestCrashDuringCall(t *testing.T) {
+func TestCrashDuringCallAndRestart(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	h := open(t, newConfig(t, srv))
 	r := call(t, h, "sdk__crash", `{}`)
@@ -176,11 +179,15 @@ func TestCrashDuringCall(t *testing.T) {
 	if r.Content != "" || !strings.Contains(r.Err.Msg, "exited") {
 		t.Errorf("content %q, error %q: a crash is not tool text, and says the server exited", r.Content, r.Err.Msg)
 	}
-	r = call(t, h, "sdk__echo", `{"text":"x"}`)
-	wantStatus(t, r, airlock.ConnectionError)
-	if !strings.Contains(r.Err.Msg, "exited") {
-		t.Errorf("error = %q, want it to say the server exited", r.Err.Msg)
+	if n := strings.Count(strings.Join(calls(t, srv), "\n"), "call crash"); n != 1 {
+		t.Errorf("the server got the write %d times, want once", n)
 	}
+	// The supervisor restarts the server; the host stays usable.
+	waitFor(t, 30*time.Second, "the server to be restarted", func() bool {
+		st := h.Servers()[0]
+		return st.Status == airlock.StatusReady && st.Restarts == 1
+	})
+	wantStatus(t, call(t, h, "sdk__echo", `{"text":"back"}`), airlock.OK)
 	done := make(chan error)
 	go func() { done <- h.Close() }()
 	select {
@@ -188,6 +195,46 @@ func TestCrashDuringCall(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("Close hangs after a crash")
 	}
+}
+
+func TestServerKilledDuringReadAndWrite(t *testing.T) {
+	for _, effect := range []string{"read", "external"} {
+		t.Run(effect, func(t *testing.T) {
+			srv := testServer(t, "sdk", "stubborn") // records its pid
+			cfg := newConfig(t, srv)
+			classify(cfg, "sdk", effect, "slow")
+			h := open(t, cfg)
+			pid := serverPID(t, srv)
+			done := make(chan *airlock.Result)
+			go func() { done <- call(t, h, "sdk__slow", `{}`) }()
+			waitFor(t, 10*time.Second, "the call to arrive", func() bool { return len(calls(t, srv)) == 1 })
+			syscall.Kill(-pid, syscall.SIGKILL)
+			r := <-done
+			if effect == "read" {
+				wantStatus(t, r, airlock.ConnectionError)
+			} else {
+				wantStatus(t, r, airlock.OutcomeUnknown)
+			}
+			if n := len(calls(t, srv)); n != 1 {
+				t.Errorf("the server got %d calls, want 1: nothing is replayed", n)
+			}
+			waitFor(t, 30*time.Second, "the restart", func() bool { return h.Servers()[0].Restarts == 1 })
+			wantStatus(t, call(t, h, "sdk__echo", `{"text":"again"}`), airlock.OK)
+		})
+	}
+}
+
+// serverPID reads the pid a stubborn test server recorded.
+func serverPID(t *testing.T, srv config.Server) int {
+	t.Helper()
+	for _, m := range marks(t, srv) {
+		if p, ok := strings.CutPrefix(m, "pid "); ok {
+			pid, _ := strconv.Atoi(p)
+			return pid
+		}
+	}
+	t.Fatalf("marks = %v, want the server's pid", marks(t, srv))
+	return 0
 }
 
 func TestOversizedMessage(t *testing.T) {

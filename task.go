@@ -29,13 +29,10 @@ type Task struct {
 	info    TaskInfo
 	lock    *taskLock
 	servers []*server
-	snap    *Snapshot
-
-	mu       sync.Mutex
-	closing  bool
-	inflight map[uint64]context.CancelFunc
-	next     uint64
-	calls    sync.WaitGroup
+	line    *lineage // the task's snapshots: the host's tools and its own
+	calls   tracker
+	life    context.Context // ends when the task is released or closed
+	endLife context.CancelFunc
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -109,7 +106,7 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 	if err := os.MkdirAll(tasksDir(h.opts.StateDir), 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the tasks directory: %w", err)
 	}
-	t := &Task{h: h, dir: filepath.Join(tasksDir(h.opts.StateDir), id), inflight: map[uint64]context.CancelFunc{}}
+	t := &Task{h: h, dir: filepath.Join(tasksDir(h.opts.StateDir), id)}
 	if err := os.Mkdir(t.dir, 0o700); errors.Is(err, fs.ErrExist) {
 		return nil, fmt.Errorf("task %s already exists; attach to it, or close it first (airlock task close %s)", id, id)
 	} else if err != nil {
@@ -163,7 +160,7 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 	if err := t.start(ctx); err != nil {
 		return fail(err)
 	}
-	undo = append(undo, func() { stopAll(t.servers) })
+	undo = append(undo, func() { t.endLife(); stopAll(t.servers) })
 	var failed []string
 	for _, s := range t.servers {
 		if st := s.getStatus(); st.Err != nil {
@@ -191,7 +188,7 @@ func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
 	if err := checkTaskID(id); err != nil {
 		return nil, err
 	}
-	t := &Task{h: h, dir: filepath.Join(tasksDir(h.opts.StateDir), id), inflight: map[uint64]context.CancelFunc{}}
+	t := &Task{h: h, dir: filepath.Join(tasksDir(h.opts.StateDir), id)}
 	info, err := readTaskInfo(t.dir)
 	if err != nil {
 		return nil, err
@@ -217,21 +214,34 @@ func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
 // process groups (so a task left by a crashed process can still be cleaned
 // up) and builds the task's snapshot.
 func (t *Task) start(ctx context.Context) error {
+	t.life, t.endLife = context.WithCancel(t.h.life)
 	for _, sc := range t.h.perTask {
-		t.servers = append(t.servers, newServer(sc.ForWorkspace(t.info.Worktree), t.dir))
+		s := newServer(sc.ForWorkspace(t.info.Worktree), t.dir)
+		s.afterRestart = func() { t.recordProcesses() }
+		t.servers = append(t.servers, s)
 	}
-	t.h.startAll(ctx, t.servers)
-	if err := t.recordProcesses(); err != nil {
+	t.h.startAll(ctx, t.life, t.servers)
+	t.h.tasksMu.Lock()
+	if t.h.tasks == nil {
+		t.h.tasks = map[*Task]bool{}
+	}
+	t.h.tasks[t] = true
+	t.h.tasksMu.Unlock()
+	stop := func() {
+		t.h.forget(t)
+		t.endLife()
 		stopAll(t.servers)
+	}
+	if err := t.recordProcesses(); err != nil {
+		stop()
 		return err
 	}
-	snap, err := t.h.buildSnapshot(1, append(slices.Clone(t.h.servers), t.servers...), t)
-	if err != nil {
-		stopAll(t.servers)
+	t.line = newLineage(append(slices.Clone(t.h.servers), t.servers...), t)
+	if err := t.h.build(t.line); err != nil {
+		stop()
 		t.forgetProcesses()
 		return err
 	}
-	t.snap = snap
 	return nil
 }
 
@@ -246,36 +256,22 @@ func (t *Task) Worktree() string { return t.info.Worktree }
 
 // Snapshot returns the task's catalog: the host's shared tools and the
 // task's own.
-func (t *Task) Snapshot() *Snapshot { return t.snap }
+func (t *Task) Snapshot() *Snapshot { return t.line.snap.Load() }
+
+// BeginTurn is the task's safe point between model turns (see
+// Host.BeginTurn): the host's and the task's servers that said their tools
+// changed are discovered again, and the task's newest snapshot is returned.
+func (t *Task) BeginTurn(ctx context.Context) *Snapshot {
+	snap, err := t.h.refresh(ctx, t.line)
+	if err != nil {
+		t.h.log.Warn("refreshing the task's catalog", "task", t.info.ID, "error", err)
+	}
+	return snap
+}
 
 // Servers reports the host's servers, then the task's.
 func (t *Task) Servers() []ServerStatus {
 	return append(t.h.Servers(), statuses(t.servers)...)
-}
-
-// errTaskClosing refuses calls once a task has begun to close.
-var errTaskClosing = errors.New("task is closing")
-
-// enter registers a call in flight, so that closing can wait for it or
-// cancel it.
-func (t *Task) enter(ctx context.Context) (context.Context, func(), error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closing {
-		return nil, nil, errTaskClosing
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	id := t.next
-	t.next++
-	t.inflight[id] = cancel
-	t.calls.Add(1)
-	return ctx, func() {
-		t.mu.Lock()
-		delete(t.inflight, id)
-		t.mu.Unlock()
-		cancel()
-		t.calls.Done()
-	}, nil
 }
 
 // Release ends this process's use of the task: its servers stop and the
@@ -283,10 +279,10 @@ func (t *Task) enter(ctx context.Context) (context.Context, func(), error) {
 // It is idempotent; after Close it does nothing.
 func (t *Task) Release() error {
 	t.releaseOnce.Do(func() {
-		t.mu.Lock()
-		t.closing = true
-		t.mu.Unlock()
-		t.calls.Wait()
+		t.calls.stop()
+		t.calls.calls.Wait()
+		t.endLife()
+		t.h.forget(t)
 		t.releaseErr = stopAll(t.servers)
 		t.forgetProcesses()
 		t.lock.unlock()
@@ -354,4 +350,11 @@ func ListTasks(stateDir string) ([]TaskInfo, error) {
 	}
 	slices.SortFunc(out, func(a, b TaskInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	return out, nil
+}
+
+// forget stops the host from releasing t when it closes.
+func (h *Host) forget(t *Task) {
+	h.tasksMu.Lock()
+	delete(h.tasks, t)
+	h.tasksMu.Unlock()
 }

@@ -90,33 +90,15 @@ func (t *Task) Close(ctx context.Context, opts *CloseOptions) (*CloseReport, err
 		return r, err
 	}
 	r.run("stop new calls", func() (string, error) {
-		t.mu.Lock()
-		t.closing = true
-		t.mu.Unlock()
+		t.calls.stop()
 		return "", nil
 	})
 	r.run("finish calls in flight", func() (string, error) {
-		done := make(chan struct{})
-		go func() { t.calls.Wait(); close(done) }()
-		select {
-		case <-done:
-			return "", nil
-		case <-time.After(wait):
-		}
-		t.mu.Lock()
-		n := len(t.inflight)
-		for _, cancel := range t.inflight {
-			cancel()
-		}
-		t.mu.Unlock()
-		select {
-		case <-done:
-			return fmt.Sprintf("cancelled %d calls still running after %s", n, wait), nil
-		case <-time.After(wait):
-			return "", fmt.Errorf("%d calls did not end after being cancelled", n)
-		}
+		return t.calls.drain(wait)
 	})
 	r.run("stop the task's servers", func() (string, error) {
+		t.endLife()
+		t.h.forget(t)
 		err := stopAll(t.servers)
 		t.forgetProcesses()
 		return fmt.Sprintf("%d servers", len(t.servers)), err
@@ -271,11 +253,11 @@ func (t *Task) recordProcesses() error {
 	var rec procRecord
 	rec.PID = os.Getpid()
 	for _, s := range t.servers {
-		if s.conn != nil && s.conn.PGID() > 0 {
+		if conn := s.current(); conn != nil && conn.PGID() > 0 {
 			rec.Servers = append(rec.Servers, struct {
 				Server string `json:"server"`
 				PGID   int    `json:"pgid"`
-			}{s.cfg.ID, s.conn.PGID()})
+			}{s.cfg.ID, conn.PGID()})
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(t.dir, "procs"), 0o700); err != nil {

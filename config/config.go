@@ -130,8 +130,19 @@ type Server struct {
 	// falling back to initialize. It is never longer than ConnectTimeout.
 	ProbeTimeout time.Duration
 
+	// HealthCheck, when its Interval is set, has the host ping the server
+	// that often and mark it degraded while pings fail.
+	HealthCheck HealthCheck
+
 	// Source is "file:line" where the server was defined, for messages.
 	Source string
+}
+
+// HealthCheck is health_check: {interval, timeout} (defaults 30s and 5s
+// when the key is given; no checks when it is not).
+type HealthCheck struct {
+	Interval time.Duration
+	Timeout  time.Duration
 }
 
 // TaskScoped reports whether the server runs once per task.

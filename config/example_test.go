@@ -30,7 +30,8 @@ func TestExample(t *testing.T) {
 	fs.Args = []string{"server", "workspace", "--root", "."}
 	fs.Env = map[string]string{"LOG_LEVEL": "info"}
 	fs.AllowedTools = []string{"read_file"}
-	everything := newServer(dir, "example.yaml:58")
+	fs.HealthCheck = HealthCheck{Interval: 30 * time.Second, Timeout: 5 * time.Second}
+	everything := newServer(dir, "example.yaml:64")
 	everything.ID, everything.Command = "everything", "npx"
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
@@ -51,22 +52,22 @@ func TestExample(t *testing.T) {
 		Limits:  defaultLimits(),
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:86"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:87"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:92"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:93"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:103", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:109", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:107"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:110", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:114"}}},
-				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:116", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:120"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:122"},
+					Source: "example.yaml:113"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:116", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:120"}}},
+				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:122", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:126"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:128"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:127",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:133"}},
+			CedarSource: "example.yaml:133",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:139"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
 		Audit:     Audit{RecordValues: []string{"fs__read_file"}},
@@ -85,7 +86,7 @@ func TestExampleIsComplete(t *testing.T) {
 	}
 	var keys []string
 	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
-		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys} {
+		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys} {
 		keys = append(keys, ks.known...)
 	}
 	for _, key := range keys {

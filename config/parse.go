@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -25,8 +26,8 @@ var (
 	}
 	serverKeys = keySet{
 		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
-			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env"},
-		unsupported: []string{"health_check", "url", "resource", "allowed_hosts",
+			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check"},
+		unsupported: []string{"url", "resource", "allowed_hosts",
 			"allow_private_networks", "scopes", "oauth", "stream_read_timeout", "terminate_on_close",
 			"queue_timeout", "max_concurrency"},
 		elsewhere: map[string]string{
@@ -36,7 +37,8 @@ var (
 			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
 		},
 	}
-	limitKeys = keySet{
+	healthKeys = keySet{known: []string{"interval", "timeout"}}
+	limitKeys  = keySet{
 		known:       []string{"max_pages", "max_tools", "max_description", "max_message_bytes"},
 		unsupported: []string{"max_calls_per_turn", "max_concurrent_per_tenant"},
 	}
@@ -256,6 +258,9 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 	if p, ok := f["connect_timeout"]; ok {
 		s.ConnectTimeout, _ = r.timeout(p.val, path+".connect_timeout")
 	}
+	if p, ok := f["health_check"]; ok {
+		r.healthCheck(p, path+".health_check", &s.HealthCheck)
+	}
 	if p, ok := f["probe_timeout"]; ok {
 		if d, ok := r.timeout(p.val, path+".probe_timeout"); ok {
 			s.ProbeTimeout = d
@@ -428,4 +433,26 @@ func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
 	set("max_tools", &l.MaxTools, 1, 100000, "tools")
 	set("max_description", &l.MaxDescription, 1, 100000, "characters")
 	set("max_message_bytes", &l.MaxMessageBytes, 1024, 1<<30, "bytes")
+}
+
+// healthCheck reads health_check: {interval, timeout}.
+func (r *yamlReader) healthCheck(p pair, path string, h *HealthCheck) {
+	f, ok := r.fields(p.val, path, healthKeys)
+	if !ok {
+		return
+	}
+	h.Interval, h.Timeout = 30*time.Second, 5*time.Second
+	if p, ok := f["interval"]; ok {
+		if d, ok := r.timeout(p.val, path+".interval"); ok {
+			h.Interval = d
+		}
+	}
+	if p, ok := f["timeout"]; ok {
+		if d, ok := r.timeout(p.val, path+".timeout"); ok {
+			h.Timeout = d
+		}
+	}
+	if h.Timeout > h.Interval {
+		r.errorf(p.line, path+".timeout", "%s is longer than the interval (%s): checks would overlap", fmtDuration(h.Timeout), fmtDuration(h.Interval))
+	}
 }

@@ -418,7 +418,7 @@ func TestParseUnsupportedServerKeys(t *testing.T) {
 			t.Errorf("%s: errors mismatch (-want +got):\n%s", key, diff)
 		}
 	}
-	want := []string{"health_check", "url", "resource", "allowed_hosts", "allow_private_networks",
+	want := []string{"url", "resource", "allowed_hosts", "allow_private_networks",
 		"scopes", "oauth", "stream_read_timeout", "terminate_on_close", "queue_timeout", "max_concurrency"}
 	if diff := cmp.Diff(want, serverKeys.unsupported); diff != "" {
 		t.Errorf("unsupported server keys mismatch (-want +got):\n%s", diff)

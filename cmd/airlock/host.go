@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -80,6 +81,15 @@ func (s *session) Snapshot() *airlock.Snapshot {
 		return s.task.Snapshot()
 	}
 	return s.h.Snapshot()
+}
+
+// BeginTurn is the safe point between turns: the newest snapshot, after
+// servers that said their tools changed were discovered again.
+func (s *session) BeginTurn(ctx context.Context) *airlock.Snapshot {
+	if s.task != nil {
+		return s.task.BeginTurn(ctx)
+	}
+	return s.h.BeginTurn(ctx)
 }
 
 // Servers reports the host's servers, and the task's.

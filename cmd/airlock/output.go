@@ -43,6 +43,8 @@ func (c colours) status(s string) string {
 		return c.green(s)
 	case airlock.StatusFailed:
 		return c.red(s)
+	case airlock.StatusDegraded:
+		return c.paint("33", s)
 	}
 	return s
 }
@@ -64,6 +66,7 @@ type statusServerJSON struct {
 	Tools           int     `json:"tools"`
 	Error           *string `json:"error"`
 	LastOK          *string `json:"last_ok"`
+	Restarts        int     `json:"restarts"`
 }
 
 type toolJSON struct {
@@ -141,7 +144,7 @@ func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJS
 func statusOutput(servers []airlock.ServerStatus) []statusServerJSON {
 	out := []statusServerJSON{}
 	for _, s := range servers {
-		sj := statusServerJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Tools: s.Tools, Error: errString(s.Err)}
+		sj := statusServerJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Tools: s.Tools, Error: errString(s.Err), Restarts: s.Restarts}
 		if !s.LastOK.IsZero() {
 			t := s.LastOK.UTC().Format(time.RFC3339Nano)
 			sj.LastOK = &t

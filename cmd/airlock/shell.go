@@ -131,7 +131,7 @@ func (s *shell) handleText(text string) bool {
 	case "status":
 		printStatus(&b, s.col, s.host.Servers())
 	case "turn":
-		s.snap = s.host.Snapshot()
+		s.snap = s.host.BeginTurn(s.env.ctx)
 		fmt.Fprintf(&b, "snapshot %s (generation %d)\n", s.snap.ID(), s.snap.Generation())
 	case "approve", "deny":
 		if rest == "" {
@@ -183,7 +183,7 @@ func (s *shell) handleJSON(text []byte) bool {
 	case "status":
 		s.reply(cmd.ID, map[string]any{"servers": statusOutput(s.host.Servers())})
 	case "turn":
-		s.snap = s.host.Snapshot()
+		s.snap = s.host.BeginTurn(s.env.ctx)
 		s.reply(cmd.ID, map[string]any{"snapshot": s.snap.ID(), "generation": s.snap.Generation()})
 	case "approve", "deny":
 		// The approval request's id goes in "name".

@@ -122,7 +122,8 @@ type Conn struct {
 	stderrDone chan struct{} // closed once stderr is drained
 	waitErr    error         // set before exited is closed
 
-	fault atomic.Pointer[Fault]
+	fault  atomic.Pointer[Fault]
+	broken chan struct{} // closed with the first fault
 
 	closeOnce sync.Once
 	closeErr  error
@@ -187,6 +188,12 @@ func Dial(ctx context.Context, srv *config.Server, t mcp.Transport, opts *Option
 		c.Close()
 		return nil, err
 	}
+	// Without a process to watch, the session ending by itself is how a
+	// server going away shows.
+	go func() {
+		c.session.Wait()
+		c.setFault(Fault{Kind: FaultExited, Msg: "the server closed the connection"})
+	}()
 	c.log.Info("server ready", "protocol", c.ProtocolVersion())
 	return c, nil
 }
@@ -199,6 +206,7 @@ func newConn(srv *config.Server, opts *Options) *Conn {
 		stderr:     newTail(cmp(opts.StderrBytes, 64<<10)),
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
+		broken:     make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -399,8 +407,15 @@ func (c *Conn) stdoutClosed() {
 }
 
 func (c *Conn) setFault(f Fault) {
-	c.fault.CompareAndSwap(nil, &f)
+	if c.fault.CompareAndSwap(nil, &f) {
+		close(c.broken)
+	}
 }
+
+// Broken is closed when the connection stops working, for whatever reason
+// (Fault says which): the server exited, broke the contract, or the host
+// closed it.
+func (c *Conn) Broken() <-chan struct{} { return c.broken }
 
 // Fault returns the first reason the connection broke, or nil while it is
 // healthy.

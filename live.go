@@ -1,0 +1,212 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/catalog"
+	storepkg "github.com/airlockhq/airlock/store"
+)
+
+// A lineage is a line of snapshots over a set of servers: the host's, or a
+// task's (the host's servers and the task's own). A snapshot never changes;
+// at a safe point (BeginTurn) the lineage discovers the tools of servers
+// that said theirs changed, and swaps in a new snapshot, one generation on,
+// if anything did change.
+type lineage struct {
+	mu      sync.Mutex // one refresh at a time, so an older one never overwrites a newer
+	servers []*server
+	seen    []uint64 // the tools version of each server in the current snapshot
+	snap    atomic.Pointer[Snapshot]
+	task    *Task
+}
+
+func newLineage(servers []*server, task *Task) *lineage {
+	return &lineage{servers: servers, seen: make([]uint64, len(servers)), task: task}
+}
+
+// build makes the lineage's first snapshot.
+func (h *Host) build(l *lineage) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	snap, seen, err := h.snapshotOf(l, 1)
+	if err != nil {
+		return err
+	}
+	l.seen = seen
+	l.snap.Store(snap)
+	return nil
+}
+
+// snapshotOf freezes the current tools of the lineage's servers.
+func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, error) {
+	var tools []*catalog.Tool
+	seen := make([]uint64, len(l.servers))
+	byID := make(map[string]*server, len(l.servers))
+	for i, s := range l.servers {
+		ts, v := s.toolsNow()
+		tools = append(tools, ts...)
+		seen[i] = v
+		byID[s.cfg.ID] = s
+	}
+	snap, err := catalog.Build(tools, generation)
+	if err != nil {
+		return nil, nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
+	}
+	fields := map[string]any{"generation": generation, "tools": len(snap.Tools())}
+	if l.task != nil {
+		fields["task"] = l.task.info.ID
+	}
+	h.audit(context.Background(), storepkg.Event{Event: storepkg.EventDiscovery, Snapshot: snap.ID(), Fields: fields})
+	return &Snapshot{snap: snap, servers: byID, task: l.task}, seen, nil
+}
+
+// refresh is the safe point: it discovers again the tools of every server
+// marked dirty (however many times it was marked: a storm of notifications
+// costs one discovery), and swaps in a new snapshot if the catalog changed.
+func (h *Host) refresh(ctx context.Context, l *lineage) (*Snapshot, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var errs []error
+	for _, s := range l.servers {
+		if err := h.rediscover(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	cur := l.snap.Load()
+	changed := false
+	for i, s := range l.servers {
+		if _, v := s.toolsNow(); v != l.seen[i] {
+			changed = true
+		}
+	}
+	if !changed {
+		return cur, errors.Join(errs...)
+	}
+	next, seen, err := h.snapshotOf(l, cur.Generation()+1)
+	if err != nil {
+		return cur, errors.Join(append(errs, err)...)
+	}
+	l.seen = seen
+	if next.ID() == cur.ID() {
+		return cur, errors.Join(errs...) // rediscovered, and nothing changed
+	}
+	l.snap.Store(next)
+	return next, errors.Join(errs...)
+}
+
+// rediscover lists a dirty server's tools again. A server whose new catalog
+// breaks the rules exposes no tools until it is fixed.
+func (h *Host) rediscover(ctx context.Context, s *server) error {
+	s.refreshMu.Lock()
+	defer s.refreshMu.Unlock()
+	conn := s.current()
+	if conn == nil || conn.Fault() != nil || !s.dirty.Load() {
+		return nil
+	}
+	// Cleared first: a notification that arrives during discovery marks
+	// the server for the next safe point.
+	s.dirty.Store(false)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	tools, err := h.discover(ctx, s, conn)
+	if err != nil {
+		s.setTools(nil)
+		s.setStatus(func(st *ServerStatus) { st.Status, st.Err, st.Tools = StatusDegraded, err, 0 })
+		h.audit(ctx, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(err.Kind),
+			Fields: map[string]any{"error": err.Msg}})
+		return err
+	}
+	s.setTools(tools)
+	s.setStatus(func(st *ServerStatus) {
+		if st.Status == StatusDegraded {
+			st.Status, st.Err = StatusReady, nil
+		}
+		st.Tools = len(tools)
+	})
+	return nil
+}
+
+// BeginTurn is the safe point between model turns: servers that said their
+// tools changed are discovered again, and the newest snapshot is returned.
+// Every call of the turn should use it, whatever servers do meanwhile.
+// A server that fails its new discovery is reported in Servers; the turn
+// still gets a snapshot.
+func (h *Host) BeginTurn(ctx context.Context) *Snapshot {
+	snap, err := h.refresh(ctx, h.line)
+	if err != nil {
+		h.log.Warn("refreshing the catalog", "error", err)
+	}
+	return snap
+}
+
+// A tracker knows the calls in flight, so that closing can wait for them
+// or cancel them, and refuses new ones once closing has begun.
+type tracker struct {
+	mu       sync.Mutex
+	closing  bool
+	inflight map[uint64]context.CancelFunc
+	next     uint64
+	calls    sync.WaitGroup
+}
+
+var errClosing = errors.New("closing")
+
+func (t *tracker) enter(ctx context.Context) (context.Context, func(), error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closing {
+		return nil, nil, errClosing
+	}
+	if t.inflight == nil {
+		t.inflight = map[uint64]context.CancelFunc{}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	id := t.next
+	t.next++
+	t.inflight[id] = cancel
+	t.calls.Add(1)
+	return ctx, func() {
+		t.mu.Lock()
+		delete(t.inflight, id)
+		t.mu.Unlock()
+		cancel()
+		t.calls.Done()
+	}, nil
+}
+
+// stop refuses new calls.
+func (t *tracker) stop() {
+	t.mu.Lock()
+	t.closing = true
+	t.mu.Unlock()
+}
+
+// drain lets calls in flight finish for up to wait, then cancels them and
+// waits as long again. It says what it did.
+func (t *tracker) drain(wait time.Duration) (string, error) {
+	t.stop()
+	done := make(chan struct{})
+	go func() { t.calls.Wait(); close(done) }()
+	select {
+	case <-done:
+		return "", nil
+	case <-time.After(wait):
+	}
+	t.mu.Lock()
+	n := len(t.inflight)
+	for _, cancel := range t.inflight {
+		cancel()
+	}
+	t.mu.Unlock()
+	select {
+	case <-done:
+		return fmt.Sprintf("cancelled %d calls still running after %s", n, wait), nil
+	case <-time.After(wait):
+		return "", fmt.Errorf("%d calls did not end after being cancelled", n)
+	}
+}

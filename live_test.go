@@ -1,0 +1,199 @@
+package airlock_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+)
+
+// changing is an in-process server whose tool "grow" adds tools to the
+// server (the SDK then tells clients their tool list changed), and which
+// counts its tools/list requests.
+type changing struct {
+	server *mcp.Server
+	lists  atomic.Int64
+	added  atomic.Int64
+}
+
+func newChanging() *changing {
+	c := &changing{server: mcp.NewServer(&mcp.Implementation{Name: "changing", Version: "1"}, nil)}
+	c.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				c.lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	c.server.AddTool(&mcp.Tool{Name: "grow", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ N int }
+			json.Unmarshal(req.Params.Arguments, &in)
+			for range max(in.N, 1) {
+				i := c.added.Add(1)
+				c.server.AddTool(&mcp.Tool{Name: fmt.Sprintf("new_%d", i), InputSchema: json.RawMessage(`{"type":"object"}`)},
+					func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+						return &mcp.CallToolResult{Content: text(fmt.Sprintf("I am new_%d", i))}, nil
+					})
+			}
+			return &mcp.CallToolResult{Content: text("grown")}, nil
+		})
+	return c
+}
+
+func TestCatalogChangesAtTheNextTurn(t *testing.T) {
+	for _, version := range bothVersions {
+		t.Run(version, func(t *testing.T) {
+			c := newChanging()
+			srv := inProcess
+			srv.ProtocolVersions = []string{version}
+			h := openIn(t, newConfig(t, srv), map[string]*mcp.Server{"c": c.server}, nil)
+			ctx := context.Background()
+			turn := h.BeginTurn(ctx)
+			if turn.Generation() != 1 {
+				t.Fatalf("first turn generation = %d", turn.Generation())
+			}
+			wantStatus(t, h.Call(ctx, turn, airlock.Call{Name: "c__grow", Arguments: json.RawMessage(`{"n":1}`)}), airlock.OK)
+			// The turn goes on with the catalog it started with.
+			wantStatus(t, h.Call(ctx, turn, airlock.Call{Name: "c__new_1"}), airlock.UnknownTool)
+			if got := toolNames(turn); len(got) != 1 {
+				t.Errorf("the turn's snapshot changed under it: %v", got)
+			}
+			// Notifications arrive on their own goroutine.
+			var next *airlock.Snapshot
+			waitFor(t, 10*time.Second, "the new tool at the next turn", func() bool {
+				next = h.BeginTurn(ctx)
+				return next.Generation() == 2
+			})
+			r := h.Call(ctx, next, airlock.Call{Name: "c__new_1"})
+			wantStatus(t, r, airlock.OK)
+			if next.ID() == turn.ID() || len(toolNames(next)) != 2 {
+				t.Errorf("next snapshot %s with %v", next.ID(), toolNames(next))
+			}
+
+			// A storm of changes (each tool added is a notification) costs a
+			// handful of discoveries, not one each.
+			before := c.lists.Load()
+			turn = h.BeginTurn(ctx)
+			wantStatus(t, h.Call(ctx, turn, airlock.Call{Name: "c__grow", Arguments: json.RawMessage(`{"n":900}`)}), airlock.OK)
+			waitFor(t, 20*time.Second, "the storm's tools", func() bool {
+				return len(toolNames(h.BeginTurn(ctx))) == 902
+			})
+			if n := c.lists.Load() - before; n > 10 {
+				t.Errorf("900 changes caused %d discoveries", n)
+			}
+			if g := h.Snapshot().Generation(); g < 3 || g > 10 {
+				t.Errorf("generation %d after the storm, want a few more than 2", g)
+			}
+		})
+	}
+}
+
+func TestTaskTurnSeesHostChanges(t *testing.T) {
+	repo := gitRepo(t)
+	c := newChanging()
+	cfg := newConfig(t, inProcess, taskServer(t, "ws", "workspace"))
+	cfg.Dir = repo
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": c.server}, &airlock.Options{StateDir: t.TempDir()})
+	task, err := h.OpenTask(context.Background(), "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer task.Release()
+	turn := task.BeginTurn(context.Background())
+	wantStatus(t, h.Call(context.Background(), turn, airlock.Call{Name: "c__grow"}), airlock.OK)
+	waitFor(t, 10*time.Second, "the host's new tool in the task's next turn", func() bool {
+		_, ok := lookup(task.BeginTurn(context.Background()), "c__new_1")
+		return ok
+	})
+}
+
+func lookup(snap *airlock.Snapshot, name string) (airlock.Tool, bool) {
+	for _, tool := range snap.Tools() {
+		if tool.Name == name {
+			return tool, true
+		}
+	}
+	return airlock.Tool{}, false
+}
+
+func TestHealthChecks(t *testing.T) {
+	var stall atomic.Bool
+	s := mcp.NewServer(&mcp.Implementation{Name: "sick", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "noop", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text("ok")}, nil
+	})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "ping" && stall.Load() {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	srv := inProcess
+	srv.HealthCheck = config.HealthCheck{Interval: 50 * time.Millisecond, Timeout: 40 * time.Millisecond}
+	h := openIn(t, newConfig(t, srv), map[string]*mcp.Server{"c": s}, nil)
+	stall.Store(true)
+	waitFor(t, 10*time.Second, "degraded", func() bool { return h.Servers()[0].Status == airlock.StatusDegraded })
+	if err := h.Servers()[0].Err; err == nil {
+		t.Error("a degraded server has no error to show")
+	}
+	stall.Store(false)
+	waitFor(t, 10*time.Second, "ready again", func() bool { return h.Servers()[0].Status == airlock.StatusReady })
+}
+
+func TestGracefulClose(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	cfg := newConfig(t, srv)
+	classify(cfg, "sdk", "read", "slow")
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{ShutdownWait: 300 * time.Millisecond, StopGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *airlock.Result)
+	go func() { done <- h.Call(context.Background(), h.Snapshot(), airlock.Call{Name: "sdk__slow"}) }()
+	waitFor(t, 10*time.Second, "the call to arrive", func() bool { return len(calls(t, srv)) == 1 })
+	closed := make(chan error)
+	go func() { closed <- h.Close() }()
+	wantStatus(t, <-done, airlock.Cancelled)
+	if err := <-closed; err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	wantStatus(t, h.Call(context.Background(), h.Snapshot(), airlock.Call{Name: "sdk__echo", Arguments: json.RawMessage(`{"text":"late"}`)}), airlock.Cancelled)
+}
+
+func TestNoGoroutineLeaks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			c := &counted{}
+			srv := inProcess
+			srv.HealthCheck = config.HealthCheck{Interval: 10 * time.Millisecond, Timeout: 10 * time.Millisecond}
+			cfg := newConfig(t, srv, testServer(t, "sdk", "sdk"))
+			h := openIn(t, cfg, map[string]*mcp.Server{"c": c.server()}, nil)
+			wantStatus(t, call(t, h, "c__note", `{"text":"x"}`), airlock.OK)
+			wantStatus(t, call(t, h, "sdk__echo", `{"text":"x"}`), airlock.OK)
+			h.BeginTurn(context.Background())
+			if err := h.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	// The SDK sends notifications/cancelled and ends its readers
+	// asynchronously; give them their bounded time.
+	time.Sleep(200 * time.Millisecond)
+}

@@ -1,0 +1,351 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/upstream"
+	storepkg "github.com/airlockhq/airlock/store"
+)
+
+// A server is one configured server as the host runs it: its connection,
+// which a supervisor replaces when the server dies, and its tools, which a
+// refresh replaces when the server says they changed. Snapshots hold
+// servers, so a call always reaches the server's current connection.
+type server struct {
+	cfg      config.Server
+	stateDir string // where its runtime directory goes
+
+	conn  atomic.Pointer[upstream.Conn] // nil until the server first started
+	dirty atomic.Bool                   // its tools must be discovered again at the next safe point
+
+	refreshMu sync.Mutex // one discovery at a time
+	toolsMu   sync.Mutex
+	tools     []*catalog.Tool
+	version   uint64 // counts the times tools were replaced
+
+	mu     sync.Mutex
+	status ServerStatus
+
+	watchers     sync.WaitGroup // supervisor and health check
+	afterRestart func()         // called when the supervisor restarted it
+}
+
+func newServer(cfg config.Server, stateDir string) *server {
+	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting}}
+}
+
+func (s *server) current() *upstream.Conn { return s.conn.Load() }
+
+func (s *server) setTools(tools []*catalog.Tool) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	s.tools = tools
+	s.version++
+}
+
+func (s *server) toolsNow() ([]*catalog.Tool, uint64) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	return s.tools, s.version
+}
+
+func (s *server) setStatus(f func(*ServerStatus)) ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(&s.status)
+	return s.status
+}
+
+func (s *server) getStatus() ServerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.status
+}
+
+// startAll starts servers concurrently; life bounds their supervision.
+func (h *Host) startAll(ctx, life context.Context, servers []*server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() { h.start(ctx, life, s) })
+	}
+	wg.Wait()
+}
+
+// start connects one server and discovers its tools, reporting progress,
+// then watches it until life ends: it is restarted when it dies, and its
+// health is checked when the configuration asks.
+func (h *Host) start(ctx, life context.Context, s *server) {
+	began := time.Now()
+	h.progress(s.getStatus())
+	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerStart, Server: s.cfg.ID})
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	defer cancel()
+	conn, tools, err := h.connect(ctx, s)
+	st := s.setStatus(func(st *ServerStatus) {
+		st.Took = time.Since(began)
+		if err != nil {
+			st.Status, st.Err = StatusFailed, err
+			return
+		}
+		st.Status, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, conn.ProtocolVersion(), len(tools), time.Now()
+	})
+	if err != nil {
+		h.log.Warn("server failed", "server", s.cfg.ID, "error", err.Msg)
+		h.audit(ctx, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(err.Kind),
+			DurationMS: st.Took.Milliseconds(), Fields: map[string]any{"error": err.Msg}})
+		h.progress(st)
+		return
+	}
+	s.conn.Store(conn)
+	s.setTools(tools)
+	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: st.Took.Milliseconds(),
+		Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools)}})
+	h.progress(st)
+	s.watchers.Go(func() { h.supervise(life, s) })
+	if s.cfg.HealthCheck.Interval > 0 {
+		s.watchers.Go(func() { h.checkHealth(life, s) })
+	}
+}
+
+// connect starts (or dials) a server and discovers its tools.
+func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catalog.Tool, *Error) {
+	version := h.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	uopts := &upstream.Options{
+		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
+		Logger:          h.log,
+		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
+		StateDir:        s.stateDir,
+		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
+		Grace:           h.opts.StopGrace,
+		// A changed tool list only marks the server: the catalog changes
+		// at the next safe point, never under a turn's feet.
+		OnToolsChanged: func() { s.dirty.Store(true) },
+	}
+	var (
+		conn *upstream.Conn
+		err  error
+	)
+	if t := h.dial(s.cfg); t != nil {
+		conn, err = upstream.Dial(ctx, &s.cfg, t, uopts)
+	} else {
+		conn, err = upstream.Start(ctx, &s.cfg, uopts)
+	}
+	if err != nil {
+		kind := ConnectionError
+		var se *upstream.StartError
+		if errors.As(err, &se) && se.Contract {
+			kind = ContractError
+		}
+		return nil, nil, &Error{Kind: kind, Server: s.cfg.ID, Msg: err.Error(), Err: err}
+	}
+	tools, derr := h.discover(ctx, s, conn)
+	if derr != nil {
+		conn.Close()
+		return nil, nil, derr
+	}
+	return conn, tools, nil
+}
+
+// discover lists a server's tools over conn, with every catalog check, and
+// classifies them by local policy.
+func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]*catalog.Tool, *Error) {
+	lister := pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}
+	tools, err := catalog.Discover(ctx, &s.cfg, lister, catalog.LimitsFrom(h.cfg.Limits))
+	if err != nil {
+		var ce *catalog.ContractError
+		switch f := conn.Fault(); {
+		case errors.As(err, &ce):
+			return nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: err.Error(), Err: err}
+		case f != nil && f.Contract():
+			return nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: %s during tools/list", s.cfg.ID, f.Msg), Err: err}
+		case ctx.Err() != nil:
+			return nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: discovery did not finish within %s (connect_timeout)", s.cfg.ID, s.cfg.ConnectTimeout), Err: err}
+		}
+		return nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: tools/list failed: %v", s.cfg.ID, err), Err: err}
+	}
+	// Local policy, never the server's annotations, says what a tool may do.
+	for _, t := range tools {
+		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
+		t.Effect = catalog.Effect(effect)
+	}
+	return tools, nil
+}
+
+func (h *Host) dial(srv config.Server) mcp.Transport {
+	if h.opts.Dial == nil {
+		return nil
+	}
+	return h.opts.Dial(srv)
+}
+
+// pageTimeout bounds each page of tools/list by the server's request timeout.
+type pageTimeout struct {
+	session *mcp.ClientSession
+	timeout time.Duration
+}
+
+func (p pageTimeout) ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	return p.session.ListTools(ctx, params)
+}
+
+// Restart policy: exponential backoff with jitter, and a server that keeps
+// dying is given up on after maxRestarts attempts in a row.
+const (
+	restartBase = 250 * time.Millisecond
+	restartMax  = 30 * time.Second
+	maxRestarts = 5
+)
+
+func backoff(attempt int) time.Duration {
+	d := restartBase << min(attempt-1, 16)
+	if d > restartMax || d <= 0 {
+		d = restartMax
+	}
+	// Full jitter on half the delay: restarts of many servers spread out.
+	return d/2 + rand.N(d/2+1)
+}
+
+// supervise restarts a server whose connection breaks (the process exited,
+// its pipe broke, it broke the contract) until life ends. Calls in flight
+// on the broken connection have failed already; nothing is replayed. The
+// restarted server's tools are discovered again and reach the catalog at
+// the next safe point.
+func (h *Host) supervise(life context.Context, s *server) {
+	for {
+		conn := s.current()
+		select {
+		case <-life.Done():
+			return
+		case <-conn.Broken():
+		}
+		f := conn.Fault()
+		if life.Err() != nil || f.Kind == upstream.FaultClosed {
+			return
+		}
+		conn.Close() // reap it and whatever it left in its process group
+		h.log.Warn("server stopped working; restarting it", "server", s.cfg.ID, "reason", f.Msg)
+		h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(ConnectionError),
+			Fields: map[string]any{"error": f.Msg, "restart": true}})
+		s.setStatus(func(st *ServerStatus) {
+			st.Status, st.Err = StatusStarting, newError(ConnectionError, s.cfg.ID, "", f, "%s; restarting", f.Msg)
+		})
+		restarted := false
+		for attempt := 1; attempt <= maxRestarts && !restarted; attempt++ {
+			select {
+			case <-life.Done():
+				return
+			case <-time.After(backoff(attempt)):
+			}
+			ctx, cancel := context.WithTimeout(life, s.cfg.ConnectTimeout)
+			began := time.Now()
+			next, tools, err := h.connect(ctx, s)
+			cancel()
+			if err != nil {
+				h.log.Warn("restart failed", "server", s.cfg.ID, "attempt", attempt, "error", err.Msg)
+				continue
+			}
+			if life.Err() != nil {
+				next.Close()
+				return
+			}
+			s.conn.Store(next)
+			s.setTools(tools)
+			st := s.setStatus(func(st *ServerStatus) {
+				st.Status, st.Err, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, nil, next.ProtocolVersion(), len(tools), time.Now()
+				st.Restarts++
+			})
+			h.audit(life, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: time.Since(began).Milliseconds(),
+				Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools), "restart": attempt}})
+			restarted = true
+			if s.afterRestart != nil {
+				s.afterRestart()
+			}
+		}
+		if !restarted {
+			err := newError(ConnectionError, s.cfg.ID, "", f, "server %s: gave up after %d restarts (%s)", s.cfg.ID, maxRestarts, f.Msg)
+			s.setStatus(func(st *ServerStatus) { st.Status, st.Err = StatusFailed, err })
+			h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(ConnectionError),
+				Fields: map[string]any{"error": err.Msg}})
+			return
+		}
+	}
+}
+
+// checkHealth pings a server every interval: ping on 2025-11-25 sessions,
+// and on 2026-07-28 ones too (the go-sdk answers it in both eras). A failed
+// ping makes a ready server degraded; the next good one makes it ready.
+func (h *Host) checkHealth(life context.Context, s *server) {
+	tick := time.NewTicker(s.cfg.HealthCheck.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-life.Done():
+			return
+		case <-tick.C:
+		}
+		conn := s.current()
+		if conn.Fault() != nil {
+			continue // the supervisor has it
+		}
+		ctx, cancel := context.WithTimeout(life, s.cfg.HealthCheck.Timeout)
+		err := conn.Session().Ping(ctx, nil)
+		cancel()
+		if life.Err() != nil {
+			return
+		}
+		prev := s.getStatus().Status
+		st := s.setStatus(func(st *ServerStatus) {
+			switch {
+			case err == nil && st.Status == StatusDegraded:
+				st.Status, st.Err = StatusReady, nil
+			case err == nil:
+			case st.Status == StatusReady:
+				st.Status, st.Err = StatusDegraded, newError(ConnectionError, s.cfg.ID, "", err, "server %s: health check failed: %v", s.cfg.ID, err)
+			}
+			if err == nil {
+				st.LastOK = time.Now()
+			}
+		})
+		if st.Status != prev {
+			h.log.Warn("server health changed", "server", s.cfg.ID, "status", st.Status)
+			h.audit(life, storepkg.Event{Event: "health", Server: s.cfg.ID, Fields: map[string]any{"status": st.Status}})
+		}
+	}
+}
+
+// stopAll closes servers concurrently, each within its bounded time, after
+// their watchers have stopped (their life must be over).
+func stopAll(servers []*server) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(servers))
+	for i, s := range servers {
+		wg.Go(func() {
+			s.watchers.Wait()
+			if conn := s.current(); conn != nil {
+				errs[i] = conn.Close()
+			}
+			s.setStatus(func(st *ServerStatus) {
+				if st.Status != StatusFailed {
+					st.Status = StatusStopped
+				}
+			})
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
