@@ -231,17 +231,53 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 	return obj, nil
 }
 
-// send sends tools/call, bounded by the server's request timeout.
-// Cancelling ctx, or the timeout, makes the SDK send notifications/cancelled.
+// send sends tools/call and waits for the answer up to the server's
+// request timeout; each progress notification the server sends for the
+// call starts that wait again, up to an absolute maximum of ten request
+// timeouts. Cancelling ctx, or either bound, makes the SDK send
+// notifications/cancelled.
 func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args map[string]any) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
-	defer cancel()
-	res, err := srv.current().Session().CallTool(ctx, &mcp.CallToolParams{Name: tool.Remote, Arguments: args})
-	if err != nil && ctx.Err() != nil {
-		err = fmt.Errorf("%w: %w", errTimeout, err)
+	conn := srv.current()
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	token, progress, done := conn.WatchProgress()
+	defer done()
+	go func() {
+		idle := time.NewTimer(srv.cfg.RequestTimeout)
+		defer idle.Stop()
+		limit := time.NewTimer(maxCallFactor * srv.cfg.RequestTimeout)
+		defer limit.Stop()
+		for {
+			select {
+			case <-callCtx.Done():
+				return
+			case <-progress:
+				idle.Reset(srv.cfg.RequestTimeout)
+			case <-idle.C:
+				cancel(errTimeout)
+				return
+			case <-limit.C:
+				cancel(errTooLong)
+				return
+			}
+		}
+	}()
+	params := &mcp.CallToolParams{Name: tool.Remote, Arguments: args}
+	params.SetProgressToken(token)
+	res, err := conn.Session().CallTool(callCtx, params)
+	if err != nil && ctx.Err() == nil {
+		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) || errors.Is(cause, errTooLong) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 	}
 	return res, err
 }
+
+// maxCallFactor bounds how far progress notifications can stretch a call:
+// to this many request timeouts in all.
+const maxCallFactor = 10
+
+var errTooLong = errors.New("still running at the absolute limit")
 
 var errTimeout = errors.New("no answer in time")
 
@@ -256,6 +292,9 @@ func (h *Host) callError(ctx context.Context, srv *server, tool *catalog.Tool, c
 		return e(Cancelled, "%s: cancelled", tool.Name)
 	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
+	case errors.Is(err, errTooLong):
+		return e(ConnectionError, "%s: still running after %s (%d × request_timeout, however much progress it reported); the request was cancelled",
+			tool.Name, maxCallFactor*srv.cfg.RequestTimeout, maxCallFactor)
 	case f != nil && f.Contract():
 		return e(ContractError, "%s: %s", tool.Name, f.Msg)
 	case f != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,4 +197,28 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	// The SDK sends notifications/cancelled and ends its readers
 	// asynchronously; give them their bounded time.
 	time.Sleep(200 * time.Millisecond)
+}
+
+func TestProgressExtendsTheWaitUpToALimit(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	srv.RequestTimeout = 300 * time.Millisecond
+	cfg := newConfig(t, srv)
+	classify(cfg, "sdk", "read", "progress")
+	h := open(t, cfg)
+	// Ten steps of 100ms: a second in all, far past one request timeout,
+	// but never 300ms without news.
+	wantStatus(t, call(t, h, "sdk__progress", `{"steps":10}`), airlock.OK)
+	// Progress forever: the call ends at ten request timeouts.
+	began := time.Now()
+	r := call(t, h, "sdk__progress", `{"steps":1000}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if !strings.Contains(r.Err.Msg, "still running") {
+		t.Errorf("error = %q", r.Err.Msg)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the call ran %s: progress stretched it without limit", took)
+	}
+	waitFor(t, 10*time.Second, "the server to see the cancellation", func() bool {
+		return hasMark(t, func() []string { return marks(t, srv) }, "cancelled progress")
+	})
 }

@@ -135,6 +135,24 @@ func newTestServer() *mcp.Server {
 		mark("cancelled slow")
 		return nil, ctx.Err()
 	})
+	add(&mcp.Tool{
+		Name:        "progress",
+		Description: "Report progress every 100ms, steps times, then answer.",
+		InputSchema: obj(`{"type":"object","properties":{"steps":{"type":"integer"}}}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Steps int }
+		json.Unmarshal(req.Params.Arguments, &in)
+		for i := range in.Steps {
+			select {
+			case <-ctx.Done():
+				mark("cancelled progress")
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1)})
+		}
+		return &mcp.CallToolResult{Content: text("done")}, nil
+	})
 	add(&mcp.Tool{Name: "crash", Description: "Exit in the middle of a call."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(3)
 		return nil, nil

@@ -125,6 +125,10 @@ type Conn struct {
 	fault  atomic.Pointer[Fault]
 	broken chan struct{} // closed with the first fault
 
+	progressMu sync.Mutex
+	progress   map[string]chan struct{} // progress token → signalled on each notification
+	tokens     atomic.Uint64
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -248,6 +252,9 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	if opts.OnToolsChanged != nil {
 		notify := opts.OnToolsChanged
 		clientOpts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { notify() }
+	}
+	clientOpts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		c.noteProgress(req.Params.ProgressToken)
 	}
 	client := mcp.NewClient(info, clientOpts)
 	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut))
@@ -641,3 +648,38 @@ func checkExecutable(path string) error {
 }
 
 var _ io.ReadCloser = (*lineLimitReader)(nil)
+
+// WatchProgress returns a fresh progress token for one request, and a
+// channel that receives a value each time the server reports progress on
+// it. done releases the token.
+func (c *Conn) WatchProgress() (token string, progress <-chan struct{}, done func()) {
+	token = fmt.Sprintf("airlock-%d", c.tokens.Add(1))
+	ch := make(chan struct{}, 1)
+	c.progressMu.Lock()
+	if c.progress == nil {
+		c.progress = map[string]chan struct{}{}
+	}
+	c.progress[token] = ch
+	c.progressMu.Unlock()
+	return token, ch, func() {
+		c.progressMu.Lock()
+		delete(c.progress, token)
+		c.progressMu.Unlock()
+	}
+}
+
+func (c *Conn) noteProgress(token any) {
+	t, ok := token.(string)
+	if !ok {
+		return // not one of ours
+	}
+	c.progressMu.Lock()
+	ch := c.progress[t]
+	c.progressMu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default: // one pending signal is enough
+		}
+	}
+}
