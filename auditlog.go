@@ -14,10 +14,11 @@ import (
 // what guarantees that no write is lost. Events queue up to a bound (past it
 // a call waits) and are written in batches. Close writes what is queued.
 type auditLog struct {
-	dst   store.Audit
-	log   *slog.Logger
-	queue chan store.Event
-	done  chan struct{}
+	dst     store.Audit
+	log     *slog.Logger
+	prepare func(*store.Event) // finishes an event on the writer, off the call's path
+	queue   chan store.Event
+	done    chan struct{}
 
 	mu     sync.RWMutex // held to send, and to close the queue
 	closed bool
@@ -31,8 +32,8 @@ const (
 	auditLinger = 200 * time.Millisecond
 )
 
-func newAuditLog(dst store.Audit, log *slog.Logger) *auditLog {
-	a := &auditLog{dst: dst, log: log, queue: make(chan store.Event, auditQueue), done: make(chan struct{})}
+func newAuditLog(dst store.Audit, log *slog.Logger, prepare func(*store.Event)) *auditLog {
+	a := &auditLog{dst: dst, log: log, prepare: prepare, queue: make(chan store.Event, auditQueue), done: make(chan struct{})}
 	go a.run()
 	return a
 }
@@ -74,6 +75,11 @@ func (a *auditLog) run() {
 }
 
 func (a *auditLog) write(batch []store.Event) {
+	if a.prepare != nil {
+		for i := range batch {
+			a.prepare(&batch[i])
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if b, ok := a.dst.(store.BatchAudit); ok {

@@ -115,7 +115,17 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	// tools reach that task's servers and no other's.
 	conn := srv.current()
 	if conn == nil {
-		return fail(ConnectionError, nil, "server %s is not connected", tool.Server)
+		// A server still starting (warm start) is waited for, within its
+		// connect timeout.
+		select {
+		case <-srv.ready:
+		case <-ctx.Done():
+			return fail(Cancelled, ctx.Err(), "%s: cancelled while server %s was starting", tool.Name, tool.Server)
+		case <-time.After(srv.cfg.ConnectTimeout):
+		}
+		if conn = srv.current(); conn == nil {
+			return fail(ConnectionError, nil, "server %s is not connected", tool.Server)
+		}
 	}
 	if f := conn.Fault(); f != nil {
 		return fail(ConnectionError, f, "server %s is not available: %s", tool.Server, f.Msg)
@@ -232,38 +242,24 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 }
 
 // send sends tools/call and waits for the answer up to the server's
-// request timeout; each progress notification the server sends for the
-// call starts that wait again, up to an absolute maximum of ten request
-// timeouts. Cancelling ctx, or either bound, makes the SDK send
-// notifications/cancelled.
+// request timeout. With max_call_duration set, the host asks the server for
+// progress, and each progress notification starts that wait again, up to
+// max_call_duration in all. Cancelling ctx, or either bound, makes the SDK
+// send notifications/cancelled.
 func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args map[string]any) (*mcp.CallToolResult, error) {
 	conn := srv.current()
+	params := &mcp.CallToolParams{Name: tool.Remote, Arguments: args}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	token, progress, done := conn.WatchProgress()
-	defer done()
-	go func() {
-		idle := time.NewTimer(srv.cfg.RequestTimeout)
-		defer idle.Stop()
-		limit := time.NewTimer(maxCallFactor * srv.cfg.RequestTimeout)
+	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
+	defer idle.Stop()
+	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
+		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
 		defer limit.Stop()
-		for {
-			select {
-			case <-callCtx.Done():
-				return
-			case <-progress:
-				idle.Reset(srv.cfg.RequestTimeout)
-			case <-idle.C:
-				cancel(errTimeout)
-				return
-			case <-limit.C:
-				cancel(errTooLong)
-				return
-			}
-		}
-	}()
-	params := &mcp.CallToolParams{Name: tool.Remote, Arguments: args}
-	params.SetProgressToken(token)
+		token, done := conn.WatchProgress(func() { idle.Reset(srv.cfg.RequestTimeout) })
+		defer done()
+		params.SetProgressToken(token)
+	}
 	res, err := conn.Session().CallTool(callCtx, params)
 	if err != nil && ctx.Err() == nil {
 		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) || errors.Is(cause, errTooLong) {
@@ -272,10 +268,6 @@ func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args m
 	}
 	return res, err
 }
-
-// maxCallFactor bounds how far progress notifications can stretch a call:
-// to this many request timeouts in all.
-const maxCallFactor = 10
 
 var errTooLong = errors.New("still running at the absolute limit")
 
@@ -293,8 +285,8 @@ func (h *Host) callError(ctx context.Context, srv *server, tool *catalog.Tool, c
 	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
 	case errors.Is(err, errTooLong):
-		return e(ConnectionError, "%s: still running after %s (%d × request_timeout, however much progress it reported); the request was cancelled",
-			tool.Name, maxCallFactor*srv.cfg.RequestTimeout, maxCallFactor)
+		return e(ConnectionError, "%s: still running after %s (max_call_duration), however much progress it reported; the request was cancelled",
+			tool.Name, srv.cfg.MaxCallDuration)
 	case f != nil && f.Contract():
 		return e(ContractError, "%s: %s", tool.Name, f.Msg)
 	case f != nil:

@@ -161,11 +161,33 @@ var hostFields = map[string]bool{
 
 // argsRecord is how arguments and results appear in the audit trail: their
 // shape and hash, or (where the configuration asks) their redacted values.
+// The work is done by the audit writer, off the call's path: v must not
+// change afterwards (arguments and results are not changed once decoded).
 func (h *Host) argsRecord(tool string, v any, prefix string, fields map[string]any) {
-	fields[prefix+"_shape"] = h.gov.redactor.Shape(v)
-	fields[prefix+"_hash"] = redact.Hash(v)
-	if h.gov.values(tool) {
-		fields[prefix] = h.gov.redactor.Value(v)
+	fields[prefix] = deferredValue{v: v, tool: tool}
+}
+
+// A deferredValue is an argument or result the audit writer turns into its
+// record (see argsRecord).
+type deferredValue struct {
+	v    any
+	tool string
+}
+
+// prepareEvent replaces deferred values by their records. It runs on the
+// audit writer.
+func (g *governance) prepareEvent(e *store.Event) {
+	for k, f := range e.Fields {
+		d, ok := f.(deferredValue)
+		if !ok {
+			continue
+		}
+		delete(e.Fields, k)
+		e.Fields[k+"_shape"] = g.redactor.Shape(d.v)
+		e.Fields[k+"_hash"] = redact.Hash(d.v)
+		if g.values(d.tool) {
+			e.Fields[k] = g.redactor.Value(d.v)
+		}
 	}
 }
 

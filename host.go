@@ -59,6 +59,12 @@ type Options struct {
 	// Secrets are further values to redact wherever the host writes
 	// (secret_env values are always redacted).
 	Secrets []string
+	// WarmStart shows the tools of servers whose tool lists are in the
+	// store's cache before those servers have started: Open returns at once
+	// for them, they start in the background, and a call to one waits for
+	// it. What a server says when it answers replaces the cached list at
+	// the next safe point (BeginTurn).
+	WarmStart bool
 	// ShutdownWait is how long Close lets calls in flight finish before it
 	// cancels them. Zero means 10s.
 	ShutdownWait time.Duration
@@ -148,7 +154,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		h.gov.close()
 		return nil, err
 	}
-	h.auditLog = newAuditLog(h.telemetry.Audit(h.gov.store.Audit()), h.log)
+	h.auditLog = newAuditLog(h.telemetry.Audit(h.gov.store.Audit()), h.log, h.gov.prepareEvent)
 	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {
@@ -159,7 +165,21 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		h.servers = append(h.servers, newServer(sc, h.opts.StateDir))
 	}
 	h.life, h.endLife = context.WithCancel(context.WithoutCancel(ctx))
-	h.startAll(ctx, h.life, h.servers)
+	// With a warm start, a server whose tool list is in the cache starts in
+	// the background; its cached tools are in the first snapshot, and what
+	// the server says now reaches the catalog at the next safe point.
+	var now []*server
+	for _, s := range h.servers {
+		if h.opts.WarmStart {
+			if tools, ok := h.cachedTools(ctx, s); ok {
+				s.setTools(tools)
+				s.watchers.Go(func() { h.start(h.life, h.life, s) })
+				continue
+			}
+		}
+		now = append(now, s)
+	}
+	h.startAll(ctx, h.life, now)
 	h.line = newLineage(h.servers, nil)
 	if err := h.build(h.line); err != nil {
 		h.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -202,13 +203,14 @@ func TestNoGoroutineLeaks(t *testing.T) {
 func TestProgressExtendsTheWaitUpToALimit(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	srv.RequestTimeout = 300 * time.Millisecond
+	srv.MaxCallDuration = 3 * time.Second
 	cfg := newConfig(t, srv)
 	classify(cfg, "sdk", "read", "progress")
 	h := open(t, cfg)
 	// Ten steps of 100ms: a second in all, far past one request timeout,
 	// but never 300ms without news.
 	wantStatus(t, call(t, h, "sdk__progress", `{"steps":10}`), airlock.OK)
-	// Progress forever: the call ends at ten request timeouts.
+	// Progress forever: the call ends at max_call_duration.
 	began := time.Now()
 	r := call(t, h, "sdk__progress", `{"steps":1000}`)
 	wantStatus(t, r, airlock.ConnectionError)
@@ -221,4 +223,122 @@ func TestProgressExtendsTheWaitUpToALimit(t *testing.T) {
 	waitFor(t, 10*time.Second, "the server to see the cancellation", func() bool {
 		return hasMark(t, func() []string { return marks(t, srv) }, "cancelled progress")
 	})
+}
+
+func TestWarmStartFromTheToolListCache(t *testing.T) {
+	tests := []struct {
+		name, version, ttl, scope string
+		otherUser                 bool
+		warm                      bool
+	}{
+		{name: "2025-11-25 lists hold until they change", version: "2025-11-25", warm: true},
+		{name: "2026-07-28 within ttlMs", version: "2026-07-28", ttl: "60000", warm: true},
+		{name: "2026-07-28 immediately stale", version: "2026-07-28", ttl: "0", warm: false},
+		{name: "private list, same user", version: "2026-07-28", ttl: "60000", scope: "private", warm: true},
+		{name: "private list, another user", version: "2026-07-28", ttl: "60000", scope: "private", otherUser: true, warm: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			state := t.TempDir()
+			srv := testServer(t, "sdk", "gated")
+			srv.ProtocolVersions = []string{tt.version}
+			srv.ConnectTimeout, srv.ProbeTimeout = 2*time.Second, time.Second
+			if tt.ttl != "" {
+				srv.Env["AIRLOCK_TEST_TTL_MS"], srv.Env["AIRLOCK_TEST_SCOPE"] = tt.ttl, tt.scope
+			}
+			gate := srv.Env[envMark] + ".gate"
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg := newConfig(t, srv)
+			me := airlock.Principal{Tenant: "acme", User: "ada"}
+			cold, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: state, Principal: me})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := cold.Snapshot().ID()
+			cold.Close()
+
+			// The server now waits at its gate: a warm start cannot have
+			// heard from it.
+			os.Remove(gate)
+			who := me
+			if tt.otherUser {
+				who.User = "eve"
+			}
+			h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: state, WarmStart: true, Principal: who})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			st := h.Servers()[0].Status
+			if !tt.warm {
+				if st != airlock.StatusFailed || len(toolNames(h.Snapshot())) != 0 {
+					t.Errorf("status %s with %v: want no tools from the cache, and the stuck server failed", st, toolNames(h.Snapshot()))
+				}
+				return
+			}
+			if st != airlock.StatusStarting {
+				t.Errorf("status after a warm open = %s, want starting", st)
+			}
+			if got := h.Snapshot().ID(); got != want {
+				t.Errorf("warm snapshot %s, cold %s: the same cached tools must give the same catalog", got, want)
+			}
+			// A call waits for the server, then runs.
+			done := make(chan *airlock.Result)
+			go func() { done <- call(t, h, "sdk__echo", `{"text":"warm"}`) }()
+			time.Sleep(100 * time.Millisecond)
+			os.WriteFile(gate, nil, 0o600)
+			wantStatus(t, <-done, airlock.OK)
+			if h.BeginTurn(context.Background()).ID() != want {
+				t.Error("the server's own list changed the catalog although it is the same")
+			}
+		})
+	}
+}
+
+func TestWarmStartNeverExposesAChangedListWithoutASwap(t *testing.T) {
+	state := t.TempDir()
+	srv := testServer(t, "sdk", "sdk")
+	srv.ProtocolVersions = []string{"2025-11-25"}
+	cfg := newConfig(t, srv)
+	cold, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cold.Close()
+	// The server has gained a tool since.
+	os.WriteFile(srv.Env[envMark]+".extra", nil, 0o600)
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: state, WarmStart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	first := h.Snapshot()
+	if _, ok := lookup(first, "sdk__extra"); ok || first.Generation() != 1 {
+		t.Fatalf("the first snapshot (generation %d) has the new tool: it came from the cache", first.Generation())
+	}
+	waitFor(t, 20*time.Second, "the server's own list at a safe point", func() bool {
+		_, ok := lookup(h.BeginTurn(context.Background()), "sdk__extra")
+		return ok
+	})
+	if g := h.Snapshot().Generation(); g != 2 {
+		t.Errorf("generation = %d, want 2", g)
+	}
+	if _, ok := lookup(first, "sdk__extra"); ok {
+		t.Error("the first snapshot changed")
+	}
+}
+
+func TestWithoutMaxCallDurationProgressDoesNotExtend(t *testing.T) {
+	srv := testServer(t, "sdk", "sdk")
+	srv.RequestTimeout = 300 * time.Millisecond
+	cfg := newConfig(t, srv)
+	classify(cfg, "sdk", "read", "progress")
+	h := open(t, cfg)
+	r := call(t, h, "sdk__progress", `{"steps":10}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if !strings.Contains(r.Err.Msg, "request_timeout") {
+		t.Errorf("error = %q", r.Err.Msg)
+	}
 }

@@ -38,10 +38,11 @@ type server struct {
 
 	watchers     sync.WaitGroup // supervisor and health check
 	afterRestart func()         // called when the supervisor restarted it
+	ready        chan struct{}  // closed when the first start has ended, well or not
 }
 
 func newServer(cfg config.Server, stateDir string) *server {
-	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting}}
+	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting}, ready: make(chan struct{})}
 }
 
 func (s *server) current() *upstream.Conn { return s.conn.Load() }
@@ -85,6 +86,7 @@ func (h *Host) startAll(ctx, life context.Context, servers []*server) {
 // then watches it until life ends: it is restarted when it dies, and its
 // health is checked when the configuration asks.
 func (h *Host) start(ctx, life context.Context, s *server) {
+	defer close(s.ready)
 	began := time.Now()
 	h.progress(s.getStatus())
 	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerStart, Server: s.cfg.ID})
@@ -104,6 +106,7 @@ func (h *Host) start(ctx, life context.Context, s *server) {
 		h.audit(ctx, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(err.Kind),
 			DurationMS: st.Took.Milliseconds(), Fields: map[string]any{"error": err.Msg}})
 		h.progress(st)
+		s.setTools(nil) // a list from the cache is not the server's word
 		return
 	}
 	s.conn.Store(conn)
@@ -130,9 +133,14 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 		StateDir:        s.stateDir,
 		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
 		Grace:           h.opts.StopGrace,
-		// A changed tool list only marks the server: the catalog changes
-		// at the next safe point, never under a turn's feet.
-		OnToolsChanged: func() { s.dirty.Store(true) },
+		// A changed tool list only marks the server (and drops its cached
+		// list): the catalog changes at the next safe point, never under a
+		// turn's feet.
+		OnToolsChanged: func() {
+			if !s.dirty.Swap(true) {
+				h.forgetTools(s)
+			}
+		},
 	}
 	var (
 		conn *upstream.Conn
@@ -162,7 +170,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 // discover lists a server's tools over conn, with every catalog check, and
 // classifies them by local policy.
 func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]*catalog.Tool, *Error) {
-	lister := pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}
+	lister := &recordingLister{inner: pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}}
 	tools, err := catalog.Discover(ctx, &s.cfg, lister, catalog.LimitsFrom(h.cfg.Limits))
 	if err != nil {
 		var ce *catalog.ContractError
@@ -181,6 +189,7 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
 		t.Effect = catalog.Effect(effect)
 	}
+	h.rememberTools(ctx, s, conn.ProtocolVersion(), lister)
 	return tools, nil
 }
 

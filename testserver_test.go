@@ -45,6 +45,15 @@ func serveTestServer(mode string) {
 		}
 		mark(fmt.Sprintf("grandchild %d", cmd.Process.Pid))
 		newTestServer().Run(ctx, &mcp.StdioTransport{})
+	case "gated":
+		// Starts serving only once the gate file exists.
+		for {
+			if _, err := os.Stat(os.Getenv(envMark) + ".gate"); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "sleep":
 		time.Sleep(time.Hour)
 	case "stubborn":
@@ -102,7 +111,16 @@ func text(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: 
 // newTestServer builds the SDK server with the tools the tests call. Its
 // schemas are written out by hand so that tests control them exactly.
 func newTestServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "airlock-test", Version: "1"}, nil)
+	opts := &mcp.ServerOptions{}
+	if ttl := os.Getenv("AIRLOCK_TEST_TTL_MS"); ttl != "" {
+		// How long (and for whom) a client may keep the tool list.
+		ms, _ := strconv.Atoi(ttl)
+		scope := os.Getenv("AIRLOCK_TEST_SCOPE")
+		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs, c.CacheScope = ms, scope
+		}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "airlock-test", Version: "1"}, opts)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
@@ -153,6 +171,12 @@ func newTestServer() *mcp.Server {
 		}
 		return &mcp.CallToolResult{Content: text("done")}, nil
 	})
+	if _, err := os.Stat(os.Getenv(envMark) + ".extra"); err == nil {
+		// A server that gained a tool since it last ran.
+		add(&mcp.Tool{Name: "extra", Description: "A tool added later."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("extra")}, nil
+		})
+	}
 	add(&mcp.Tool{Name: "crash", Description: "Exit in the middle of a call."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(3)
 		return nil, nil

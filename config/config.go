@@ -130,6 +130,12 @@ type Server struct {
 	// falling back to initialize. It is never longer than ConnectTimeout.
 	ProbeTimeout time.Duration
 
+	// MaxCallDuration, when set, has the host ask the server for progress
+	// on every call: each progress notification starts the request timeout
+	// again, and nothing stretches a call past MaxCallDuration. Unset, a
+	// call waits RequestTimeout and no more.
+	MaxCallDuration time.Duration
+
 	// HealthCheck, when its Interval is set, has the host ping the server
 	// that often and mark it degraded while pings fail.
 	HealthCheck HealthCheck

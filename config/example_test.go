@@ -31,7 +31,8 @@ func TestExample(t *testing.T) {
 	fs.Env = map[string]string{"LOG_LEVEL": "info"}
 	fs.AllowedTools = []string{"read_file"}
 	fs.HealthCheck = HealthCheck{Interval: 30 * time.Second, Timeout: 5 * time.Second}
-	everything := newServer(dir, "example.yaml:64")
+	fs.MaxCallDuration = 10 * time.Minute
+	everything := newServer(dir, "example.yaml:68")
 	everything.ID, everything.Command = "everything", "npx"
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
@@ -52,22 +53,22 @@ func TestExample(t *testing.T) {
 		Limits:  defaultLimits(),
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:92"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:93"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:96"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:97"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:109", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:113", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:113"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:116", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:120"}}},
-				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:122", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:126"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:128"},
+					Source: "example.yaml:117"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:120", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:124"}}},
+				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:126", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:130"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:132"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:133",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:139"}},
+			CedarSource: "example.yaml:137",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:143"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
 		Audit:     Audit{RecordValues: []string{"fs__read_file"}},

@@ -26,7 +26,8 @@ var (
 	}
 	serverKeys = keySet{
 		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
-			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check"},
+			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
+			"max_call_duration"},
 		unsupported: []string{"url", "resource", "allowed_hosts",
 			"allow_private_networks", "scopes", "oauth", "stream_read_timeout", "terminate_on_close",
 			"queue_timeout", "max_concurrency"},
@@ -257,6 +258,14 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 	}
 	if p, ok := f["connect_timeout"]; ok {
 		s.ConnectTimeout, _ = r.timeout(p.val, path+".connect_timeout")
+	}
+	if p, ok := f["max_call_duration"]; ok {
+		if d, ok := r.timeout(p.val, path+".max_call_duration"); ok {
+			s.MaxCallDuration = d
+			if d < s.RequestTimeout {
+				r.errorf(p.line, path+".max_call_duration", "%s is shorter than request_timeout (%s): it is how far progress may stretch a call past that", fmtDuration(d), fmtDuration(s.RequestTimeout))
+			}
+		}
 	}
 	if p, ok := f["health_check"]; ok {
 		r.healthCheck(p, path+".health_check", &s.HealthCheck)

@@ -40,6 +40,7 @@ type Store interface {
 	Journal() Journal
 	Approvals() Approvals
 	Audit() Audit
+	ToolLists() ToolLists
 	// Close releases the store. Intents this store began and did not end
 	// stay open, for RecoverOpen (in this or another process) to end as
 	// unknown.

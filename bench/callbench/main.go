@@ -64,6 +64,8 @@ func serve(mode string) {
 	opts := &mcp.ServerOptions{}
 	if mode == "many" {
 		opts.PageSize = 100
+		// Clients may keep the list for a minute: what a warm start uses.
+		opts.SetCacheable = func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 60000 }
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "callbench", Version: "1"}, opts)
 	type in struct {
@@ -122,6 +124,10 @@ func bare(ctx context.Context, mode string) (*mcp.ClientSession, error) {
 }
 
 func host(ctx context.Context, mode, state string) (*airlock.Host, error) {
+	return hostWith(ctx, mode, state, false)
+}
+
+func hostWith(ctx context.Context, mode, state string, warm bool) (*airlock.Host, error) {
 	srv, err := serverConfig(mode)
 	if err != nil {
 		return nil, err
@@ -131,7 +137,7 @@ func host(ctx context.Context, mode, state string) (*airlock.Host, error) {
 		// A read: allowed by policy without asking, and not journaled. The
 		// audit trail is written as for every call.
 		Policy: config.Policy{Tools: []config.ToolClass{{Server: "bench", Tool: "echo", Effect: "read", Source: "bench"}}}}
-	h, err := airlock.Open(ctx, cfg, &airlock.Options{StateDir: state})
+	h, err := airlock.Open(ctx, cfg, &airlock.Options{StateDir: state, WarmStart: warm})
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +243,23 @@ func run(calls, rounds, lists int) (string, error) {
 			return "", fmt.Errorf("airlock listed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareList, hostList), nil
+	// Warm start: the same server, its tool list in the cache (written by
+	// the cold starts above); Open returns without waiting for it.
+	var warmList []time.Duration
+	for range lists {
+		start := time.Now()
+		hw, err := hostWith(ctx, "many", state, true)
+		if err != nil {
+			return "", err
+		}
+		warmList = append(warmList, time.Since(start))
+		n := len(hw.Snapshot().Tools())
+		hw.Close()
+		if n != 1000 {
+			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
+		}
+	}
+	return render(calls, rounds, lists, bareLat, hostLat, bareList, hostList, warmList), nil
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {
@@ -246,7 +268,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList []time.Duration) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList, warmList []time.Duration) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -274,7 +296,14 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList []tim
 	w("schema, names the tools and builds the snapshot.\n\n")
 	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
 	w("| p50 | %s | %s | %s |\n", ms(quantile(bareList, .5)), ms(quantile(hostList, .5)), ratio(quantile(hostList, .5), quantile(bareList, .5)))
-	w("| max | %s | %s | %s |\n", ms(quantile(bareList, 1)), ms(quantile(hostList, 1)), ratio(quantile(hostList, 1), quantile(bareList, 1)))
+	w("| max | %s | %s | %s |\n\n", ms(quantile(bareList, 1)), ms(quantile(hostList, 1)), ratio(quantile(hostList, 1), quantile(bareList, 1)))
+
+	w("## Warm start of the same server from the tool list cache (%d runs)\n\n", lists)
+	w("`Options.WarmStart`: the server's cached list (kept for its `ttlMs`, here 60 s) is checked and compiled as\n")
+	w("discovery would, and `Open` returns without waiting for the server, which starts in the background.\n\n")
+	w("| | cold `Open` | warm `Open` | ratio |\n|---|---|---|---|\n")
+	w("| p50 | %s | %s | %s |\n", ms(quantile(hostList, .5)), ms(quantile(warmList, .5)), ratio(quantile(warmList, .5), quantile(hostList, .5)))
+	w("| max | %s | %s | %s |\n", ms(quantile(hostList, 1)), ms(quantile(warmList, 1)), ratio(quantile(warmList, 1), quantile(hostList, 1)))
 	return b.String()
 }
 

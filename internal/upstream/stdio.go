@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,7 +127,7 @@ type Conn struct {
 	broken chan struct{} // closed with the first fault
 
 	progressMu sync.Mutex
-	progress   map[string]chan struct{} // progress token → signalled on each notification
+	progress   map[string]func() // progress token → called on each notification
 	tokens     atomic.Uint64
 
 	closeOnce sync.Once
@@ -649,19 +650,18 @@ func checkExecutable(path string) error {
 
 var _ io.ReadCloser = (*lineLimitReader)(nil)
 
-// WatchProgress returns a fresh progress token for one request, and a
-// channel that receives a value each time the server reports progress on
-// it. done releases the token.
-func (c *Conn) WatchProgress() (token string, progress <-chan struct{}, done func()) {
-	token = fmt.Sprintf("airlock-%d", c.tokens.Add(1))
-	ch := make(chan struct{}, 1)
+// WatchProgress returns a fresh progress token for one request; onProgress
+// is called (on the connection's reader) each time the server reports
+// progress on it. done releases the token.
+func (c *Conn) WatchProgress(onProgress func()) (token string, done func()) {
+	token = "airlock-" + strconv.FormatUint(c.tokens.Add(1), 10)
 	c.progressMu.Lock()
 	if c.progress == nil {
-		c.progress = map[string]chan struct{}{}
+		c.progress = map[string]func(){}
 	}
-	c.progress[token] = ch
+	c.progress[token] = onProgress
 	c.progressMu.Unlock()
-	return token, ch, func() {
+	return token, func() {
 		c.progressMu.Lock()
 		delete(c.progress, token)
 		c.progressMu.Unlock()
@@ -674,12 +674,9 @@ func (c *Conn) noteProgress(token any) {
 		return // not one of ours
 	}
 	c.progressMu.Lock()
-	ch := c.progress[t]
+	f := c.progress[t]
 	c.progressMu.Unlock()
-	if ch != nil {
-		select {
-		case ch <- struct{}{}:
-		default: // one pending signal is enough
-		}
+	if f != nil {
+		f()
 	}
 }

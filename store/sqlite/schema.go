@@ -79,6 +79,15 @@ CREATE TABLE events (
 ) STRICT;
 CREATE INDEX events_time ON events (time, seq);
 `,
+	`
+CREATE TABLE tool_lists (
+	key        TEXT    PRIMARY KEY,
+	tools      TEXT    NOT NULL, -- a JSON array of the server's tools, as received
+	hash       TEXT    NOT NULL,
+	fetched_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL  -- 0: until invalidated
+) STRICT;
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

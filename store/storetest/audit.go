@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -123,5 +124,37 @@ func testAuditAppendAll(t *testing.T, h *harness) {
 	}
 	if diff := cmp.Diff([]string{store.EventDecision, store.EventCallSent, store.EventResult}, names); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func testToolLists(t *testing.T, h *harness) {
+	c, other := h.store().ToolLists(), h.store().ToolLists()
+	t0 := base()
+	if _, err := c.Get(t.Context(), "k", t0); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get before Put = %v, want ErrNotFound", err)
+	}
+	lasting := store.ToolList{Key: "k", Tools: []byte(`[{"name":"a"}]`), Hash: "sha256:1", FetchedAt: t0}
+	if err := c.Put(t.Context(), lasting); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.Get(t.Context(), "k", t0.Add(24*time.Hour))
+	if err != nil || string(got.Tools) != `[{"name":"a"}]` || got.Hash != "sha256:1" || !got.FetchedAt.Equal(t0) {
+		t.Errorf("Get = %+v, %v", got, err)
+	}
+	expiring := store.ToolList{Key: "k", Tools: []byte(`[{"name":"b"}]`), Hash: "sha256:2", FetchedAt: t0, ExpiresAt: t0.Add(time.Minute)}
+	if err := c.Put(t.Context(), expiring); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(t.Context(), "k", t0.Add(59*time.Second)); err != nil || got.Hash != "sha256:2" {
+		t.Errorf("Get before expiry = %+v, %v", got, err)
+	}
+	if _, err := c.Get(t.Context(), "k", t0.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get at expiry = %v, want ErrNotFound", err)
+	}
+	if err := c.Delete(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put(t.Context(), store.ToolList{Key: "k"}); err == nil {
+		t.Error("Put without tools succeeded")
 	}
 }

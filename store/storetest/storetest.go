@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit/DefaultTime", testAuditDefaultTime},
 		{"Audit/Refuses", testAuditRefuses},
 		{"Audit/AppendAll", testAuditAppendAll},
+		{"ToolLists", testToolLists},
 		{"Contract/RecoveryJSON", testRecoveryJSON},
 		{"Contract/ApprovalJSON", testApprovalJSON},
 		{"Contract/AuditJSON", testAuditJSON},

@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+type toolLists struct{ db *DB }
+
+var _ store.ToolLists = toolLists{}
+
+// ToolLists returns the cache of tool lists.
+func (db *DB) ToolLists() store.ToolLists { return toolLists{db} }
+
+func (c toolLists) Get(ctx context.Context, key string, now time.Time) (store.ToolList, error) {
+	var (
+		l                  store.ToolList
+		tools              string
+		fetched, expiresAt int64
+	)
+	err := c.db.r.QueryRowContext(ctx, `SELECT key, tools, hash, fetched_at, expires_at FROM tool_lists WHERE key = ?`, key).
+		Scan(&l.Key, &tools, &l.Hash, &fetched, &expiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ToolList{}, fmt.Errorf("tool list %s: %w", key, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.ToolList{}, fmt.Errorf("read the tool list cache: %w", err)
+	}
+	l.Tools, l.FetchedAt = []byte(tools), fromMicros(fetched)
+	if expiresAt != 0 {
+		l.ExpiresAt = fromMicros(expiresAt)
+		if !now.Before(l.ExpiresAt) {
+			return store.ToolList{}, fmt.Errorf("tool list %s has expired: %w", key, store.ErrNotFound)
+		}
+	}
+	return l, nil
+}
+
+func (c toolLists) Put(ctx context.Context, l store.ToolList) error {
+	if l.Key == "" || len(l.Tools) == 0 {
+		return fmt.Errorf("tool list without a key or tools")
+	}
+	var expires int64
+	if !l.ExpiresAt.IsZero() {
+		expires = micros(l.ExpiresAt)
+	}
+	fetched := l.FetchedAt
+	if fetched.IsZero() {
+		fetched = time.Now()
+	}
+	_, err := c.db.w.ExecContext(ctx, `
+INSERT INTO tool_lists (key, tools, hash, fetched_at, expires_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET tools = excluded.tools, hash = excluded.hash,
+	fetched_at = excluded.fetched_at, expires_at = excluded.expires_at`,
+		l.Key, string(l.Tools), l.Hash, micros(fetched), expires)
+	if err != nil {
+		return fmt.Errorf("write the tool list cache: %w", err)
+	}
+	return nil
+}
+
+func (c toolLists) Delete(ctx context.Context, key string) error {
+	if _, err := c.db.w.ExecContext(ctx, `DELETE FROM tool_lists WHERE key = ?`, key); err != nil {
+		return fmt.Errorf("write the tool list cache: %w", err)
+	}
+	return nil
+}

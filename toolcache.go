@@ -1,0 +1,145 @@
+package airlock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/store"
+)
+
+// The tool list cache keeps each server's last tools/list in the store, so
+// that a host started again (Options.WarmStart) can show tools before its
+// servers have answered. It is never the authority: the server is asked
+// again in the background, and a list that differs reaches the catalog only
+// through the normal snapshot swap at a safe point.
+//
+// On 2026-07-28 servers the list is kept for the server's ttlMs (not at all
+// for 0), and a list the server marks private is kept per tenant and user,
+// never shared. On older servers it is kept until the server says its tools
+// changed, or until it differs.
+
+// recordingLister passes tools/list pages through and keeps what a cache
+// entry needs.
+type recordingLister struct {
+	inner catalog.Lister
+	tools []*mcp.Tool
+	ttlMs int
+	scope string
+	pages int
+}
+
+func (l *recordingLister) ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	res, err := l.inner.ListTools(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	l.tools = append(l.tools, res.Tools...)
+	if l.pages == 0 || res.TTLMs < l.ttlMs {
+		l.ttlMs = res.TTLMs // the shortest life of any page
+	}
+	if res.CacheScope == "private" {
+		l.scope = "private"
+	}
+	l.pages++
+	return res, nil
+}
+
+// cachedLister serves a cached list as one page, so that cached tools go
+// through every check discovery makes.
+type cachedLister struct{ tools []*mcp.Tool }
+
+func (l cachedLister) ListTools(context.Context, *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	return &mcp.ListToolsResult{Tools: l.tools}, nil
+}
+
+// toolListKeys returns the cache keys of a server's list: the shared one,
+// and the one for this host's tenant and user (for private lists). The
+// configuration is part of the key: another command or allowlist is
+// another catalog.
+func (h *Host) toolListKeys(s *server) (shared, private string) {
+	cfg := s.cfg
+	b, _ := json.Marshal(struct {
+		ID, Transport, Command string
+		Args                   []string
+		Cwd                    string
+		Env                    map[string]string
+		SecretEnv              []string // names only: the values are secrets
+		AllowedTools           []string
+		ProtocolVersions       []string
+	}{cfg.ID, cfg.Transport, cfg.Command, cfg.Args, cfg.Cwd, cfg.Env, slices.Sorted(maps.Keys(cfg.SecretEnv)), cfg.AllowedTools, cfg.ProtocolVersions})
+	sum := sha256.Sum256(b)
+	shared = "tools:" + hex.EncodeToString(sum[:16])
+	p := sha256.Sum256([]byte(shared + "\x00" + h.gov.principal.Tenant + "\x00" + h.gov.principal.User))
+	return shared, "tools:" + hex.EncodeToString(p[:16])
+}
+
+// rememberTools writes what discovery saw to the cache.
+func (h *Host) rememberTools(ctx context.Context, s *server, version string, l *recordingLister) {
+	shared, private := h.toolListKeys(s)
+	lists := h.gov.store.ToolLists()
+	modern := version >= "2026-07-28"
+	if modern && l.ttlMs <= 0 {
+		// "Immediately stale": nothing to keep.
+		lists.Delete(ctx, shared)
+		lists.Delete(ctx, private)
+		return
+	}
+	tools, err := json.Marshal(l.tools)
+	if err != nil {
+		return
+	}
+	sum := sha256.Sum256(tools)
+	entry := store.ToolList{Key: shared, Tools: tools, Hash: "sha256:" + hex.EncodeToString(sum[:]), FetchedAt: h.gov.now()}
+	if modern {
+		entry.ExpiresAt = entry.FetchedAt.Add(time.Duration(l.ttlMs) * time.Millisecond)
+	}
+	if l.scope == "private" {
+		entry.Key = private
+		lists.Delete(ctx, shared) // never served to another user
+	}
+	if err := lists.Put(ctx, entry); err != nil {
+		h.log.Warn("cannot cache the tool list", "server", s.cfg.ID, "error", err)
+	}
+}
+
+// forgetTools drops a server's cached list: it said its tools changed.
+func (h *Host) forgetTools(s *server) {
+	shared, private := h.toolListKeys(s)
+	ctx := context.Background()
+	h.gov.store.ToolLists().Delete(ctx, shared)
+	h.gov.store.ToolLists().Delete(ctx, private)
+}
+
+// cachedTools returns a server's tools from the cache, checked as
+// discovery checks them, or false when there is no usable list.
+func (h *Host) cachedTools(ctx context.Context, s *server) ([]*catalog.Tool, bool) {
+	shared, private := h.toolListKeys(s)
+	now := h.gov.now()
+	entry, err := h.gov.store.ToolLists().Get(ctx, private, now)
+	if err != nil {
+		if entry, err = h.gov.store.ToolLists().Get(ctx, shared, now); err != nil {
+			return nil, false
+		}
+	}
+	var raw []*mcp.Tool
+	if err := json.Unmarshal(entry.Tools, &raw); err != nil {
+		return nil, false
+	}
+	tools, err := catalog.Discover(ctx, &s.cfg, cachedLister{raw}, catalog.LimitsFrom(h.cfg.Limits))
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range tools {
+		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
+		t.Effect = catalog.Effect(effect)
+	}
+	return tools, true
+}
