@@ -213,7 +213,8 @@ func (h *Host) runAfterHooks(ctx context.Context, info *CallInfo, r *Result) *Re
 }
 
 func (h *Host) auditDecision(ctx context.Context, snap *Snapshot, tool *catalog.Tool, info *CallInfo, d Decision) {
-	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": string(tool.Effect)}
+	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": string(tool.Effect),
+		"generation": snap.Generation()}
 	h.argsRecord(tool.Name, info.Arguments, "args", fields)
 	h.audit(ctx, store.Event{Event: store.EventDecision, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(), Fields: fields})
 }
@@ -365,7 +366,7 @@ func (h *Host) endIntent(id string, o store.Outcome, detail string) {
 
 // recordResult writes the result of a call to the audit trail.
 func (h *Host) recordResult(ctx context.Context, snap *Snapshot, c Call, info *CallInfo, r *Result) {
-	fields := map[string]any{}
+	fields := map[string]any{"generation": snap.Generation()}
 	if r.Err != nil {
 		fields["error"] = r.Err.Msg
 	}
