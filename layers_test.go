@@ -33,6 +33,10 @@ var allowedImports = map[string][]string{
 	"store/storetest":        {"store"},
 	"internal/redact":        nil,
 	"internal/telemetry":     {"store"},
+	"auth/egress":            {"auth/bearer"},
+	"auth/secrets":           nil,
+	"auth/oauth":             {"auth/bearer", "auth/egress", "auth/secrets", "internal/schema"},
+	"auth/oauth/oauthtest":   {"auth/bearer"},
 }
 
 // TestLayers keeps the layers from leaking into each other, and every

@@ -1,0 +1,236 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/auth/egress"
+	"github.com/airlockhq/airlock/internal/schema"
+)
+
+const maxMetadataBytes = 1 << 20
+
+// discovery is what a login learned about a server and its authorization
+// server.
+type discovery struct {
+	prmURL string
+	prm    *oauthex.ProtectedResourceMetadata
+	asm    *oauthex.AuthServerMeta
+}
+
+// discover finds and checks the server's protected resource metadata and
+// its authorization server's metadata. hc must be the login's pinning
+// client, so that the SDK later sees the very documents checked here.
+func (c *Client) discover(ctx context.Context, hc *http.Client, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
+	var candidates []string
+	add := func(u string, err error) {
+		if err == nil && u != "" && !slices.Contains(candidates, u) {
+			candidates = append(candidates, u)
+		}
+	}
+	if challengeURL != "" {
+		if u, err := url.Parse(challengeURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+			add(challengeURL, nil)
+		}
+	}
+	add(bearer.MetadataURL(srv.Resource))
+	add(bearer.MetadataURL(srv.URL))
+	if u, err := url.Parse(srv.Resource); err == nil {
+		add(u.Scheme+"://"+u.Host+bearer.WellKnownPath, nil)
+	}
+
+	d := &discovery{}
+	var firstErr error
+	for _, mu := range candidates {
+		prm, err := fetchResourceMetadata(ctx, hc, mu)
+		if err == nil && !bearer.SameResource(prm.Resource, srv.Resource) {
+			err = fmt.Errorf("%s describes resource %q, not %q", mu, prm.Resource, srv.Resource)
+		}
+		if err == nil && len(prm.AuthorizationServers) == 0 {
+			err = fmt.Errorf("%s names no authorization server", mu)
+		}
+		if err != nil {
+			if firstErr == nil && !errors.Is(err, errNotFound) {
+				firstErr = err
+			}
+			continue
+		}
+		d.prmURL, d.prm = mu, prm
+		break
+	}
+	if d.prm == nil {
+		return nil, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource, firstErr)
+	}
+
+	issuer := d.prm.AuthorizationServers[0]
+	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
+	if err != nil {
+		return nil, refused(srv.ID, "the authorization server's metadata is not acceptable", err)
+	}
+	if asm == nil {
+		// The SDK would fall back to guessed endpoints, without any proof
+		// of PKCE support; a host does not guess.
+		return nil, refused(srv.ID, "the authorization server "+issuer+" publishes no metadata (RFC 8414 or OpenID Connect discovery)", nil)
+	}
+	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+		return nil, refused(srv.ID, "the authorization server "+asm.Issuer+" does not advertise PKCE with S256 (code_challenge_methods_supported)", nil)
+	}
+	if asm.AuthorizationEndpoint == "" || asm.TokenEndpoint == "" {
+		return nil, refused(srv.ID, "the authorization server's metadata lacks an authorization or token endpoint", nil)
+	}
+	// Refuse endpoints the host would never be allowed to reach before a
+	// person is sent to log in; the connection is checked again when made.
+	endpoints := []string{asm.TokenEndpoint}
+	if srv.DynamicRegistration && asm.RegistrationEndpoint != "" {
+		endpoints = append(endpoints, asm.RegistrationEndpoint)
+	}
+	for _, e := range endpoints {
+		u, err := url.Parse(e)
+		if err != nil || u.Hostname() == "" {
+			return nil, refused(srv.ID, "the authorization server's metadata has an invalid endpoint", nil)
+		}
+		if err := g.CheckHost(ctx, u.Hostname()); err != nil {
+			return nil, refused(srv.ID, "the authorization server's endpoint "+e+" is not reachable under the egress policy", err)
+		}
+	}
+	d.asm = asm
+	return d, nil
+}
+
+var errNotFound = errors.New("not found")
+
+// fetchResourceMetadata fetches and strictly decodes RFC 9728 metadata.
+func fetchResourceMetadata(ctx context.Context, hc *http.Client, metadataURL string) (*oauthex.ProtectedResourceMetadata, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metadataURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, errNotFound
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("%s answered %s", metadataURL, resp.Status)
+	}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, fmt.Errorf("%s is not JSON", metadataURL)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > maxMetadataBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", metadataURL, maxMetadataBytes)
+	}
+	// Duplicate or case-variant members could let two readers see two
+	// documents; refuse them before decoding.
+	if err := schema.Check(body, &schema.DecodeOptions{MaxDepth: 8, CaseFold: true}); err != nil {
+		return nil, fmt.Errorf("%s: %w", metadataURL, err)
+	}
+	var prm oauthex.ProtectedResourceMetadata
+	if err := json.Unmarshal(body, &prm); err != nil {
+		return nil, fmt.Errorf("%s: %w", metadataURL, err)
+	}
+	return &prm, nil
+}
+
+// pinned serves each GET from the first answer it got for that URL, so that
+// the metadata checked before a login is exactly what the SDK's login flow
+// reads afterwards. Other methods pass through.
+type pinned struct {
+	base http.RoundTripper
+
+	mu   sync.Mutex
+	docs map[string]*pinnedDoc
+}
+
+type pinnedDoc struct {
+	status      int
+	contentType string
+	body        []byte
+}
+
+func newPinned(base http.RoundTripper) *pinned {
+	return &pinned{base: base, docs: map[string]*pinnedDoc{}}
+}
+
+func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		return p.base.RoundTrip(req)
+	}
+	key := req.URL.String()
+	p.mu.Lock()
+	doc := p.docs[key]
+	p.mu.Unlock()
+	if doc == nil {
+		resp, err := p.base.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		doc = &pinnedDoc{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: body}
+		p.mu.Lock()
+		if prev := p.docs[key]; prev != nil {
+			doc = prev
+		} else {
+			p.docs[key] = doc
+		}
+		p.mu.Unlock()
+	}
+	h := http.Header{}
+	if doc.contentType != "" {
+		h.Set("Content-Type", doc.contentType)
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", doc.status, http.StatusText(doc.status)),
+		StatusCode:    doc.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(doc.body)),
+		ContentLength: int64(len(doc.body)),
+		Request:       req,
+	}, nil
+}
+
+// checkAuthURL accepts the authorization URL the SDK built only if it
+// leads to the discovered authorization endpoint over https (or plain http
+// to loopback).
+func checkAuthURL(raw, endpoint string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("the authorization URL cannot be parsed")
+	}
+	if err := CheckBrowserURL(raw); err != nil {
+		return nil, err
+	}
+	e, err := url.Parse(endpoint)
+	if err != nil || !strings.EqualFold(e.Scheme, u.Scheme) || !strings.EqualFold(e.Host, u.Host) || e.Path != u.Path {
+		return nil, errors.New("the authorization URL does not lead to the authorization endpoint")
+	}
+	return u, nil
+}

@@ -1,0 +1,347 @@
+package oauth_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/auth/oauth"
+	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
+	"github.com/airlockhq/airlock/auth/secrets"
+)
+
+const (
+	scopeRead  = "mcp:read"
+	scopeWrite = "mcp:write"
+)
+
+// clock is a settable clock for token expiry.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.off += d
+}
+
+// env is one test world: an authorization server, a protected MCP server
+// on loopback, a secret store and the client under test.
+type env struct {
+	t        *testing.T
+	as       *oauthtest.Server
+	rs       *resourceServer
+	storeDir string
+	store    *secrets.FileStore
+	clock    *clock
+	client   *oauth.Client
+	srv      *oauth.Server
+	who      oauth.Owner
+
+	opens    atomic.Int64 // authorization URLs shown
+	user     atomic.Value // func(ctx, authURL) error: the person
+	consents atomic.Int64
+}
+
+type envOptions struct {
+	as      *oauthtest.Options
+	consent func(ctx context.Context, req *oauth.StepUp) (bool, error)
+	// asURL, if set, replaces the authorization server named in the
+	// resource metadata (for lying metadata).
+	asURL    func(as *oauthtest.Server) string
+	resolver *fakeResolver
+}
+
+// freeRedirect returns a loopback redirect URI on a port that was free.
+func freeRedirect(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String() + "/callback"
+}
+
+func newEnv(t *testing.T, o *envOptions) *env {
+	t.Helper()
+	if o == nil {
+		o = &envOptions{}
+	}
+	redirect := freeRedirect(t)
+	asOpts := &oauthtest.Options{}
+	if o.as != nil {
+		asOpts = o.as
+	}
+	asOpts.RedirectURIs = []string{redirect}
+	asOpts.Tenant = "acme"
+	e := &env{t: t, clock: &clock{}, who: oauth.Owner{Tenant: "acme", User: "alice"}}
+	e.as = oauthtest.New(t, asOpts)
+	issuer := e.as.URL
+	if o.asURL != nil {
+		issuer = o.asURL(e.as)
+	}
+	e.rs = newResourceServer(t, e.as, issuer)
+
+	tmp := t.TempDir()
+	e.storeDir = filepath.Join(tmp, "store")
+	store, err := secrets.OpenFileStore(e.storeDir, &secrets.FileOptions{KeyFile: filepath.Join(tmp, "secret.key"), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.store = store
+	e.user.Store(e.playUser(oauthtest.User, oauthtest.Password, nil))
+	opts := &oauth.Options{
+		Store:       store,
+		Development: true,
+		Now:         e.clock.now,
+		Open: func(ctx context.Context, authURL string) error {
+			e.opens.Add(1)
+			return e.user.Load().(func(context.Context, string) error)(ctx, authURL)
+		},
+		LoginTimeout: time.Minute,
+	}
+	if o.resolver != nil {
+		opts.Resolver = o.resolver
+	}
+	if o.consent != nil {
+		opts.Consent = func(ctx context.Context, req *oauth.StepUp) (bool, error) {
+			e.consents.Add(1)
+			return o.consent(ctx, req)
+		}
+	}
+	e.client, err = oauth.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv = &oauth.Server{
+		ID:          "issues",
+		URL:         e.rs.url + "/mcp",
+		Resource:    e.rs.url,
+		Scopes:      []string{scopeRead},
+		RedirectURI: redirect,
+		ClientID:    "airlock",
+	}
+	return e
+}
+
+// playUser returns the person: log in at the authorization server, then
+// let the browser follow the redirect to Airlock's callback. tamper, if
+// set, edits the callback URL first.
+func (e *env) playUser(user, password string, tamper func(string) string) func(context.Context, string) error {
+	return func(ctx context.Context, authURL string) error {
+		cb, err := e.as.Authorize(ctx, authURL, user, password)
+		if err != nil {
+			return err
+		}
+		if tamper != nil {
+			cb = tamper(cb)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cb, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil
+	}
+}
+
+func (e *env) login() *oauth.Status {
+	e.t.Helper()
+	st, err := e.client.Login(context.Background(), e.srv, e.who)
+	if err != nil {
+		e.t.Fatalf("Login: %v", err)
+	}
+	return st
+}
+
+// session connects an MCP client through the OAuth transport.
+func (e *env) session(who oauth.Owner) (*mcp.ClientSession, error) {
+	tr, err := e.client.Transport(e.srv, who, nil)
+	if err != nil {
+		return nil, err
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "oauth-test", Version: "1"}, nil)
+	return c.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:   e.srv.URL,
+		HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second},
+	}, nil)
+}
+
+// call runs a tool and returns its text or the error.
+func call(cs *mcp.ClientSession, tool string) (string, error) {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// resourceServer is a protected MCP server: the SDK's stateless Streamable
+// HTTP handler behind a bearer check with the authorization server's
+// verifier, a per-tool scope gate answering 403 insufficient_scope, and
+// RFC 9728 metadata. It records the tokens it saw.
+type resourceServer struct {
+	url string
+
+	mu       sync.Mutex
+	tokens   []string
+	requests int
+	refuse   bool // answer 401 to everything
+}
+
+func newResourceServer(t *testing.T, as *oauthtest.Server, issuer string) *resourceServer {
+	rs := &resourceServer{}
+	mux := http.NewServeMux()
+	hs := httptest.NewUnstartedServer(mux)
+	rs.url = "http://" + hs.Listener.Addr().String()
+	metadataURL, _ := bearer.MetadataURL(rs.url)
+	challenge := bearer.Challenge{ResourceMetadata: metadataURL, Scopes: []string{scopeRead}}
+
+	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:             rs.url,
+		AuthorizationServers: []string{issuer},
+		ScopesSupported:      []string{scopeRead, scopeWrite},
+	}))
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	for _, name := range []string{"read", "write"} {
+		mcp.AddTool(server, &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ok"}}}, nil, nil
+			})
+	}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs.mu.Lock()
+		rs.requests++
+		refuse := rs.refuse
+		rs.mu.Unlock()
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || refuse {
+			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "", nil))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		claims, err := as.Verify(r.Context(), token, rs.url)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "token refused", nil))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		rs.mu.Lock()
+		rs.tokens = append(rs.tokens, token)
+		rs.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		if msg.Method == "tools/call" && msg.Params.Name == "write" && !slices.Contains(claims.Scopes, scopeWrite) {
+			challenge.WriteInsufficientScope(w, []string{scopeRead, scopeWrite}, "", "", nil)
+			return
+		}
+		if msg.Method == "tools/call" && !slices.Contains(claims.Scopes, scopeRead) {
+			challenge.WriteInsufficientScope(w, []string{scopeRead}, "", "", nil)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	// A plain protected endpoint for raw HTTP calls.
+	mux.Handle("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, err := as.Verify(r.Context(), token, rs.url); err != nil {
+			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "", nil))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		io.Copy(w, r.Body)
+	}))
+	hs.Start()
+	t.Cleanup(hs.Close)
+	rs.url = hs.URL
+	return rs
+}
+
+func (rs *resourceServer) seen() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.tokens)
+}
+
+func (rs *resourceServer) setRefuse(v bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.refuse = v
+}
+
+// scanForSecret fails if any file under dir contains secret in the clear.
+func scanForSecret(t *testing.T, dir, secret string) {
+	t.Helper()
+	if len(secret) < 16 {
+		t.Fatalf("secret %q is too short to scan for", secret)
+	}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, _ := os.ReadFile(path)
+		if bytes.Contains(data, []byte(secret)) || bytes.Contains(data, []byte(secret[:16])) {
+			t.Errorf("%s contains a token in the clear", filepath.Base(path))
+		}
+		return nil
+	})
+}
+
+// fakeResolver answers names from a table.
+type fakeResolver struct{ answers map[string][]netip.Addr }
+
+func (r *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r.answers[host]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+func decodeJSON(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+func writeJSON(w io.Writer, v any) { json.NewEncoder(w).Encode(v) }

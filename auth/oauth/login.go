@@ -1,0 +1,301 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/auth/egress"
+	"github.com/airlockhq/airlock/auth/secrets"
+)
+
+// Login runs an interactive login for who at srv and stores the tokens in
+// the partition of (tenant, user, server, resource, issuer). It discovers
+// and checks the server's and the authorization server's metadata, listens
+// on the redirect URI, passes the authorization URL to [Options.Open] and
+// waits, at most [Options.LoginTimeout], for the person to finish. Logins
+// for the same tenant, user and server run one at a time.
+func (c *Client) Login(ctx context.Context, srv *Server, who Owner) (*Status, error) {
+	if err := srv.validate(); err != nil {
+		return nil, err
+	}
+	unlock, err := c.lockLogin(ctx, bindingKey(who, srv))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return c.loginLocked(ctx, srv, who, nil, "")
+}
+
+// loginLocked runs the login; the caller holds the login lock. extra are
+// scopes to add to the configured ones and to those already granted
+// (step-up); challengeURL is a resource_metadata URL from a challenge.
+func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra []string, challengeURL string) (*Status, error) {
+	if c.opts.Open == nil {
+		return nil, loginFailed(srv.ID, "there is no way to show the authorization URL to a person", nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.LoginTimeout)
+	defer cancel()
+	expires := time.Now().Add(c.opts.LoginTimeout)
+
+	// Listen first: if another login holds the port, fail before anyone
+	// is sent to a browser.
+	addr, _ := redirectAddr(srv.RedirectURI)
+	redirect, _ := url.Parse(srv.RedirectURI)
+	ln, err := net.Listen("tcp", addr.String())
+	if err != nil {
+		return nil, loginFailed(srv.ID, "cannot listen on the redirect URI "+srv.RedirectURI+" (is another login running?)", err)
+	}
+	path := redirect.Path
+	if path == "" {
+		path = "/"
+	}
+	cb := &callback{server: srv.ID, path: path}
+	hs := &http.Server{Handler: cb, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+
+	base, err := c.transport(srv)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: newPinned(base), CheckRedirect: egress.RefuseRedirect}
+	d, err := c.discover(ctx, hc, c.guard(srv), srv, challengeURL)
+	if err != nil {
+		return nil, err
+	}
+	p := Partition{Tenant: who.Tenant, User: who.User, Server: srv.ID, Resource: srv.Resource, Issuer: d.asm.Issuer}
+
+	scopes := srv.Scopes
+	if extra != nil {
+		if prev, err := c.loadRecord(ctx, p); err == nil {
+			scopes = union(scopes, prev.Scopes)
+		}
+		scopes = union(scopes, extra)
+	}
+
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL:         srv.RedirectURI,
+		RequestRefreshToken: true,
+		Client:              hc,
+	}
+	if srv.ClientMetadataURL != "" {
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: srv.ClientMetadataURL}
+	}
+	registered, err := c.loadRegistration(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case srv.ClientID != "":
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: srv.ClientID, Issuer: p.Issuer}
+	case registered != nil:
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: registered.ClientID, Issuer: p.Issuer}
+		if registered.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: registered.ClientSecret}
+		}
+	case srv.DynamicRegistration:
+		cfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs:            []string{srv.RedirectURI},
+			TokenEndpointAuthMethod: "none",
+			GrantTypes:              []string{"authorization_code", "refresh_token"},
+			ResponseTypes:           []string{"code"},
+			ClientName:              "Airlock",
+		}}
+	}
+
+	cfg.AuthorizationCodeFetcher = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		u, err := checkAuthURL(args.URL, d.asm.AuthorizationEndpoint)
+		if err != nil {
+			return nil, refused(srv.ID, err.Error(), nil)
+		}
+		state := u.Query().Get("state")
+		if state == "" || u.Query().Get("code_challenge_method") != "S256" || u.Query().Get("resource") == "" {
+			return nil, refused(srv.ID, "the authorization URL lacks state, PKCE S256 or the resource", nil)
+		}
+		tx := cb.begin(state, expires)
+		if err := c.opts.Open(ctx, args.URL); err != nil {
+			return nil, loginFailed(srv.ID, "cannot show the authorization URL", err)
+		}
+		res, err := tx.wait(ctx, srv.ID)
+		if err != nil {
+			return nil, err
+		}
+		return &auth.AuthorizationResult{Code: res.code, State: res.state, Iss: res.iss}, nil
+	}
+
+	var got *record
+	cfg.NewTokenSource = func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+		if oc.Endpoint.TokenURL != d.asm.TokenEndpoint {
+			return nil, refused(srv.ID, "the token came from an endpoint other than the one checked", nil)
+		}
+		if !strings.EqualFold(tok.Type(), "Bearer") {
+			return nil, refused(srv.ID, "the authorization server issued a "+printable(tok.Type(), 32)+" token; only bearer tokens are supported", nil)
+		}
+		got = &record{
+			Issuer:       p.Issuer,
+			Resource:     d.prm.Resource,
+			TokenURL:     oc.Endpoint.TokenURL,
+			AuthStyle:    int(oc.Endpoint.AuthStyle),
+			ClientID:     oc.ClientID,
+			ClientSecret: oc.ClientSecret,
+			AccessToken:  tok.AccessToken,
+			RefreshToken: tok.RefreshToken,
+			Expiry:       tok.Expiry,
+			Scopes:       grantedScopes(tok, oc.Scopes),
+			ObtainedAt:   c.opts.Now(),
+		}
+		switch {
+		case srv.ClientMetadataURL != "" && oc.ClientID == srv.ClientMetadataURL:
+			got.Registration = "metadata_document"
+		case srv.ClientID != "" && oc.ClientID == srv.ClientID:
+			got.Registration = "preregistered"
+		default:
+			got.Registration = "dynamic"
+		}
+		return oauth2.StaticTokenSource(tok), nil
+	}
+
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, refused(srv.ID, "the OAuth client configuration is not usable", err)
+	}
+	// The SDK's flow starts from a 401 challenge. This one names the
+	// metadata already checked and the scopes wanted; the request is never
+	// sent.
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.prm.Resource, nil)
+	if err != nil {
+		return nil, refused(srv.ID, "the resource is not a URL", err)
+	}
+	challenge := bearer.Challenge{ResourceMetadata: d.prmURL, Scopes: scopes}.Header("", "", nil)
+	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Www-Authenticate": {challenge}}, Body: http.NoBody, Request: req}
+	if err := h.Authorize(ctx, req, resp); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return nil, e
+		}
+		if ctx.Err() != nil {
+			return nil, loginFailed(srv.ID, "the login did not finish", ctx.Err())
+		}
+		return nil, loginFailed(srv.ID, "the login failed", clean(err))
+	}
+	if got == nil {
+		return nil, loginFailed(srv.ID, "the login produced no token", nil)
+	}
+
+	if got.Registration == "dynamic" && registered == nil {
+		reg := &registration{ClientID: got.ClientID, ClientSecret: got.ClientSecret, Issuer: p.Issuer}
+		if err := c.putJSON(ctx, clientKey(p), reg); err != nil {
+			return nil, unavailable(srv.ID, "cannot save the client registration", err)
+		}
+	}
+	ps := c.partition(p)
+	if err := ps.acquire(ctx); err != nil {
+		return nil, err
+	}
+	err = c.putJSON(ctx, tokenKey(p), got)
+	if err == nil {
+		ps.rec, ps.dirty = got, false
+		err = c.putJSON(ctx, bindingKey(who, srv), &binding{Issuer: p.Issuer})
+	}
+	ps.release()
+	if err != nil {
+		return nil, unavailable(srv.ID, "cannot save the login", err)
+	}
+	c.mu.Lock()
+	c.bindings[bindingKey(who, srv)] = p.Issuer
+	c.mu.Unlock()
+	return c.status(srv, p, got), nil
+}
+
+// grantedScopes returns the scopes of a token response, or what was
+// requested when the response names none (RFC 6749 §5.1).
+func grantedScopes(tok *oauth2.Token, requested []string) []string {
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		return strings.Fields(s)
+	}
+	if list, ok := tok.Extra("scope").([]any); ok {
+		var out []string
+		for _, v := range list {
+			if s, ok := v.(string); ok {
+				out = append(out, s)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return append([]string(nil), requested...)
+}
+
+// clean rewrites errors that may quote an authorization server's response
+// body into ones that name only its status and error code.
+func clean(err error) error {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		status := 0
+		if re.Response != nil {
+			status = re.Response.StatusCode
+		}
+		if re.ErrorCode != "" {
+			return fmt.Errorf("the token endpoint answered %d with error %s", status, printable(re.ErrorCode, 64))
+		}
+		return fmt.Errorf("the token endpoint answered %d", status)
+	}
+	return err
+}
+
+// registration is a dynamically registered client, kept per partition.
+type registration struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	Issuer       string `json:"issuer"`
+}
+
+// binding records which issuer a (tenant, user, server, resource) logged in
+// with.
+type binding struct {
+	Issuer string `json:"issuer"`
+}
+
+func (c *Client) loadRegistration(ctx context.Context, p Partition) (*registration, error) {
+	var reg registration
+	err := c.getJSON(ctx, clientKey(p), &reg)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, unavailable(p.Server, "cannot read the client registration", err)
+	}
+	return &reg, nil
+}
+
+func (c *Client) putJSON(ctx context.Context, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.opts.Store.Put(ctx, key, data)
+}
+
+func (c *Client) getJSON(ctx context.Context, key string, v any) error {
+	data, err := c.opts.Store.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return errors.New("a stored credential is malformed")
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/airlockhq/airlock/auth/secrets"
+)
+
+// Status describes a partition's credentials without revealing them.
+type Status struct {
+	Server string `json:"server"`
+	// LoggedIn is true when tokens are stored.
+	LoggedIn bool   `json:"logged_in"`
+	Issuer   string `json:"issuer,omitempty"`
+	// Partition is a short fingerprint of the partition key, for
+	// correlating logs; it cannot be turned back into identities.
+	Partition string   `json:"partition,omitempty"`
+	Scopes    []string `json:"scopes,omitempty"`
+	// Expiry is the access token's expiry (zero if unknown).
+	Expiry time.Time `json:"expiry,omitzero"`
+	// Expired is true when the access token must be refreshed before use.
+	Expired bool `json:"expired"`
+	// Refreshable is true when a refresh token is stored.
+	Refreshable bool `json:"refreshable"`
+	// Registration is how the client identified itself:
+	// "metadata_document", "preregistered" or "dynamic".
+	Registration string `json:"registration,omitempty"`
+}
+
+// Status reports whether who is logged in to srv.
+func (c *Client) Status(ctx context.Context, srv *Server, who Owner) (*Status, error) {
+	if err := srv.validate(); err != nil {
+		return nil, err
+	}
+	p, err := c.partitionFor(ctx, srv, who)
+	if errors.Is(err, ErrAuthRequired) {
+		return &Status{Server: srv.ID}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec, err := c.loadRecord(ctx, p)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return &Status{Server: srv.ID, Issuer: p.Issuer}, nil
+	}
+	if err != nil {
+		return nil, unavailable(srv.ID, "cannot read the stored token", err)
+	}
+	return c.status(srv, p, rec), nil
+}
+
+func (c *Client) status(srv *Server, p Partition, rec *record) *Status {
+	return &Status{
+		Server:       srv.ID,
+		LoggedIn:     true,
+		Issuer:       rec.Issuer,
+		Partition:    p.Key()[:12],
+		Scopes:       append([]string(nil), rec.Scopes...),
+		Expiry:       rec.Expiry,
+		Expired:      !rec.valid(c.opts.Now()),
+		Refreshable:  rec.RefreshToken != "",
+		Registration: rec.Registration,
+	}
+}
+
+// Logout deletes who's tokens for srv (a dynamically registered client is
+// kept for the next login). Logging out when not logged in is not an error.
+// Tokens are not revoked at the authorization server.
+func (c *Client) Logout(ctx context.Context, srv *Server, who Owner) error {
+	if err := srv.validate(); err != nil {
+		return err
+	}
+	unlock, err := c.lockLogin(ctx, bindingKey(who, srv))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p, err := c.partitionFor(ctx, srv, who)
+	if errors.Is(err, ErrAuthRequired) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ps := c.partition(p)
+	if err := ps.acquire(ctx); err != nil {
+		return err
+	}
+	defer ps.release()
+	if err := c.opts.Store.Delete(ctx, tokenKey(p)); err != nil {
+		return unavailable(srv.ID, "cannot delete the stored token", err)
+	}
+	if err := c.opts.Store.Delete(ctx, bindingKey(who, srv)); err != nil {
+		return unavailable(srv.ID, "cannot delete the stored login", err)
+	}
+	ps.rec, ps.dirty = nil, false
+	c.mu.Lock()
+	delete(c.bindings, bindingKey(who, srv))
+	c.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,227 @@
+package oauth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/airlockhq/airlock/auth/egress"
+	"github.com/airlockhq/airlock/auth/secrets"
+)
+
+// expiryMargin is how long before its expiry a token is refreshed, so that
+// it does not expire on the way to the server.
+const expiryMargin = 30 * time.Second
+
+// record is what is stored for a partition: the tokens and what is needed
+// to refresh them.
+type record struct {
+	Issuer       string    `json:"issuer"`
+	Resource     string    `json:"resource"`
+	TokenURL     string    `json:"token_url"`
+	AuthStyle    int       `json:"auth_style"`
+	ClientID     string    `json:"client_id"`
+	ClientSecret string    `json:"client_secret,omitempty"`
+	Registration string    `json:"registration"`
+	AccessToken  string    `json:"access_token"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+	Scopes       []string  `json:"scopes"`
+	ObtainedAt   time.Time `json:"obtained_at"`
+}
+
+func (r *record) valid(now time.Time) bool {
+	return r.AccessToken != "" && (r.Expiry.IsZero() || now.Add(expiryMargin).Before(r.Expiry))
+}
+
+func (c *Client) loadRecord(ctx context.Context, p Partition) (*record, error) {
+	var r record
+	if err := c.getJSON(ctx, tokenKey(p), &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// partitionFor returns the partition who logged in to srv with, or an
+// auth_required error when there is none.
+func (c *Client) partitionFor(ctx context.Context, srv *Server, who Owner) (Partition, error) {
+	bk := bindingKey(who, srv)
+	c.mu.Lock()
+	issuer, ok := c.bindings[bk]
+	c.mu.Unlock()
+	if !ok {
+		var b binding
+		err := c.getJSON(ctx, bk, &b)
+		if errors.Is(err, secrets.ErrNotFound) {
+			return Partition{}, authRequired(srv.ID, "not logged in")
+		}
+		if err != nil {
+			return Partition{}, unavailable(srv.ID, "cannot read the stored login", err)
+		}
+		issuer = b.Issuer
+		c.mu.Lock()
+		c.bindings[bk] = issuer
+		c.mu.Unlock()
+	}
+	return Partition{Tenant: who.Tenant, User: who.User, Server: srv.ID, Resource: srv.Resource, Issuer: issuer}, nil
+}
+
+// token returns a valid access token for who at srv, refreshing it if it
+// has expired. Concurrent callers for one partition share one refresh.
+func (c *Client) token(ctx context.Context, srv *Server, who Owner) (string, error) {
+	p, err := c.partitionFor(ctx, srv, who)
+	if err != nil {
+		return "", err
+	}
+	ps := c.partition(p)
+	if err := ps.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer ps.release()
+	if err := c.loadLocked(ctx, srv, ps); err != nil {
+		return "", err
+	}
+	if ps.rec.valid(c.opts.Now()) {
+		return ps.rec.AccessToken, nil
+	}
+	return c.refreshLocked(ctx, srv, ps)
+}
+
+// refreshAfter returns a token other than used, which the server refused:
+// one that another caller obtained meanwhile, or a refreshed one.
+func (c *Client) refreshAfter(ctx context.Context, srv *Server, who Owner, used string) (string, error) {
+	p, err := c.partitionFor(ctx, srv, who)
+	if err != nil {
+		return "", err
+	}
+	ps := c.partition(p)
+	if err := ps.acquire(ctx); err != nil {
+		return "", err
+	}
+	defer ps.release()
+	if err := c.loadLocked(ctx, srv, ps); err != nil {
+		return "", err
+	}
+	if ps.rec.AccessToken != used && ps.rec.valid(c.opts.Now()) {
+		return ps.rec.AccessToken, nil
+	}
+	// Another process may have refreshed or logged in.
+	if stored, err := c.loadRecord(ctx, p); err == nil && stored.AccessToken != used && stored.valid(c.opts.Now()) && !ps.dirty {
+		ps.rec = stored
+		return stored.AccessToken, nil
+	}
+	return c.refreshLocked(ctx, srv, ps)
+}
+
+// loadLocked makes sure ps.rec is loaded and the store holds it. The caller
+// holds ps's lock.
+func (c *Client) loadLocked(ctx context.Context, srv *Server, ps *partState) error {
+	if ps.rec == nil {
+		r, err := c.loadRecord(ctx, ps.p)
+		if errors.Is(err, secrets.ErrNotFound) {
+			return authRequired(srv.ID, "not logged in")
+		}
+		if err != nil {
+			return unavailable(srv.ID, "cannot read the stored token", err)
+		}
+		ps.rec = r
+	}
+	if ps.dirty {
+		// An earlier refresh could not be saved; its rotated refresh
+		// token exists only here until it is.
+		if err := c.putJSON(ctx, tokenKey(ps.p), ps.rec); err != nil {
+			return unavailable(srv.ID, "cannot save the refreshed token", err)
+		}
+		ps.dirty = false
+	}
+	return nil
+}
+
+// refreshLocked uses the refresh token. The caller holds ps's lock, so at
+// most one refresh per partition is in flight in this process; the result
+// is saved before anyone uses it, so a rotated refresh token is not lost.
+func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) (string, error) {
+	rec := ps.rec
+	if rec.RefreshToken == "" {
+		return "", authRequired(srv.ID, "the access token expired and there is no refresh token")
+	}
+	base, err := c.transport(srv)
+	if err != nil {
+		return "", err
+	}
+	hc := &http.Client{Transport: resourceParam{base: base, resource: rec.Resource, tokenURL: rec.TokenURL}, CheckRedirect: egress.RefuseRedirect}
+	cfg := &oauth2.Config{
+		ClientID:     rec.ClientID,
+		ClientSecret: rec.ClientSecret,
+		Endpoint:     oauth2.Endpoint{TokenURL: rec.TokenURL, AuthStyle: oauth2.AuthStyle(rec.AuthStyle)},
+	}
+	expired := &oauth2.Token{RefreshToken: rec.RefreshToken, Expiry: time.Unix(1, 0)}
+	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), expired).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
+			// Another process may have used (and rotated) the refresh
+			// token first; its result is in the store.
+			if stored, lerr := c.loadRecord(ctx, ps.p); lerr == nil && stored.RefreshToken != rec.RefreshToken {
+				ps.rec = stored
+				if stored.valid(c.opts.Now()) {
+					return stored.AccessToken, nil
+				}
+			}
+			return "", authRequired(srv.ID, "the authorization server refused the refresh token")
+		}
+		return "", unavailable(srv.ID, "cannot refresh the access token", clean(err))
+	}
+	if !strings.EqualFold(tok.Type(), "Bearer") {
+		return "", refused(srv.ID, "the authorization server issued a "+printable(tok.Type(), 32)+" token; only bearer tokens are supported", nil)
+	}
+	next := *rec
+	next.AccessToken = tok.AccessToken
+	next.RefreshToken = tok.RefreshToken // oauth2 keeps the old one if none came
+	next.Expiry = tok.Expiry
+	next.Scopes = grantedScopes(tok, rec.Scopes)
+	next.ObtainedAt = c.opts.Now()
+	ps.rec, ps.dirty = &next, true
+	if err := c.putJSON(ctx, tokenKey(ps.p), &next); err != nil {
+		return "", unavailable(srv.ID, "cannot save the refreshed token", err)
+	}
+	ps.dirty = false
+	return next.AccessToken, nil
+}
+
+// resourceParam adds the RFC 8707 resource parameter to refresh requests:
+// golang.org/x/oauth2 sends only grant_type and refresh_token, and the MCP
+// authorization specification wants the resource in every token request.
+type resourceParam struct {
+	base     http.RoundTripper
+	resource string
+	tokenURL string
+}
+
+func (t resourceParam) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.Body == nil || req.URL.String() != t.tokenURL {
+		return t.base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err == nil && form.Get("grant_type") == "refresh_token" && !form.Has("resource") {
+		form.Set("resource", t.resource)
+		body = []byte(form.Encode())
+	}
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return t.base.RoundTrip(r)
+}

@@ -1,0 +1,40 @@
+package oauth
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// FuzzInsufficientScope feeds arbitrary WWW-Authenticate headers (a remote
+// server's words) to the step-up trigger: it must not panic, and every
+// scope it returns must be a valid scope token.
+func FuzzInsufficientScope(f *testing.F) {
+	f.Add(`Bearer error="insufficient_scope", scope="mcp:read mcp:write", resource_metadata="https://x/.well-known/oauth-protected-resource"`)
+	f.Add(`Bearer error="invalid_token"`)
+	f.Add(`Basic realm="x", Bearer error=insufficient_scope, scope="a\"b c"`)
+	f.Add(`Bearer scope="` + strings.Repeat("a ", 100) + `", error="insufficient_scope"`)
+	f.Add(`Bearer error="insufficient_scope", scope="ok bad\x01scope"`)
+	f.Fuzz(func(t *testing.T, header string) {
+		scopes, _, ok := insufficientScope(http.Header{"Www-Authenticate": {header}})
+		if !ok && len(scopes) != 0 {
+			t.Fatalf("scopes %q without insufficient_scope", scopes)
+		}
+		for _, s := range scopes {
+			if !validScope(s) {
+				t.Fatalf("invalid scope %q from %q", s, header)
+			}
+		}
+	})
+}
+
+func TestInsufficientScope(t *testing.T) {
+	h := http.Header{"Www-Authenticate": {`Bearer resource_metadata="https://m", scope="a b", error="insufficient_scope"`}}
+	scopes, md, ok := insufficientScope(h)
+	if !ok || strings.Join(scopes, ",") != "a,b" || md != "https://m" {
+		t.Errorf("insufficientScope = %q, %q, %v", scopes, md, ok)
+	}
+	if _, _, ok := insufficientScope(http.Header{"Www-Authenticate": {`Bearer error="invalid_token"`}}); ok {
+		t.Error("invalid_token taken for insufficient_scope")
+	}
+}
