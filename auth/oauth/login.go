@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -220,8 +221,13 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 }
 
 // grantedScopes returns the scopes of a token response, or what was
-// requested when the response names none (RFC 6749 §5.1).
+// requested when the response names none (RFC 6749 §5.1), sorted: scopes
+// are a set, and servers list them in any order.
 func grantedScopes(tok *oauth2.Token, requested []string) []string {
+	return slices.Compact(slices.Sorted(slices.Values(scopesOf(tok, requested))))
+}
+
+func scopesOf(tok *oauth2.Token, requested []string) []string {
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		return strings.Fields(s)
 	}
