@@ -201,22 +201,16 @@ func joinPath(path, key string) string {
 // keySet describes the keys of one mapping.
 type keySet struct {
 	known []string
-	// unsupported are keys of the outside contract that this version does
-	// not implement; they are rejected rather than ignored.
-	unsupported []string
 	// elsewhere says where a key that belongs to another mapping goes.
 	elsewhere map[string]string
 }
 
 // unknownKey returns the message for a key that is not in ks.
 func (ks keySet) unknownKey(key string) string {
-	if slices.Contains(ks.unsupported, key) {
-		return "is not supported by this version of airlock: remove it, or upgrade airlock"
-	}
 	if where, ok := ks.elsewhere[key]; ok {
 		return "unknown key here: it belongs " + where
 	}
-	if s := closest(key, append(slices.Clone(ks.known), ks.unsupported...)); s != "" {
+	if s := closest(key, ks.known); s != "" {
 		return fmt.Sprintf("unknown key; did you mean %q?", s)
 	}
 	return "unknown key: expected one of " + strings.Join(ks.known, ", ")

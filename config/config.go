@@ -9,8 +9,9 @@
 // in one file are returned together (joined with [errors.Join], in line order)
 // so they can be fixed in one pass.
 //
-// The package depends on nothing else in Airlock; the root package and the
-// command line import it.
+// The package depends on nothing else in Airlock but the egress rules for
+// registered URLs (auth/egress), so that a URL the configuration accepts is
+// one the host will use; the root package and the command line import it.
 package config
 
 import (
@@ -39,7 +40,14 @@ const (
 	defaultRequestTimeout = 30 * time.Second
 	defaultConnectTimeout = 30 * time.Second
 	defaultProbeTimeout   = 3 * time.Second
+	defaultQueueTimeout   = 10 * time.Second
+	defaultMaxConcurrency = 16
 	maxTimeout            = 24 * time.Hour
+
+	// Remote (transport: http) servers.
+	defaultHTTPConnectTimeout = 5 * time.Second
+	defaultStreamReadTimeout  = 300 * time.Second
+	defaultRedirectURI        = "http://127.0.0.1:8765/callback"
 
 	defaultApprovalTTL = time.Hour
 	defaultHookTimeout = 5 * time.Second
@@ -48,6 +56,11 @@ const (
 	defaultMaxTools        = 1000
 	defaultMaxDescription  = 2000
 	defaultMaxMessageBytes = 16 << 20
+
+	defaultMaxCallsPerTurn        = 32
+	defaultMaxConcurrentPerTenant = 64
+
+	defaultTenant = "default"
 )
 
 // Config is a validated configuration. It is never modified after it is
@@ -65,8 +78,12 @@ type Config struct {
 	// Servers are the configured upstream servers, in file order; servers
 	// imported from mcpServers files follow those listed under servers:.
 	Servers []Server
-	// Limits bound what servers may send.
+	// Limits bound what servers may send and how many calls run.
 	Limits Limits
+	// Tenancy is the credential partition the command line acts for.
+	Tenancy Tenancy
+	// Egress configures how remote connections leave the host.
+	Egress Egress
 	// Policy classifies tools and decides which calls run, which ask a
 	// person first and which are refused.
 	Policy Policy
@@ -85,15 +102,37 @@ func (c *Config) Notices() []string {
 	return slices.Clone(c.notices)
 }
 
-// Server is one upstream MCP server.
+// Tenancy is tenancy: {tenant, user}, the partition whose credentials,
+// approvals and limits a call counts against.
+type Tenancy struct {
+	// Tenant defaults to "default".
+	Tenant string
+	// User defaults to $USER, else the name of the account airlock runs
+	// as, else "default".
+	User string
+}
+
+// Egress is egress: {proxy}.
+type Egress struct {
+	// Proxy is the URL of an egress proxy (http or https, a host and an
+	// optional port, nothing else) that every connection to a remote server
+	// and its authorization server goes through, or "" for none. Proxy
+	// environment variables are never consulted.
+	Proxy string
+}
+
+// Server is one upstream MCP server. Keys of the other transport are
+// refused when the configuration is read, so the fields of a stdio server
+// that only apply to http are zero, and the other way round.
 type Server struct {
 	// ID names the server in tool names, policy and messages.
 	ID string
-	// Transport is "stdio".
+	// Transport is "stdio" (a local process) or "http" (a remote server
+	// reached over Streamable HTTP; see [Server.Remote]).
 	Transport string
 	// Scope is "host" (one process shared by every task, the default) or
 	// "task" (one process per task, in the task's worktree; see
-	// [Server.ForWorkspace]).
+	// [Server.ForWorkspace]). A remote server is always "host".
 	Scope string
 
 	// Command and Args start the server process.
@@ -101,7 +140,8 @@ type Server struct {
 	Args    []string
 	// Cwd is the absolute, cleaned working directory of the process; it was
 	// verified to exist and be a directory when the configuration was read.
-	// It is empty for task servers until [Server.ForWorkspace] binds them.
+	// It is empty for task servers until [Server.ForWorkspace] binds them,
+	// and for remote servers.
 	Cwd string
 	// Env holds plain environment values that the caller adds to a minimal
 	// base environment.
@@ -121,14 +161,54 @@ type Server struct {
 	// first, each one of [SupportedProtocolVersions].
 	ProtocolVersions []string
 
+	// URL is the MCP endpoint of a remote server. It passed
+	// egress.ValidateURL with AllowedHosts and Config.Development.
+	URL string
+	// Resource is the OAuth resource (RFC 8707) a remote server's tokens
+	// are for. Set exactly when OAuth is; it is never derived from URL,
+	// and passed the same checks.
+	Resource string
+	// AllowedHosts lists the host names and IP literals (lower case,
+	// without brackets) that URL and Resource may name. A server imported
+	// from an mcpServers file has its URL's host, because such files have
+	// no allowlist.
+	AllowedHosts []string
+	// AllowPrivateNetworks lets this remote server's connections reach
+	// private addresses; loopback is reachable only in development mode,
+	// cloud metadata addresses never.
+	AllowPrivateNetworks bool
+	// Scopes are the OAuth scopes requested at login. Set exactly when
+	// OAuth is.
+	Scopes []string
+	// OAuth, when not nil, has the host log in to the server's
+	// authorization server and send its access token.
+	OAuth *OAuth
+	// StreamReadTimeout bounds the wait for the next event of a response
+	// stream from a remote server. It is never shorter than
+	// RequestTimeout.
+	StreamReadTimeout time.Duration
+	// TerminateOnClose has the host end a remote server's session (HTTP
+	// DELETE) when it closes the connection.
+	TerminateOnClose bool
+
 	// RequestTimeout bounds one request to the server.
 	RequestTimeout time.Duration
-	// ConnectTimeout bounds starting the server, the handshake and tool
-	// discovery together.
+	// ConnectTimeout bounds, for a stdio server, starting it, the
+	// handshake and tool discovery together; for a remote server, opening
+	// the network connection. See [Server.StartTimeout].
 	ConnectTimeout time.Duration
 	// ProbeTimeout bounds the 2026-07-28 server/discover probe before
-	// falling back to initialize. It is never longer than ConnectTimeout.
+	// falling back to initialize. It is never longer than ConnectTimeout
+	// for a stdio server, nor than RequestTimeout for a remote one (the
+	// probe is one request of the handshake).
 	ProbeTimeout time.Duration
+
+	// QueueTimeout is how long a call waits for one of the server's
+	// MaxConcurrency slots before it is refused as busy, never sent.
+	QueueTimeout time.Duration
+	// MaxConcurrency bounds the calls in flight to the server per
+	// credential partition.
+	MaxConcurrency int
 
 	// MaxCallDuration, when set, has the host ask the server for progress
 	// on every call: each progress notification starts the request timeout
@@ -144,6 +224,26 @@ type Server struct {
 	Source string
 }
 
+// OAuth is a remote server's oauth: mapping: how airlock identifies itself
+// to the authorization server. At least one of ClientID,
+// ClientMetadataURL and DynamicRegistration is set.
+type OAuth struct {
+	// ClientID is a client id registered with the authorization server
+	// in advance, or "".
+	ClientID string
+	// ClientMetadataURL is the https URL of airlock's client ID metadata
+	// document, used as the client id where the authorization server
+	// supports it, or "".
+	ClientMetadataURL string
+	// DynamicRegistration allows registering a client (RFC 7591) when
+	// neither of the above applies.
+	DynamicRegistration bool
+	// RedirectURI is where the login's answer arrives: plain http to a
+	// loopback IP literal with an explicit port, on which airlock listens
+	// during a login. It defaults to http://127.0.0.1:8765/callback.
+	RedirectURI string
+}
+
 // HealthCheck is health_check: {interval, timeout} (defaults 30s and 5s
 // when the key is given; no checks when it is not).
 type HealthCheck struct {
@@ -153,6 +253,22 @@ type HealthCheck struct {
 
 // TaskScoped reports whether the server runs once per task.
 func (s *Server) TaskScoped() bool { return s.Scope == "task" }
+
+// Remote reports whether the server is reached over the network
+// (transport: http).
+func (s *Server) Remote() bool { return s.Transport == "http" }
+
+// StartTimeout bounds bringing the server up: connecting, the handshake and
+// tool discovery together. For a stdio server that is ConnectTimeout; for a
+// remote one, ConnectTimeout opens the network connection and the handshake
+// and discovery are bounded by RequestTimeout, so it is ConnectTimeout plus
+// two RequestTimeouts.
+func (s *Server) StartTimeout() time.Duration {
+	if s.Remote() {
+		return s.ConnectTimeout + 2*s.RequestTimeout
+	}
+	return s.ConnectTimeout
+}
 
 // WorkspaceEnv is the variable that tells a task server its worktree.
 const WorkspaceEnv = "AGENT_WORKSPACE_ROOT"
@@ -179,6 +295,8 @@ func (s *Server) ForWorkspace(dir string) Server {
 	b.Cwd = dir
 	b.AllowedTools = slices.Clone(s.AllowedTools)
 	b.ProtocolVersions = slices.Clone(s.ProtocolVersions)
+	b.AllowedHosts = slices.Clone(s.AllowedHosts)
+	b.Scopes = slices.Clone(s.Scopes)
 	return b
 }
 
@@ -193,7 +311,8 @@ func (s *Server) Allows(tool string) bool {
 	return s.AllowsAll() || slices.Contains(s.AllowedTools, tool)
 }
 
-// Limits bound what servers may send to Airlock.
+// Limits bound what servers may send to Airlock, and how many calls run.
+// Past a call limit, a call is denied with the limit named.
 type Limits struct {
 	// MaxPages bounds the pages of one paginated list (tools/list and the like).
 	MaxPages int
@@ -203,6 +322,11 @@ type Limits struct {
 	MaxDescription int
 	// MaxMessageBytes bounds one message a server sends.
 	MaxMessageBytes int
+	// MaxCallsPerTurn bounds the tool calls of one agent turn.
+	MaxCallsPerTurn int
+	// MaxConcurrentPerTenant bounds the calls in flight for one tenant,
+	// across every server.
+	MaxConcurrentPerTenant int
 }
 
 func defaultLimits() Limits {
@@ -211,12 +335,16 @@ func defaultLimits() Limits {
 		MaxTools:        defaultMaxTools,
 		MaxDescription:  defaultMaxDescription,
 		MaxMessageBytes: defaultMaxMessageBytes,
+
+		MaxCallsPerTurn:        defaultMaxCallsPerTurn,
+		MaxConcurrentPerTenant: defaultMaxConcurrentPerTenant,
 	}
 }
 
 // newConfig returns a configuration with every default filled in.
 func newConfig(dir string) *Config {
-	return &Config{Dir: dir, Limits: defaultLimits(), Approvals: Approvals{TTL: defaultApprovalTTL}}
+	return &Config{Dir: dir, Limits: defaultLimits(), Tenancy: Tenancy{Tenant: defaultTenant},
+		Approvals: Approvals{TTL: defaultApprovalTTL}}
 }
 
 // newServer returns a server with every default filled in.
@@ -229,8 +357,20 @@ func newServer(dir, source string) Server {
 		RequestTimeout:   defaultRequestTimeout,
 		ConnectTimeout:   defaultConnectTimeout,
 		ProbeTimeout:     defaultProbeTimeout,
+		QueueTimeout:     defaultQueueTimeout,
+		MaxConcurrency:   defaultMaxConcurrency,
 		Source:           source,
 	}
+}
+
+// makeRemote turns a server from newServer into a remote one with the
+// remote defaults: it has no process, so no working directory.
+func (s *Server) makeRemote() {
+	s.Transport = "http"
+	s.Cwd = ""
+	s.ConnectTimeout = defaultHTTPConnectTimeout
+	s.StreamReadTimeout = defaultStreamReadTimeout
+	s.TerminateOnClose = true
 }
 
 // Error is one problem in a configuration file.

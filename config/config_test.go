@@ -90,12 +90,12 @@ func TestNoticesIsACopy(t *testing.T) {
 }
 
 func TestErrorsAreErrorValues(t *testing.T) {
-	_, err := Parse([]byte("servers:\n  - id: a\n    command: x\n    allowed_tools: []\n    transport: http\n"), "airlock.yaml", t.TempDir())
+	_, err := Parse([]byte("servers:\n  - id: a\n    command: x\n    allowed_tools: []\n    transport: sse\n"), "airlock.yaml", t.TempDir())
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("Parse error %v is not an *Error", err)
 	}
-	want := &Error{File: "airlock.yaml", Line: 5, Path: "servers[0].transport", Msg: "remote (http) servers are not supported by this version of airlock yet"}
+	want := &Error{File: "airlock.yaml", Line: 5, Path: "servers[0].transport", Msg: `must be stdio or http, not "sse"`}
 	if diff := cmp.Diff(want, e); diff != "" {
 		t.Errorf("error mismatch (-want +got):\n%s", diff)
 	}
@@ -186,7 +186,8 @@ func TestTaskScopedServer(t *testing.T) {
 		Args: []string{"server", "workspace", "--root", "/w/t1"}, Cwd: "/w/t1",
 		Env:          map[string]string{"NOTES": "/w/t1/notes", WorkspaceEnv: "/w/t1"},
 		AllowedTools: []string{"read_file"}, ProtocolVersions: s.ProtocolVersions,
-		RequestTimeout: s.RequestTimeout, ConnectTimeout: s.ConnectTimeout, ProbeTimeout: s.ProbeTimeout, Source: s.Source}
+		RequestTimeout: s.RequestTimeout, ConnectTimeout: s.ConnectTimeout, ProbeTimeout: s.ProbeTimeout,
+		QueueTimeout: s.QueueTimeout, MaxConcurrency: s.MaxConcurrency, Source: s.Source}
 	if diff := cmp.Diff(want, b); diff != "" {
 		t.Errorf("ForWorkspace (-want +got):\n%s", diff)
 	}

@@ -21,7 +21,7 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseYAML(data, "example.yaml", dir, mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary"}))
+	cfg, err := parseYAML(data, "example.yaml", dir, mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary", "USER": "alice"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,15 @@ func TestExample(t *testing.T) {
 	fs.AllowedTools = []string{"read_file"}
 	fs.HealthCheck = HealthCheck{Interval: 30 * time.Second, Timeout: 5 * time.Second}
 	fs.MaxCallDuration = 10 * time.Minute
-	everything := newServer(dir, "example.yaml:68")
+	issues := newServer(dir, "example.yaml:76")
+	issues.makeRemote()
+	issues.ID = "issues"
+	issues.URL, issues.Resource = "https://mcp.example.com/mcp", "https://mcp.example.com"
+	issues.AllowedHosts = []string{"mcp.example.com"}
+	issues.Scopes = []string{"mcp:issues.read"}
+	issues.OAuth = &OAuth{ClientMetadataURL: "https://airlock.example.com/client.json", RedirectURI: "http://127.0.0.1:8765/callback"}
+	issues.AllowedTools = []string{"get_issue", "search_issues"}
+	everything := newServer(dir, "example.yaml:119")
 	everything.ID, everything.Command = "everything", "npx"
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
@@ -49,26 +57,28 @@ func TestExample(t *testing.T) {
 	memory.AllowedTools = []string{"*"}
 	want := &Config{
 		Dir:     dir,
-		Servers: []Server{fs, everything, github, memory},
+		Servers: []Server{fs, issues, everything, github, memory},
 		Limits:  defaultLimits(),
+		Tenancy: Tenancy{Tenant: "default", User: "alice"},
+		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:96"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:97"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:163"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:164"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:113", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:180", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:117"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:120", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:124"}}},
-				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:126", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:130"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:132"},
+					Source: "example.yaml:184"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:187", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:191"}}},
+				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:193", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:197"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:199"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:137",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:143"}},
+			CedarSource: "example.yaml:204",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:210"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
 		Audit:     Audit{RecordValues: []string{"fs__read_file"}},
@@ -87,7 +97,8 @@ func TestExampleIsComplete(t *testing.T) {
 	}
 	var keys []string
 	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
-		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys} {
+		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys,
+		oauthKeys, tenancyKeys, egressKeys} {
 		keys = append(keys, ks.known...)
 	}
 	for _, key := range keys {

@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"testing"
+
+	"github.com/airlockhq/airlock/auth/egress"
 )
 
 // FuzzParse checks that no airlock.yaml, however malformed, panics the
@@ -28,6 +30,11 @@ func FuzzParse(f *testing.F) {
 		"servers: [{id: a, command: x, allowed_tools: [], protocol_versions: [2025-11-25], probe_timeout: 1h}]\n",
 		"? [a]\n: b\n",
 		"servers:\n- id: \"\\u0000\"\n",
+		withOAuth,
+		"servers: [{id: r, transport: http, url: \"http://u:p@[::1%25x]:0/\", allowed_hosts: [\"[::1]\", \"::1\"], allowed_tools: [], " +
+			"scopes: [\"\\x7f\"], oauth: {redirect_uri: \"http://[::ffff:127.0.0.1]:1\", client_metadata_url: \"https://a/\"}}]\n" +
+			"development: true\ntenancy: {user: \"${USER}\", tenant: \"${T:-x}\"}\negress: {proxy: \"http://[::1\"}\n",
+		"servers: [{id: r, transport: http, scope: task, command: x, url: https://a, allowed_hosts: [A], stream_read_timeout: 1s}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -42,7 +49,35 @@ func FuzzParse(f *testing.F) {
 		case err != nil && err.Error() == "":
 			t.Fatalf("Parse returned an empty error")
 		}
+		if err == nil {
+			checkAccepted(t, cfg)
+		}
 	})
+}
+
+// checkAccepted checks what every accepted configuration promises.
+func checkAccepted(t *testing.T, cfg *Config) {
+	t.Helper()
+	if cfg.Tenancy.Tenant == "" || cfg.Tenancy.User == "" {
+		t.Fatalf("accepted a configuration without a tenancy: %+v", cfg.Tenancy)
+	}
+	for _, s := range cfg.Servers {
+		if !s.Remote() {
+			continue
+		}
+		if s.URL == "" || len(s.AllowedHosts) == 0 || s.TaskScoped() || s.Command != "" {
+			t.Fatalf("accepted a remote server without url or allowed_hosts, or with stdio keys: %+v", s)
+		}
+		if err := egress.ValidateURL(s.URL, &egress.URLOptions{AllowedHosts: s.AllowedHosts, Development: cfg.Development}); err != nil {
+			t.Fatalf("accepted a URL that egress refuses: %v", err)
+		}
+		if (s.OAuth != nil) != (s.Resource != "") || (s.OAuth != nil) != (len(s.Scopes) > 0) {
+			t.Fatalf("accepted OAuth settings that do not go together: %+v", s)
+		}
+		if s.StreamReadTimeout < s.RequestTimeout {
+			t.Fatalf("accepted a stream_read_timeout shorter than request_timeout: %+v", s)
+		}
+	}
 }
 
 // FuzzParseMCPServers does the same for mcpServers JSON.
@@ -62,6 +97,8 @@ func FuzzParseMCPServers(f *testing.F) {
 		`[[[[[[[[[[]]]]]]]]]]`,
 		"{\"mcpServers\": {\"a\": {\"command\": \"\xff\"}}}",
 		`{"mcpServers": {"a": {"command": "x"}}} {}`,
+		`{"mcpServers": {"a": {"url": "https://${H:-x}/mcp", "type": "streamable-http"}, "b": {"type": "http", "url": "http://[::1]:1/"}}}`,
+		`{"mcpServers": {"a": {"url": "https://u:${P:-p}@x/?q#f", "headers": {"A": "b"}, "command": "x"}}}`,
 	} {
 		f.Add([]byte(seed), "a:t,a:*")
 	}
@@ -73,6 +110,9 @@ func FuzzParseMCPServers(f *testing.F) {
 			t.Fatalf("ParseMCPServers returned both a config and an error: %v", err)
 		case err == nil && len(cfg.Servers) == 0:
 			t.Fatalf("ParseMCPServers accepted a file without servers")
+		}
+		if err == nil {
+			checkAccepted(t, cfg)
 		}
 	})
 }

@@ -109,6 +109,10 @@ func (r *yamlReader) importFile(e importEntry, abs string, ids *registry, cfg *C
 		name = filepath.Join(filepath.Dir(r.file), name)
 	}
 	f, probs := readMCPServers(data, name, filepath.Dir(abs), r.lookupEnv)
+	for _, c := range f.urls {
+		c.order = e.line
+		r.urls = append(r.urls, c)
+	}
 	if !probs.empty() {
 		for _, p := range probs.list {
 			r.probs.add(e.line, p.err)

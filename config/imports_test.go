@@ -33,6 +33,7 @@ func TestImport(t *testing.T) {
   "off": {"disabled": true}
 }}`,
 		"desktop.json": `{"mcpServers": {"notes": {"command": "notes", "args": ["--ro"]}}}`,
+		"remote.json":  `{"mcpServers": {"local": {"type": "streamable-http", "url": "http://127.0.0.1:9000/mcp"}}}`,
 	})
 	src := `servers:
   - id: fs
@@ -44,8 +45,11 @@ import:
       github: [search_issues, get_issue]
       off: ["*"]
   - desktop.json
+  - file: remote.json
+    allowed_tools: {local: [t]}
+development: true
 `
-	cfg, err := parseYAML([]byte(src), "conf/airlock.yaml", dir, mapEnv(map[string]string{"GH_TOKEN": "t0ken"}))
+	cfg, err := parseYAML([]byte(src), "conf/airlock.yaml", dir, mapEnv(map[string]string{"GH_TOKEN": "t0ken", "USER": "alice"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +64,19 @@ import:
 	memory.ID, memory.Command = "memory", "mem"
 	notes := newServer(dir, "conf/desktop.json:1")
 	notes.ID, notes.Command, notes.Args = "notes", "notes", []string{"--ro"}
+	// An imported remote server's URL is its allowlist; development: comes
+	// from the importing file, after the import.
+	local := newServer(dir, "conf/remote.json:1")
+	local.makeRemote()
+	local.ID, local.URL, local.AllowedTools = "local", "http://127.0.0.1:9000/mcp", []string{"t"}
+	local.AllowedHosts = []string{"127.0.0.1"}
 	want := &Config{
-		Dir:       dir,
-		Servers:   []Server{fs, github, memory, notes},
-		Limits:    defaultLimits(),
-		Approvals: Approvals{TTL: time.Hour},
+		Dir:         dir,
+		Development: true,
+		Servers:     []Server{fs, github, memory, notes, local},
+		Limits:      defaultLimits(),
+		Tenancy:     Tenancy{Tenant: "default", User: "alice"},
+		Approvals:   Approvals{TTL: time.Hour},
 		notices: []string{
 			`server "memory" exposes no tools: list its tools under import[0].allowed_tools.memory in conf/airlock.yaml:6`,
 			`server "notes" exposes no tools: list its tools under import[1].allowed_tools.notes in conf/airlock.yaml:10`,
@@ -103,6 +115,7 @@ func TestImportErrors(t *testing.T) {
 		"off.json":      `{"mcpServers": {"off": {"disabled": true}}}`,
 		"bad.json":      "{\"mcpServers\": {\n  \"a\": {\"command\": \"x\",\n \"url\": \"https://x\"},\n  \"b\": {}\n}}",
 		"env.json":      `{"mcpServers": {"a": {"command": "${NOT_SET}"}}}`,
+		"remote.json":   "{\"mcpServers\": {\n\"local\": {\"url\": \"http://127.0.0.1:9000/mcp\"}}}",
 		"sub/dir/.keep": "",
 	})
 	tests := []struct {
@@ -131,8 +144,11 @@ func TestImportErrors(t *testing.T) {
 		{"same file twice", "import:\n  - a.json\n  - ./sub/../a.json\n", []string{
 			`airlock.yaml:3: import[1]: "./sub/../a.json" is already imported at line 2`}},
 		{"problems inside the file", "servers:\n  - {id: x, command: x, allowed_tools: []}\nimport:\n  - bad.json\nlimits: {max_pages: 0}\n", []string{
-			"bad.json:3: mcpServers.a.url: remote (http) servers are not supported by this version of airlock yet",
+			"bad.json:2: mcpServers.a.command: is only for local (stdio) servers: a remote server is reached at its url; remove it",
 			"bad.json:4: mcpServers.b.command: is required: give the program that starts the server",
+			"airlock.yaml:5: limits.max_pages: must be a whole number of pages from 1 to 10000"}},
+		{"remote outside development", "servers:\n  - {id: x, command: x, allowed_tools: []}\nimport:\n  - remote.json\nlimits: {max_pages: 0}\n", []string{
+			`remote.json:2: mcpServers.local.url: URL "http://127.0.0.1:9000/mcp" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)`,
 			"airlock.yaml:5: limits.max_pages: must be a whole number of pages from 1 to 10000"}},
 		{"unset variable", "import: [env.json]\n", []string{
 			"env.json:1: mcpServers.a.command: ${NOT_SET} is not set in the environment and has no default: set NOT_SET, or write ${NOT_SET:-default}"}},

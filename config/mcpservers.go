@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,10 +12,13 @@ import (
 
 // The mcpServers format, shared by Claude Desktop, Claude Code and Cursor:
 //
-//	{"mcpServers": {"NAME": {"command": "...", "args": [...], "env": {...}}}}
+//	{"mcpServers": {"NAME": {"command": "...", "args": [...], "env": {...}},
+//	                "REMOTE": {"type": "http", "url": "https://..."}}}
 //
 // Such a file lists servers but says nothing about which of their tools may
 // be used, so its servers expose no tools until an allow list names them.
+// Nor does it list the hosts a remote server may reach, so a remote
+// server's own URL is its allowlist.
 
 var (
 	mcpTopKeys = keySet{
@@ -24,18 +29,24 @@ var (
 	}
 )
 
-// remoteTypes are the "type" values other hosts use for remote servers.
-var remoteTypes = []string{"http", "sse", "streamable-http", "streamableHttp", "streamable_http"}
+// httpTypes are the "type" values other hosts use for Streamable HTTP
+// servers.
+var httpTypes = []string{"http", "streamable-http", "streamableHttp", "streamable_http"}
 
-const remoteUnsupported = "remote (http) servers are not supported by this version of airlock yet"
+const (
+	sseRefused     = "the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint"
+	headersRefused = "static headers (often credentials) are not accepted: configure the server in an airlock.yaml, with oauth: for its credentials"
+)
 
 // ParseMCPServers reads an mcpServers JSON file. name is used in messages;
 // dir is the directory relative paths resolve against. ${VAR} and
-// ${VAR:-default} in command, args, env values and cwd are expanded from the
-// process environment. allow holds "SERVER:TOOL" entries (several may be
-// given in one entry, separated by commas; "SERVER:*" allows every tool);
-// a server that no entry names is kept but exposes no tools, and
-// [Config.Notices] says so.
+// ${VAR:-default} in command, args, env values, cwd and url are expanded
+// from the process environment. allow holds "SERVER:TOOL" entries (several
+// may be given in one entry, separated by commas; "SERVER:*" allows every
+// tool); a server that no entry names is kept but exposes no tools, and
+// [Config.Notices] says so. An entry with a url is a remote server whose
+// allowed hosts are its URL's host; such a file is never in development
+// mode.
 func ParseMCPServers(data []byte, name, dir string, allow []string) (*Config, error) {
 	return parseMCPServers(data, name, dir, allow, os.LookupEnv)
 }
@@ -49,6 +60,18 @@ func parseMCPServers(data []byte, name, dir string, allow []string, env func(str
 		return nil, &Error{File: name, Msg: "is larger than 4 MiB; a configuration file is a few kilobytes"}
 	}
 	f, probs := readMCPServers(data, name, absDir, env)
+	for _, c := range f.urls {
+		// Such a file has no development flag.
+		if e := c.check(false); e != nil {
+			probs.add(c.order, e)
+		}
+	}
+	cfg := newConfig(absDir)
+	u, msg := defaultUser(env, user.Current)
+	if msg != "" {
+		probs.add(0, &Error{File: name, Msg: msg})
+	}
+	cfg.Tenancy.User = u
 	if err := probs.join(); err != nil {
 		return nil, err
 	}
@@ -63,7 +86,6 @@ func parseMCPServers(data []byte, name, dir string, allow []string, env func(str
 	if err != nil {
 		return nil, err
 	}
-	cfg := newConfig(absDir)
 	for _, s := range f.servers {
 		s.AllowedTools = tools[s.ID]
 		if len(s.AllowedTools) == 0 {
@@ -81,6 +103,7 @@ type mcpFile struct {
 	line     int             // line of the mcpServers key
 	servers  []Server        // enabled servers in file order, AllowedTools unset
 	disabled map[string]bool // servers marked "disabled": true
+	urls     []urlCheck      // checks of remote servers' URLs, which the caller runs
 }
 
 func (f *mcpFile) has(id string) bool {
@@ -103,6 +126,7 @@ type mcpReader struct {
 	env   func(string) (string, bool)
 	probs problems
 	ids   registry
+	urls  []urlCheck
 }
 
 func (m *mcpReader) errorf(off int, path, format string, args ...any) {
@@ -144,6 +168,7 @@ func readMCPServers(data []byte, name, dir string, env func(string) (string, boo
 			f.servers = append(f.servers, s)
 		}
 	}
+	f.urls = m.urls
 	return f, &m.probs
 }
 
@@ -207,24 +232,39 @@ func (m *mcpReader) server(name string, mem jsonMember) (s Server, enabled, ok b
 	if t, ok := f["type"]; ok {
 		switch {
 		case t.val.kind != jsonString:
-			m.errorf(t.val.off, path+".type", `must be "stdio", not %s`, t.val.kindName())
+			m.errorf(t.val.off, path+".type", `must be "stdio" or "http", not %s`, t.val.kindName())
 		case t.val.text == "stdio":
-		case slices.Contains(remoteTypes, t.val.text):
-			m.errorf(t.val.off, path+".type", remoteUnsupported)
+			if u, ok := f["url"]; ok {
+				m.errorf(u.off, path+".url", `is only for remote servers: remove it, or "type": "stdio"`)
+				delete(f, "url")
+			}
+		case t.val.text == "sse":
+			m.errorf(t.val.off, path+".type", sseRefused)
+			return Server{}, true, false
+		case slices.Contains(httpTypes, t.val.text):
 			remote = true
 		default:
-			m.errorf(t.val.off, path+".type", `must be "stdio", not %s`, show(t.val.text))
+			m.errorf(t.val.off, path+".type", `must be "stdio" or "http", not %s`, show(t.val.text))
 		}
 	}
-	if u, ok := f["url"]; ok && !remote {
-		m.errorf(u.off, path+".url", remoteUnsupported)
-		remote = true
-	}
-	if h, ok := f["headers"]; ok && !remote {
-		m.errorf(h.off, path+".headers", "is only used by remote (http) servers, which this version of airlock does not support yet")
+	_, hasURL := f["url"]
+	remote = remote || hasURL
+	if h, ok := f["headers"]; ok {
+		m.errorf(h.off, path+".headers", headersRefused)
 	}
 	if remote {
-		return Server{}, true, false
+		s.makeRemote()
+		for _, key := range []string{"command", "args", "env", "cwd"} {
+			if k, ok := f[key]; ok {
+				m.errorf(k.off, path+"."+key, "is only for local (stdio) servers: a remote server is reached at its url; remove it")
+			}
+		}
+		if u, ok := f["url"]; ok {
+			s.URL, s.AllowedHosts = m.url(u.val, path+".url")
+		} else {
+			m.errorf(mem.off, path+".url", "is required for a remote server: give its Streamable HTTP endpoint, such as https://mcp.example.com/mcp")
+		}
+		return s, true, len(m.probs.list) == before
 	}
 
 	if c, ok := f["command"]; ok {
@@ -262,6 +302,29 @@ func (m *mcpReader) server(name string, mem jsonMember) (s Server, enabled, ok b
 		}
 	}
 	return s, true, len(m.probs.list) == before
+}
+
+// url reads a remote server's url. The file has no allowlist, so the URL's
+// own host is its allowlist; the rest of the check waits in m.urls for the
+// caller, which knows whether development mode is on.
+func (m *mcpReader) url(v *jsonValue, path string) (string, []string) {
+	raw, ok := m.str(v, path)
+	if !ok {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		m.errorf(v.off, path, "must be an absolute https URL, such as https://mcp.example.com/mcp")
+		return "", nil
+	}
+	hosts := []string{strings.ToLower(u.Hostname())}
+	line := lineAt(m.data, v.off)
+	c := urlCheck{order: line, at: Error{File: m.file, Line: line, Path: path}, url: raw, hosts: hosts}
+	if raw != v.text {
+		c.written = v.text
+	}
+	m.urls = append(m.urls, c)
+	return raw, hosts
 }
 
 func (m *mcpReader) envMap(v *jsonValue, path string) map[string]string {

@@ -29,7 +29,7 @@ func TestParseMCPServers(t *testing.T) {
   }
 }
 `
-	env := mapEnv(map[string]string{"BIN_DIR": "/opt/bin", "TOKEN": "s3cret", "EMPTY": ""})
+	env := mapEnv(map[string]string{"BIN_DIR": "/opt/bin", "TOKEN": "s3cret", "EMPTY": "", "USER": "alice"})
 	allow := []string{"github:search_issues, github:get_issue", "github:search_issues", "fs:*", "fs:read", "old:anything"}
 	cfg, err := parseMCPServers([]byte(src), "mcp.json", dir, allow, env)
 	if err != nil {
@@ -53,6 +53,7 @@ func TestParseMCPServers(t *testing.T) {
 		Dir:       dir,
 		Servers:   []Server{github, memory, fs},
 		Limits:    defaultLimits(),
+		Tenancy:   Tenancy{Tenant: "default", User: "alice"},
 		Approvals: Approvals{TTL: time.Hour},
 		notices:   []string{`server "memory" exposes no tools: pass --allow memory:TOOL,... or import it from an airlock.yaml with allowed_tools`},
 	}
@@ -66,7 +67,7 @@ func TestParseMCPServersErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "file.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := mapEnv(map[string]string{"SECRET": "canary-value"})
+	env := mapEnv(map[string]string{"SECRET": "canary-value", "USER": "alice"})
 	tests := []struct {
 		name  string
 		src   string
@@ -118,20 +119,41 @@ func TestParseMCPServersErrors(t *testing.T) {
 			"mcp.json:2: mcpServers.a.autoApprove: unknown key: expected one of command, args, env, cwd, type, disabled, url, headers"}},
 		{"duplicate server key", "{\"mcpServers\": {\"a\": {\"command\": \"x\",\n\"command\": \"y\"}}}", nil, []string{
 			"mcp.json:2: mcpServers.a.command: duplicate key (first at line 1)"}},
-		{"type http", "{\"mcpServers\": {\"a\": {\n\"type\": \"http\", \"url\": \"https://x\"}}}", nil, []string{
-			"mcp.json:2: mcpServers.a.type: remote (http) servers are not supported by this version of airlock yet"}},
-		{"type sse", "{\"mcpServers\": {\"a\": {\"type\": \"sse\"}}}", nil, []string{
-			"mcp.json:1: mcpServers.a.type: remote (http) servers are not supported by this version of airlock yet"}},
-		{"type streamable-http", "{\"mcpServers\": {\"a\": {\"type\": \"streamable-http\"}}}", nil, []string{
-			"mcp.json:1: mcpServers.a.type: remote (http) servers are not supported by this version of airlock yet"}},
-		{"url only", "{\"mcpServers\": {\"a\": {\n\"url\": \"https://x\", \"headers\": {}}}}", nil, []string{
-			"mcp.json:2: mcpServers.a.url: remote (http) servers are not supported by this version of airlock yet"}},
+		{"type sse", "{\"mcpServers\": {\"a\": {\"type\": \"sse\", \"url\": \"https://x/sse\", \"headers\": {}}}}", nil, []string{
+			"mcp.json:1: mcpServers.a.type: the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint"}},
+		{"type http without url", "{\"mcpServers\": {\n\"a\": {\"type\": \"streamable-http\"}}}", nil, []string{
+			"mcp.json:2: mcpServers.a.url: is required for a remote server: give its Streamable HTTP endpoint, such as https://mcp.example.com/mcp"}},
+		{"headers", "{\"mcpServers\": {\"a\": {\"url\": \"https://x\",\n\"headers\": {\"Authorization\": \"Bearer ${SECRET}\"}}}}", nil, []string{
+			"mcp.json:2: mcpServers.a.headers: static headers (often credentials) are not accepted: configure the server in an airlock.yaml, with oauth: for its credentials"}},
 		{"headers on stdio", "{\"mcpServers\": {\"a\": {\"command\": \"x\",\n\"headers\": {}}}}", nil, []string{
-			"mcp.json:2: mcpServers.a.headers: is only used by remote (http) servers, which this version of airlock does not support yet"}},
+			"mcp.json:2: mcpServers.a.headers: static headers (often credentials) are not accepted: configure the server in an airlock.yaml, with oauth: for its credentials"}},
+		{"url on stdio", "{\"mcpServers\": {\"a\": {\"type\": \"stdio\", \"command\": \"x\",\n\"url\": \"https://x\"}}}", nil, []string{
+			`mcp.json:2: mcpServers.a.url: is only for remote servers: remove it, or "type": "stdio"`}},
+		{"stdio keys on remote", "{\"mcpServers\": {\"a\": {\"url\": \"https://x\",\n\"command\": \"x\",\n\"args\": [],\n\"env\": {},\n\"cwd\": \".\"}}}", nil, []string{
+			"mcp.json:2: mcpServers.a.command: is only for local (stdio) servers: a remote server is reached at its url; remove it",
+			"mcp.json:3: mcpServers.a.args: is only for local (stdio) servers: a remote server is reached at its url; remove it",
+			"mcp.json:4: mcpServers.a.env: is only for local (stdio) servers: a remote server is reached at its url; remove it",
+			"mcp.json:5: mcpServers.a.cwd: is only for local (stdio) servers: a remote server is reached at its url; remove it"}},
+		{"url plain http", "{\"mcpServers\": {\"a\": {\"type\": \"http\",\n\"url\": \"http://127.0.0.1:8080/mcp\"}}}", nil, []string{
+			`mcp.json:2: mcpServers.a.url: URL "http://127.0.0.1:8080/mcp" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)`}},
+		{"url relative", "{\"mcpServers\": {\"a\": {\"url\": \"/mcp\"}}}", nil, []string{
+			"mcp.json:1: mcpServers.a.url: must be an absolute https URL, such as https://mcp.example.com/mcp"}},
+		{"url not a string", "{\"mcpServers\": {\"a\": {\"url\": 1}}}", nil, []string{
+			"mcp.json:1: mcpServers.a.url: must be a string, not a number"}},
+		{"url query", "{\"mcpServers\": {\"a\": {\"url\": \"https://x/mcp?k=v\"}}}", nil, []string{
+			`mcp.json:1: mcpServers.a.url: URL "https://x/mcp?k=v" must not contain a query`}},
+		// A URL with variables is shown as written: the value may hold a
+		// secret.
+		{"url expanded", "{\"mcpServers\": {\"a\": {\"url\": \"https://x/mcp?key=${SECRET}\"}}}", nil, []string{
+			`mcp.json:1: mcpServers.a.url: URL "https://x/mcp?key=${SECRET}" (with its variables expanded) must not contain a query`}},
+		{"url user information", "{\"mcpServers\": {\"a\": {\"url\": \"https://u:${SECRET}@x/mcp\"}}}", nil, []string{
+			`mcp.json:1: mcpServers.a.url: URL "https://u:${SECRET}@x/mcp" (with its variables expanded) must not contain user information; use the server's credentials settings`}},
+		{"url unset variable", "{\"mcpServers\": {\"a\": {\"url\": \"https://${HOST}/mcp\"}}}", nil, []string{
+			"mcp.json:1: mcpServers.a.url: ${HOST} is not set in the environment and has no default: set HOST, or write ${HOST:-default}"}},
 		{"type other", "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"type\": \"ws\"}}}", nil, []string{
-			`mcp.json:1: mcpServers.a.type: must be "stdio", not "ws"`}},
+			`mcp.json:1: mcpServers.a.type: must be "stdio" or "http", not "ws"`}},
 		{"type number", "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"type\": 1}}}", nil, []string{
-			`mcp.json:1: mcpServers.a.type: must be "stdio", not a number`}},
+			`mcp.json:1: mcpServers.a.type: must be "stdio" or "http", not a number`}},
 		{"disabled not bool", "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"disabled\": \"yes\"}}}", nil, []string{
 			"mcp.json:1: mcpServers.a.disabled: must be true or false"}},
 		{"command missing", "{\"mcpServers\": {\n\"a\": {\"args\": []}}}", nil, []string{
@@ -184,10 +206,49 @@ func TestParseMCPServersErrors(t *testing.T) {
 			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
 				t.Errorf("errors mismatch (-want +got):\n%s", diff)
 			}
-			if strings.Contains(err.Error(), "canary-value") {
+			if strings.Contains(err.Error(), "canary-value") || strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("error leaks the value of an environment variable: %v", err)
 			}
 		})
+	}
+}
+
+func TestParseMCPServersRemote(t *testing.T) {
+	dir := t.TempDir()
+	src := `{"mcpServers": {
+  "a": {"url": "https://MCP.example.com:8443/mcp"},
+  "b": {"type": "http", "url": "https://${REMOTE_HOST}/mcp"},
+  "c": {"type": "streamable-http", "url": "https://[2001:db8::1]/mcp"},
+  "d": {"type": "streamableHttp", "url": "https://d.example.com/mcp"},
+  "e": {"type": "streamable_http", "url": "https://e.example.com/mcp"},
+  "f": {"type": "sse", "url": "https://f.example.com/sse", "disabled": true}
+}}`
+	cfg, err := parseMCPServers([]byte(src), "mcp.json", dir, []string{"a:*"}, mapEnv(map[string]string{"REMOTE_HOST": "b.example.com", "USER": "alice"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote := func(id, u, host string, line int) Server {
+		s := newServer(dir, "mcp.json:"+strconv.Itoa(line))
+		s.makeRemote()
+		s.ID, s.URL, s.AllowedHosts = id, u, []string{host}
+		return s
+	}
+	a := remote("a", "https://MCP.example.com:8443/mcp", "mcp.example.com", 2)
+	a.AllowedTools = []string{"*"}
+	want := []Server{
+		a,
+		remote("b", "https://b.example.com/mcp", "b.example.com", 3),
+		remote("c", "https://[2001:db8::1]/mcp", "2001:db8::1", 4),
+		remote("d", "https://d.example.com/mcp", "d.example.com", 5),
+		remote("e", "https://e.example.com/mcp", "e.example.com", 6),
+	}
+	if diff := cmp.Diff(want, cfg.Servers); diff != "" {
+		t.Errorf("Servers mismatch (-want +got):\n%s", diff)
+	}
+	for _, s := range cfg.Servers {
+		if !s.Remote() || s.OAuth != nil || s.StartTimeout() != 65*time.Second {
+			t.Errorf("server %s: Remote() = %v, OAuth = %v, StartTimeout() = %v; want true, nil, 65s", s.ID, s.Remote(), s.OAuth, s.StartTimeout())
+		}
 	}
 }
 

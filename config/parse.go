@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,36 +13,43 @@ import (
 
 var (
 	topKeys = keySet{
-		known:       []string{"servers", "limits", "development", "import", "policy", "approvals", "audit"},
-		unsupported: []string{"tenancy"},
+		known: []string{"servers", "limits", "development", "import", "policy", "approvals", "audit",
+			"tenancy", "egress"},
 		elsewhere: map[string]string{
 			"tools": "under policy:", "rules": "under policy:", "cedar": "under policy:", "hooks": "under policy:",
 			"ttl": "under approvals:", "record_values": "under audit:",
 			"id": "in a server entry under servers:", "command": "in a server entry under servers:",
 			"args": "in a server entry under servers:", "allowed_tools": "in a server entry under servers:",
+			"url": "in a server entry under servers:", "allowed_hosts": "in a server entry under servers:",
+			"oauth": "in a server entry under servers:", "scopes": "in a server entry under servers:",
 			"max_pages": "under limits:", "max_tools": "under limits:",
 			"max_description": "under limits:", "max_message_bytes": "under limits:",
+			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
+			"tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
 		},
 	}
 	serverKeys = keySet{
 		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
 			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
-			"max_call_duration"},
-		unsupported: []string{"url", "resource", "allowed_hosts",
-			"allow_private_networks", "scopes", "oauth", "stream_read_timeout", "terminate_on_close",
-			"queue_timeout", "max_concurrency"},
+			"max_call_duration", "queue_timeout", "max_concurrency",
+			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
+			"stream_read_timeout", "terminate_on_close"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level",
+			"tenancy": "at the top level", "egress": "at the top level", "proxy": "under egress: at the top level",
 			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
 			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
+			"max_calls_per_turn": "under limits: at the top level", "max_concurrent_per_tenant": "under limits: at the top level",
+			"client_id": "under oauth:", "client_metadata_url": "under oauth:",
+			"dynamic_registration": "under oauth:", "redirect_uri": "under oauth:",
 		},
 	}
 	healthKeys = keySet{known: []string{"interval", "timeout"}}
 	limitKeys  = keySet{
-		known:       []string{"max_pages", "max_tools", "max_description", "max_message_bytes"},
-		unsupported: []string{"max_calls_per_turn", "max_concurrent_per_tenant"},
+		known: []string{"max_pages", "max_tools", "max_description", "max_message_bytes",
+			"max_calls_per_turn", "max_concurrent_per_tenant"},
 	}
 )
 
@@ -72,6 +80,20 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 	if p, ok := top["development"]; ok {
 		cfg.Development, _ = r.boolean(p.val, "development")
 	}
+	userSet := false
+	if p, ok := top["tenancy"]; ok {
+		userSet = r.tenancy(p, &cfg.Tenancy)
+	}
+	if !userSet {
+		name, msg := defaultUser(r.lookupEnv, user.Current)
+		if msg != "" {
+			r.errorf(top["tenancy"].line, "tenancy.user", "%s", msg)
+		}
+		cfg.Tenancy.User = name
+	}
+	if p, ok := top["egress"]; ok {
+		r.egress(p, &cfg.Egress)
+	}
 	if p, ok := top["servers"]; ok {
 		cfg.Servers = r.servers(p, &ids, cfg)
 	}
@@ -95,6 +117,7 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 	if p, ok := top["audit"]; ok {
 		r.audit(p, &cfg.Audit)
 	}
+	r.checkURLs(cfg.Development)
 	if len(cfg.Servers) == 0 && !importFailed {
 		switch p, ok := top["servers"]; {
 		case !ok && top["import"].val == nil:
@@ -156,18 +179,38 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 			switch t {
 			case "stdio":
 			case "http":
-				r.errorf(p.line, path+".transport", "remote (http) servers are not supported by this version of airlock yet")
+				s.makeRemote()
 			default:
 				r.errorf(p.line, path+".transport", "must be stdio or http, not %s", show(t))
 			}
 			s.Transport = t
 		}
 	}
+	remote := s.Remote()
+	// The keys of the other transport are refused, and then left out, so
+	// that nothing below reads them.
+	refuse := func(keys []string, msg string) {
+		for _, key := range keys {
+			if p, ok := f[key]; ok {
+				r.errorf(p.line, path+"."+key, "%s", msg)
+				delete(f, key)
+			}
+		}
+	}
+	switch s.Transport {
+	case "http":
+		refuse(stdioOnlyKeys, "is only for transport: stdio (a transport: http server is reached at its url): remove it")
+	case "stdio":
+		refuse(httpOnlyKeys, "is only for transport: http: set transport: http, or remove it")
+	}
 	if p, ok := f["scope"]; ok {
 		if sc, ok := r.text(p.val, path+".scope"); ok {
 			switch sc {
 			case "host":
 			case "task":
+				if remote {
+					r.errorf(p.line, path+".scope", "a transport: http server is shared by every task: remove scope: task")
+				}
 			default:
 				r.errorf(p.line, path+".scope", "must be host or task, not %s", show(sc))
 			}
@@ -195,7 +238,7 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 			}
 			s.Command = c
 		}
-	} else {
+	} else if !remote {
 		r.errorf(line, path+".command", "is required: give the program that starts the server")
 	}
 
@@ -270,16 +313,35 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 	if p, ok := f["health_check"]; ok {
 		r.healthCheck(p, path+".health_check", &s.HealthCheck)
 	}
+	// The probe is part of connecting to a stdio server; for a remote
+	// server it is one request of the handshake.
+	probeKey, probeBound := "connect_timeout", s.ConnectTimeout
+	if remote {
+		probeKey, probeBound = "request_timeout", s.RequestTimeout
+	}
 	if p, ok := f["probe_timeout"]; ok {
 		if d, ok := r.timeout(p.val, path+".probe_timeout"); ok {
 			s.ProbeTimeout = d
-			if s.ConnectTimeout > 0 && d > s.ConnectTimeout {
-				r.errorf(p.line, path+".probe_timeout", "%s is longer than connect_timeout (%s): the probe is part of connecting", fmtDuration(d), fmtDuration(s.ConnectTimeout))
+			if probeBound > 0 && d > probeBound {
+				r.errorf(p.line, path+".probe_timeout", "%s is longer than %s (%s): the probe is part of connecting", fmtDuration(d), probeKey, fmtDuration(probeBound))
 			}
 		}
-	} else if s.ConnectTimeout > 0 {
-		// A short connect_timeout shortens the default probe with it.
-		s.ProbeTimeout = min(s.ProbeTimeout, s.ConnectTimeout)
+	} else if probeBound > 0 {
+		// A short bound shortens the default probe with it.
+		s.ProbeTimeout = min(s.ProbeTimeout, probeBound)
+	}
+	if p, ok := f["queue_timeout"]; ok {
+		if d, ok := r.timeout(p.val, path+".queue_timeout"); ok {
+			s.QueueTimeout = d
+		}
+	}
+	if p, ok := f["max_concurrency"]; ok {
+		if n, ok := r.integer(p.val, path+".max_concurrency", 1, 10000, "calls"); ok {
+			s.MaxConcurrency = n
+		}
+	}
+	if remote {
+		r.remote(f, path, line, &s)
 	}
 
 	if len(r.probs.list) > before {
@@ -442,6 +504,8 @@ func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
 	set("max_tools", &l.MaxTools, 1, 100000, "tools")
 	set("max_description", &l.MaxDescription, 1, 100000, "characters")
 	set("max_message_bytes", &l.MaxMessageBytes, 1024, 1<<30, "bytes")
+	set("max_calls_per_turn", &l.MaxCallsPerTurn, 1, 100000, "calls")
+	set("max_concurrent_per_tenant", &l.MaxConcurrentPerTenant, 1, 100000, "calls")
 }
 
 // healthCheck reads health_check: {interval, timeout}.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 )
 
 func TestParseDefaults(t *testing.T) {
+	t.Setenv("USER", "alice")
 	dir := t.TempDir()
 	cfg, err := Parse([]byte("servers:\n  - id: fs\n    command: airlock\n    allowed_tools: [read_file]\n"), "airlock.yaml", dir)
 	if err != nil {
@@ -30,9 +32,13 @@ func TestParseDefaults(t *testing.T) {
 			RequestTimeout:   30 * time.Second,
 			ConnectTimeout:   30 * time.Second,
 			ProbeTimeout:     3 * time.Second,
+			QueueTimeout:     10 * time.Second,
+			MaxConcurrency:   16,
 			Source:           "airlock.yaml:2",
 		}},
-		Limits:    Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
+		Limits: Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20,
+			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64},
+		Tenancy:   Tenancy{Tenant: "default", User: "alice"},
 		Approvals: Approvals{TTL: time.Hour},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
@@ -59,6 +65,8 @@ servers:
     request_timeout: 1m
     connect_timeout: 10s
     probe_timeout: 500ms
+    queue_timeout: 1s
+    max_concurrency: 10000
   - id: Other-2
     command: other
     allowed_tools:
@@ -70,7 +78,12 @@ limits:
   max_tools: 1
   max_description: 100000
   max_message_bytes: 1024
+  max_calls_per_turn: 1
+  max_concurrent_per_tenant: 100000
+tenancy: {tenant: "acme.eu", user: "${AIRLOCK_TEST_USER}@acme"}
+egress: {proxy: "https://proxy.internal:3128/"}
 `
+	t.Setenv("AIRLOCK_TEST_USER", "bob")
 	cfg, err := Parse([]byte(src), "conf/airlock.yaml", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +104,8 @@ limits:
 			RequestTimeout:   time.Minute,
 			ConnectTimeout:   10 * time.Second,
 			ProbeTimeout:     500 * time.Millisecond,
+			QueueTimeout:     time.Second,
+			MaxConcurrency:   10000,
 			Source:           "conf/airlock.yaml:3",
 		}, {
 			ID:               "Other-2",
@@ -103,10 +118,15 @@ limits:
 			RequestTimeout:   30 * time.Second,
 			ConnectTimeout:   time.Second,
 			// A short connect_timeout shortens the default probe.
-			ProbeTimeout: time.Second,
-			Source:       "conf/airlock.yaml:15",
+			ProbeTimeout:   time.Second,
+			QueueTimeout:   10 * time.Second,
+			MaxConcurrency: 16,
+			Source:         "conf/airlock.yaml:17",
 		}},
-		Limits:    Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024},
+		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024,
+			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000},
+		Tenancy:   Tenancy{Tenant: "acme.eu", User: "bob@acme"},
+		Egress:    Egress{Proxy: "https://proxy.internal:3128/"},
 		Approvals: Approvals{TTL: time.Hour},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
@@ -219,18 +239,18 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key case", server + "Limits: {}\n", []string{
 			`airlock.yaml:5: Limits: unknown key; did you mean "limits"?`}},
 		{"unknown key far", server + "frobnicate: 1\n", []string{
-			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import, policy, approvals, audit"}},
+			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import, policy, approvals, audit, tenancy, egress"}},
 		{"unknown key quoted", server + "\"a b\": 1\n", []string{
-			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import, policy, approvals, audit`}},
+			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import, policy, approvals, audit, tenancy, egress`}},
 		{"key of a server at top", server + "allowed_tools: [x]\n", []string{
 			"airlock.yaml:5: allowed_tools: unknown key here: it belongs in a server entry under servers:"}},
 		{"key of limits at top", server + "max_tools: 3\n", []string{
 			"airlock.yaml:5: max_tools: unknown key here: it belongs under limits:"}},
-		{"tenancy", server + "tenancy: {tenant: default}\n", []string{
-			"airlock.yaml:5: tenancy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"key of tenancy at top", server + "user: x\n", []string{
+			"airlock.yaml:5: user: unknown key here: it belongs under tenancy:"}},
 		{"near a policy key", server + "polcy: {}\n", []string{
 			`airlock.yaml:5: polcy: unknown key; did you mean "policy"?`}},
-		{"near an unsupported key", server + "tenacy: {}\n", []string{
+		{"near a tenancy key", server + "tenacy: {}\n", []string{
 			`airlock.yaml:5: tenacy: unknown key; did you mean "tenancy"?`}},
 		{"duplicate key", server + "development: true\ndevelopment: false\n", []string{
 			"airlock.yaml:6: development: duplicate key (first set at line 5)"}},
@@ -273,8 +293,10 @@ func TestParseErrors(t *testing.T) {
 			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 		{"id differs in case", server + "  - id: A\n    command: y\n    allowed_tools: []\n", []string{
 			`airlock.yaml:5: servers[1].id: server id "A" differs only in letter case from "a" of servers[0] (line 2): ids must differ in more than case`}},
-		{"transport http", server + "    transport: http\n", []string{
-			"airlock.yaml:5: servers[0].transport: remote (http) servers are not supported by this version of airlock yet"}},
+		{"transport http with stdio keys", server + "    transport: http\n", []string{
+			"airlock.yaml:2: servers[0].allowed_hosts: is required for transport: http: list the hosts url and resource may name, such as [mcp.example.com]",
+			"airlock.yaml:2: servers[0].url: is required for transport: http: give the server's MCP endpoint, such as https://mcp.example.com/mcp",
+			"airlock.yaml:3: servers[0].command: is only for transport: stdio (a transport: http server is reached at its url): remove it"}},
 		{"transport other", server + "    transport: sse\n", []string{
 			`airlock.yaml:5: servers[0].transport: must be stdio or http, not "sse"`}},
 		{"scope task with cwd", "servers:\n  - id: a\n    scope: task\n    command: x\n    cwd: .\n    allowed_tools: []\n", []string{
@@ -376,18 +398,23 @@ func TestParseErrors(t *testing.T) {
 			"airlock.yaml:5: limits.max_tools: must be a whole number of tools from 1 to 100000",
 			"airlock.yaml:5: limits.max_description: must be a whole number of characters from 1 to 100000",
 			"airlock.yaml:5: limits.max_message_bytes: must be a whole number of bytes from 1024 to 1073741824"}},
-		{"limits unsupported", server + "limits:\n  max_calls_per_turn: 32\n  max_concurrent_per_tenant: 64\n", []string{
-			"airlock.yaml:6: limits.max_calls_per_turn: is not supported by this version of airlock: remove it, or upgrade airlock",
-			"airlock.yaml:7: limits.max_concurrent_per_tenant: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+		{"call limits out of range", server + "limits:\n  max_calls_per_turn: 0\n  max_concurrent_per_tenant: 100001\n", []string{
+			"airlock.yaml:6: limits.max_calls_per_turn: must be a whole number of calls from 1 to 100000",
+			"airlock.yaml:7: limits.max_concurrent_per_tenant: must be a whole number of calls from 1 to 100000"}},
+		{"call limits not integers", server + "limits: {max_calls_per_turn: \"32\", max_concurrent_per_tenant: 6.4}\n", []string{
+			"airlock.yaml:5: limits.max_calls_per_turn: must be a whole number of calls from 1 to 100000",
+			"airlock.yaml:5: limits.max_concurrent_per_tenant: must be a whole number of calls from 1 to 100000"}},
+		{"call limit in a server", server + "    max_calls_per_turn: 3\n", []string{
+			"airlock.yaml:5: servers[0].max_calls_per_turn: unknown key here: it belongs under limits: at the top level"}},
 		{"limits unknown", server + "limits: {max_page: 3}\n", []string{
 			`airlock.yaml:5: limits.max_page: unknown key; did you mean "max_pages"?`}},
 
 		// Several problems come back together, in line order.
-		{"several", "limits: {max_pages: 0}\nservers:\n  - id: a\n    command: x\n  - id: a\n    command: y\n    allowed_tools: []\ntenancy: {}\n", []string{
+		{"several", "limits: {max_pages: 0}\nservers:\n  - id: a\n    command: x\n  - id: a\n    command: y\n    allowed_tools: []\ntenancy: {tenant: \"\"}\n", []string{
 			"airlock.yaml:1: limits.max_pages: must be a whole number of pages from 1 to 10000",
 			`airlock.yaml:3: servers[0].allowed_tools: is required: list the tools to expose, or ["*"] for every tool`,
 			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 3)`,
-			"airlock.yaml:8: tenancy: is not supported by this version of airlock: remove it, or upgrade airlock"}},
+			`airlock.yaml:8: tenancy.tenant: "" is not a valid tenant: use 1 to 128 letters, digits, ., _, @, + or -`}},
 		{"aliases are followed", "servers:\n  - &s {id: a, command: x, allowed_tools: []}\n  - *s\n", []string{
 			`airlock.yaml:2: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 	}
@@ -407,21 +434,30 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-// TestParseUnsupportedServerKeys checks that every server key of the
-// outside contract that this version lacks is refused by name.
-func TestParseUnsupportedServerKeys(t *testing.T) {
-	for _, key := range serverKeys.unsupported {
+// TestParseTransportKeys checks that every key of one transport is
+// refused by name on a server of the other.
+func TestParseTransportKeys(t *testing.T) {
+	for _, key := range httpOnlyKeys {
 		src := server + "    " + key + ": x\n"
 		_, err := Parse([]byte(src), "airlock.yaml", t.TempDir())
-		want := []string{"airlock.yaml:5: servers[0]." + key + ": is not supported by this version of airlock: remove it, or upgrade airlock"}
+		want := []string{"airlock.yaml:5: servers[0]." + key + ": is only for transport: http: set transport: http, or remove it"}
 		if diff := cmp.Diff(want, errLines(err)); diff != "" {
-			t.Errorf("%s: errors mismatch (-want +got):\n%s", key, diff)
+			t.Errorf("%s on stdio: errors mismatch (-want +got):\n%s", key, diff)
 		}
 	}
-	want := []string{"url", "resource", "allowed_hosts", "allow_private_networks",
-		"scopes", "oauth", "stream_read_timeout", "terminate_on_close", "queue_timeout", "max_concurrency"}
-	if diff := cmp.Diff(want, serverKeys.unsupported); diff != "" {
-		t.Errorf("unsupported server keys mismatch (-want +got):\n%s", diff)
+	for _, key := range stdioOnlyKeys {
+		src := remoteServer + "    " + key + ": x\n"
+		_, err := Parse([]byte(src), "airlock.yaml", t.TempDir())
+		want := []string{"airlock.yaml:7: servers[0]." + key + ": is only for transport: stdio (a transport: http server is reached at its url): remove it"}
+		if diff := cmp.Diff(want, errLines(err)); diff != "" {
+			t.Errorf("%s on http: errors mismatch (-want +got):\n%s", key, diff)
+		}
+	}
+	// Every server key is either common or belongs to one transport.
+	for _, key := range append(slices.Clone(httpOnlyKeys), stdioOnlyKeys...) {
+		if !slices.Contains(serverKeys.known, key) {
+			t.Errorf("%s is not a known server key", key)
+		}
 	}
 }
 

@@ -22,8 +22,11 @@ type yamlReader struct {
 	file  string // name used in messages
 	dir   string // absolute directory relative paths resolve against
 	probs problems
-	// lookupEnv expands ${VAR} in imported mcpServers files.
+	// lookupEnv expands ${VAR} in tenancy: and in imported mcpServers
+	// files, and gives the default user.
 	lookupEnv func(string) (string, bool)
+	// urls wait for the development flag, which may come late in the file.
+	urls []urlCheck
 }
 
 func (r *yamlReader) errorf(line int, path, format string, args ...any) {

@@ -1,0 +1,394 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/airlockhq/airlock/auth/egress"
+	"go.yaml.in/yaml/v3"
+)
+
+// Keys of a server entry that belong to one transport only.
+var (
+	stdioOnlyKeys = []string{"command", "args", "cwd", "env", "secret_env"}
+	httpOnlyKeys  = []string{"url", "resource", "allowed_hosts", "allow_private_networks", "scopes",
+		"oauth", "stream_read_timeout", "terminate_on_close"}
+
+	oauthKeys = keySet{known: []string{"client_id", "client_metadata_url", "dynamic_registration", "redirect_uri"}}
+)
+
+// remote reads the keys of a transport: http server entry. The checks of
+// url and resource that depend on the development flag wait in r.urls,
+// because development: may come after servers: in the file.
+func (r *yamlReader) remote(f map[string]pair, path string, line int, s *Server) {
+	hostsOK := false
+	if p, ok := f["allowed_hosts"]; ok {
+		s.AllowedHosts, hostsOK = r.hostList(p.val, path+".allowed_hosts")
+	} else {
+		r.errorf(line, path+".allowed_hosts", "is required for transport: http: list the hosts url and resource may name, such as [mcp.example.com]")
+	}
+	// urlKey reads url or resource, which must name an allowed host.
+	urlKey := func(p pair, key string) string {
+		kp := path + "." + key
+		v, ok := r.text(p.val, kp)
+		if !ok {
+			return ""
+		}
+		if v == "" {
+			r.errorf(resolve(p.val).Line, kp, "must not be empty: give an https URL, such as https://mcp.example.com/mcp")
+			return ""
+		}
+		if hostsOK {
+			r.urls = append(r.urls, urlCheck{
+				order: resolve(p.val).Line,
+				at:    Error{File: r.file, Line: resolve(p.val).Line, Path: kp},
+				url:   v,
+				hosts: s.AllowedHosts,
+			})
+		}
+		return v
+	}
+	if p, ok := f["url"]; ok {
+		s.URL = urlKey(p, "url")
+	} else {
+		r.errorf(line, path+".url", "is required for transport: http: give the server's MCP endpoint, such as https://mcp.example.com/mcp")
+	}
+
+	if p, ok := f["allow_private_networks"]; ok {
+		s.AllowPrivateNetworks, _ = r.boolean(p.val, path+".allow_private_networks")
+	}
+	if p, ok := f["terminate_on_close"]; ok {
+		if b, ok := r.boolean(p.val, path+".terminate_on_close"); ok {
+			s.TerminateOnClose = b
+		}
+	}
+	if p, ok := f["stream_read_timeout"]; ok {
+		if d, ok := r.timeout(p.val, path+".stream_read_timeout"); ok {
+			s.StreamReadTimeout = d
+			if d < s.RequestTimeout {
+				r.errorf(p.line, path+".stream_read_timeout", "%s is shorter than request_timeout (%s): a stream may go quiet at least as long as a request may take", fmtDuration(d), fmtDuration(s.RequestTimeout))
+			}
+		}
+	} else {
+		// A long request_timeout lengthens the default with it.
+		s.StreamReadTimeout = max(s.StreamReadTimeout, s.RequestTimeout)
+	}
+
+	// OAuth is on exactly when oauth: is there; resource and scopes only
+	// mean something with it.
+	op, hasOAuth := f["oauth"]
+	if p, ok := f["resource"]; ok {
+		if hasOAuth {
+			s.Resource = urlKey(p, "resource")
+		} else {
+			r.errorf(p.line, path+".resource", "is only used with OAuth: set oauth: to use resource, or remove it")
+		}
+	} else if hasOAuth {
+		r.errorf(op.line, path+".resource", "is required with oauth: give the OAuth resource of the server, such as https://mcp.example.com; it is never guessed from url, which may differ")
+	}
+	if p, ok := f["scopes"]; ok {
+		if hasOAuth {
+			s.Scopes = r.scopes(p.val, path+".scopes")
+		} else {
+			r.errorf(p.line, path+".scopes", "is only used with OAuth: set oauth: to use scopes, or remove it")
+		}
+	} else if hasOAuth {
+		r.errorf(op.line, path+".scopes", "is required with oauth: list the OAuth scopes to request, such as [mcp:issues.read]")
+	}
+	if hasOAuth {
+		s.OAuth = r.oauth(op, path+".oauth")
+	}
+}
+
+// hostList reads allowed_hosts. ok is false when any entry was refused, so
+// that URLs are not checked against a partial list.
+func (r *yamlReader) hostList(n *yaml.Node, path string) ([]string, bool) {
+	before := len(r.probs.list)
+	items, ok := r.list(n, path)
+	if !ok {
+		return nil, false
+	}
+	if len(items) == 0 {
+		r.errorf(resolve(n).Line, path, "must list at least one host, such as [mcp.example.com]: an empty list allows nothing")
+		return nil, false
+	}
+	out := make([]string, 0, len(items))
+	seen := make(map[string]int)
+	for i, item := range items {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		h, ok := r.text(item, ip)
+		if !ok {
+			continue
+		}
+		line := resolve(item).Line
+		host, msg := checkHost(h)
+		if msg != "" {
+			r.errorf(line, ip, "%s", msg)
+			continue
+		}
+		if first, dup := seen[host]; dup {
+			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(h), first)
+			continue
+		}
+		seen[host] = line
+		out = append(out, host)
+	}
+	return out, len(r.probs.list) == before
+}
+
+var hostLabel = regexp.MustCompile(`^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
+
+// checkHost checks one allowed_hosts entry: a host name or an IP literal,
+// nothing more. It returns the entry in lower case, without brackets.
+func checkHost(h string) (string, string) {
+	const alone = "give the host name alone, such as mcp.example.com"
+	host := strings.ToLower(h)
+	switch {
+	case host == "":
+		return "", "must not be empty: " + alone
+	case strings.Contains(host, "://"):
+		return "", fmt.Sprintf("%s is a URL: %s", show(h), alone)
+	case strings.Contains(host, "*"):
+		return "", fmt.Sprintf("%s: patterns are not supported: list each host", show(h))
+	case strings.ContainsAny(host, "/?#@"):
+		return "", fmt.Sprintf("%s is not a host name: %s", show(h), alone)
+	}
+	if ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")); err == nil {
+		if ip.Zone() != "" {
+			return "", fmt.Sprintf("%s has an IPv6 zone, which a URL cannot name: remove it", show(h))
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"), ""
+	}
+	if strings.Contains(host, ":") {
+		return "", fmt.Sprintf("%s has a port: %s (the port is part of url)", show(h), alone)
+	}
+	if strings.HasSuffix(host, ".") {
+		return "", fmt.Sprintf("%s ends in a dot: write it without, as in the URL", show(h))
+	}
+	if len(host) > 253 {
+		return "", fmt.Sprintf("%s is longer than a host name may be (253 characters)", show(h))
+	}
+	labels := strings.Split(host, ".")
+	for _, label := range labels {
+		if !hostLabel.MatchString(label) {
+			return "", fmt.Sprintf("%s is not a valid host name: use letters, digits, - and . (the ASCII form of an international name)", show(h))
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return "", fmt.Sprintf("%s is neither an IP address nor a host name", show(h))
+	}
+	return host, ""
+}
+
+// scopes reads scopes: at least one RFC 6749 scope token, none twice.
+func (r *yamlReader) scopes(n *yaml.Node, path string) []string {
+	items, ok := r.list(n, path)
+	if !ok {
+		return nil
+	}
+	if len(items) == 0 {
+		r.errorf(resolve(n).Line, path, "must list at least one scope, such as [mcp:issues.read]")
+		return nil
+	}
+	out := make([]string, 0, len(items))
+	seen := make(map[string]int)
+	for i, item := range items {
+		ip := fmt.Sprintf("%s[%d]", path, i)
+		sc, ok := r.text(item, ip)
+		if !ok {
+			continue
+		}
+		line := resolve(item).Line
+		if !validScope(sc) {
+			r.errorf(line, ip, "%s is not an OAuth scope: use printable ASCII without spaces, \" or \\", show(sc))
+			continue
+		}
+		if first, dup := seen[sc]; dup {
+			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(sc), first)
+			continue
+		}
+		seen[sc] = line
+		out = append(out, sc)
+	}
+	return out
+}
+
+// validScope reports whether s is an RFC 6749 scope token (%x21 / %x23-5B /
+// %x5D-7E).
+func validScope(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; c < 0x21 || c == 0x22 || c == 0x5c || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// oauth reads oauth: {client_id, client_metadata_url, dynamic_registration,
+// redirect_uri}. An empty string counts as not set.
+func (r *yamlReader) oauth(p pair, path string) *OAuth {
+	o := &OAuth{RedirectURI: defaultRedirectURI}
+	f, ok := r.fields(p.val, path, oauthKeys)
+	if !ok {
+		return o
+	}
+	str := func(key string, check func(string) string) string {
+		kp, ok := f[key]
+		if !ok {
+			return ""
+		}
+		v, ok := r.text(kp.val, path+"."+key)
+		if !ok || v == "" {
+			return ""
+		}
+		if msg := check(v); msg != "" {
+			r.errorf(resolve(kp.val).Line, path+"."+key, "%s", msg)
+			return ""
+		}
+		return v
+	}
+	o.ClientID = str("client_id", checkClientID)
+	o.ClientMetadataURL = str("client_metadata_url", checkClientMetadataURL)
+	if kp, ok := f["dynamic_registration"]; ok {
+		o.DynamicRegistration, _ = r.boolean(kp.val, path+".dynamic_registration")
+	}
+	if kp, ok := f["redirect_uri"]; ok {
+		if v, ok := r.text(kp.val, path+".redirect_uri"); ok {
+			if msg := checkRedirectURI(v); msg != "" {
+				r.errorf(resolve(kp.val).Line, path+".redirect_uri", "%s", msg)
+			} else {
+				o.RedirectURI = v
+			}
+		}
+	}
+	if o.ClientID == "" && o.ClientMetadataURL == "" && !o.DynamicRegistration && !r.failedUnder(path) {
+		r.errorf(p.line, path, "says nothing about how airlock identifies itself to the authorization server: set client_id, client_metadata_url or dynamic_registration: true")
+	}
+	return o
+}
+
+// failedUnder reports whether a problem was already reported under path,
+// so that a refused value is not also reported as missing.
+func (r *yamlReader) failedUnder(path string) bool {
+	return slices.ContainsFunc(r.probs.list, func(p problem) bool {
+		e, ok := p.err.(*Error)
+		return ok && strings.HasPrefix(e.Path, path+".")
+	})
+}
+
+// checkClientID allows what RFC 6749 allows in a client id (VSCHAR).
+func checkClientID(id string) string {
+	if len(id) > 1024 {
+		return "is longer than 1024 characters"
+	}
+	for i := range len(id) {
+		if c := id[i]; c < 0x20 || c > 0x7e {
+			return "must be printable ASCII (RFC 6749)"
+		}
+	}
+	if strings.TrimSpace(id) != id {
+		return fmt.Sprintf("%s has leading or trailing spaces", show(id))
+	}
+	return ""
+}
+
+// checkClientMetadataURL checks the URL of a client ID metadata document:
+// it is the client id itself, so it must be https with a path, on any host
+// (it is fetched by the authorization server, not by airlock).
+func checkClientMetadataURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "must be an absolute https URL with a path, such as https://airlock.example.com/client.json"
+	}
+	if u.Scheme == "http" {
+		// Development mode does not relax this: the authorization server
+		// fetches the document, and the SDK takes https only.
+		return "must use https: it is fetched by the authorization server, such as https://airlock.example.com/client.json"
+	}
+	if err := egress.ValidateURL(raw, &egress.URLOptions{AllowedHosts: []string{u.Hostname()}}); err != nil {
+		return err.Error()
+	}
+	if u.Path == "" || u.Path == "/" {
+		return fmt.Sprintf("URL %q must have a path: the root of a site is not accepted as a client id, such as https://airlock.example.com/client.json", raw)
+	}
+	return ""
+}
+
+// checkRedirectURI checks a login's redirect URI (RFC 8252 §7.3): plain
+// http to a loopback IP literal, so that the name cannot lead elsewhere,
+// with a fixed port, so that it matches what was registered. Messages do
+// not quote it, since a refused one may hold user information.
+func checkRedirectURI(raw string) string {
+	const want = "use http://127.0.0.1:PORT/PATH, on which airlock listens for the login's answer"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Opaque != "" || u.Host == "":
+		return "is not an absolute URL: " + want
+	case u.Scheme != "http":
+		return "must use plain http (the answer never leaves this machine): " + want
+	case u.User != nil:
+		return "must not contain user information: " + want
+	case u.RawQuery != "" || u.ForceQuery:
+		return "must not contain a query: " + want
+	case u.Fragment != "" || strings.Contains(raw, "#"):
+		return "must not contain a fragment: " + want
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	switch {
+	case err != nil:
+		return "must name a loopback IP address, not a host name (a name could lead elsewhere): " + want
+	case !ip.IsLoopback() || ip.Zone() != "":
+		return "must name a loopback address: " + want
+	case u.Port() == "":
+		return "needs an explicit port: " + want
+	}
+	if ap, err := netip.ParseAddrPort(u.Host); err != nil || ap.Port() == 0 {
+		return "has an invalid port: " + want
+	}
+	return ""
+}
+
+// urlCheck is a URL whose check waits until the development flag is known.
+type urlCheck struct {
+	order int   // where a problem sorts
+	at    Error // the file, line and key path of the URL
+	url   string
+	hosts []string
+	// written is set when url came from expanding variables: messages
+	// then quote it instead, since the expanded value may hold a secret.
+	written string
+}
+
+// quotedURL matches the URL that egress.ValidateURL quotes at the start of
+// its messages.
+var quotedURL = regexp.MustCompile(`^URL "(?:[^"\\]|\\.)*"`)
+
+// check runs egress.ValidateURL and returns the problem, or nil.
+func (c urlCheck) check(development bool) *Error {
+	err := egress.ValidateURL(c.url, &egress.URLOptions{AllowedHosts: c.hosts, Development: development})
+	if err == nil {
+		return nil
+	}
+	e := c.at
+	e.Msg = err.Error()
+	if q := quotedURL.FindString(e.Msg); q != "" && c.written != "" {
+		e.Msg = "URL " + show(c.written) + " (with its variables expanded)" + e.Msg[len(q):]
+	}
+	return &e
+}
+
+// checkURLs runs the waiting URL checks.
+func (r *yamlReader) checkURLs(development bool) {
+	for _, c := range r.urls {
+		if e := c.check(development); e != nil {
+			r.probs.add(c.order, e)
+		}
+	}
+}
