@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/schema"
+	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
@@ -28,7 +30,7 @@ import (
 // journal first. The value that was checked is the value that is sent.
 func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	began := time.Now()
-	r := &Result{ToolCallID: c.ID, Snapshot: snap.ID()}
+	r := &Result{ToolCallID: c.ID, Snapshot: snap.ID(), TraceID: telemetry.TraceID(ctx)}
 	var info *CallInfo
 	defer func() {
 		r.Duration = time.Since(began)
@@ -58,10 +60,25 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		ctx = taskCtx
 	}
 
+	// A turn may make only so many calls: a model stuck in a loop stops
+	// here, before any server sees it.
+	if t := snap.turn; t != nil && h.cfg.Limits.MaxCallsPerTurn > 0 {
+		if n := t.calls.Add(1); n > int64(h.cfg.Limits.MaxCallsPerTurn) {
+			return r.fail(newError(Denied, "", c.Name, nil,
+				"refused: this turn already made %d tool calls (limits.max_calls_per_turn); end the turn", h.cfg.Limits.MaxCallsPerTurn))
+		}
+	}
+
 	// Resolve the local name in the turn's snapshot. A name the model made
 	// up, or one from another snapshot, reaches no server.
 	tool, ok := snap.snap.Lookup(c.Name)
 	if !ok {
+		if srv := snap.loginPending(c.Name); srv != nil {
+			// Its server lists no tools until someone logs in; the person
+			// is told so, not the model that a tool does not exist.
+			return r.fail(newError(AuthRequired, srv.cfg.ID, c.Name, nil,
+				"%s: server %s lists its tools only after a login: run airlock auth login %s", c.Name, srv.cfg.ID, srv.cfg.ID))
+		}
 		return r.fail(newError(UnknownTool, "", c.Name, nil, "unknown tool %q: it is not in the catalog", c.Name))
 	}
 	srv := snap.servers[tool.Server]
@@ -113,23 +130,33 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 
 	// Find the server's live connection: the snapshot's own, so a task's
 	// tools reach that task's servers and no other's.
-	conn := srv.current()
-	if conn == nil {
-		// A server still starting (warm start) is waited for, within its
-		// connect timeout.
-		select {
-		case <-srv.ready:
-		case <-ctx.Done():
-			return fail(Cancelled, ctx.Err(), "%s: cancelled while server %s was starting", tool.Name, tool.Server)
-		case <-time.After(srv.cfg.ConnectTimeout):
-		}
-		if conn = srv.current(); conn == nil {
-			return fail(ConnectionError, nil, "server %s is not connected", tool.Server)
-		}
+	l, cerr := h.connFor(ctx, srv, tool)
+	if cerr != nil {
+		return r.fail(cerr)
 	}
-	if f := conn.Fault(); f != nil {
-		return fail(ConnectionError, f, "server %s is not available: %s", tool.Server, f.Msg)
+
+	// Backpressure: the tenant's calls in flight, then one of the server's
+	// slots, waited for at most queue_timeout. A call that gets none is
+	// busy and was never sent.
+	leaveTenant, err := h.tenants.enter(h.gov.principal.Tenant)
+	if err != nil {
+		return fail(Denied, err, "%s refused: %v", tool.Name, err)
 	}
+	defer leaveTenant()
+	wait, release, err := srv.acquire(ctx)
+	r.QueueWait = wait
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(Cancelled, err, "%s: cancelled while waiting for server %s", tool.Name, tool.Server)
+		}
+		return fail(Busy, err, "%s: %v", tool.Name, err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			release()
+		}
+	}()
 
 	// Send tools/call, bounded by the server's request timeout. A call that
 	// may change the world is written to the journal first (if that fails,
@@ -145,7 +172,8 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		h.audit(ctx, store.Event{Event: store.EventCallSent, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
 			Fields: map[string]any{"attempt": attempt, "intent": intent}})
 		var cerr error
-		res, cerr = h.send(ctx, srv, tool, args)
+		r.sent = l
+		res, cerr = h.send(ctx, srv, l.conn, tool, args)
 		if cerr == nil {
 			outcome := store.OutcomeSucceeded
 			if res.IsError {
@@ -154,9 +182,22 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 			h.endIntent(intent, outcome, "")
 			break
 		}
-		e := h.callError(ctx, srv, tool, conn, cerr)
+		e := h.callError(ctx, srv, tool, l.conn, cerr)
+		if refusedUnread(cerr) {
+			// The server refused the request without acting on it: its
+			// session was gone (HTTP 404), or it wanted credentials.
+			h.endIntent(intent, store.OutcomeFailed, e.Msg)
+			if attempt == 1 && errors.Is(cerr, mcp.ErrSessionMissing) && ctx.Err() == nil {
+				// The same call goes once more, on the new session.
+				if next, nerr := h.awaitReconnect(ctx, srv, l); nerr == nil {
+					l = next
+					continue
+				}
+			}
+			return r.fail(e)
+		}
 		if intent == "" {
-			return r.fail(e) // a read: nothing to recover
+			return r.fail(e) // a read: nothing to recover, and not replayed
 		}
 		var werr *jsonrpc.Error
 		if errors.As(cerr, &werr) {
@@ -166,12 +207,20 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		}
 		h.endIntent(intent, store.OutcomeUnknown, e.Msg)
 		if attempt == 1 && d.Idempotent && e.Kind == ConnectionError && ctx.Err() == nil {
+			// Local policy says sending it again is harmless.
+			next, ok := h.retryOn(ctx, srv, l)
+			if !ok {
+				return r.fail(e)
+			}
+			l = next
 			continue
 		}
 		r.RecoveryID = intent
 		return r.fail(newError(OutcomeUnknown, tool.Server, tool.Name, cerr,
 			"%s: %s; it may or may not have taken effect, and will not be sent again: check, then run airlock recovery resolve %s", tool.Name, e.Msg, intent))
 	}
+	release()
+	released = true
 	srv.setStatus(func(st *ServerStatus) { st.LastOK = time.Now() })
 
 	// A tool error is a normal answer: its text goes back to the model and
@@ -246,13 +295,14 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 // progress, and each progress notification starts that wait again, up to
 // max_call_duration in all. Cancelling ctx, or either bound, makes the SDK
 // send notifications/cancelled.
-func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args map[string]any) (*mcp.CallToolResult, error) {
-	conn := srv.current()
+func (h *Host) send(ctx context.Context, srv *server, conn *upstream.Conn, tool *catalog.Tool, args map[string]any) (*mcp.CallToolResult, error) {
 	params := &mcp.CallToolParams{Name: tool.Remote, Arguments: args}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
 	defer idle.Stop()
+	stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
+	defer stop()
 	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
 		defer limit.Stop()
@@ -260,7 +310,22 @@ func (h *Host) send(ctx context.Context, srv *server, tool *catalog.Tool, args m
 		defer done()
 		params.SetProgressToken(token)
 	}
-	res, err := conn.Session().CallTool(callCtx, params)
+	sendCtx, writeErr := upstream.NoteWriteError(callCtx)
+	res, err := conn.Session().CallTool(sendCtx, params)
+	if werr := writeErr(); err != nil && werr != nil && ctx.Err() == nil {
+		if refusedUnread(werr) {
+			// The server refused the request (its session was gone, or
+			// it wanted credentials). The refusal may also have broken
+			// the connection and so cancelled the call: what counts is
+			// that the request was never taken.
+			err = werr
+		} else {
+			// Sending the request failed on the way (the SDK reports
+			// this as a JSON-RPC error of its own, as if the server had
+			// answered): the server may have received it.
+			err = fmt.Errorf("%w: %v", errUndelivered, werr)
+		}
+	}
 	if err != nil && ctx.Err() == nil {
 		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) || errors.Is(cause, errTooLong) {
 			err = fmt.Errorf("%w: %w", cause, err)
@@ -273,20 +338,39 @@ var errTooLong = errors.New("still running at the absolute limit")
 
 var errTimeout = errors.New("no answer in time")
 
+var errBroken = errors.New("the connection broke")
+
+var errUndelivered = errors.New("the connection failed while the request was being sent")
+
 // callError classifies a failed tools/call.
 func (h *Host) callError(ctx context.Context, srv *server, tool *catalog.Tool, conn *upstream.Conn, err error) *Error {
 	e := func(kind Kind, format string, args ...any) *Error {
 		return newError(kind, tool.Server, tool.Name, err, format, args...)
 	}
+	if ae := authError(tool.Server, tool.Name, err); ae != nil {
+		return ae
+	}
+	if conn.Fault() == nil && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		// The server's output ended: the connection is about to say why
+		// (the process exited, and with what), which decides the class.
+		select {
+		case <-conn.Broken():
+		case <-time.After(2 * time.Second):
+		}
+	}
 	var werr *jsonrpc.Error
 	switch f := conn.Fault(); {
 	case ctx.Err() != nil:
 		return e(Cancelled, "%s: cancelled", tool.Name)
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return e(ConnectionError, "%s: the server ended the session before the call reached it; it was not run", tool.Name)
 	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
 	case errors.Is(err, errTooLong):
 		return e(ConnectionError, "%s: still running after %s (max_call_duration), however much progress it reported; the request was cancelled",
 			tool.Name, srv.cfg.MaxCallDuration)
+	case errors.Is(err, errUndelivered), errors.Is(err, upstream.ErrAnswerLost):
+		return e(ConnectionError, "%s: %v", tool.Name, err)
 	case f != nil && f.Contract():
 		return e(ContractError, "%s: %s", tool.Name, f.Msg)
 	case f != nil:

@@ -14,6 +14,7 @@ import (
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
 	"github.com/airlockhq/airlock/store/sqlite"
@@ -34,6 +35,26 @@ type governance struct {
 	principal policy.Principal
 	values    func(tool string) bool // record argument and result values of this tool
 	now       func() time.Time
+}
+
+// principalFor fills in the empty fields of p: from the configuration's
+// tenancy, else tenant "default" and the operating-system user.
+func principalFor(cfg *config.Config, p Principal) Principal {
+	if p.Tenant == "" {
+		p.Tenant = cfg.Tenancy.Tenant
+	}
+	if p.User == "" {
+		p.User = cfg.Tenancy.User
+	}
+	if p.Tenant == "" {
+		p.Tenant = "default"
+	}
+	if p.User == "" {
+		if u, err := user.Current(); err == nil {
+			p.User = u.Username
+		}
+	}
+	return p
 }
 
 // A Principal is who the host acts for.
@@ -97,15 +118,8 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 	g.values = func(tool string) bool {
 		return slices.Equal(record, []string{"*"}) || slices.Contains(record, tool)
 	}
-	g.principal = policy.Principal{Tenant: opts.Principal.Tenant, User: opts.Principal.User}
-	if g.principal.Tenant == "" {
-		g.principal.Tenant = "default"
-	}
-	if g.principal.User == "" {
-		if u, err := user.Current(); err == nil {
-			g.principal.User = u.Username
-		}
-	}
+	pr := principalFor(cfg, opts.Principal)
+	g.principal = policy.Principal{Tenant: pr.Tenant, User: pr.User}
 	if opts.Store != nil {
 		g.store = opts.Store
 	} else {
@@ -366,7 +380,16 @@ func (h *Host) endIntent(id string, o store.Outcome, detail string) {
 
 // recordResult writes the result of a call to the audit trail.
 func (h *Host) recordResult(ctx context.Context, snap *Snapshot, c Call, info *CallInfo, r *Result) {
-	fields := map[string]any{"generation": snap.Generation()}
+	fields := map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID, "tenant": h.tenantPrint}
+	if r.QueueWait > 0 {
+		fields["queue_wait_ms"] = r.QueueWait.Milliseconds()
+	}
+	if l := r.sent; l != nil {
+		fields["connection"] = l.gen
+		if id := l.conn.SessionID(); id != "" {
+			fields["session"] = upstream.Fingerprint(id)
+		}
+	}
 	if r.Err != nil {
 		fields["error"] = r.Err.Msg
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/telemetry"
+	"github.com/airlockhq/airlock/internal/upstream"
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
@@ -53,8 +54,10 @@ type Options struct {
 	// decided together with them), after hooks on every result.
 	Before []BeforeHook
 	After  []AfterHook
-	// Principal is who the host acts for; empty fields mean tenant
-	// "default" and the operating-system user.
+	// Principal is who the host acts for: its tenant and user choose the
+	// credential partition of remote servers, and policy sees them. Empty
+	// fields mean the configuration's tenancy (tenant "default" and the
+	// operating-system user unless it says otherwise).
 	Principal Principal
 	// Secrets are further values to redact wherever the host writes
 	// (secret_env values are always redacted).
@@ -71,6 +74,8 @@ type Options struct {
 	// StopGrace is how long closing waits for a server at each step (after
 	// closing stdin, after SIGTERM). Zero means 2s.
 	StopGrace time.Duration
+	// Auth configures the credentials of remote servers.
+	Auth AuthOptions
 }
 
 // Server states, as `airlock tools --json` and `status` report them.
@@ -80,6 +85,9 @@ const (
 	StatusDegraded = "degraded" // it runs, but fails its health checks or its catalog
 	StatusFailed   = "failed"
 	StatusStopped  = "stopped"
+	// StatusAuthRequired: a remote server needs a person to log in
+	// (airlock auth login SERVER) before it can be used.
+	StatusAuthRequired = "auth_required"
 )
 
 // ServerStatus describes one configured server.
@@ -104,12 +112,17 @@ type Host struct {
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
-	servers   []*server       // scope: host, shared by every task
-	perTask   []config.Server // scope: task, started by each task
-	line      *lineage        // the host's snapshots
-	calls     tracker         // every call in flight, for a graceful close
-	life      context.Context // ends when the host closes: stops supervisors
-	endLife   context.CancelFunc
+	creds     *Credentials // remote servers' OAuth logins, opened on first use
+	tenants   tenantLimit  // calls in flight per tenant
+	// tenantPrint stands for the host's tenant in audit events: a hash,
+	// so that the trail can be shared without naming customers.
+	tenantPrint string
+	servers     []*server       // scope: host, shared by every task
+	perTask     []config.Server // scope: task, started by each task
+	line        *lineage        // the host's snapshots
+	calls       tracker         // every call in flight, for a graceful close
+	life        context.Context // ends when the host closes: stops supervisors
+	endLife     context.CancelFunc
 
 	tasksMu sync.Mutex
 	tasks   map[*Task]bool // attached here, released when the host closes
@@ -155,6 +168,9 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		return nil, err
 	}
 	h.auditLog = newAuditLog(h.telemetry.Audit(h.gov.store.Audit()), h.log, h.gov.prepareEvent)
+	h.creds = OpenCredentials(cfg, &h.opts)
+	h.tenantPrint = upstream.Fingerprint(h.gov.principal.Tenant)
+	h.tenants.limit = cfg.Limits.MaxConcurrentPerTenant
 	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {
@@ -269,6 +285,7 @@ type Snapshot struct {
 	snap    *catalog.Snapshot
 	servers map[string]*server // the servers its tools belong to
 	task    *Task              // the task it belongs to, or nil
+	turn    *turn              // the turn it was begun for, or nil
 }
 
 // ID identifies the snapshot's content; the same servers and tools give

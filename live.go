@@ -73,6 +73,14 @@ func (h *Host) refresh(ctx context.Context, l *lineage) (*Snapshot, error) {
 	defer l.mu.Unlock()
 	var errs []error
 	for _, s := range l.servers {
+		if s.getStatus().Status == StatusAuthRequired {
+			// Someone may have logged in since; without a token this
+			// fails before anything is sent.
+			if _, err := h.reconnect(ctx, s, ""); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		if err := h.rediscover(ctx, s); err != nil {
 			errs = append(errs, err)
 		}
@@ -141,7 +149,7 @@ func (h *Host) BeginTurn(ctx context.Context) *Snapshot {
 	if err != nil {
 		h.log.Warn("refreshing the catalog", "error", err)
 	}
-	return snap
+	return snap.forTurn()
 }
 
 // A tracker knows the calls in flight, so that closing can wait for them

@@ -109,6 +109,14 @@ type Result struct {
 	RecoveryID string
 	// Notes are what after-call hooks added, for the harness.
 	Notes []string
+	// TraceID is the trace the call's audit events carry: the caller's
+	// OpenTelemetry trace when its context has a span, else a new one.
+	TraceID string
+	// QueueWait is how long the call waited for one of its server's slots
+	// (max_concurrency).
+	QueueWait time.Duration
+
+	sent *link // the connection the call was sent on, for the audit trail
 }
 
 // A Decision is the verdict of hooks and policy on a call.

@@ -25,8 +25,15 @@ type server struct {
 	cfg      config.Server
 	stateDir string // where its runtime directory goes
 
-	conn  atomic.Pointer[upstream.Conn] // nil until the server first started
-	dirty atomic.Bool                   // its tools must be discovered again at the next safe point
+	link  atomic.Pointer[link] // nil until the server first started
+	dirty atomic.Bool          // its tools must be discovered again at the next safe point
+
+	// slots bounds the calls in flight to the server (max_concurrency);
+	// a call waits for one at most queue_timeout.
+	slots chan struct{}
+	// reconnectMu makes one call at a time try to reconnect a server that
+	// needed a login.
+	reconnectMu sync.Mutex
 
 	refreshMu sync.Mutex // one discovery at a time
 	toolsMu   sync.Mutex
@@ -41,11 +48,43 @@ type server struct {
 	ready        chan struct{}  // closed when the first start has ended, well or not
 }
 
-func newServer(cfg config.Server, stateDir string) *server {
-	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting}, ready: make(chan struct{})}
+// A link is one connection of a server, and which one it is: the
+// generation counts the connections the server has had.
+type link struct {
+	conn *upstream.Conn
+	gen  uint64
 }
 
-func (s *server) current() *upstream.Conn { return s.conn.Load() }
+func newServer(cfg config.Server, stateDir string) *server {
+	n := cfg.MaxConcurrency
+	if n <= 0 {
+		n = defaultMaxConcurrency
+	}
+	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting},
+		ready: make(chan struct{}), slots: make(chan struct{}, n)}
+}
+
+// defaultMaxConcurrency applies to a configuration built by hand.
+const defaultMaxConcurrency = 16
+
+func (s *server) current() *upstream.Conn {
+	if l := s.link.Load(); l != nil {
+		return l.conn
+	}
+	return nil
+}
+
+// currentLink returns the server's connection and its generation, or nil.
+func (s *server) currentLink() *link { return s.link.Load() }
+
+// use makes conn the server's connection, one generation on.
+func (s *server) use(conn *upstream.Conn) {
+	var gen uint64
+	if l := s.link.Load(); l != nil {
+		gen = l.gen
+	}
+	s.link.Store(&link{conn: conn, gen: gen + 1})
+}
 
 func (s *server) setTools(tools []*catalog.Tool) {
 	s.toolsMu.Lock()
@@ -90,13 +129,13 @@ func (h *Host) start(ctx, life context.Context, s *server) {
 	began := time.Now()
 	h.progress(s.getStatus())
 	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerStart, Server: s.cfg.ID})
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	conn, tools, err := h.connect(ctx, s)
 	st := s.setStatus(func(st *ServerStatus) {
 		st.Took = time.Since(began)
 		if err != nil {
-			st.Status, st.Err = StatusFailed, err
+			st.Status, st.Err = statusOf(err), err
 			return
 		}
 		st.Status, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, conn.ProtocolVersion(), len(tools), time.Now()
@@ -109,7 +148,7 @@ func (h *Host) start(ctx, life context.Context, s *server) {
 		s.setTools(nil) // a list from the cache is not the server's word
 		return
 	}
-	s.conn.Store(conn)
+	s.use(conn)
 	s.setTools(tools)
 	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: st.Took.Milliseconds(),
 		Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools)}})
@@ -146,12 +185,18 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 		conn *upstream.Conn
 		err  error
 	)
-	if t := h.dial(s.cfg); t != nil {
+	switch t := h.dial(s.cfg); {
+	case t != nil:
 		conn, err = upstream.Dial(ctx, &s.cfg, t, uopts)
-	} else {
+	case s.cfg.Remote():
+		conn, err = h.dialRemote(ctx, s, uopts)
+	default:
 		conn, err = upstream.Start(ctx, &s.cfg, uopts)
 	}
 	if err != nil {
+		if ae := authError(s.cfg.ID, "", err); ae != nil {
+			return nil, nil, ae
+		}
 		kind := ConnectionError
 		var se *upstream.StartError
 		if errors.As(err, &se) && se.Contract {
@@ -247,23 +292,39 @@ func (h *Host) supervise(life context.Context, s *server) {
 			return
 		}
 		conn.Close() // reap it and whatever it left in its process group
-		h.log.Warn("server stopped working; restarting it", "server", s.cfg.ID, "reason", f.Msg)
+		// A remote server that forgot the session gets a new one: a new
+		// transport and handshake, never initialize again on the old one.
+		rebuild := f.Kind == upstream.FaultSessionExpired
+		h.log.Warn("server stopped working; reconnecting", "server", s.cfg.ID, "reason", f.Msg, "session_rebuild", rebuild)
 		h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(ConnectionError),
-			Fields: map[string]any{"error": f.Msg, "restart": true}})
+			Fields: map[string]any{"error": f.Msg, "restart": true, "session_rebuild": rebuild}})
 		s.setStatus(func(st *ServerStatus) {
 			st.Status, st.Err = StatusStarting, newError(ConnectionError, s.cfg.ID, "", f, "%s; restarting", f.Msg)
 		})
 		restarted := false
 		for attempt := 1; attempt <= maxRestarts && !restarted; attempt++ {
+			wait := backoff(attempt)
+			if rebuild && attempt == 1 {
+				wait = 0 // the server is there; only the session is gone
+			}
 			select {
 			case <-life.Done():
 				return
-			case <-time.After(backoff(attempt)):
+			case <-time.After(wait):
 			}
-			ctx, cancel := context.WithTimeout(life, s.cfg.ConnectTimeout)
+			ctx, cancel := context.WithTimeout(life, s.cfg.StartTimeout())
 			began := time.Now()
 			next, tools, err := h.connect(ctx, s)
 			cancel()
+			if err != nil && err.Kind == AuthRequired {
+				// Retrying will not help until someone logs in; a call
+				// tries again then.
+				h.log.Warn("server needs a login", "server", s.cfg.ID, "error", err.Msg)
+				s.setStatus(func(st *ServerStatus) { st.Status, st.Err = StatusAuthRequired, err })
+				h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(AuthRequired),
+					Fields: map[string]any{"error": err.Msg}})
+				return
+			}
 			if err != nil {
 				h.log.Warn("restart failed", "server", s.cfg.ID, "attempt", attempt, "error", err.Msg)
 				continue
@@ -272,7 +333,7 @@ func (h *Host) supervise(life context.Context, s *server) {
 				next.Close()
 				return
 			}
-			s.conn.Store(next)
+			s.use(next)
 			s.setTools(tools)
 			st := s.setStatus(func(st *ServerStatus) {
 				st.Status, st.Err, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, nil, next.ProtocolVersion(), len(tools), time.Now()
@@ -357,4 +418,12 @@ func stopAll(servers []*server) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// statusOf is the status of a server that could not be connected.
+func statusOf(err *Error) string {
+	if err.Kind == AuthRequired {
+		return StatusAuthRequired
+	}
+	return StatusFailed
 }

@@ -266,7 +266,7 @@ func (t *Task) BeginTurn(ctx context.Context) *Snapshot {
 	if err != nil {
 		t.h.log.Warn("refreshing the task's catalog", "task", t.info.ID, "error", err)
 	}
-	return snap
+	return snap.forTurn()
 }
 
 // Servers reports the host's servers, then the task's.

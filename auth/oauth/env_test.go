@@ -7,30 +7,25 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/auth/secrets"
 )
 
 const (
-	scopeRead  = "mcp:read"
-	scopeWrite = "mcp:write"
+	scopeRead  = oauthtest.ScopeRead
+	scopeWrite = oauthtest.ScopeWrite
 )
 
 // clock is a settable clock for token expiry.
@@ -56,7 +51,7 @@ func (c *clock) advance(d time.Duration) {
 type env struct {
 	t        *testing.T
 	as       *oauthtest.Server
-	rs       *resourceServer
+	rs       *oauthtest.ResourceServer
 	storeDir string
 	store    *secrets.FileStore
 	clock    *clock
@@ -107,7 +102,7 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	if o.asURL != nil {
 		issuer = o.asURL(e.as)
 	}
-	e.rs = newResourceServer(t, e.as, issuer)
+	e.rs = oauthtest.NewResourceServer(t, e.as, &oauthtest.ResourceOptions{Issuer: issuer})
 
 	tmp := t.TempDir()
 	e.storeDir = filepath.Join(tmp, "store")
@@ -142,8 +137,8 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	}
 	e.srv = &oauth.Server{
 		ID:          "issues",
-		URL:         e.rs.url + "/mcp",
-		Resource:    e.rs.url,
+		URL:         e.rs.URL + "/mcp",
+		Resource:    e.rs.URL,
 		Scopes:      []string{scopeRead},
 		RedirectURI: redirect,
 		ClientID:    "airlock",
@@ -209,109 +204,6 @@ func call(cs *mcp.ClientSession, tool string) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// resourceServer is a protected MCP server: the SDK's stateless Streamable
-// HTTP handler behind a bearer check with the authorization server's
-// verifier, a per-tool scope gate answering 403 insufficient_scope, and
-// RFC 9728 metadata. It records the tokens it saw.
-type resourceServer struct {
-	url string
-
-	mu       sync.Mutex
-	tokens   []string
-	requests int
-	refuse   bool // answer 401 to everything
-}
-
-func newResourceServer(t *testing.T, as *oauthtest.Server, issuer string) *resourceServer {
-	rs := &resourceServer{}
-	mux := http.NewServeMux()
-	hs := httptest.NewUnstartedServer(mux)
-	rs.url = "http://" + hs.Listener.Addr().String()
-	metadataURL, _ := bearer.MetadataURL(rs.url)
-	challenge := bearer.Challenge{ResourceMetadata: metadataURL, Scopes: []string{scopeRead}}
-
-	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:             rs.url,
-		AuthorizationServers: []string{issuer},
-		ScopesSupported:      []string{scopeRead, scopeWrite},
-	}))
-
-	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
-	for _, name := range []string{"read", "write"} {
-		mcp.AddTool(server, &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-			func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ok"}}}, nil, nil
-			})
-	}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rs.mu.Lock()
-		rs.requests++
-		refuse := rs.refuse
-		rs.mu.Unlock()
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || refuse {
-			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "", nil))
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		claims, err := as.Verify(r.Context(), token, rs.url)
-		if err != nil {
-			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "token refused", nil))
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		rs.mu.Lock()
-		rs.tokens = append(rs.tokens, token)
-		rs.mu.Unlock()
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		json.Unmarshal(body, &msg)
-		if msg.Method == "tools/call" && msg.Params.Name == "write" && !slices.Contains(claims.Scopes, scopeWrite) {
-			challenge.WriteInsufficientScope(w, []string{scopeRead, scopeWrite}, "", "", nil)
-			return
-		}
-		if msg.Method == "tools/call" && !slices.Contains(claims.Scopes, scopeRead) {
-			challenge.WriteInsufficientScope(w, []string{scopeRead}, "", "", nil)
-			return
-		}
-		handler.ServeHTTP(w, r)
-	}))
-	// A plain protected endpoint for raw HTTP calls.
-	mux.Handle("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if _, err := as.Verify(r.Context(), token, rs.url); err != nil {
-			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "", nil))
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		io.Copy(w, r.Body)
-	}))
-	hs.Start()
-	t.Cleanup(hs.Close)
-	rs.url = hs.URL
-	return rs
-}
-
-func (rs *resourceServer) seen() []string {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return slices.Clone(rs.tokens)
-}
-
-func (rs *resourceServer) setRefuse(v bool) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	rs.refuse = v
 }
 
 // scanForSecret fails if any file under dir contains secret in the clear.

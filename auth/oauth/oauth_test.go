@@ -53,15 +53,15 @@ func TestLoginAndCall(t *testing.T) {
 
 	// The token was issued for the configured resource, and every
 	// authorization and token request named it.
-	tokens := e.rs.seen()
+	tokens := e.rs.Seen()
 	if len(tokens) == 0 {
 		t.Fatal("the server saw no token")
 	}
-	claims, err := e.as.Verify(ctx, tokens[0], e.rs.url)
+	claims, err := e.as.Verify(ctx, tokens[0], e.rs.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{e.rs.url}, claims.Audience); diff != "" {
+	if diff := cmp.Diff([]string{e.rs.URL}, claims.Audience); diff != "" {
 		t.Errorf("audience mismatch (-want +got):\n%s", diff)
 	}
 	if got := e.as.Stats(); got.MissingResource != 0 || got.CodeExchanges != 1 {
@@ -135,7 +135,7 @@ func TestRefreshOnExpiry(t *testing.T) {
 	if st.Refreshes != 1 || st.MissingResource != 0 {
 		t.Errorf("stats = %+v, want one refresh, with the resource", st)
 	}
-	tokens := e.rs.seen()
+	tokens := e.rs.Seen()
 	if tokens[0] == tokens[len(tokens)-1] {
 		t.Error("the call after expiry used the old token")
 	}
@@ -164,7 +164,7 @@ func TestRefreshRace(t *testing.T) {
 		}
 		wg.Go(func() {
 			<-start
-			req, _ := http.NewRequest(http.MethodPost, e.rs.url+"/echo", strings.NewReader("ping"))
+			req, _ := http.NewRequest(http.MethodPost, e.rs.URL+"/echo", strings.NewReader("ping"))
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
 				errs <- err
@@ -191,7 +191,7 @@ func TestRefreshRace(t *testing.T) {
 	e.as.SetAccessTokenTTL(5 * time.Hour)
 	e.clock.advance(2 * time.Hour)
 	tr, _ := e.client.Transport(e.srv, e.who, nil)
-	req, _ := http.NewRequest(http.MethodPost, e.rs.url+"/echo", strings.NewReader("again"))
+	req, _ := http.NewRequest(http.MethodPost, e.rs.URL+"/echo", strings.NewReader("again"))
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestUnauthorizedRefreshesOnce(t *testing.T) {
 	}
 
 	// A server that refuses every token: one refresh, then auth_required.
-	e.rs.setRefuse(true)
+	e.rs.SetRefuse(true)
 	_, err = call(cs, "read")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindAuthRequired || !strings.Contains(err.Error(), "run airlock auth login issues") {
@@ -231,7 +231,7 @@ func TestUnauthorizedRefreshesOnce(t *testing.T) {
 	if st := e.as.Stats(); st.Refreshes != 2 {
 		t.Errorf("refreshes = %d, want 2 (one per call)", st.Refreshes)
 	}
-	for _, tok := range e.rs.seen() {
+	for _, tok := range e.rs.Seen() {
 		if strings.Contains(err.Error(), tok[:16]) {
 			t.Errorf("the error quotes a token: %v", err)
 		}
@@ -465,7 +465,7 @@ func TestPrivateTokenEndpointIsEgressRefusal(t *testing.T) {
 
 func TestResourceMismatch(t *testing.T) {
 	e := newEnv(t, nil)
-	e.srv.Resource = e.rs.url + "/other"
+	e.srv.Resource = e.rs.URL + "/other"
 	_, err := e.client.Login(context.Background(), e.srv, e.who)
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindRefused || !strings.Contains(err.Error(), "names the resource") {

@@ -91,6 +91,9 @@ func (c *Client) token(ctx context.Context, srv *Server, who Owner) (string, err
 	if ps.rec.valid(c.opts.Now()) {
 		return ps.rec.AccessToken, nil
 	}
+	if tok, ok, err := c.reloadLocked(ctx, srv, ps, ""); ok || err != nil {
+		return tok, err
+	}
 	return c.refreshLocked(ctx, srv, ps)
 }
 
@@ -112,12 +115,37 @@ func (c *Client) refreshAfter(ctx context.Context, srv *Server, who Owner, used 
 	if ps.rec.AccessToken != used && ps.rec.valid(c.opts.Now()) {
 		return ps.rec.AccessToken, nil
 	}
-	// Another process may have refreshed or logged in.
-	if stored, err := c.loadRecord(ctx, p); err == nil && stored.AccessToken != used && stored.valid(c.opts.Now()) && !ps.dirty {
-		ps.rec = stored
-		return stored.AccessToken, nil
+	if tok, ok, err := c.reloadLocked(ctx, srv, ps, used); ok || err != nil {
+		return tok, err
 	}
 	return c.refreshLocked(ctx, srv, ps)
+}
+
+// reloadLocked reads the partition's record again before a refresh:
+// another process (a second host, airlock auth login or logout) may have
+// refreshed the token, logged in again or logged out since it was loaded.
+// It returns a usable token other than used when the store has one, an
+// auth_required error when the record is gone, and otherwise leaves the
+// stored record (whose refresh token is the newest) in ps for the refresh.
+// A record whose refresh could not be saved (dirty) is newer than the
+// store's and is kept. The caller holds ps's lock.
+func (c *Client) reloadLocked(ctx context.Context, srv *Server, ps *partState, used string) (string, bool, error) {
+	if ps.dirty {
+		return "", false, nil
+	}
+	stored, err := c.loadRecord(ctx, ps.p)
+	switch {
+	case errors.Is(err, secrets.ErrNotFound):
+		ps.rec = nil
+		return "", false, authRequired(srv.ID, "logged out")
+	case err != nil:
+		return "", false, unavailable(srv.ID, "cannot read the stored token", err)
+	}
+	ps.rec = stored
+	if stored.AccessToken != used && stored.valid(c.opts.Now()) {
+		return stored.AccessToken, true, nil
+	}
+	return "", false, nil
 }
 
 // loadLocked makes sure ps.rec is loaded and the store holds it. The caller

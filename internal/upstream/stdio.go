@@ -61,6 +61,9 @@ const (
 	FaultMalformed
 	// FaultClosed: the host closed the connection.
 	FaultClosed
+	// FaultSessionExpired: a remote server no longer knows the session
+	// (HTTP 404); a new session is needed.
+	FaultSessionExpired
 )
 
 // A Fault is the first reason a connection stopped working.
@@ -125,6 +128,9 @@ type Conn struct {
 
 	fault  atomic.Pointer[Fault]
 	broken chan struct{} // closed with the first fault
+	// live ends with the first fault too, for calls to hang off.
+	live    context.Context
+	endLive context.CancelFunc
 
 	progressMu sync.Mutex
 	progress   map[string]func() // progress token → called on each notification
@@ -213,6 +219,7 @@ func newConn(srv *config.Server, opts *Options) *Conn {
 		stderrDone: make(chan struct{}),
 		broken:     make(chan struct{}),
 	}
+	c.live, c.endLive = context.WithCancel(context.Background())
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -417,8 +424,15 @@ func (c *Conn) stdoutClosed() {
 func (c *Conn) setFault(f Fault) {
 	if c.fault.CompareAndSwap(nil, &f) {
 		close(c.broken)
+		c.endLive()
 	}
 }
+
+// Live returns a context that ends when the connection stops working: a
+// call in flight on a connection that broke (a remote server that forgot
+// the session, a process that died) ends then, instead of waiting for an
+// answer that the host would no longer trust.
+func (c *Conn) Live() context.Context { return c.live }
 
 // Broken is closed when the connection stops working, for whatever reason
 // (Fault says which): the server exited, broke the contract, or the host

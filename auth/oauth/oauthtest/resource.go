@@ -1,0 +1,168 @@
+package oauthtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/airlockhq/airlock/auth/bearer"
+)
+
+// Scopes a [ResourceServer] checks: "read" needs ScopeRead, "write" needs
+// ScopeWrite as well.
+const (
+	ScopeRead  = "mcp:read"
+	ScopeWrite = "mcp:write"
+)
+
+// ResourceOptions configures a [ResourceServer]. Nil gives the defaults.
+type ResourceOptions struct {
+	// Issuer is the authorization server the resource metadata names.
+	// Empty means the authorization server's own URL (set it to lie).
+	Issuer string
+	// Stateful serves sessions (the 2025-11-25 way) instead of the
+	// stateless handler.
+	Stateful bool
+}
+
+// ResourceServer is a protected MCP server on loopback: the SDK's
+// Streamable HTTP handler behind a bearer check with the authorization
+// server's verifier, a per-tool scope gate answering 403
+// insufficient_scope, and RFC 9728 metadata. Its tools "read" and "write"
+// answer "read ok" and "write ok". It records the tokens it accepted.
+type ResourceServer struct {
+	// URL is the server's base URL and its resource; the MCP endpoint is
+	// URL + "/mcp".
+	URL string
+
+	mu       sync.Mutex
+	tokens   []string
+	calls    map[string]int
+	requests int
+	refuse   bool // answer 401 to everything
+}
+
+// NewResourceServer starts a resource server that trusts as. It is closed
+// when the test ends.
+func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *ResourceServer {
+	t.Helper()
+	var o ResourceOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Issuer == "" {
+		o.Issuer = as.URL
+	}
+	rs := &ResourceServer{calls: map[string]int{}}
+	mux := http.NewServeMux()
+	hs := httptest.NewUnstartedServer(mux)
+	rs.URL = "http://" + hs.Listener.Addr().String()
+	metadataURL, _ := bearer.MetadataURL(rs.URL)
+	challenge := bearer.Challenge{ResourceMetadata: metadataURL, Scopes: []string{ScopeRead}}
+
+	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:             rs.URL,
+		AuthorizationServers: []string{o.Issuer},
+		ScopesSupported:      []string{ScopeRead, ScopeWrite},
+	}))
+
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	for _, name := range []string{"read", "write"} {
+		mcp.AddTool(server, &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+				rs.mu.Lock()
+				rs.calls[name]++
+				rs.mu.Unlock()
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ok"}}}, nil, nil
+			})
+	}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: !o.Stateful, JSONResponse: !o.Stateful})
+
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs.mu.Lock()
+		rs.requests++
+		refuse := rs.refuse
+		rs.mu.Unlock()
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || refuse {
+			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "", nil))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		claims, err := as.Verify(r.Context(), token, rs.URL)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "token refused", nil))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		rs.mu.Lock()
+		rs.tokens = append(rs.tokens, token)
+		rs.mu.Unlock()
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		if msg.Method == "tools/call" && msg.Params.Name == "write" && !slices.Contains(claims.Scopes, ScopeWrite) {
+			challenge.WriteInsufficientScope(w, []string{ScopeRead, ScopeWrite}, "", "", nil)
+			return
+		}
+		if msg.Method == "tools/call" && !slices.Contains(claims.Scopes, ScopeRead) {
+			challenge.WriteInsufficientScope(w, []string{ScopeRead}, "", "", nil)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	// A plain protected endpoint for raw HTTP calls.
+	mux.Handle("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, err := as.Verify(r.Context(), token, rs.URL); err != nil {
+			w.Header().Set("WWW-Authenticate", challenge.Header("invalid_token", "", nil))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		io.Copy(w, r.Body)
+	}))
+	hs.Start()
+	t.Cleanup(hs.Close)
+	rs.URL = hs.URL
+	return rs
+}
+
+// Seen returns the tokens the server accepted, in order.
+func (rs *ResourceServer) Seen() []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.tokens)
+}
+
+// Calls returns how many times the tool ran.
+func (rs *ResourceServer) Calls(tool string) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.calls[tool]
+}
+
+// SetRefuse makes the server answer 401 to every request (v true), as if
+// it had stopped trusting every token, or return to normal.
+func (rs *ResourceServer) SetRefuse(v bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.refuse = v
+}

@@ -1,0 +1,100 @@
+package airlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Principal returns who the host acts for.
+func (h *Host) Principal() Principal {
+	return Principal{Tenant: h.gov.principal.Tenant, User: h.gov.principal.User}
+}
+
+// A turn counts the calls made with one BeginTurn's snapshot, for
+// limits.max_calls_per_turn.
+type turn struct {
+	calls atomic.Int64
+}
+
+// forTurn returns a copy of snap that counts its calls as one turn.
+func (s *Snapshot) forTurn() *Snapshot {
+	t := *s
+	t.turn = &turn{}
+	return &t
+}
+
+// tenantLimit bounds the calls in flight per tenant
+// (limits.max_concurrent_per_tenant): one tenant cannot take every slot of
+// a shared host.
+type tenantLimit struct {
+	limit    int
+	mu       sync.Mutex
+	inflight map[string]int
+}
+
+// enter counts a call of tenant in, or says why it may not run.
+func (l *tenantLimit) enter(tenant string) (leave func(), err error) {
+	if l.limit <= 0 {
+		return func() {}, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inflight[tenant] >= l.limit {
+		return nil, fmt.Errorf("tenant %s already has %d calls in flight (limits.max_concurrent_per_tenant)", tenant, l.limit)
+	}
+	if l.inflight == nil {
+		l.inflight = map[string]int{}
+	}
+	l.inflight[tenant]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.inflight[tenant]--; l.inflight[tenant] == 0 {
+			delete(l.inflight, tenant)
+		}
+	}, nil
+}
+
+// errBusy: no slot for the call within queue_timeout.
+type errBusy struct {
+	server string
+	limit  int
+	wait   time.Duration
+}
+
+func (e *errBusy) Error() string {
+	return fmt.Sprintf("server %s is busy: %d calls in flight (max_concurrency), none finished within %s (queue_timeout); the call was not sent, try again later",
+		e.server, e.limit, e.wait)
+}
+
+// acquire waits for one of the server's call slots, at most queue_timeout.
+// It returns how long it waited and the function that gives the slot back.
+func (s *server) acquire(ctx context.Context) (time.Duration, func(), error) {
+	release := func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return 0, release, nil
+	default:
+	}
+	began := time.Now()
+	wait := s.cfg.QueueTimeout
+	if wait <= 0 {
+		wait = defaultQueueTimeout
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return time.Since(began), release, nil
+	case <-ctx.Done():
+		return time.Since(began), nil, ctx.Err()
+	case <-timer.C:
+		return time.Since(began), nil, &errBusy{server: s.cfg.ID, limit: cap(s.slots), wait: wait}
+	}
+}
+
+// defaultQueueTimeout applies to a configuration built by hand.
+const defaultQueueTimeout = 10 * time.Second

@@ -1,0 +1,148 @@
+package airlock
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/airlockhq/airlock/auth/egress"
+	"github.com/airlockhq/airlock/auth/oauth"
+	"github.com/airlockhq/airlock/auth/secrets"
+	"github.com/airlockhq/airlock/config"
+)
+
+// Credentials are one principal's OAuth logins to the remote servers of a
+// configuration: what `airlock auth login|status|logout` work with, and
+// what a host's connections to those servers carry. Tokens stay in the
+// secret store; nothing here returns them. It is safe for concurrent use.
+type Credentials struct {
+	cfg  *config.Config
+	who  oauth.Owner
+	opts AuthOptions
+	dir  string
+
+	once sync.Once
+	c    *oauth.Client
+	err  error
+}
+
+// OpenCredentials returns the credentials of opts.Principal (empty fields
+// are filled in as [Open] does) for cfg's servers, kept in opts.Auth.Store
+// or, by default, in the encrypted file store under the state directory.
+// It starts no server. The store is opened when first needed, so that a
+// configuration without OAuth servers never touches a secret key.
+func OpenCredentials(cfg *config.Config, opts *Options) *Credentials {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.StateDir == "" {
+		o.StateDir = filepath.Join(cfg.Dir, ".airlock")
+	}
+	who := principalFor(cfg, o.Principal)
+	return &Credentials{cfg: cfg, who: oauth.Owner{Tenant: who.Tenant, User: who.User}, opts: o.Auth, dir: o.StateDir}
+}
+
+// Credentials returns the host's credentials: logging in through them
+// lets the host's servers that needed a login connect at their next call.
+func (h *Host) Credentials() *Credentials { return h.creds }
+
+// Principal is who the credentials belong to.
+func (c *Credentials) Principal() Principal {
+	return Principal{Tenant: c.who.Tenant, User: c.who.User}
+}
+
+// Servers returns the ids of the configured servers that use OAuth, in
+// configuration order.
+func (c *Credentials) Servers() []string {
+	var ids []string
+	for _, s := range c.cfg.Servers {
+		if s.OAuth != nil {
+			ids = append(ids, s.ID)
+		}
+	}
+	return ids
+}
+
+// Login runs a person's login to server: it discovers the server's
+// authorization server, shows the authorization URL through
+// [AuthOptions.Open], waits for the answer on the server's loopback
+// redirect URI and stores the tokens in the principal's partition.
+func (c *Credentials) Login(ctx context.Context, server string) (*oauth.Status, error) {
+	srv, client, err := c.lookup(server)
+	if err != nil {
+		return nil, err
+	}
+	return client.Login(ctx, srv, c.who)
+}
+
+// Status reports whether the principal is logged in to server, without
+// revealing any token.
+func (c *Credentials) Status(ctx context.Context, server string) (*oauth.Status, error) {
+	srv, client, err := c.lookup(server)
+	if err != nil {
+		return nil, err
+	}
+	return client.Status(ctx, srv, c.who)
+}
+
+// Logout deletes the principal's tokens for server. Logging out when not
+// logged in is not an error; tokens are not revoked at the authorization
+// server.
+func (c *Credentials) Logout(ctx context.Context, server string) error {
+	srv, client, err := c.lookup(server)
+	if err != nil {
+		return err
+	}
+	return client.Logout(ctx, srv, c.who)
+}
+
+// ErrNotOAuth is returned (wrapped) for a server that is not configured,
+// or not configured with oauth:.
+var ErrNotOAuth = fmt.Errorf("not a server that uses OAuth")
+
+func (c *Credentials) lookup(id string) (*oauth.Server, *oauth.Client, error) {
+	i := slices.IndexFunc(c.cfg.Servers, func(s config.Server) bool { return s.ID == id })
+	if i < 0 || c.cfg.Servers[i].OAuth == nil {
+		what := fmt.Sprintf("there is no server %q in the configuration", id)
+		if i >= 0 {
+			what = fmt.Sprintf("server %s does not use OAuth (its configuration has no oauth:)", id)
+		}
+		if ids := c.Servers(); len(ids) > 0 {
+			return nil, nil, fmt.Errorf("%s; servers that use OAuth: %s: %w", what, strings.Join(ids, ", "), ErrNotOAuth)
+		}
+		return nil, nil, fmt.Errorf("%s; no server in the configuration uses OAuth: %w", what, ErrNotOAuth)
+	}
+	client, err := c.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	return oauthServer(&c.cfg.Servers[i]), client, nil
+}
+
+// client opens the OAuth client on first use.
+func (c *Credentials) client() (*oauth.Client, error) {
+	c.once.Do(func() {
+		store := c.opts.Store
+		if store == nil {
+			fs, err := secrets.OpenFileStore(filepath.Join(c.dir, "credentials"), nil)
+			if err != nil {
+				c.err = fmt.Errorf("cannot open the credential store: %w", err)
+				return
+			}
+			store = fs
+		}
+		c.c, c.err = oauth.New(&oauth.Options{
+			Store:       store,
+			Development: c.cfg.Development,
+			HTTP:        &egress.ClientOptions{Proxy: c.cfg.Egress.Proxy},
+			Resolver:    c.opts.Resolver,
+			Open:        c.opts.Open,
+			Consent:     c.opts.Consent,
+		})
+	})
+	return c.c, c.err
+}

@@ -1,0 +1,488 @@
+package airlock_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	airlock "github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
+)
+
+// httpServer serves an MCP server over Streamable HTTP on loopback: the
+// SDK's handler, stateful (sessions, the 2025-11-25 way) or stateless.
+// The handler can be swapped while it runs, to make the server forget its
+// sessions.
+type httpServer struct {
+	url     string
+	handler atomic.Pointer[http.Handler]
+	server  atomic.Pointer[mcp.Server]
+	build   func() (http.Handler, *mcp.Server)
+	ts      *httptest.Server
+}
+
+func newHTTPServer(t *testing.T, newServer func() *mcp.Server, stateless bool) *httpServer {
+	t.Helper()
+	hs := &httpServer{}
+	hs.build = func() (http.Handler, *mcp.Server) {
+		srv := newServer()
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+			&mcp.StreamableHTTPOptions{Stateless: stateless, DisableLocalhostProtection: true}), srv
+	}
+	hs.forget(false)
+	hs.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*hs.handler.Load()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.ts.Close)
+	hs.url = hs.ts.URL + "/mcp"
+	return hs
+}
+
+// forget makes the server forget its sessions: the answer to an old
+// session id is 404. With endStreams, every connection to it is cut too, as
+// a restarted server's would be; without, the old streams stay open (a
+// server behind a load balancer that lost its session store).
+func (hs *httpServer) forget(endStreams bool) {
+	h, srv := hs.build()
+	hs.handler.Store(&h)
+	hs.server.Store(srv)
+	if endStreams {
+		hs.ts.CloseClientConnections()
+	}
+}
+
+// remote is the configuration entry of a remote server at url, reachable
+// on loopback in development mode.
+func remote(id, url string) config.Server {
+	return config.Server{
+		ID:                id,
+		Transport:         "http",
+		URL:               url,
+		AllowedHosts:      []string{"127.0.0.1"},
+		AllowedTools:      []string{"*"},
+		ProtocolVersions:  bothVersions,
+		RequestTimeout:    10 * time.Second,
+		ConnectTimeout:    5 * time.Second,
+		ProbeTimeout:      3 * time.Second,
+		StreamReadTimeout: time.Minute,
+		TerminateOnClose:  true,
+		QueueTimeout:      10 * time.Second,
+		MaxConcurrency:    16,
+	}
+}
+
+func devConfig(t *testing.T, servers ...config.Server) *config.Config {
+	cfg := newConfig(t, servers...)
+	cfg.Development = true
+	return cfg
+}
+
+// auditEvents returns the host's audit events of one kind.
+func auditEvents(t *testing.T, h *airlock.Host, event string) []store.Event {
+	t.Helper()
+	st, err := airlock.OpenStore(h.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	all, err := st.Audit().Events(context.Background(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []store.Event
+	for _, e := range all {
+		if e.Event == event {
+			evs = append(evs, e)
+		}
+	}
+	return evs
+}
+
+func TestRemoteServerOnBothEras(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		stateless bool
+		versions  []string
+		want      string
+	}{
+		{"stateful 2025-11-25", false, []string{"2025-11-25"}, "2025-11-25"},
+		{"stateless 2026-07-28", true, bothVersions, "2026-07-28"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			hs := newHTTPServer(t, newTestServer, tt.stateless)
+			srv := remote("web", hs.url)
+			srv.ProtocolVersions = tt.versions
+			h := open(t, devConfig(t, srv))
+			st := h.Servers()[0]
+			if st.Status != airlock.StatusReady || st.ProtocolVersion != tt.want {
+				t.Fatalf("server = %+v (%v), want ready on %s", st, st.Err, tt.want)
+			}
+			r := call(t, h, "web__echo", `{"text":"over http"}`)
+			wantStatus(t, r, airlock.OK)
+			if r.Content != "over http" || string(r.Structured) != `{"text":"over http"}` {
+				t.Errorf("result = %q %s", r.Content, r.Structured)
+			}
+			wantStatus(t, call(t, h, "web__fail", `{}`), airlock.ToolError)
+			h.Close()
+
+			results := auditEvents(t, h, store.EventResult)
+			if len(results) != 2 {
+				t.Fatalf("audit has %d results, want 2", len(results))
+			}
+			f := results[0].Fields
+			if len(f["trace_id"].(string)) != 32 || len(f["tenant"].(string)) != 12 || f["connection"] != float64(1) {
+				t.Errorf("result fields = %v, want a trace id, a tenant fingerprint and connection 1", f)
+			}
+			session, _ := f["session"].(string)
+			if tt.stateless != (session == "") || (session != "" && len(session) != 12) {
+				t.Errorf("session fingerprint = %q (stateless %v)", session, tt.stateless)
+			}
+		})
+	}
+}
+
+// gate is an in-process server whose "wait" tool blocks until released,
+// recording how many calls it ever held at once.
+type gate struct {
+	mu      sync.Mutex
+	now     int
+	most    int
+	started int
+	open    chan struct{}
+}
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+func (g *gate) server() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "gate", Version: "1"}, nil)
+	g.addTo(s)
+	return s
+}
+
+// addTo adds the gate's "wait" tool to s.
+func (g *gate) addTo(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			g.mu.Lock()
+			g.now++
+			g.started++
+			g.most = max(g.most, g.now)
+			g.mu.Unlock()
+			defer func() {
+				g.mu.Lock()
+				g.now--
+				g.mu.Unlock()
+			}()
+			select {
+			case <-g.open:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{Content: text("done")}, nil
+		})
+}
+
+func (g *gate) stats() (started, most int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started, g.most
+}
+
+func TestBackpressure(t *testing.T) {
+	g := newGate()
+	hs := newHTTPServer(t, g.server, true)
+	srv := remote("web", hs.url)
+	srv.MaxConcurrency = 2
+	srv.QueueTimeout = 300 * time.Millisecond
+	cfg := devConfig(t, srv)
+	classify(cfg, "web", "read", "wait")
+	h := open(t, cfg)
+	snap := h.Snapshot()
+
+	results := make(chan *airlock.Result, 10)
+	for range 10 {
+		go func() {
+			results <- h.Call(context.Background(), snap, airlock.Call{Name: "web__wait", Arguments: json.RawMessage(`{}`)})
+		}()
+	}
+	// Eight calls find no slot within queue_timeout; then the two running
+	// ones are let go.
+	var busy []*airlock.Result
+	for range 8 {
+		busy = append(busy, <-results)
+	}
+	close(g.open)
+	var done []*airlock.Result
+	for range 2 {
+		done = append(done, <-results)
+	}
+	for _, r := range busy {
+		wantStatus(t, r, airlock.Busy)
+		if !strings.Contains(r.Content, "max_concurrency") || !strings.Contains(r.Content, "not sent") || r.QueueWait < 300*time.Millisecond {
+			t.Errorf("busy result = %q after %v", r.Content, r.QueueWait)
+		}
+	}
+	for _, r := range done {
+		wantStatus(t, r, airlock.OK)
+	}
+	if started, most := g.stats(); started != 2 || most != 2 {
+		t.Errorf("the server ran %d calls, at most %d at once; want 2 and 2", started, most)
+	}
+}
+
+func TestTurnAndTenantLimits(t *testing.T) {
+	c := &counted{}
+	cfg := newConfig(t, inProcess)
+	cfg.Limits.MaxCallsPerTurn = 3
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": c.server()}, nil)
+	ctx := context.Background()
+	turn := h.BeginTurn(ctx)
+	for i := range 4 {
+		r := h.Call(ctx, turn, airlock.Call{Name: "c__note", Arguments: json.RawMessage(`{"text":"x"}`)})
+		if i < 3 {
+			wantStatus(t, r, airlock.OK)
+			continue
+		}
+		wantStatus(t, r, airlock.Denied)
+		if !strings.Contains(r.Content, "limits.max_calls_per_turn") {
+			t.Errorf("denied = %q, want the limit named", r.Content)
+		}
+	}
+	if n := c.calls.Load(); n != 3 {
+		t.Errorf("server ran %d calls, want 3", n)
+	}
+	// The next turn starts counting again.
+	wantStatus(t, h.Call(ctx, h.BeginTurn(ctx), airlock.Call{Name: "c__note", Arguments: json.RawMessage(`{"text":"y"}`)}), airlock.OK)
+
+	g := newGate()
+	cfg = newConfig(t, inProcess)
+	cfg.Limits.MaxConcurrentPerTenant = 1
+	classify(cfg, "c", "read", "wait")
+	h = openIn(t, cfg, map[string]*mcp.Server{"c": g.server()}, &airlock.Options{Principal: airlock.Principal{Tenant: "acme"}})
+	first := make(chan *airlock.Result, 1)
+	go func() { first <- h.Call(ctx, h.Snapshot(), airlock.Call{Name: "c__wait"}) }()
+	waitFor(t, 10*time.Second, "the first call to reach the server", func() bool { started, _ := g.stats(); return started == 1 })
+	r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "c__wait"})
+	wantStatus(t, r, airlock.Denied)
+	if !strings.Contains(r.Content, "tenant acme") || !strings.Contains(r.Content, "limits.max_concurrent_per_tenant") {
+		t.Errorf("denied = %q", r.Content)
+	}
+	close(g.open)
+	wantStatus(t, <-first, airlock.OK)
+}
+
+func TestSessionRebuild(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		endStreams bool
+	}{
+		// The old streams stay open: the next call is refused by the
+		// server for its session (404), so it ran nowhere and goes once
+		// more on a new session, and the call in flight on the old
+		// session is given up.
+		{"streams stay open", false},
+		// A restart: every connection is cut, so the call in flight
+		// loses its answer at once; the next call finds the session
+		// gone, as above.
+		{"connections cut", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testSessionRebuild(t, tt.endStreams) })
+	}
+}
+
+func testSessionRebuild(t *testing.T, endStreams bool) {
+	g := newGate()
+	c := &counted{}
+	hs := newHTTPServer(t, func() *mcp.Server {
+		s := c.server()
+		g.addTo(s)
+		return s
+	}, false)
+	srv := remote("web", hs.url)
+	srv.ProtocolVersions = []string{"2025-11-25"}
+	cfg := devConfig(t, srv)
+	classify(cfg, "web", "write", "note", "wait")
+	h := open(t, cfg)
+	ctx := context.Background()
+	wantStatus(t, call(t, h, "web__note", `{"text":"before"}`), airlock.OK)
+
+	// A write is in flight when the server forgets every session.
+	inflight := make(chan *airlock.Result, 1)
+	go func() { inflight <- h.Call(ctx, h.Snapshot(), airlock.Call{Name: "web__wait"}) }()
+	waitFor(t, 10*time.Second, "the first call to reach the server", func() bool { started, _ := g.stats(); return started == 1 })
+	hs.forget(endStreams)
+
+	r := call(t, h, "web__note", `{"text":"after"}`)
+	wantStatus(t, r, airlock.OK)
+	if n := c.calls.Load(); n != 2 {
+		t.Errorf("note ran %d times, want 2", n)
+	}
+	// The write that was in flight on the old session is unknown, never
+	// replayed, even though its stream may still be open: it is settled
+	// before the tool it started has even finished.
+	w := <-inflight
+	close(g.open)
+	wantStatus(t, w, airlock.OutcomeUnknown)
+	if w.RecoveryID == "" {
+		t.Error("the unknown write has no recovery record")
+	}
+	if started, _ := g.stats(); started != 1 {
+		t.Errorf("wait ran %d times, want 1", started)
+	}
+	st := h.Servers()[0]
+	if st.Status != airlock.StatusReady || st.Restarts != 1 {
+		t.Errorf("server = %+v, want ready after one rebuild", st)
+	}
+	h.Close()
+	var gens []float64
+	for _, e := range auditEvents(t, h, store.EventResult) {
+		gens = append(gens, e.Fields["connection"].(float64))
+	}
+	if len(gens) != 3 || gens[0] != 1 || gens[len(gens)-1] != 2 {
+		t.Errorf("connection generations = %v, want 1 … 2", gens)
+	}
+}
+
+// resolver answers every name with one address.
+type resolver struct{ addr netip.Addr }
+
+func (r resolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{r.addr}, nil
+}
+
+func TestEgressGuard(t *testing.T) {
+	hs := newHTTPServer(t, newTestServer, true)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(hs.url, "/mcp"), "http://"))
+	for _, tt := range []struct {
+		name        string
+		resolvesTo  string
+		development bool
+		private     bool
+		want        string
+	}{
+		{"loopback refused", "127.0.0.1", false, false, airlock.StatusFailed},
+		{"loopback in development", "127.0.0.1", true, false, airlock.StatusReady},
+		{"loopback is not private", "127.0.0.1", false, true, airlock.StatusFailed},
+		{"cloud metadata always refused", "169.254.169.254", true, true, airlock.StatusFailed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := remote("web", "http://mcp.example.test:"+port+"/mcp")
+			srv.AllowedHosts = []string{"mcp.example.test"}
+			srv.AllowPrivateNetworks = tt.private
+			cfg := newConfig(t, srv)
+			cfg.Development = tt.development
+			h, err := airlock.Open(context.Background(), cfg, &airlock.Options{
+				Auth: airlock.AuthOptions{Resolver: resolver{netip.MustParseAddr(tt.resolvesTo)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			st := h.Servers()[0]
+			if st.Status != tt.want {
+				t.Fatalf("status = %s (%v), want %s", st.Status, st.Err, tt.want)
+			}
+			if tt.want == airlock.StatusFailed && !strings.Contains(st.Err.Error(), "refusing to connect") {
+				t.Errorf("error = %v, want the egress refusal", st.Err)
+			}
+		})
+	}
+}
+
+func TestRedirectIsNotFollowed(t *testing.T) {
+	hs := newHTTPServer(t, newTestServer, true)
+	var posts atomic.Int64
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		posts.Add(1)
+		http.Redirect(w, r, hs.url, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	h := open(t, devConfig(t, remote("web", redirector.URL+"/mcp")))
+	st := h.Servers()[0]
+	if st.Status != airlock.StatusFailed || !strings.Contains(st.Err.Error(), "redirect") {
+		t.Fatalf("server = %+v (%v), want failed on the redirect", st, st.Err)
+	}
+	if errors.Is(st.Err, context.DeadlineExceeded) {
+		t.Error("the failure was a timeout, not the redirect")
+	}
+}
+
+// cutAnswers wraps an MCP handler: a tools/call of the tool "cut" gets the
+// headers of an event stream and a keep-alive comment, then the connection
+// is cut, as a failing proxy would do; there was no event id, so the
+// stream cannot be resumed.
+func cutAnswers(t *testing.T, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		if msg.Method != "tools/call" || msg.Params.Name != "cut" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, ": working\n\n")
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		conn.Close()
+	})
+}
+
+func TestBrokenAnswerStream(t *testing.T) {
+	c := &counted{}
+	srv := c.server()
+	srv.AddTool(&mcp.Tool{Name: "cut", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			t.Error("the cut tool ran")
+			return nil, nil
+		})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true})
+	ts := httptest.NewServer(cutAnswers(t, handler))
+	t.Cleanup(ts.Close) // after the host has closed its streams
+	cfg := devConfig(t, remote("web", ts.URL+"/mcp"))
+	classify(cfg, "web", "write", "cut", "note")
+	cfg.Servers[0].RequestTimeout = time.Minute
+	cfg.Servers[0].StreamReadTimeout = time.Minute
+	h := open(t, cfg)
+
+	// The answer can never come: the call ends at once, not after its
+	// minute of request_timeout, and as a write it is unknown (not a
+	// contract error: the server broke nothing it promised).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "web__cut", Arguments: json.RawMessage(`{}`)})
+	if ctx.Err() != nil {
+		t.Fatal("the call waited for an answer that could not come")
+	}
+	wantStatus(t, r, airlock.OutcomeUnknown)
+	if !strings.Contains(r.Err.Msg, "answer stream ended before the answer") {
+		t.Errorf("unknown = %q, want the broken stream named", r.Err.Msg)
+	}
+	// One stream broke, not the connection: the next call works on it.
+	wantStatus(t, call(t, h, "web__note", `{"text":"after"}`), airlock.OK)
+}
