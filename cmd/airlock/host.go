@@ -242,6 +242,8 @@ func (p *progress) update(st airlock.ServerStatus) {
 		fmt.Fprintf(p.w, "%s %s ready in %s (%s, %s)\n", p.col.green("✓"), st.ID, roundDuration(st.Took), st.ProtocolVersion, plural(st.Tools, "tool"))
 	case airlock.StatusFailed:
 		fmt.Fprintf(p.w, "%s %s failed after %s\n", p.col.red("✗"), st.ID, roundDuration(st.Took))
+	case airlock.StatusAuthRequired:
+		fmt.Fprintf(p.w, "%s %s needs a login: airlock auth login %s\n", p.col.paint("33", "!"), st.ID, st.ID)
 	}
 }
 

@@ -94,6 +94,9 @@ Usage:
   airlock recovery list|show ID|resolve ID --outcome applied|not-applied
                                               calls that were sent and whose outcome is unknown
   airlock audit [--since DUR] [--json]        the audit trail
+  airlock auth login SERVER [--no-browser]    log in to a remote server (OAuth) for tenancy's tenant and user
+  airlock auth status [SERVER] [--json]       who is logged in where, and until when (never the tokens)
+  airlock auth logout SERVER                  delete this machine's tokens for a server
   airlock server workspace [--root DIR]       serve the bundled workspace MCP server on stdio
   airlock server issues --addr HOST:PORT --issuer URL --resource URL
                                               serve the remote issue service (Streamable HTTP, OAuth)
@@ -137,6 +140,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return env.recovery(rest)
 	case "audit":
 		return env.auditCmd(rest)
+	case "auth":
+		return env.auth(rest)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "airlock", version())
 		return nil

@@ -43,7 +43,7 @@ func (c colours) status(s string) string {
 		return c.green(s)
 	case airlock.StatusFailed:
 		return c.red(s)
-	case airlock.StatusDegraded:
+	case airlock.StatusDegraded, airlock.StatusAuthRequired:
 		return c.paint("33", s)
 	}
 	return s

@@ -55,7 +55,7 @@ func (e *env) shell(args []string) error {
 	}
 	defer e.closeSession(sess)
 
-	sh := &shell{env: e, host: sess, snap: sess.Snapshot(), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
+	sh := &shell{env: e, host: sess, snap: sess.BeginTurn(e.ctx), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
 	for {
 		select {
 		case <-e.ctx.Done():

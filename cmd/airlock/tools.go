@@ -69,14 +69,18 @@ func (e *env) status(args []string) error {
 	return exitCode(serversExit(servers))
 }
 
-// serversExit is 3 when any server failed.
+// serversExit is 3 when any server failed, else 6 when one needs a login.
 func serversExit(servers []airlock.ServerStatus) int {
+	code := exitOK
 	for _, s := range servers {
-		if s.Status == airlock.StatusFailed {
+		switch s.Status {
+		case airlock.StatusFailed:
 			return exitServer
+		case airlock.StatusAuthRequired:
+			code = exitAuth
 		}
 	}
-	return exitOK
+	return code
 }
 
 func printTools(w io.Writer, col colours, snap *airlock.Snapshot, servers []airlock.ServerStatus) {

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/auth/oauth"
+)
+
+const authUsage = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
+
+// authStatusJSON is one line of `airlock auth status --json`: it says
+// whether the person is logged in, never what the token is.
+type authStatusJSON struct {
+	Server       string   `json:"server"`
+	LoggedIn     bool     `json:"logged_in"`
+	Issuer       string   `json:"issuer"`
+	Tenant       string   `json:"tenant"`
+	User         string   `json:"user"`
+	Partition    string   `json:"partition"`
+	Scopes       []string `json:"scopes"`
+	Expiry       *string  `json:"expiry"`
+	Expired      bool     `json:"expired"`
+	Refreshable  bool     `json:"refreshable"`
+	Registration string   `json:"registration"`
+	Error        *string  `json:"error"`
+}
+
+// auth runs `airlock auth login|status|logout`: the logins of the
+// configuration's OAuth servers for the tenant and user of tenancy:. It
+// starts no server.
+func (e *env) auth(args []string) error {
+	if len(args) == 0 {
+		return usageError("auth needs a subcommand: login SERVER, status [SERVER] or logout SERVER")
+	}
+	var (
+		c         common
+		noBrowser bool
+	)
+	sub := args[0]
+	fs := flag.NewFlagSet("auth "+sub, flag.ContinueOnError)
+	c.register(fs)
+	switch sub {
+	case "login":
+		fs.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
+	case "status", "logout":
+	default:
+		return usageError("unknown auth subcommand %q: use login SERVER, status [SERVER] or logout SERVER", sub)
+	}
+	pos, err := parseFlags(fs, args[1:])
+	if err != nil {
+		return e.help(err, authUsage)
+	}
+	switch {
+	case sub == "status" && len(pos) > 1:
+		return usageError("auth status takes at most one server id, got %d arguments", len(pos))
+	case sub != "status" && len(pos) != 1:
+		return usageError("auth %s takes exactly one server id: airlock auth %s SERVER", sub, sub)
+	}
+	cfg, err := e.loadConfig(&c)
+	if err != nil {
+		return err
+	}
+	creds := airlock.OpenCredentials(cfg, &airlock.Options{
+		StateDir: stateDir(&c, cfg),
+		Auth:     airlock.AuthOptions{Open: oauth.Opener(e.stderr, noBrowser)},
+	})
+	who := creds.Principal()
+
+	switch sub {
+	case "login":
+		fmt.Fprintf(e.stderr, "airlock: logging in to %s as %s/%s; waiting for the browser…\n", pos[0], who.Tenant, who.User)
+		st, err := creds.Login(e.ctx, pos[0])
+		if err != nil {
+			return authFailure(err)
+		}
+		if c.json {
+			return writeJSON(e.stdout, statusJSON(st, who, nil))
+		}
+		fmt.Fprintf(e.stdout, "logged in to %s (issuer %s, scopes %s)\n", st.Server, st.Issuer, strings.Join(st.Scopes, " "))
+		return nil
+	case "logout":
+		if err := creds.Logout(e.ctx, pos[0]); err != nil {
+			return authFailure(err)
+		}
+		if !c.json {
+			fmt.Fprintf(e.stdout, "logged out of %s; its tokens were deleted from this machine\n", pos[0])
+		}
+		return nil
+	}
+
+	ids := creds.Servers()
+	if len(pos) == 1 {
+		ids = pos
+	}
+	var out []authStatusJSON
+	code := exitOK
+	for _, id := range ids {
+		st, err := creds.Status(e.ctx, id)
+		if err != nil && errors.Is(err, airlock.ErrNotOAuth) {
+			return usageError("%v", err)
+		}
+		j := statusJSON(st, who, err)
+		if st == nil {
+			j.Server = id
+		}
+		switch {
+		case err != nil:
+			code = exitServer
+		case !j.LoggedIn || (j.Expired && !j.Refreshable):
+			code = max(code, exitAuth)
+		}
+		out = append(out, j)
+	}
+	if c.json {
+		if out == nil {
+			out = []authStatusJSON{}
+		}
+		if err := writeJSON(e.stdout, map[string]any{"servers": out}); err != nil {
+			return err
+		}
+		return exitCode(code)
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(e.stdout, "no server in the configuration uses OAuth")
+		return nil
+	}
+	printAuthStatus(e.stdout, coloursFor(e.stdout), who, out)
+	return exitCode(code)
+}
+
+func statusJSON(st *oauth.Status, who airlock.Principal, err error) authStatusJSON {
+	j := authStatusJSON{Tenant: who.Tenant, User: who.User, Scopes: []string{}}
+	if err != nil {
+		msg := err.Error()
+		j.Error = &msg
+	}
+	if st == nil {
+		return j
+	}
+	j.Server, j.LoggedIn, j.Issuer, j.Partition = st.Server, st.LoggedIn, st.Issuer, st.Partition
+	j.Expired, j.Refreshable, j.Registration = st.Expired, st.Refreshable, st.Registration
+	if st.Scopes != nil {
+		j.Scopes = st.Scopes
+	}
+	if !st.Expiry.IsZero() {
+		s := st.Expiry.UTC().Format(time.RFC3339)
+		j.Expiry = &s
+	}
+	return j
+}
+
+func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []authStatusJSON) {
+	fmt.Fprintf(w, "tenant %s, user %s\n\n", who.Tenant, who.User)
+	rows := [][]string{{"SERVER", "STATUS", "ISSUER", "SCOPES", "EXPIRES"}}
+	for _, s := range out {
+		state := "logged in"
+		switch {
+		case s.Error != nil:
+			state = col.red("error")
+		case !s.LoggedIn:
+			state = col.paint("33", "not logged in")
+		case s.Expired && s.Refreshable:
+			state = "expired, refreshable"
+		case s.Expired:
+			state = col.paint("33", "expired")
+		default:
+			state = col.green(state)
+		}
+		expires := "-"
+		if s.Expiry != nil {
+			expires = *s.Expiry
+		}
+		rows = append(rows, []string{s.Server, state, dash(s.Issuer), dash(strings.Join(s.Scopes, " ")), expires})
+	}
+	table(w, col, rows)
+	for _, s := range out {
+		switch {
+		case s.Error != nil:
+			fmt.Fprintf(w, "\nairlock: %s\n", *s.Error)
+		case !s.LoggedIn || (s.Expired && !s.Refreshable):
+			fmt.Fprintf(w, "\n%s: run airlock auth login %s\n", s.Server, s.Server)
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// authFailure maps an OAuth failure to an exit: a login that a person can
+// retry, or a server that needs one, is 6; an unknown or non-OAuth server
+// is a usage error; a server or authorization server that fails its checks
+// is 3.
+func authFailure(err error) error {
+	if errors.Is(err, airlock.ErrNotOAuth) {
+		return usageError("%v", err)
+	}
+	var oe *oauth.Error
+	if errors.As(err, &oe) {
+		switch oe.Kind {
+		case oauth.KindAuthRequired, oauth.KindInsufficientScope, oauth.KindLogin:
+			return &exitError{code: exitAuth, msg: oe.Error()}
+		}
+		return &exitError{code: exitServer, msg: oe.Error()}
+	}
+	return &exitError{code: exitServer, msg: err.Error()}
+}

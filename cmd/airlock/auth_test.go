@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
+)
+
+// TestAuthCommands logs in through the real binary against a real
+// authorization server (zitadel's OpenID provider) and a protected MCP
+// server on loopback, the way a person would: the URL printed on stderr is
+// opened "in a browser" (played by the test), and the binary's loopback
+// redirect receives the answer.
+func TestAuthCommands(t *testing.T) {
+	// The store's key comes from the environment, so that no key file is
+	// written into the real user's configuration directory.
+	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redirect := "http://" + ln.Addr().String() + "/callback"
+	ln.Close()
+	as := oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
+	rs := oauthtest.NewResourceServer(t, as, nil)
+
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`development: true
+tenancy: {tenant: acme, user: alice}
+servers:
+  - id: prot
+    transport: http
+    url: %s/mcp
+    resource: %s
+    allowed_hosts: [127.0.0.1]
+    scopes: [%s]
+    oauth: {client_id: airlock, redirect_uri: "%s"}
+    allowed_tools: ["*"]
+policy:
+  tools:
+    - {server: prot, tool: read, effect: read}
+`, rs.URL, rs.URL, oauthtest.ScopeRead, redirect))
+
+	// Before any login.
+	r := runCLI(t, dir, "", "auth", "status", "--json").want(t, exitAuth)
+	if s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any); s["server"] != "prot" || s["logged_in"] != false || s["tenant"] != "acme" || s["user"] != "alice" {
+		t.Errorf("status before login = %v", s)
+	}
+	r = runCLI(t, dir, "", "auth", "status").want(t, exitAuth)
+	if !strings.Contains(r.stdout, "not logged in") || !strings.Contains(r.stdout, "run airlock auth login prot") {
+		t.Errorf("status text = %q", r.stdout)
+	}
+	r = runCLI(t, dir, "", "tools", "--json").want(t, exitAuth)
+	if s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any); s["status"] != "auth_required" || !strings.Contains(s["error"].(string), "airlock auth login prot") {
+		t.Errorf("tools before login: server = %v", s)
+	}
+	r = runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitAuth)
+	if out := decode(t, r.stdout); out["status"] != "auth_required" {
+		t.Errorf("call before login = %v", out)
+	}
+	if n := rs.Calls("read"); n != 0 {
+		t.Fatalf("the tool ran %d times without a login", n)
+	}
+
+	// The login: the URL goes to stderr, the person logs in, the binary's
+	// redirect listener gets the code.
+	login(t, dir, as)
+
+	r = runCLI(t, dir, "", "auth", "status", "--json").want(t, exitOK)
+	s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any)
+	if s["logged_in"] != true || s["issuer"] != as.URL || !strings.Contains(fmt.Sprint(s["scopes"]), oauthtest.ScopeRead) || s["refreshable"] != true || s["expiry"] == nil {
+		t.Errorf("status after login = %v", s)
+	}
+	r = runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitOK)
+	if out := decode(t, r.stdout); out["content"] != "read ok" {
+		t.Errorf("call after login = %v", out)
+	}
+	outputs := r.stdout + r.stderr
+	r = runCLI(t, dir, "", "tools").want(t, exitOK)
+	outputs += r.stdout + r.stderr
+
+	// Logging out deletes the tokens: the next call needs a login again.
+	r = runCLI(t, dir, "", "auth", "logout", "prot").want(t, exitOK)
+	if !strings.Contains(r.stdout, "logged out of prot") {
+		t.Errorf("logout said %q", r.stdout)
+	}
+	runCLI(t, dir, "", "auth", "status", "--json").want(t, exitAuth)
+	runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitAuth)
+
+	// No token the server accepted is in any output or any file the
+	// binary wrote.
+	tokens := rs.Seen()
+	if len(tokens) == 0 {
+		t.Fatal("the server accepted no token")
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		for _, tok := range tokens {
+			if bytes.Contains(b, []byte(tok)) {
+				t.Errorf("%s contains a token", path)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range tokens {
+		if strings.Contains(outputs, tok) {
+			t.Error("the command's output contains a token")
+		}
+	}
+}
+
+// login runs `airlock auth login prot --no-browser` and plays the person:
+// it reads the authorization URL from stderr, logs in at as and lets the
+// "browser" follow the redirect to the binary's loopback listener.
+func login(t *testing.T, dir string, as *oauthtest.Server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, airlockBin, "auth", "login", "prot", "--no-browser")
+	cmd.Dir = dir
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var printed strings.Builder
+	authURL := ""
+	sc := bufio.NewScanner(stderr)
+	for authURL == "" && sc.Scan() {
+		line := sc.Text()
+		printed.WriteString(line + "\n")
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, as.URL+"/") {
+			authURL = u
+		}
+	}
+	if authURL == "" {
+		cmd.Wait()
+		t.Fatalf("no authorization URL on stderr:\n%s", printed.String())
+	}
+	if !strings.Contains(printed.String(), "as acme/alice") {
+		t.Errorf("stderr does not say who logs in:\n%s", printed.String())
+	}
+	cb, err := as.Authorize(ctx, authURL, oauthtest.User, oauthtest.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cb, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the callback page answered %s: %s", resp.Status, page)
+	}
+	io.Copy(io.Discard, stderr)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("auth login: %v\nstdout: %s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), "logged in to prot") {
+		t.Errorf("auth login said %q", stdout.String())
+	}
+}
+
+func TestAuthUsage(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
+  - id: fs
+    command: airlock
+    args: [server, workspace]
+    allowed_tools: ["*"]
+`)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"auth"}, "auth needs a subcommand"},
+		{[]string{"auth", "frob"}, `unknown auth subcommand "frob"`},
+		{[]string{"auth", "login"}, "exactly one server id"},
+		{[]string{"auth", "logout", "a", "b"}, "exactly one server id"},
+		{[]string{"auth", "login", "nope"}, `there is no server "nope"`},
+		{[]string{"auth", "login", "fs"}, "server fs does not use OAuth"},
+		{[]string{"auth", "status", "fs"}, "server fs does not use OAuth"},
+	} {
+		r := runCLI(t, dir, "", tt.args...).want(t, exitUsage)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("airlock %v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
+		}
+	}
+	r := runCLI(t, dir, "", "auth", "status").want(t, exitOK)
+	if !strings.Contains(r.stdout, "no server in the configuration uses OAuth") {
+		t.Errorf("status without OAuth servers = %q", r.stdout)
+	}
+}
