@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/airlockhq/airlock/config"
 )
 
 // Principal returns who the host acts for.
@@ -70,29 +72,30 @@ func (e *errBusy) Error() string {
 		e.server, e.limit, e.wait)
 }
 
-// acquire waits for one of the server's call slots, at most queue_timeout.
-// It returns how long it waited and the function that gives the slot back.
-func (s *server) acquire(ctx context.Context) (time.Duration, func(), error) {
-	release := func() { <-s.slots }
+// acquireSlot waits for one of a server's call slots, at most its
+// queue_timeout. It returns how long it waited and the function that gives
+// the slot back.
+func acquireSlot(ctx context.Context, slots chan struct{}, cfg *config.Server) (time.Duration, func(), error) {
+	release := func() { <-slots }
 	select {
-	case s.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return 0, release, nil
 	default:
 	}
 	began := time.Now()
-	wait := s.cfg.QueueTimeout
+	wait := cfg.QueueTimeout
 	if wait <= 0 {
 		wait = defaultQueueTimeout
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case s.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return time.Since(began), release, nil
 	case <-ctx.Done():
 		return time.Since(began), nil, ctx.Err()
 	case <-timer.C:
-		return time.Since(began), nil, &errBusy{server: s.cfg.ID, limit: cap(s.slots), wait: wait}
+		return time.Since(began), nil, &errBusy{server: cfg.ID, limit: cap(slots), wait: wait}
 	}
 }
 

@@ -106,7 +106,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	// own annotations never make a call more permitted.
 	hook := h.runBeforeHooks(ctx, info)
 	d := h.gov.policy.Decide(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Arguments: args, Principal: h.gov.principal, Annotations: tool.Annotations})
+		Arguments: args, Principal: snap.who.policy(), Annotations: tool.Annotations})
 	verdict, rule, reason := d.Verdict, d.Rule, d.Reason
 	if hook.Decision != "" && policy.Stricter(verdict, policy.Verdict(hook.Decision)) != verdict {
 		verdict, rule, reason = policy.Verdict(hook.Decision), "hook", hook.Reason
@@ -130,7 +130,14 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 
 	// Find the server's live connection: the snapshot's own, so a task's
 	// tools reach that task's servers and no other's.
-	l, cerr := h.connFor(ctx, srv, tool)
+	// A partitioned server's connection is the one of the principal the
+	// call is made for.
+	rt, cerr := h.routeFor(srv, snap.who)
+	if cerr != nil {
+		cerr.Tool = tool.Name
+		return r.fail(cerr)
+	}
+	l, cerr := h.conn(ctx, rt, tool)
 	if cerr != nil {
 		return r.fail(cerr)
 	}
@@ -138,12 +145,12 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	// Backpressure: the tenant's calls in flight, then one of the server's
 	// slots, waited for at most queue_timeout. A call that gets none is
 	// busy and was never sent.
-	leaveTenant, err := h.tenants.enter(h.gov.principal.Tenant)
+	leaveTenant, err := h.tenants.enter(snap.who.Tenant)
 	if err != nil {
 		return fail(Denied, err, "%s refused: %v", tool.Name, err)
 	}
 	defer leaveTenant()
-	wait, release, err := srv.acquire(ctx)
+	wait, release, err := rt.acquire(ctx)
 	r.QueueWait = wait
 	if err != nil {
 		if ctx.Err() != nil {
@@ -189,7 +196,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 			h.endIntent(intent, store.OutcomeFailed, e.Msg)
 			if attempt == 1 && errors.Is(cerr, mcp.ErrSessionMissing) && ctx.Err() == nil {
 				// The same call goes once more, on the new session.
-				if next, nerr := h.awaitReconnect(ctx, srv, l); nerr == nil {
+				if next, nerr := h.reconnected(ctx, rt, l); nerr == nil {
 					l = next
 					continue
 				}
@@ -208,7 +215,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		h.endIntent(intent, store.OutcomeUnknown, e.Msg)
 		if attempt == 1 && d.Idempotent && e.Kind == ConnectionError && ctx.Err() == nil {
 			// Local policy says sending it again is harmless.
-			next, ok := h.retryOn(ctx, srv, l)
+			next, ok := h.retryOn(ctx, rt, l)
 			if !ok {
 				return r.fail(e)
 			}

@@ -57,11 +57,13 @@ func principalFor(cfg *config.Config, p Principal) Principal {
 	return p
 }
 
-// A Principal is who the host acts for.
+// A Principal is who the host, or a task, acts for.
 type Principal struct {
 	Tenant string
 	User   string
 }
+
+func (p Principal) policy() policy.Principal { return policy.Principal{Tenant: p.Tenant, User: p.User} }
 
 // An ApprovalRequest is what a person is asked to approve: one call, bound
 // by its digest to these arguments and this definition of the tool.
@@ -265,7 +267,7 @@ func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *c
 	// Otherwise there is a request for a person: the pending one for this
 	// call, or a new one.
 	var req store.Approval
-	pending, err := approvals.List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Tenant: h.gov.principal.Tenant})
+	pending, err := approvals.List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Tenant: snap.who.Tenant})
 	if err != nil {
 		return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
 	}
@@ -273,14 +275,14 @@ func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *c
 		req = pending[i]
 	} else {
 		summary := policy.Summary(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-			Arguments: args, Principal: h.gov.principal, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
+			Arguments: args, Principal: snap.who.policy(), Annotations: tool.Annotations}, d, h.gov.redactor.Value)
 		summary = strings.TrimSpace(summary)
 		if reason != d.Reason {
 			summary += "\nalso: " + reason // a hook asked
 		}
 		req = store.Approval{ID: store.NewID("apr_"), Server: tool.Server, Tool: tool.Name, Digest: digest,
 			Summary: h.gov.redactor.String(summary), Status: store.ApprovalPending,
-			CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: h.gov.principal.Tenant, User: h.gov.principal.User}
+			CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: snap.who.Tenant, User: snap.who.User}
 		if err := approvals.Create(ctx, req); err != nil {
 			return fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
 		}
@@ -297,7 +299,7 @@ func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *c
 		case err != nil:
 			h.log.Warn("approver failed", "approval", req.ID, "error", err)
 		case answer == Allow || answer == Deny:
-			if err := h.Decide(ctx, req.ID, answer == Allow, h.gov.principal.User, "answered when asked"); err != nil {
+			if err := h.Decide(ctx, req.ID, answer == Allow, snap.who.User, "answered when asked"); err != nil {
 				return fail(Denied, err, "%s refused: %v", tool.Name, err)
 			}
 			if answer == Deny {
@@ -356,7 +358,7 @@ func (h *Host) beginIntent(ctx context.Context, snap *Snapshot, tool *catalog.To
 	}
 	in := store.Intent{ID: store.NewID("rec_"), CallID: c.ID, Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
 		ArgsHash: redact.Hash(args), Snapshot: snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
-		Tenant: h.gov.principal.Tenant, User: h.gov.principal.User, CreatedAt: h.gov.now()}
+		Tenant: snap.who.Tenant, User: snap.who.User, CreatedAt: h.gov.now()}
 	if err := h.gov.store.Journal().Begin(context.WithoutCancel(ctx), in); err != nil {
 		return "", err
 	}
@@ -380,7 +382,7 @@ func (h *Host) endIntent(id string, o store.Outcome, detail string) {
 
 // recordResult writes the result of a call to the audit trail.
 func (h *Host) recordResult(ctx context.Context, snap *Snapshot, c Call, info *CallInfo, r *Result) {
-	fields := map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID, "tenant": h.tenantPrint}
+	fields := map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID, "tenant": upstream.Fingerprint(snap.who.Tenant)}
 	if r.QueueWait > 0 {
 		fields["queue_wait_ms"] = r.QueueWait.Milliseconds()
 	}

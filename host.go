@@ -20,7 +20,6 @@ import (
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/telemetry"
-	"github.com/airlockhq/airlock/internal/upstream"
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
@@ -112,17 +111,14 @@ type Host struct {
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
-	creds     *Credentials // remote servers' OAuth logins, opened on first use
-	tenants   tenantLimit  // calls in flight per tenant
-	// tenantPrint stands for the host's tenant in audit events: a hash,
-	// so that the trail can be shared without naming customers.
-	tenantPrint string
-	servers     []*server       // scope: host, shared by every task
-	perTask     []config.Server // scope: task, started by each task
-	line        *lineage        // the host's snapshots
-	calls       tracker         // every call in flight, for a graceful close
-	life        context.Context // ends when the host closes: stops supervisors
-	endLife     context.CancelFunc
+	creds     *Credentials    // remote servers' OAuth logins, opened on first use
+	tenants   tenantLimit     // calls in flight per tenant
+	servers   []*server       // scope: host, shared by every task
+	perTask   []config.Server // scope: task, started by each task
+	line      *lineage        // the host's snapshots
+	calls     tracker         // every call in flight, for a graceful close
+	life      context.Context // ends when the host closes: stops supervisors
+	endLife   context.CancelFunc
 
 	tasksMu sync.Mutex
 	tasks   map[*Task]bool // attached here, released when the host closes
@@ -169,7 +165,6 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	}
 	h.auditLog = newAuditLog(h.telemetry.Audit(h.gov.store.Audit()), h.log, h.gov.prepareEvent)
 	h.creds = OpenCredentials(cfg, &h.opts)
-	h.tenantPrint = upstream.Fingerprint(h.gov.principal.Tenant)
 	h.tenants.limit = cfg.Limits.MaxConcurrentPerTenant
 	h.recoverOpen(ctx)
 
@@ -263,6 +258,9 @@ func (h *Host) Close() error {
 		if h.endLife != nil {
 			h.endLife()
 		}
+		for _, s := range h.servers {
+			s.closeLanes() // released with their tasks; this is a backstop
+		}
 		err := stopAll(h.servers)
 		if err != nil {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
@@ -286,6 +284,7 @@ type Snapshot struct {
 	servers map[string]*server // the servers its tools belong to
 	task    *Task              // the task it belongs to, or nil
 	turn    *turn              // the turn it was begun for, or nil
+	who     Principal          // whom its calls are made for
 }
 
 // ID identifies the snapshot's content; the same servers and tools give

@@ -62,7 +62,11 @@ func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, e
 		fields["task"] = l.task.info.ID
 	}
 	h.audit(context.Background(), storepkg.Event{Event: storepkg.EventDiscovery, Snapshot: snap.ID(), Fields: fields})
-	return &Snapshot{snap: snap, servers: byID, task: l.task}, seen, nil
+	who := h.Principal()
+	if l.task != nil {
+		who = l.task.who
+	}
+	return &Snapshot{snap: snap, servers: byID, task: l.task, who: who}, seen, nil
 }
 
 // refresh is the safe point: it discovers again the tools of every server

@@ -64,6 +64,11 @@ func oauthServer(srv *config.Server) *oauth.Server {
 // configured timeouts and proxy, the partition's token on every request
 // when the server uses OAuth, and no redirects followed.
 func (h *Host) httpClient(srv *config.Server) (*http.Client, error) {
+	return h.httpClientFor(srv, h.creds.who)
+}
+
+// httpClientFor is httpClient with the token of who.
+func (h *Host) httpClientFor(srv *config.Server, who oauth.Owner) (*http.Client, error) {
 	guard := egress.New(&egress.Options{
 		AllowLoopback: h.cfg.Development,
 		AllowPrivate:  srv.AllowPrivateNetworks,
@@ -83,7 +88,7 @@ func (h *Host) httpClient(srv *config.Server) (*http.Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rt, err = client.Transport(oauthServer(srv), h.creds.who, base); err != nil {
+		if rt, err = client.Transport(oauthServer(srv), who, base); err != nil {
 			return nil, err
 		}
 	}
@@ -229,15 +234,4 @@ func (s *Snapshot) loginPending(name string) *server {
 		return srv
 	}
 	return nil
-}
-
-// retryOn returns the connection a retried call goes out on: the same one
-// if it still works, else the one that replaces it, waited for at most the
-// server's start timeout.
-func (h *Host) retryOn(ctx context.Context, s *server, l *link) (*link, bool) {
-	if l.conn.Fault() == nil {
-		return l, true
-	}
-	next, err := h.awaitReconnect(ctx, s, l)
-	return next, err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
 )
 
 // oauthWorld is an authorization server (zitadel's OpenID provider), a
@@ -313,5 +315,88 @@ func TestRemoteOAuthLoginNeedsNoRunningHost(t *testing.T) {
 	}
 	if err := other.Logout(context.Background(), "fs"); err == nil || !strings.Contains(err.Error(), "no server") {
 		t.Errorf("logout of an unknown server: %v", err)
+	}
+}
+
+// TestPartitionedConnections runs tasks that act for another user of the
+// same host: their calls to the OAuth server go out on a connection of
+// their own, with their own token, shared by the tasks of that user and
+// closed with the last of them.
+func TestPartitionedConnections(t *testing.T) {
+	w := newOAuthWorld(t, true) // stateful: sessions tell connections apart
+	repo := gitRepo(t)
+	w.cfg.Dir = repo
+	h := w.open(t)
+	ctx := context.Background()
+	if _, err := h.Credentials().Login(ctx, "prot"); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginTurn(ctx)
+	wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK) // alice, the host's principal
+
+	bob := airlock.Principal{Tenant: "acme", User: "bob"}
+	openAs := func(id string) *airlock.Task {
+		task, err := h.OpenTask(ctx, id, &airlock.TaskOptions{Repo: repo, Principal: bob})
+		if err != nil {
+			t.Fatalf("OpenTask(%s): %v", id, err)
+		}
+		t.Cleanup(func() { task.Release() })
+		return task
+	}
+	callIn := func(task *airlock.Task) *airlock.Result {
+		return h.Call(ctx, task.Snapshot(), airlock.Call{Name: "prot__read", Arguments: json.RawMessage(`{}`)})
+	}
+	t1 := openAs("t1")
+	if got := t1.Principal(); got != bob {
+		t.Fatalf("task principal = %+v", got)
+	}
+
+	// Bob has not logged in: alice's login does not serve him.
+	r := callIn(t1)
+	wantStatus(t, r, airlock.AuthRequired)
+	seen := len(w.rs.Seen())
+	opts := w.options()
+	opts.Principal, opts.StateDir = bob, h.StateDir()
+	if _, err := airlock.OpenCredentials(w.cfg, opts).Login(ctx, "prot"); err != nil {
+		t.Fatal(err)
+	}
+
+	// (The test authorization server knows one person, who logs in both
+	// times; the partitions are apart all the same.)
+	wantStatus(t, callIn(t1), airlock.OK)
+	t2 := openAs("t2")
+	wantStatus(t, callIn(t2), airlock.OK)
+	t1.Release()
+	wantStatus(t, callIn(t2), airlock.OK) // t1 leaving did not close t2's connection
+	t2.Release()
+	t3 := openAs("t3")
+	wantStatus(t, callIn(t3), airlock.OK) // a new connection, after the last lease went
+	wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK)
+
+	tokens := w.rs.Seen()[seen:]
+	aliceTok := w.rs.Seen()[0]
+	for _, tok := range tokens[:len(tokens)-1] {
+		if tok == aliceTok {
+			t.Fatal("a call made for bob carried alice's token")
+		}
+	}
+	h.Close()
+
+	// Session fingerprints: alice's calls on the host's connection, bob's
+	// first three (t1, t2, t2) on one shared connection, t3's on another.
+	var sessions []string
+	for _, e := range auditEvents(t, h, store.EventResult) {
+		if e.Class == string(airlock.OK) {
+			s, _ := e.Fields["session"].(string)
+			sessions = append(sessions, s)
+		}
+	}
+	if len(sessions) != 6 {
+		t.Fatalf("%d ok results, want 6", len(sessions))
+	}
+	alice, b1, b2 := sessions[0], sessions[1], sessions[4]
+	want := []string{alice, b1, b1, b1, b2, alice}
+	if alice == "" || b1 == alice || b2 == b1 || b2 == alice || !slices.Equal(sessions, want) {
+		t.Errorf("sessions = %v, want alice, bob ×3 on one connection, bob on a new one, alice", sessions)
 	}
 }

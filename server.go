@@ -34,6 +34,10 @@ type server struct {
 	// reconnectMu makes one call at a time try to reconnect a server that
 	// needed a login.
 	reconnectMu sync.Mutex
+	// lanes are the connections of principals other than the host's
+	// (partitioned servers only; see partition.go).
+	lanesMu sync.Mutex
+	lanes   map[Principal]*lane
 
 	refreshMu sync.Mutex // one discovery at a time
 	toolsMu   sync.Mutex
@@ -161,26 +165,7 @@ func (h *Host) start(ctx, life context.Context, s *server) {
 
 // connect starts (or dials) a server and discovers its tools.
 func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catalog.Tool, *Error) {
-	version := h.opts.Version
-	if version == "" {
-		version = "dev"
-	}
-	uopts := &upstream.Options{
-		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
-		Logger:          h.log,
-		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
-		StateDir:        s.stateDir,
-		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
-		Grace:           h.opts.StopGrace,
-		// A changed tool list only marks the server (and drops its cached
-		// list): the catalog changes at the next safe point, never under a
-		// turn's feet.
-		OnToolsChanged: func() {
-			if !s.dirty.Swap(true) {
-				h.forgetTools(s)
-			}
-		},
-	}
+	uopts := h.upstreamOptions(s)
 	var (
 		conn *upstream.Conn
 		err  error
@@ -426,4 +411,28 @@ func statusOf(err *Error) string {
 		return StatusAuthRequired
 	}
 	return StatusFailed
+}
+
+// upstreamOptions are the options of a connection to s.
+func (h *Host) upstreamOptions(s *server) *upstream.Options {
+	version := h.opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	return &upstream.Options{
+		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
+		Logger:          h.log,
+		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},
+		StateDir:        s.stateDir,
+		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
+		Grace:           h.opts.StopGrace,
+		// A changed tool list only marks the server (and drops its cached
+		// list): the catalog changes at the next safe point, never under a
+		// turn's feet.
+		OnToolsChanged: func() {
+			if !s.dirty.Swap(true) {
+				h.forgetTools(s)
+			}
+		},
+	}
 }

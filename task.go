@@ -33,6 +33,9 @@ type Task struct {
 	calls   tracker
 	life    context.Context // ends when the task is released or closed
 	endLife context.CancelFunc
+	who     Principal // whom the task's calls are made for
+	leased  []*server // the partitioned servers whose lane of who it holds
+	unlease sync.Once
 
 	releaseOnce sync.Once
 	releaseErr  error
@@ -47,6 +50,10 @@ type TaskInfo struct {
 	Worktree  string    `json:"worktree"` // STATE/tasks/ID/worktree
 	Status    string    `json:"status"`   // opening, open or closing
 	CreatedAt time.Time `json:"created_at"`
+	// Tenant and User are whom the task acts for, when not the host's
+	// principal.
+	Tenant string `json:"tenant,omitempty"`
+	User   string `json:"user,omitempty"`
 	// NewBranch records that the task created its branch (and so may
 	// delete it if opening fails).
 	NewBranch bool `json:"new_branch"`
@@ -71,6 +78,12 @@ type TaskOptions struct {
 	// HEAD, or the task's existing branch when one is left from an earlier
 	// task of the same id.
 	Base string
+	// Principal is whom the task's calls are made for: policy, approvals,
+	// the journal and the tenant limit see it, and remote OAuth servers
+	// are called with its credentials, on connections of its own (shared
+	// with other tasks of the same principal). Empty fields mean the
+	// host's.
+	Principal Principal
 }
 
 var taskIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -129,6 +142,9 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 
 	t.info = TaskInfo{ID: id, Repo: repo, Branch: "airlock/task/" + id, Base: opts.Base,
 		Worktree: filepath.Join(t.dir, "worktree"), Status: TaskOpening, CreatedAt: time.Now().UTC()}
+	if who := h.taskPrincipal(opts.Principal); who != h.Principal() {
+		t.info.Tenant, t.info.User = who.Tenant, who.User
+	}
 	if err := t.save(); err != nil {
 		return fail(err)
 	}
@@ -215,6 +231,15 @@ func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
 // up) and builds the task's snapshot.
 func (t *Task) start(ctx context.Context) error {
 	t.life, t.endLife = context.WithCancel(t.h.life)
+	t.who = t.h.taskPrincipal(Principal{Tenant: t.info.Tenant, User: t.info.User})
+	if t.who != t.h.Principal() {
+		for _, s := range t.h.servers {
+			if s.partitioned() {
+				s.leaseLane(t.who)
+				t.leased = append(t.leased, s)
+			}
+		}
+	}
 	for _, sc := range t.h.perTask {
 		s := newServer(sc.ForWorkspace(t.info.Worktree), t.dir)
 		s.afterRestart = func() { t.recordProcesses() }
@@ -231,6 +256,7 @@ func (t *Task) start(ctx context.Context) error {
 		t.h.forget(t)
 		t.endLife()
 		stopAll(t.servers)
+		t.releaseLanes()
 	}
 	if err := t.recordProcesses(); err != nil {
 		stop()
@@ -284,6 +310,7 @@ func (t *Task) Release() error {
 		t.endLife()
 		t.h.forget(t)
 		t.releaseErr = stopAll(t.servers)
+		t.releaseLanes()
 		t.forgetProcesses()
 		t.lock.unlock()
 	})
@@ -357,4 +384,31 @@ func (h *Host) forget(t *Task) {
 	h.tasksMu.Lock()
 	delete(h.tasks, t)
 	h.tasksMu.Unlock()
+}
+
+// taskPrincipal fills the empty fields of a task's principal from the
+// host's.
+func (h *Host) taskPrincipal(p Principal) Principal {
+	who := h.Principal()
+	if p.Tenant != "" {
+		who.Tenant = p.Tenant
+	}
+	if p.User != "" {
+		who.User = p.User
+	}
+	return who
+}
+
+// Principal is whom the task's calls are made for.
+func (t *Task) Principal() Principal { return t.who }
+
+// releaseLanes gives back the task's leases on its principal's
+// connections to partitioned servers; a connection another task still
+// leases stays open.
+func (t *Task) releaseLanes() {
+	t.unlease.Do(func() {
+		for _, s := range t.leased {
+			s.releaseLane(t.who)
+		}
+	})
 }

@@ -100,6 +100,7 @@ func (t *Task) Close(ctx context.Context, opts *CloseOptions) (*CloseReport, err
 		t.endLife()
 		t.h.forget(t)
 		err := stopAll(t.servers)
+		t.releaseLanes()
 		t.forgetProcesses()
 		return fmt.Sprintf("%d servers", len(t.servers)), err
 	})

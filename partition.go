@@ -1,0 +1,198 @@
+package airlock
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlockhq/airlock/auth/oauth"
+	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/upstream"
+)
+
+// Credential partitions of a remote OAuth server: a call goes out on a
+// connection that carries the token of the principal it is made for, and
+// on no other. The host's own principal uses the server's supervised
+// connection (the one its tools were discovered on); a task that acts for
+// another tenant or user gets a lane of its own on each of those servers,
+// with its own connection and its own max_concurrency slots. Lanes are
+// leased by the tasks that use them, so that one task ending cannot close
+// a connection another task still uses; the last lease closes it.
+
+// A lane is one partition's connection to one remote server.
+type lane struct {
+	who   Principal
+	slots chan struct{}
+
+	dialMu sync.Mutex // one dial at a time
+	link   atomic.Pointer[link]
+	gen    uint64 // connections dialled, under dialMu
+	leases int    // tasks using the lane, under server.lanesMu
+}
+
+// partitioned reports whether a server keeps one connection per principal:
+// a remote server with OAuth. Every other server is shared by all.
+func (s *server) partitioned() bool { return s.cfg.Remote() && s.cfg.OAuth != nil }
+
+// leaseLane takes a lease on the lane of who, creating it (unconnected).
+func (s *server) leaseLane(who Principal) {
+	s.lanesMu.Lock()
+	defer s.lanesMu.Unlock()
+	if s.lanes == nil {
+		s.lanes = map[Principal]*lane{}
+	}
+	l := s.lanes[who]
+	if l == nil {
+		l = &lane{who: who, slots: make(chan struct{}, cap(s.slots))}
+		s.lanes[who] = l
+	}
+	l.leases++
+}
+
+// releaseLane gives a lease back; the last one closes the lane's
+// connection.
+func (s *server) releaseLane(who Principal) {
+	s.lanesMu.Lock()
+	l := s.lanes[who]
+	if l == nil {
+		s.lanesMu.Unlock()
+		return
+	}
+	l.leases--
+	last := l.leases <= 0
+	if last {
+		delete(s.lanes, who)
+	}
+	s.lanesMu.Unlock()
+	if last {
+		l.dialMu.Lock()
+		if cur := l.link.Load(); cur != nil {
+			cur.conn.Close()
+		}
+		l.dialMu.Unlock()
+	}
+}
+
+// laneOf returns the lane of who, or nil.
+func (s *server) laneOf(who Principal) *lane {
+	s.lanesMu.Lock()
+	defer s.lanesMu.Unlock()
+	return s.lanes[who]
+}
+
+// closeLanes closes every lane (the host is closing).
+func (s *server) closeLanes() {
+	s.lanesMu.Lock()
+	lanes := s.lanes
+	s.lanes = nil
+	s.lanesMu.Unlock()
+	for _, l := range lanes {
+		if cur := l.link.Load(); cur != nil {
+			cur.conn.Close()
+		}
+	}
+}
+
+// A route is where one call goes: a server, and for a partitioned server
+// acting for someone other than the host, that principal's lane.
+type route struct {
+	srv  *server
+	lane *lane // nil: the server's own connection
+}
+
+// routeFor returns the route of a call to srv made for who.
+func (h *Host) routeFor(srv *server, who Principal) (route, *Error) {
+	if !srv.partitioned() || who == h.Principal() {
+		return route{srv: srv}, nil
+	}
+	l := srv.laneOf(who)
+	if l == nil {
+		// Only tasks lease lanes; a snapshot whose task let go of its
+		// lanes makes no more calls.
+		return route{}, newError(Cancelled, srv.cfg.ID, "", nil, "the task acting for %s/%s was released", who.Tenant, who.User)
+	}
+	return route{srv: srv, lane: l}, nil
+}
+
+// conn returns the live connection of the route, dialling a lane's when it
+// has none or its last one broke.
+func (h *Host) conn(ctx context.Context, rt route, tool *catalog.Tool) (*link, *Error) {
+	if rt.lane == nil {
+		return h.connFor(ctx, rt.srv, tool)
+	}
+	if l := rt.lane.link.Load(); l != nil && l.conn.Fault() == nil {
+		return l, nil
+	}
+	return h.dialLane(ctx, rt, nil, tool.Name)
+}
+
+// dialLane connects a lane unless another caller already replaced old (the
+// connection that broke, or nil for "none yet").
+func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (*link, *Error) {
+	ln, s := rt.lane, rt.srv
+	ln.dialMu.Lock()
+	defer ln.dialMu.Unlock()
+	if cur := ln.link.Load(); cur != nil && cur != old && cur.conn.Fault() == nil {
+		return cur, nil
+	}
+	if h.life.Err() != nil {
+		return nil, newError(Cancelled, s.cfg.ID, tool, h.life.Err(), "the host is closing")
+	}
+	if s.laneOf(ln.who) != ln {
+		return nil, newError(Cancelled, s.cfg.ID, tool, nil, "the task acting for %s/%s was released", ln.who.Tenant, ln.who.User)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
+	defer cancel()
+	client, err := h.httpClientFor(&s.cfg, oauth.Owner{Tenant: ln.who.Tenant, User: ln.who.User})
+	if err == nil {
+		var conn *upstream.Conn
+		conn, err = upstream.DialHTTP(ctx, &s.cfg, client, h.upstreamOptions(s))
+		if err == nil {
+			if prev := ln.link.Load(); prev != nil {
+				prev.conn.Close()
+			}
+			ln.gen++
+			next := &link{conn: conn, gen: ln.gen}
+			ln.link.Store(next)
+			return next, nil
+		}
+	}
+	if ae := authError(s.cfg.ID, tool, err); ae != nil {
+		return nil, ae
+	}
+	return nil, newError(ConnectionError, s.cfg.ID, tool, err, "server %s: cannot connect for %s/%s: %v", s.cfg.ID, ln.who.Tenant, ln.who.User, err)
+}
+
+// acquire waits for one of the route's call slots (max_concurrency, per
+// partition), at most queue_timeout.
+func (rt route) acquire(ctx context.Context) (time.Duration, func(), error) {
+	if rt.lane == nil {
+		return acquireSlot(ctx, rt.srv.slots, &rt.srv.cfg)
+	}
+	return acquireSlot(ctx, rt.lane.slots, &rt.srv.cfg)
+}
+
+// reconnected returns the connection that replaced old, which broke: the
+// server's supervisor's, waited for, or a lane's, dialled now.
+func (h *Host) reconnected(ctx context.Context, rt route, old *link) (*link, error) {
+	if rt.lane == nil {
+		return h.awaitReconnect(ctx, rt.srv, old)
+	}
+	l, err := h.dialLane(ctx, rt, old, "")
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// retryOn returns the connection a retried call goes out on: the same one
+// if it still works, else the one that replaces it.
+func (h *Host) retryOn(ctx context.Context, rt route, l *link) (*link, bool) {
+	if l.conn.Fault() == nil {
+		return l, true
+	}
+	next, err := h.reconnected(ctx, rt, l)
+	return next, err == nil
+}
+
