@@ -611,3 +611,54 @@ func TestServerValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestRefreshRaceAcrossProcesses: two clients on one store stand for two
+// airlock processes of the same person (a shell and a one-shot call). When
+// the token expires under both, the store's lock makes one of them refresh
+// and the other use what it stored: the rotating refresh token is spent
+// once, never twice.
+func TestRefreshRaceAcrossProcesses(t *testing.T) {
+	e := newEnv(t, nil)
+	e.login()
+	other, err := oauth.New(&oauth.Options{Store: e.store, Development: true, Now: e.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.as.SetAccessTokenTTL(time.Hour)
+	e.clock.advance(10 * time.Minute)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 10)
+	for i := range 10 {
+		client := e.client
+		if i%2 == 1 {
+			client = other
+		}
+		tr, err := client.Transport(e.srv, e.who, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			<-start
+			req, _ := http.NewRequest(http.MethodPost, e.rs.URL+"/echo", strings.NewReader("ping"))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				errs <- errors.New(resp.Status)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("call: %v", err)
+	}
+	if st := e.as.Stats(); st.Refreshes != 1 || st.ReusedRefreshTokens != 0 {
+		t.Errorf("stats = %+v, want exactly one refresh and no reused refresh token", st)
+	}
+}

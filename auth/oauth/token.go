@@ -91,7 +91,24 @@ func (c *Client) token(ctx context.Context, srv *Server, who Owner) (string, err
 	if ps.rec.valid(c.opts.Now()) {
 		return ps.rec.AccessToken, nil
 	}
-	if tok, ok, err := c.reloadLocked(ctx, srv, ps, ""); ok || err != nil {
+	return c.renewLocked(ctx, srv, ps, "")
+}
+
+// renewLocked gets a token other than used for ps: one another process
+// stored meanwhile, else a refreshed one. Where the store can lock across
+// processes, it holds the partition's lock throughout, so that two
+// processes never spend one rotating refresh token (an authorization
+// server that detects reuse revokes the whole grant). The caller holds
+// ps's lock.
+func (c *Client) renewLocked(ctx context.Context, srv *Server, ps *partState, used string) (string, error) {
+	if l, ok := c.opts.Store.(secrets.Locker); ok {
+		unlock, err := l.Lock(ctx, tokenKey(ps.p))
+		if err != nil {
+			return "", unavailable(srv.ID, "cannot lock the stored token for a refresh", err)
+		}
+		defer unlock()
+	}
+	if tok, ok, err := c.reloadLocked(ctx, srv, ps, used); ok || err != nil {
 		return tok, err
 	}
 	return c.refreshLocked(ctx, srv, ps)
@@ -115,10 +132,7 @@ func (c *Client) refreshAfter(ctx context.Context, srv *Server, who Owner, used 
 	if ps.rec.AccessToken != used && ps.rec.valid(c.opts.Now()) {
 		return ps.rec.AccessToken, nil
 	}
-	if tok, ok, err := c.reloadLocked(ctx, srv, ps, used); ok || err != nil {
-		return tok, err
-	}
-	return c.refreshLocked(ctx, srv, ps)
+	return c.renewLocked(ctx, srv, ps, used)
 }
 
 // reloadLocked reads the partition's record again before a refresh:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -283,5 +284,45 @@ func TestConcurrentKeyCreation(t *testing.T) {
 		if _, err := s.Get(ctx, "k"); err != nil {
 			t.Errorf("store %d: %v", i, err)
 		}
+	}
+}
+
+func TestLock(t *testing.T) {
+	tmp := t.TempDir()
+	key := filepath.Join(tmp, "secret.key")
+	a := open(t, filepath.Join(tmp, "store"), key)
+	b := open(t, filepath.Join(tmp, "store"), key) // another process's view
+	ctx := context.Background()
+	unlock, err := a.Lock(ctx, "oauth/p/token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same key is held; another key is not.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.Lock(short, "oauth/p/token"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Lock of a held key: %v, want it to wait until the context ends", err)
+	}
+	other, err := b.Lock(ctx, "oauth/q/token")
+	if err != nil {
+		t.Fatalf("Lock of another key: %v", err)
+	}
+	other()
+	// Released, it can be taken again.
+	unlock()
+	again, err := b.Lock(ctx, "oauth/p/token")
+	if err != nil {
+		t.Fatalf("Lock after unlock: %v", err)
+	}
+	again()
+	// Lock files are named by a hash, like the secrets.
+	entries, _ := os.ReadDir(filepath.Join(tmp, "store", "locks"))
+	for _, e := range entries {
+		if strings.Contains(e.Name(), "oauth") {
+			t.Errorf("lock file %s names its key", e.Name())
+		}
+	}
+	if len(entries) != 2 {
+		t.Errorf("%d lock files, want 2", len(entries))
 	}
 }

@@ -30,5 +30,14 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// A Locker is a Store that can also serialise work on one key across
+// processes: the OAuth client holds it while it refreshes a partition's
+// token, so that two processes never spend one rotating refresh token.
+// Lock waits until the lock is free or ctx ends; the returned function
+// releases it.
+type Locker interface {
+	Lock(ctx context.Context, key string) (unlock func(), err error)
+}
+
 // ErrNotFound is returned (possibly wrapped) by Get for a missing key.
 var ErrNotFound = errors.New("secret not found")
