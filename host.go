@@ -144,6 +144,13 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	if h.opts.StateDir == "" {
 		h.opts.StateDir = filepath.Join(cfg.Dir, ".airlock")
 	}
+	for what, name := range map[string]string{"tenant": h.opts.Principal.Tenant, "user": h.opts.Principal.User} {
+		if name != "" {
+			if err := config.CheckPrincipal(what, name); err != nil {
+				return nil, fmt.Errorf("Options.Principal: %w", err)
+			}
+		}
+	}
 	if err := os.MkdirAll(h.opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cannot create the state directory %s: %w", h.opts.StateDir, err)
 	}

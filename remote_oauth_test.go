@@ -400,3 +400,20 @@ func TestPartitionedConnections(t *testing.T) {
 		t.Errorf("sessions = %v, want alice, bob ×3 on one connection, bob on a new one, alice", sessions)
 	}
 }
+
+func TestPrincipalNamesAreChecked(t *testing.T) {
+	cfg := newConfig(t)
+	if _, err := airlock.Open(context.Background(), cfg, &airlock.Options{Principal: airlock.Principal{Tenant: "acme corp"}}); err == nil || !strings.Contains(err.Error(), `tenant "acme corp"`) {
+		t.Errorf("Open with a bad tenant: %v", err)
+	}
+	repo := gitRepo(t)
+	cfg.Dir = repo
+	h := open(t, cfg)
+	_, err := h.OpenTask(context.Background(), "t1", &airlock.TaskOptions{Repo: repo, Principal: airlock.Principal{User: "bob/../x"}})
+	if err == nil || !strings.Contains(err.Error(), `user "bob/../x"`) {
+		t.Errorf("OpenTask with a bad user: %v", err)
+	}
+	if tasks, _ := airlock.ListTasks(h.StateDir()); len(tasks) != 0 {
+		t.Errorf("a refused task was left: %+v", tasks)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlockhq/airlock/config"
 )
 
 // A Task is a unit of agent work with a git worktree of its own and its own
@@ -140,6 +142,13 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 	}
 	undo = append(undo, func() { t.lock.unlock() })
 
+	for what, name := range map[string]string{"tenant": opts.Principal.Tenant, "user": opts.Principal.User} {
+		if name != "" {
+			if err := config.CheckPrincipal(what, name); err != nil {
+				return fail(fmt.Errorf("task %s: %w", id, err))
+			}
+		}
+	}
 	t.info = TaskInfo{ID: id, Repo: repo, Branch: "airlock/task/" + id, Base: opts.Base,
 		Worktree: filepath.Join(t.dir, "worktree"), Status: TaskOpening, CreatedAt: time.Now().UTC()}
 	if who := h.taskPrincipal(opts.Principal); who != h.Principal() {

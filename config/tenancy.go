@@ -21,6 +21,16 @@ var partitionPattern = regexp.MustCompile(`^[A-Za-z0-9._@+-]{1,128}$`)
 
 const partitionRule = "use 1 to 128 letters, digits, ., _, @, + or -"
 
+// CheckPrincipal checks a tenant or user name given other than in the
+// configuration (a library's Options or a task's), by the rules of
+// tenancy:. what names it in the message ("tenant", "user").
+func CheckPrincipal(what, name string) error {
+	if !partitionPattern.MatchString(name) {
+		return fmt.Errorf("%s %q: %s", what, name, partitionRule)
+	}
+	return nil
+}
+
 // tenancy reads tenancy: {tenant, user}. ${VAR} in a value is expanded from
 // the environment, so that `user: "${USER}"` names whoever runs airlock.
 // userSet reports whether the user key is there, valid or not.
