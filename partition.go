@@ -195,4 +195,3 @@ func (h *Host) retryOn(ctx context.Context, rt route, l *link) (*link, bool) {
 	next, err := h.reconnected(ctx, rt, l)
 	return next, err == nil
 }
-
