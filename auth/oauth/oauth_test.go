@@ -152,37 +152,7 @@ func TestRefreshRace(t *testing.T) {
 	e.login()
 	e.as.SetAccessTokenTTL(time.Hour)
 	e.clock.advance(10 * time.Minute)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 10)
-	for range 10 {
-		// Each caller has its own transport, like separate connections
-		// of one partition.
-		tr, err := e.client.Transport(e.srv, e.who, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			<-start
-			req, _ := http.NewRequest(http.MethodPost, e.rs.URL+"/echo", strings.NewReader("ping"))
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				errs <- err
-				return
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || string(body) != "ping" {
-				errs <- errors.New(resp.Status + " " + string(body))
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Errorf("call: %v", err)
-	}
+	echoAtOnce(t, e, e.client)
 	st := e.as.Stats()
 	if st.Refreshes != 1 || st.ReusedRefreshTokens != 0 {
 		t.Errorf("stats = %+v, want exactly one refresh and no reused refresh token", st)
@@ -626,15 +596,22 @@ func TestRefreshRaceAcrossProcesses(t *testing.T) {
 	}
 	e.as.SetAccessTokenTTL(time.Hour)
 	e.clock.advance(10 * time.Minute)
+	echoAtOnce(t, e, e.client, other)
+	if st := e.as.Stats(); st.Refreshes != 1 || st.ReusedRefreshTokens != 0 {
+		t.Errorf("stats = %+v, want exactly one refresh and no reused refresh token", st)
+	}
+}
+
+// echoAtOnce makes ten calls to the protected echo endpoint at once, each
+// on a transport of its own (like separate connections of one partition),
+// taking turns among clients.
+func echoAtOnce(t *testing.T, e *env, clients ...*oauth.Client) {
+	t.Helper()
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 10)
 	for i := range 10 {
-		client := e.client
-		if i%2 == 1 {
-			client = other
-		}
-		tr, err := client.Transport(e.srv, e.who, nil)
+		tr, err := clients[i%len(clients)].Transport(e.srv, e.who, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -646,9 +623,10 @@ func TestRefreshRaceAcrossProcesses(t *testing.T) {
 				errs <- err
 				return
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				errs <- errors.New(resp.Status)
+			if resp.StatusCode != 200 || string(body) != "ping" {
+				errs <- errors.New(resp.Status + " " + string(body))
 			}
 		})
 	}
@@ -657,8 +635,5 @@ func TestRefreshRaceAcrossProcesses(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Errorf("call: %v", err)
-	}
-	if st := e.as.Stats(); st.Refreshes != 1 || st.ReusedRefreshTokens != 0 {
-		t.Errorf("stats = %+v, want exactly one refresh and no reused refresh token", st)
 	}
 }
