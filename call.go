@@ -308,8 +308,15 @@ func (h *Host) send(ctx context.Context, srv *server, conn *upstream.Conn, tool 
 	defer cancel(nil)
 	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
 	defer idle.Stop()
-	stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
-	defer stop()
+	sendCtx, writeErr := callCtx, func() error { return nil }
+	if srv.cfg.Remote() {
+		// A remote connection can break while the request waits (its
+		// session gone, its stream cut): the call ends then. And only
+		// there can a request be refused unread, or fail on the way.
+		stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
+		defer stop()
+		sendCtx, writeErr = upstream.NoteWriteError(callCtx)
+	}
 	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
 		defer limit.Stop()
@@ -317,7 +324,6 @@ func (h *Host) send(ctx context.Context, srv *server, conn *upstream.Conn, tool 
 		defer done()
 		params.SetProgressToken(token)
 	}
-	sendCtx, writeErr := upstream.NoteWriteError(callCtx)
 	res, err := conn.Session().CallTool(sendCtx, params)
 	if werr := writeErr(); err != nil && werr != nil && ctx.Err() == nil {
 		if refusedUnread(werr) {

@@ -183,30 +183,13 @@ func run(calls, rounds, lists int) (string, error) {
 		}
 		return nil
 	}
-	// Warm up both sides.
-	for range 200 {
-		if err := bareCall(); err != nil {
-			return "", err
-		}
-		if err := hostCall(); err != nil {
-			return "", err
-		}
+	bareLat, hostLat, err := alternate(calls, rounds, bareCall, hostCall)
+	if err != nil {
+		return "", err
 	}
-	var bareLat, hostLat []time.Duration
-	per := calls / rounds
-	for range rounds {
-		for _, side := range []struct {
-			f   func() error
-			lat *[]time.Duration
-		}{{bareCall, &bareLat}, {hostCall, &hostLat}} {
-			for range per {
-				start := time.Now()
-				if err := side.f(); err != nil {
-					return "", err
-				}
-				*side.lat = append(*side.lat, time.Since(start))
-			}
-		}
+	bareHTTP, hostHTTP, err := remoteCalls(ctx, calls, rounds, state)
+	if err != nil {
+		return "", fmt.Errorf("over http: %v", err)
 	}
 
 	// Discovery of a 1000-tool server with 100-tool pages: connect (start
@@ -259,7 +242,36 @@ func run(calls, rounds, lists int) (string, error) {
 			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareList, hostList, warmList), nil
+	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList), nil
+}
+
+// alternate warms both sides up, then times calls of each, alternating in
+// rounds so that a noisy machine affects both alike.
+func alternate(calls, rounds int, bare, host func() error) (bareLat, hostLat []time.Duration, err error) {
+	for range 200 {
+		if err := bare(); err != nil {
+			return nil, nil, err
+		}
+		if err := host(); err != nil {
+			return nil, nil, err
+		}
+	}
+	per := calls / rounds
+	for range rounds {
+		for _, side := range []struct {
+			f   func() error
+			lat *[]time.Duration
+		}{{bare, &bareLat}, {host, &hostLat}} {
+			for range per {
+				start := time.Now()
+				if err := side.f(); err != nil {
+					return nil, nil, err
+				}
+				*side.lat = append(*side.lat, time.Since(start))
+			}
+		}
+	}
+	return bareLat, hostLat, nil
 }
 
 func quantile(d []time.Duration, q float64) time.Duration {
@@ -268,7 +280,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList, warmList []time.Duration) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -290,6 +302,15 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareList, hostList, warm
 	w("| p50 | %s | %s | %s |\n", us(quantile(bareLat, .5)), us(quantile(hostLat, .5)), ratio(quantile(hostLat, .5), quantile(bareLat, .5)))
 	w("| p99 | %s | %s | %s |\n\n", us(quantile(bareLat, .99)), us(quantile(hostLat, .99)), ratio(quantile(hostLat, .99), quantile(bareLat, .99)))
 	w("Target: the pipeline adds at most 10%% to the bare client's p50 (ratio ≤ 1.10).\n\n")
+
+	w("## Per-call latency over Streamable HTTP (%d calls each)\n\n", calls)
+	w("The same echo tool served by the go-sdk's Streamable HTTP handler (stateless, 2026-07-28) on loopback in\n")
+	w("this process. The bare client uses `mcp.StreamableClientTransport` with Go's default HTTP client; Airlock\n")
+	w("adds the pipeline above plus its remote path: the egress guard's dial-time check, the message and stream\n")
+	w("bounds, the write-error note and the session bookkeeping. No OAuth (tokens would cost the same on both sides).\n\n")
+	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
+	w("| p50 | %s | %s | %s |\n", us(quantile(bareHTTP, .5)), us(quantile(hostHTTP, .5)), ratio(quantile(hostHTTP, .5), quantile(bareHTTP, .5)))
+	w("| p99 | %s | %s | %s |\n\n", us(quantile(bareHTTP, .99)), us(quantile(hostHTTP, .99)), ratio(quantile(hostHTTP, .99), quantile(bareHTTP, .99)))
 
 	w("## Discovery of a 1000-tool server with 100-tool pages (%d runs each)\n\n", lists)
 	w("Start the server process, handshake, page through `tools/list`. Airlock also checks and compiles every\n")
