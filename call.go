@@ -308,14 +308,15 @@ func (h *Host) send(ctx context.Context, srv *server, conn *upstream.Conn, tool 
 	defer cancel(nil)
 	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
 	defer idle.Stop()
-	sendCtx, writeErr := callCtx, func() error { return nil }
+	sendCtx, note := callCtx, (*upstream.CallNote)(nil)
 	if srv.cfg.Remote() {
 		// A remote connection can break while the request waits (its
 		// session gone, its stream cut): the call ends then. And only
-		// there can a request be refused unread, or fail on the way.
+		// there can a request be refused unread, fail on the way, or lose
+		// its answer stream.
 		stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
 		defer stop()
-		sendCtx, writeErr = upstream.NoteWriteError(callCtx)
+		sendCtx, note = upstream.WithCallNote(callCtx)
 	}
 	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
@@ -325,18 +326,21 @@ func (h *Host) send(ctx context.Context, srv *server, conn *upstream.Conn, tool 
 		params.SetProgressToken(token)
 	}
 	res, err := conn.Session().CallTool(sendCtx, params)
-	if werr := writeErr(); err != nil && werr != nil && ctx.Err() == nil {
-		if refusedUnread(werr) {
+	if err != nil && note != nil && ctx.Err() == nil {
+		switch werr := note.WriteErr(); {
+		case werr != nil && refusedUnread(werr):
 			// The server refused the request (its session was gone, or
 			// it wanted credentials). The refusal may also have broken
 			// the connection and so cancelled the call: what counts is
 			// that the request was never taken.
 			err = werr
-		} else {
+		case werr != nil:
 			// Sending the request failed on the way (the SDK reports
 			// this as a JSON-RPC error of its own, as if the server had
 			// answered): the server may have received it.
 			err = fmt.Errorf("%w: %v", errUndelivered, werr)
+		case note.AnswerLost() && context.Cause(callCtx) == nil:
+			err = fmt.Errorf("%w: %v", upstream.ErrAnswerLost, err)
 		}
 	}
 	if err != nil && ctx.Err() == nil {
@@ -382,10 +386,10 @@ func (h *Host) callError(ctx context.Context, srv *server, tool *catalog.Tool, c
 	case errors.Is(err, errTooLong):
 		return e(ConnectionError, "%s: still running after %s (max_call_duration), however much progress it reported; the request was cancelled",
 			tool.Name, srv.cfg.MaxCallDuration)
-	case errors.Is(err, errUndelivered), errors.Is(err, upstream.ErrAnswerLost):
-		return e(ConnectionError, "%s: %v", tool.Name, err)
 	case f != nil && f.Contract():
 		return e(ContractError, "%s: %s", tool.Name, f.Msg)
+	case errors.Is(err, errUndelivered), errors.Is(err, upstream.ErrAnswerLost):
+		return e(ConnectionError, "%s: %v", tool.Name, err)
 	case f != nil:
 		return e(ConnectionError, "%s: %s", tool.Name, f.Msg)
 	case errors.As(err, &werr):

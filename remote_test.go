@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,16 @@ type httpServer struct {
 	server  atomic.Pointer[mcp.Server]
 	build   func() (http.Handler, *mcp.Server)
 	ts      *httptest.Server
+
+	mu       sync.Mutex
+	requests []string // "METHOD MCP-Protocol-Version", in order
+}
+
+// seen returns the requests the server got so far.
+func (hs *httpServer) seen() []string {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return slices.Clone(hs.requests)
 }
 
 func newHTTPServer(t *testing.T, newServer func() *mcp.Server, stateless bool) *httpServer {
@@ -45,6 +56,9 @@ func newHTTPServer(t *testing.T, newServer func() *mcp.Server, stateless bool) *
 	}
 	hs.forget(false)
 	hs.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hs.mu.Lock()
+		hs.requests = append(hs.requests, r.Method+" "+r.Header.Get("Mcp-Protocol-Version"))
+		hs.mu.Unlock()
 		(*hs.handler.Load()).ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.ts.Close)
@@ -137,6 +151,21 @@ func TestRemoteServerOnBothEras(t *testing.T) {
 				t.Errorf("result = %q %s", r.Content, r.Structured)
 			}
 			wantStatus(t, call(t, h, "web__fail", `{}`), airlock.ToolError)
+			// Every request after the handshake names the protocol
+			// version, and a 2025-11-25 session opens the stream on which
+			// the server may speak first (list_changed, for one).
+			reqs := hs.seen()
+			get := false
+			for _, r := range reqs[1:] {
+				if method, version, _ := strings.Cut(r, " "); version != tt.want {
+					t.Errorf("%s request with MCP-Protocol-Version %q, want %s (all: %v)", method, version, tt.want, reqs)
+				} else if method == http.MethodGet {
+					get = true
+				}
+			}
+			if get != !tt.stateless {
+				t.Errorf("standalone GET stream opened: %v, want %v (requests %v)", get, !tt.stateless, reqs)
+			}
 			h.Close()
 
 			results := auditEvents(t, h, store.EventResult)
@@ -485,4 +514,66 @@ func TestBrokenAnswerStream(t *testing.T) {
 	}
 	// One stream broke, not the connection: the next call works on it.
 	wantStatus(t, call(t, h, "web__note", `{"text":"after"}`), airlock.OK)
+}
+
+// dupAnswers wraps an MCP handler: a tools/call of the tool "dup" is
+// answered by hand with a result that has a duplicate key, as a JSON body
+// or as an event.
+func dupAnswers(next http.Handler, sse bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
+		}
+		json.Unmarshal(body, &msg)
+		if msg.Method != "tools/call" || msg.Params.Name != "dup" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		answer := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{"content":[{"type":"text","text":"harmless"}],"isError":false,"isError":true}}`
+		if sse {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	})
+}
+
+func TestMalformedRemoteAnswers(t *testing.T) {
+	for _, sse := range []bool{false, true} {
+		t.Run(map[bool]string{false: "json", true: "event stream"}[sse], func(t *testing.T) {
+			c := &counted{}
+			srv := c.server()
+			srv.AddTool(&mcp.Tool{Name: "dup", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, nil })
+			handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+				&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: !sse, DisableLocalhostProtection: true})
+			ts := httptest.NewServer(dupAnswers(handler, sse))
+			t.Cleanup(ts.Close)
+			cfg := devConfig(t, remote("web", ts.URL+"/mcp"))
+			classify(cfg, "web", "read", "dup", "note")
+			h := open(t, cfg)
+
+			// A duplicate key could let one check see one value and the
+			// host use the other: the answer is refused whole.
+			r := call(t, h, "web__dup", `{}`)
+			wantStatus(t, r, airlock.ContractError)
+			if !strings.Contains(r.Err.Msg, "malformed") || r.Content != "" {
+				t.Errorf("result = %q (content %q), want a malformed-message contract error, nothing for the model", r.Err.Msg, r.Content)
+			}
+			// The connection broke; the host reconnects and goes on.
+			waitFor(t, 10*time.Second, "the server to be ready again", func() bool {
+				st := h.Servers()[0]
+				return st.Status == airlock.StatusReady && st.Restarts == 1
+			})
+			wantStatus(t, call(t, h, "web__note", `{"text":"after"}`), airlock.OK)
+		})
+	}
 }

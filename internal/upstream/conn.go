@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,7 +55,11 @@ func (r *lineLimitReader) Close() error { return r.f.Close() }
 var errOversize = fmt.Errorf("message too large")
 
 // guardedTransport hands the SDK a connection that checks every response a
-// server sends before the SDK decodes it.
+// server sends before the SDK decodes it. It serves stdio and in-process
+// transports; a remote connection is checked in its HTTP round tripper
+// instead (http.go), because the SDK's Streamable HTTP connection must reach
+// the SDK unwrapped: the SDK tells it the negotiated protocol version
+// through an unexported method, which a wrapper would hide.
 type guardedTransport struct {
 	inner mcp.Transport
 	fault func(Fault)
@@ -85,17 +87,7 @@ type guardedConn struct {
 func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err != nil {
-		c.noteSessionMissing(err)
 		return nil, err
-	}
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
-		var werr *jsonrpc.Error
-		if !errors.As(resp.Error, &werr) {
-			// Not the server's error, which is always a JSON-RPC error
-			// object: the SDK's own, for a request whose answer stream
-			// ended before the answer and cannot be resumed.
-			resp.Error = fmt.Errorf("%w (%v)", ErrAnswerLost, resp.Error)
-		}
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && len(resp.Result) > 0 {
 		if err := schema.Check(resp.Result, &schema.DecodeOptions{MaxDepth: maxResponseDepth, MaxBytes: len(resp.Result)}); err != nil {
@@ -104,53 +96,6 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	return msg, nil
-}
-
-func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	err := c.Connection.Write(ctx, msg)
-	if err != nil {
-		if w, ok := ctx.Value(writeNoteKey{}).(*writeNote); ok {
-			if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-				w.err.CompareAndSwap(nil, &err)
-			}
-		}
-		c.noteSessionMissing(err)
-	}
-	return err
-}
-
-// ErrAnswerLost is the error of a request whose answer stream (HTTP) ended
-// before the answer came, with nothing to resume it from: the server may
-// have acted on the request.
-var ErrAnswerLost = errors.New("the server's answer stream ended before the answer")
-
-type writeNoteKey struct{}
-
-type writeNote struct{ err atomic.Pointer[error] }
-
-// NoteWriteError returns a context for one request (a tools/call) and a
-// function that reports how writing that request failed, or nil. A request
-// whose write failed with an answer that says the server did not take it
-// (HTTP 404 for the session, 401 or 403) was never acted on, whatever else
-// happened to the call meanwhile: the connection breaking because of that
-// very answer also cancels the call, and the caller's error may then be the
-// cancellation instead.
-func NoteWriteError(ctx context.Context) (context.Context, func() error) {
-	w := &writeNote{}
-	return context.WithValue(ctx, writeNoteKey{}, w), func() error {
-		if p := w.err.Load(); p != nil {
-			return *p
-		}
-		return nil
-	}
-}
-
-// noteSessionMissing turns the server's 404 for the session into a fault:
-// the session is gone, and nothing more may be sent on it.
-func (c *guardedConn) noteSessionMissing(err error) {
-	if errors.Is(err, mcp.ErrSessionMissing) {
-		c.fault(Fault{Kind: FaultSessionExpired, Msg: "the server ended the session (HTTP 404 for its session id)"})
-	}
 }
 
 // Fingerprint stands for an identifier in logs and audit events without

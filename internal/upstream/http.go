@@ -1,7 +1,9 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,11 +11,13 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/schema"
 )
 
 // DialHTTP connects to a remote server over Streamable HTTP. client carries
@@ -72,7 +76,19 @@ func transportOf(c *http.Client) http.RoundTripper {
 	return http.DefaultTransport
 }
 
-// httpLimits is the round tripper under the SDK's Streamable HTTP client.
+// httpLimits is the round tripper under the SDK's Streamable HTTP client:
+// what guardedConn does for stdio, and what only HTTP has.
+//
+//   - Every message the server sends, as a JSON body or as an event's data,
+//     is checked for strict JSON (no duplicate keys, valid UTF-8, bounded
+//     depth) before the SDK reads it, and bounded by the message cap; a
+//     violation breaks the connection with a contract fault.
+//   - A 404 for a request that carried the session id is the server saying
+//     it forgot the session: the connection breaks with a
+//     FaultSessionExpired fault, and nothing more is sent on it.
+//   - The request of a call (a context from WithCallNote) learns whether
+//     its POST failed on the way or was refused, and whether its answer
+//     stream ended without the answer.
 type httpLimits struct {
 	base       http.RoundTripper
 	limit      int
@@ -95,15 +111,28 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 			Header: http.Header{}, Body: http.NoBody, Request: req,
 		}, nil
 	}
+	note, _ := req.Context().Value(callNoteKey{}).(*CallNote)
+	if req.Method != http.MethodPost {
+		note = nil // a stream resumed with GET carries no request
+	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp.Body == nil {
+	if err != nil {
+		note.wrote(err)
 		return resp, err
 	}
+	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
+		t.fault(Fault{Kind: FaultSessionExpired, Msg: "the server ended the session (HTTP 404 for its session id)"})
+		note.wrote(fmt.Errorf("HTTP 404 for the session: %w", mcp.ErrSessionMissing))
+	}
+	if resp.Body == nil || resp.StatusCode/100 != 2 {
+		return resp, nil
+	}
+	check := &messages{limit: t.limit, fault: t.fault}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if strings.EqualFold(mt, "text/event-stream") {
-		resp.Body = &sseBody{body: resp.Body, limit: t.limit, idle: t.streamIdle, fault: t.fault}
+		resp.Body = &sseBody{body: resp.Body, idle: t.streamIdle, check: check, note: note, ctx: req.Context()}
 	} else {
-		resp.Body = &jsonBody{body: resp.Body, limit: t.limit, fault: t.fault}
+		resp.Body = &jsonBody{body: resp.Body, check: check}
 	}
 	return resp, nil
 }
@@ -120,21 +149,54 @@ func oversize(limit int) Fault {
 	return Fault{Kind: FaultOversize, Msg: fmt.Sprintf("server sent a message larger than %d bytes (limits.max_message_bytes)", limit)}
 }
 
+// messages checks the messages of one response.
+type messages struct {
+	limit int
+	fault func(Fault)
+}
+
+var errMalformed = errors.New("malformed message")
+
+// check checks one message (or batch) for strict JSON, and reports whether
+// it holds a response: an object with an id and a result or an error.
+func (m *messages) check(msg []byte) (response bool, err error) {
+	if err := schema.Check(msg, &schema.DecodeOptions{MaxDepth: maxResponseDepth, MaxBytes: len(msg)}); err != nil {
+		m.fault(Fault{Kind: FaultMalformed, Msg: fmt.Sprintf("server sent a malformed message: %v", err)})
+		return false, errMalformed
+	}
+	var head struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(msg, &head) == nil && head.Method == "" && len(head.ID) > 0 && (len(head.Result) > 0 || len(head.Error) > 0) {
+		return true, nil
+	}
+	return false, nil
+}
+
 // A jsonBody is a response body that holds one message: it may not be
-// larger than the cap.
+// larger than the cap, and must be strict JSON. It is passed on as it is
+// read and checked when it ends; a bad one ends with an error instead of
+// EOF, so the SDK never decodes it.
 type jsonBody struct {
 	body  io.ReadCloser
-	limit int
-	n     int
-	fault func(Fault)
+	check *messages
+	buf   []byte
 }
 
 func (b *jsonBody) Read(p []byte) (int, error) {
 	n, err := b.body.Read(p)
-	b.n += n
-	if b.n > b.limit {
-		b.fault(oversize(b.limit))
+	if len(b.buf)+n > b.check.limit {
+		b.check.fault(oversize(b.check.limit))
 		return 0, errOversize
+	}
+	b.buf = append(b.buf, p[:n]...)
+	if err == io.EOF && len(bytes.TrimSpace(b.buf)) > 0 {
+		if _, cerr := b.check.check(b.buf); cerr != nil {
+			return 0, cerr
+		}
 	}
 	return n, err
 }
@@ -142,16 +204,21 @@ func (b *jsonBody) Read(p []byte) (int, error) {
 func (b *jsonBody) Close() error { return b.body.Close() }
 
 // An sseBody is a stream of server-sent events: no one event may be larger
-// than the cap, and the stream may not stay silent for longer than idle (a
-// keep-alive comment counts as traffic).
+// than the cap, each event's data must be strict JSON, and the stream may
+// not stay silent for longer than idle (a keep-alive comment counts as
+// traffic). An event is checked in the Read that completes it, before the
+// SDK can see it whole.
 type sseBody struct {
 	body  io.ReadCloser
-	limit int
 	idle  time.Duration
-	fault func(Fault)
+	check *messages
+	note  *CallNote       // the call whose answer this stream carries, or nil
+	ctx   context.Context // the request's: its end is not a lost answer
 
-	n        int  // bytes of the current event
-	lineEnd  bool // the previous byte ended a line
+	line     []byte // the current line
+	data     []byte // the current event's data
+	n        int    // bytes of the current event
+	answered bool   // a response went by
 	idleHit  bool
 	mu       sync.Mutex
 	closed   bool
@@ -178,27 +245,61 @@ func (b *sseBody) Read(p []byte) (int, error) {
 		hit := b.idleHit
 		b.mu.Unlock()
 		if hit {
+			b.ended()
 			return 0, errStreamIdle
 		}
 	}
 	for _, c := range p[:n] {
-		switch c {
-		case '\r':
-		case '\n':
-			if b.lineEnd {
-				b.n = 0 // a blank line ends the event
-			}
-			b.lineEnd = true
-		default:
-			b.lineEnd = false
-			b.n++
-			if b.n > b.limit {
-				b.fault(oversize(b.limit))
+		if c != '\n' {
+			if b.n++; b.n > b.check.limit {
+				b.check.fault(oversize(b.check.limit))
 				return 0, errOversize
 			}
+			b.line = append(b.line, c)
+			continue
+		}
+		if cerr := b.endLine(); cerr != nil {
+			return 0, cerr
 		}
 	}
+	if err != nil {
+		b.ended()
+	}
 	return n, err
+}
+
+// endLine handles one line of the stream: data lines are collected, and a
+// blank line ends the event, whose data is then checked.
+func (b *sseBody) endLine() error {
+	line := bytes.TrimSuffix(b.line, []byte("\r"))
+	b.line = b.line[:0]
+	if len(line) > 0 {
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if len(b.data) > 0 {
+				b.data = append(b.data, '\n')
+			}
+			b.data = append(b.data, bytes.TrimPrefix(v, []byte(" "))...)
+		}
+		return nil
+	}
+	data := b.data
+	b.data, b.n = b.data[:0], 0
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	response, err := b.check.check(data)
+	if response {
+		b.answered = true
+	}
+	return err
+}
+
+// ended notes, for the call whose answer the stream was to carry, that it
+// ended without one (unless the call itself was given up).
+func (b *sseBody) ended() {
+	if b.note != nil && !b.answered && b.ctx.Err() == nil {
+		b.note.lost.Store(true)
+	}
 }
 
 func (b *sseBody) Close() error {
@@ -210,6 +311,50 @@ func (b *sseBody) Close() error {
 	}
 	return b.closeErr
 }
+
+// ErrAnswerLost is the error of a call whose answer stream ended before
+// the answer came: the server may have acted on the request.
+var ErrAnswerLost = errors.New("the server's answer stream ended before the answer")
+
+type callNoteKey struct{}
+
+// A CallNote learns what happened on the wire to one request (a
+// tools/call) sent with the context WithCallNote returns. It is safe for
+// concurrent use; a nil *CallNote notes nothing.
+type CallNote struct {
+	err  atomic.Pointer[error]
+	lost atomic.Bool
+}
+
+// WithCallNote returns a context for one request and the note that learns
+// about it.
+func WithCallNote(ctx context.Context) (context.Context, *CallNote) {
+	n := &CallNote{}
+	return context.WithValue(ctx, callNoteKey{}, n), n
+}
+
+func (n *CallNote) wrote(err error) {
+	if n != nil {
+		n.err.CompareAndSwap(nil, &err)
+	}
+}
+
+// WriteErr reports how sending the request failed: an error of the
+// transport below (the egress guard, the network, the OAuth transport's
+// refusals), or mcp.ErrSessionMissing for a 404 for the session. The SDK
+// turns such failures into errors of its own that may look like a JSON-RPC
+// answer of the server, or, when the failure broke the connection, into a
+// cancellation.
+func (n *CallNote) WriteErr() error {
+	if p := n.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// AnswerLost reports whether the request's answer stream ended without the
+// answer.
+func (n *CallNote) AnswerLost() bool { return n.lost.Load() }
 
 // SessionID returns the session id the server assigned, or "" (a stdio or
 // stateless server).

@@ -238,7 +238,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	fail := func(contract bool, err error, format string, args ...any) *StartError {
 		return &StartError{Server: srv.ID, Contract: contract, Msg: fmt.Sprintf(format, args...), Err: err, probeTimedOut: probeTimedOut.Load()}
 	}
-	transport := &guardedTransport{
+	var transport mcp.Transport = &guardedTransport{
 		inner: t,
 		fault: func(f Fault) {
 			c.setFault(f)
@@ -246,6 +246,9 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 				c.stdout.Close()
 			}
 		},
+	}
+	if srv.Remote() {
+		transport = t // checked in its round tripper (http.go)
 	}
 	info := opts.ClientInfo
 	if info == nil {
