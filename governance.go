@@ -100,11 +100,17 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 	for _, h := range cfg.Policy.Hooks {
 		g.before = append(g.before, commandHook(h, cfg.Dir))
 	}
-	// Every secret_env value is a secret, wherever it would be written.
+	// Every secret_env value and OAuth client secret is a secret, wherever it
+	// would be written.
 	var secrets []string
 	for _, s := range cfg.Servers {
 		for _, hostVar := range s.SecretEnv {
 			if v := os.Getenv(hostVar); v != "" {
+				secrets = append(secrets, v)
+			}
+		}
+		if s.OAuth != nil && s.OAuth.ClientSecretEnv != "" {
+			if v := os.Getenv(s.OAuth.ClientSecretEnv); v != "" {
 				secrets = append(secrets, v)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -52,10 +53,19 @@ func oauthServer(srv *config.Server) *oauth.Server {
 		Scopes:               srv.Scopes,
 		RedirectURI:          o.RedirectURI,
 		ClientID:             o.ClientID,
+		ClientSecret:         secretOf(o.ClientSecretEnv),
 		ClientMetadataURL:    o.ClientMetadataURL,
 		DynamicRegistration:  o.DynamicRegistration,
 		AllowPrivateNetworks: srv.AllowPrivateNetworks,
 	}
+}
+
+// secretOf reads the host variable name holds (a secret), or "".
+func secretOf(name string) string {
+	if name == "" {
+		return ""
+	}
+	return os.Getenv(name)
 }
 
 // httpClient builds the HTTP client of a remote server's connection: every
@@ -177,9 +187,9 @@ func (h *Host) reconnect(ctx context.Context, s *server, tool string) (*link, *E
 	began := time.Now()
 	conn, tools, err := h.connect(ctx, s)
 	if err != nil {
-		if err.Kind == AuthRequired {
-			s.setStatus(func(st *ServerStatus) { st.Err = err })
-		}
+		// The status says what stands in the way now: another login, or
+		// a failure that logging in will not mend.
+		s.setStatus(func(st *ServerStatus) { st.Status, st.Err = statusOf(err), err })
 		err.Tool = tool
 		return nil, err
 	}

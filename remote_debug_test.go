@@ -81,6 +81,9 @@ func TestDebugOutputHasNoCredentials(t *testing.T) {
 	secretKey := base64.StdEncoding.EncodeToString(key)
 	stateDir := filepath.Join(t.TempDir(), "state")
 	loginForChild(t, as, rs, stateDir, secretKey, redirect)
+	// The login asked the server for its challenge without a token; what
+	// the host sends comes after.
+	beforeHost := len(rs.seen())
 
 	control := "CONTROL-" + rand.Text()
 	in := debugChild{StateDir: stateDir, URL: rs.url, RedirectURI: redirect, ControlURL: rs.url + "/control", Control: control}
@@ -110,7 +113,7 @@ func TestDebugOutputHasNoCredentials(t *testing.T) {
 
 	// The host's requests: over TLS, HTTP/1.1 although HTTP/2 was offered,
 	// each with the login's token.
-	seen := rs.seen()
+	seen := rs.seen()[beforeHost:]
 	var token string
 	mcpRequests := 0
 	for _, r := range seen {

@@ -203,6 +203,9 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	lister := &recordingLister{inner: pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}}
 	tools, err := catalog.Discover(ctx, &s.cfg, lister, catalog.LimitsFrom(h.cfg.Limits))
 	if err != nil {
+		if ae := authError(s.cfg.ID, "", err); ae != nil {
+			return nil, ae // tools/list needed (more) authorization
+		}
 		var ce *catalog.ContractError
 		switch f := conn.Fault(); {
 		case errors.As(err, &ce):

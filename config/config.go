@@ -231,6 +231,11 @@ type OAuth struct {
 	// ClientID is a client id registered with the authorization server
 	// in advance, or "".
 	ClientID string
+	// ClientSecretEnv names the host variable that holds ClientID's
+	// secret, for a confidential client registered in advance, or "". The
+	// secret itself is never in the configuration, and is redacted
+	// wherever the host writes.
+	ClientSecretEnv string
 	// ClientMetadataURL is the https URL of airlock's client ID metadata
 	// document, used as the client id where the authorization server
 	// supports it, or "".

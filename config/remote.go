@@ -18,7 +18,7 @@ var (
 	httpOnlyKeys  = []string{"url", "resource", "allowed_hosts", "allow_private_networks", "scopes",
 		"oauth", "stream_read_timeout", "terminate_on_close"}
 
-	oauthKeys = keySet{known: []string{"client_id", "client_metadata_url", "dynamic_registration", "redirect_uri"}}
+	oauthKeys = keySet{known: []string{"client_id", "client_secret_env", "client_metadata_url", "dynamic_registration", "redirect_uri"}}
 )
 
 // remote reads the keys of a transport: http server entry. The checks of
@@ -255,6 +255,22 @@ func (r *yamlReader) oauth(p pair, path string) *OAuth {
 		return v
 	}
 	o.ClientID = str("client_id", checkClientID)
+	if kp, ok := f["client_secret_env"]; ok {
+		kpath := path + ".client_secret_env"
+		if host, ok := r.text(kp.val, kpath); ok && host != "" {
+			line := resolve(kp.val).Line
+			switch v, set := r.lookupEnv(host); {
+			case checkEnvName(host) != "":
+				r.errorf(line, kpath, "%s", checkEnvName(host))
+			case !set:
+				r.errorf(line, kpath, "the host variable %s is not set: set it to the client secret in the environment airlock starts in", host)
+			case v == "":
+				r.errorf(line, kpath, "the host variable %s is empty: set it to the client secret", host)
+			default:
+				o.ClientSecretEnv = host
+			}
+		}
+	}
 	o.ClientMetadataURL = str("client_metadata_url", checkClientMetadataURL)
 	if kp, ok := f["dynamic_registration"]; ok {
 		o.DynamicRegistration, _ = r.boolean(kp.val, path+".dynamic_registration")
@@ -267,6 +283,9 @@ func (r *yamlReader) oauth(p pair, path string) *OAuth {
 				o.RedirectURI = v
 			}
 		}
+	}
+	if o.ClientSecretEnv != "" && o.ClientID == "" && !r.failedUnder(path) {
+		r.errorf(p.line, path+".client_secret_env", "is only used with client_id: a client secret belongs to a client registered in advance")
 	}
 	if o.ClientID == "" && o.ClientMetadataURL == "" && !o.DynamicRegistration && !r.failedUnder(path) {
 		r.errorf(p.line, path, "says nothing about how airlock identifies itself to the authorization server: set client_id, client_metadata_url or dynamic_registration: true")

@@ -456,3 +456,31 @@ func TestCheckHost(t *testing.T) {
 		}
 	}
 }
+
+func TestOAuthClientSecretEnv(t *testing.T) {
+	env := mapEnv(map[string]string{"ISSUES_SECRET": "s3cr3t-value", "EMPTY": ""})
+	src := func(o string) string { return strings.Replace(withOAuth, "{client_id: airlock}", o, 1) }
+	cfg, err := parseYAML([]byte(src("{client_id: airlock, client_secret_env: ISSUES_SECRET}")), "airlock.yaml", t.TempDir(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Servers[0].OAuth.ClientSecretEnv; got != "ISSUES_SECRET" {
+		t.Errorf("ClientSecretEnv = %q", got)
+	}
+	for _, tt := range []struct {
+		oauth, want string
+	}{
+		{"{client_id: airlock, client_secret_env: NOPE}", "servers[0].oauth.client_secret_env: the host variable NOPE is not set"},
+		{"{client_id: airlock, client_secret_env: EMPTY}", "servers[0].oauth.client_secret_env: the host variable EMPTY is empty"},
+		{"{client_id: airlock, client_secret_env: 1BAD}", "servers[0].oauth.client_secret_env:"},
+		{"{dynamic_registration: true, client_secret_env: ISSUES_SECRET}", "servers[0].oauth.client_secret_env: is only used with client_id"},
+	} {
+		_, err := parseYAML([]byte(src(tt.oauth)), "airlock.yaml", t.TempDir(), env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("oauth %s: error %v, want %q", tt.oauth, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t-value") {
+			t.Errorf("oauth %s: the error shows the secret", tt.oauth)
+		}
+	}
+}

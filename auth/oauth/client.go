@@ -73,6 +73,7 @@ type Client struct {
 	logins   map[string]chan struct{} // login locks by binding key
 	bindings map[string]string        // binding key → issuer
 	clients  map[bool]http.RoundTripper
+	futile   map[string]bool // step-ups that did not satisfy the server
 }
 
 // New returns a client.
@@ -93,6 +94,7 @@ func New(opts *Options) (*Client, error) {
 		logins:   map[string]chan struct{}{},
 		bindings: map[string]string{},
 		clients:  map[bool]http.RoundTripper{},
+		futile:   map[string]bool{},
 	}, nil
 }
 

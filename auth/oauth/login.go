@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -72,6 +73,9 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 		return nil, err
 	}
 	hc := &http.Client{Transport: newPinned(base), CheckRedirect: egress.RefuseRedirect}
+	if challengeURL == "" {
+		challengeURL = challenge(ctx, hc, srv)
+	}
 	d, err := c.discover(ctx, hc, c.guard(srv), srv, challengeURL)
 	if err != nil {
 		return nil, err
@@ -101,6 +105,9 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 	switch {
 	case srv.ClientID != "":
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: srv.ClientID, Issuer: p.Issuer}
+		if srv.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: srv.ClientSecret}
+		}
 	case registered != nil:
 		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: registered.ClientID, Issuer: p.Issuer}
 		if registered.ClientSecret != "" {
@@ -304,4 +311,40 @@ func (c *Client) getJSON(ctx context.Context, key string, v any) error {
 		return errors.New("a stored credential is malformed")
 	}
 	return nil
+}
+
+// challenge asks the server, without a token, where its protected resource
+// metadata is: the resource_metadata of the Bearer challenge of its 401
+// (RFC 9728 §5.1), which may name a URL no well-known rule finds. It
+// returns "" when the server gives none; discovery then tries the
+// well-known URLs.
+func challenge(ctx context.Context, hc *http.Client, srv *Server) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	body := strings.NewReader(`{"jsonrpc":"2.0","id":"airlock-login","method":"ping"}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, body)
+	if err != nil {
+		return ""
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return ""
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return ""
+	}
+	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return ""
+	}
+	for _, ch := range cs {
+		if strings.EqualFold(ch.Scheme, "bearer") && ch.Params["resource_metadata"] != "" {
+			return ch.Params["resource_metadata"]
+		}
+	}
+	return ""
 }

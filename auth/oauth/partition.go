@@ -72,6 +72,9 @@ type Server struct {
 	RedirectURI string
 	// ClientID is a pre-registered client id.
 	ClientID string
+	// ClientSecret is the pre-registered client's secret, or "" for a
+	// public client. It is sent to the token endpoint only.
+	ClientSecret string
 	// ClientMetadataURL is the https URL of this client's metadata
 	// document, used as the client id where the authorization server
 	// supports client ID metadata documents (preferred).

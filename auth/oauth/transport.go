@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -98,6 +99,19 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 			continue
+		case resp.StatusCode == http.StatusForbidden:
+			// The server still wants more after a step-up that got what
+			// it asked for: asking the person again would go round in
+			// circles. This process does not step up for these scopes
+			// again.
+			need, _, ok := insufficientScope(resp.Header)
+			if !ok {
+				return resp, nil
+			}
+			discard(resp)
+			t.c.noteFutileStepUp(t.srv, t.who, need)
+			return nil, &Error{Kind: KindInsufficientScope, Server: t.srv.ID, Scopes: need,
+				msg: "the server still refused after a step-up that granted them; check the scopes the server and its authorization server expect"}
 		}
 		return resp, nil
 	}
@@ -153,6 +167,10 @@ func (c *Client) stepUp(ctx context.Context, srv *Server, who Owner, used string
 	}
 	if len(added) == 0 {
 		added = need
+	}
+	if c.futileStepUp(srv, who, need) {
+		return "", &Error{Kind: KindInsufficientScope, Server: srv.ID, Scopes: added,
+			msg: "a step-up to these scopes did not satisfy the server before, and is not tried again until airlock restarts"}
 	}
 	want := union(union(srv.Scopes, granted), need)
 	if c.opts.Consent == nil {
@@ -213,4 +231,26 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// futileKey names a step-up that did not help: who, the server, the scopes.
+func futileKey(srv *Server, who Owner, need []string) string {
+	s := slices.Clone(need)
+	slices.Sort(s)
+	return bindingKey(who, srv) + "\x00" + strings.Join(s, " ")
+}
+
+// noteFutileStepUp records that the server kept refusing after a step-up
+// to need, so that calls do not send the person to log in over and over
+// (MCP: clients should bound scope challenge retries).
+func (c *Client) noteFutileStepUp(srv *Server, who Owner, need []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.futile[futileKey(srv, who, need)] = true
+}
+
+func (c *Client) futileStepUp(srv *Server, who Owner, need []string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.futile[futileKey(srv, who, need)]
 }
