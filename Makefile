@@ -1,6 +1,8 @@
 # make test   set up the test servers, check formatting and vet, run every test with -race
 # make check  formatting and vet only
 # make bench  measure the call pipeline and write docs/benchmarks.md
+# make conformance  run the official MCP conformance suite (client mode)
+#             against conformance/client (docs/conformance.md)
 
 GO ?= go
 GOFMT ?= gofmt
@@ -17,7 +19,7 @@ TEST_EVERYTHING := $(CURDIR)/.cache/npm/node_modules/@modelcontextprotocol/serve
 
 .PHONY: test check gofmt vet setup bench
 
-test: setup check
+test: setup check conformance
 	AIRLOCK_TEST_NODE='$(TEST_NODE)' \
 	AIRLOCK_TEST_EVERYTHING='$(TEST_EVERYTHING)' \
 	$(GO) test -race -count=1 ./...
@@ -44,3 +46,25 @@ setup:
 
 bench:
 	$(GO) run ./bench/callbench -out docs/benchmarks.md
+
+# conformance runs the official MCP conformance suite, installed by
+# scripts/setup-conformance.sh, in client mode against conformance/client,
+# which is built on Airlock's host. The suite fails the run on a failure that
+# conformance/baseline.yml does not list and on a listed one that passes.
+# The client is built once into a temporary directory, which also takes the
+# suite's results; it is kept, and named, only when the run fails.
+CONFORMANCE_JS := $(CURDIR)/.cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+
+.PHONY: conformance
+conformance:
+	bash scripts/setup-conformance.sh
+	@dir="$$(mktemp -d)"; \
+	$(GO) build -o "$$dir/client" ./conformance/client; \
+	if PATH='$(CURDIR)/.cache/node/node_modules/.bin':"$$PATH" '$(TEST_NODE)' '$(CONFORMANCE_JS)' client \
+		--command "$$dir/client" --suite all \
+		--expected-failures '$(CURDIR)/conformance/baseline.yml' -o "$$dir/results"; then \
+		rm -rf "$$dir"; \
+	else \
+		echo "conformance: the suite failed; its results are in $$dir/results" >&2; \
+		exit 1; \
+	fi
