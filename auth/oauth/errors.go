@@ -51,7 +51,10 @@ func (e *Error) Error() string {
 	case KindAuthRequired:
 		return fmt.Sprintf("server %s needs a login (%s): run airlock auth login %s", e.Server, e.msg, e.Server)
 	case KindInsufficientScope:
-		return fmt.Sprintf("server %s needs the scopes %s (%s): run airlock auth login %s", e.Server, strings.Join(e.Scopes, " "), e.msg, e.Server)
+		// A login asks for the configured scopes: those the server wants
+		// must be among them first.
+		return fmt.Sprintf("server %s needs the scopes %s (%s): add them to the server's scopes: in the configuration, then run airlock auth login %s",
+			e.Server, strings.Join(e.Scopes, " "), e.msg, e.Server)
 	}
 	if e.cause != nil {
 		return fmt.Sprintf("server %s: %s: %v", e.Server, e.msg, e.cause)
