@@ -47,7 +47,7 @@ func Summary(req Request, d Decision, redact func(any) any) string {
 	}
 
 	var args any = req.Arguments
-	if args == nil {
+	if req.Arguments == nil {
 		args = map[string]any{}
 	}
 	if redact != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -80,8 +79,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // connection is closed with a contract fault rather than trusting any of it.
 type guardedConn struct {
 	mcp.Connection
-	fault     func(Fault)
-	closeOnce sync.Once
+	fault func(Fault)
 }
 
 func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {

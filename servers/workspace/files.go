@@ -122,16 +122,6 @@ func (s *Server) openDir(shown, name string) (*os.File, error) {
 	return f, nil
 }
 
-// openDirRoot is openDir for a directory that further operations (create,
-// rename) must stay in, whatever happens to its name meanwhile.
-func (s *Server) openDirRoot(shown, name string) (*os.Root, error) {
-	r, err := s.root.OpenRoot(dirName(name))
-	if err != nil {
-		return nil, s.resolveError(shown, err)
-	}
-	return r, nil
-}
-
 func dirName(name string) string {
 	if name == "." {
 		return name

@@ -28,15 +28,14 @@ type storage struct {
 	tenant   string
 	users    map[string]string // subject → password
 
-	mu           sync.Mutex
-	ttl          time.Duration
-	requests     map[string]*authRequest
-	codes        map[string]string // code → request id
-	refresh      map[string]*refreshGrant
-	issued       []string        // access token ids
-	revoked      map[string]bool // access token ids
-	stats        Stats
-	resourceSeen []string
+	mu       sync.Mutex
+	ttl      time.Duration
+	requests map[string]*authRequest
+	codes    map[string]string // code → request id
+	refresh  map[string]*refreshGrant
+	issued   []string        // access token ids
+	revoked  map[string]bool // access token ids
+	stats    Stats
 }
 
 // Stats counts what the authorization server did.
