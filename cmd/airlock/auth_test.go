@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 )
 
@@ -214,5 +215,39 @@ func TestAuthUsage(t *testing.T) {
 	r := runCLI(t, dir, "", "auth", "status").want(t, exitOK)
 	if !strings.Contains(r.stdout, "no server in the configuration uses OAuth") {
 		t.Errorf("status without OAuth servers = %q", r.stdout)
+	}
+}
+
+// TestStepUpConsentOnTerminal is the question the shell asks on a terminal
+// when a server wants more scopes in the middle of a call.
+func TestStepUpConsentOnTerminal(t *testing.T) {
+	for _, tt := range []struct {
+		answer string
+		want   bool
+	}{{"y\n", true}, {"YES\n", true}, {"n\n", false}, {"\n", false}, {"", false}} {
+		lines := make(chan line, 1)
+		if tt.answer != "" {
+			lines <- line{text: []byte(strings.TrimSuffix(tt.answer, "\n"))}
+		} else {
+			close(lines) // the input ended
+		}
+		var out bytes.Buffer
+		a := &terminalApprover{out: &out, lines: lines}
+		got, err := a.consent(context.Background(), &oauth.StepUp{Server: "issues", Granted: []string{"mcp:read"},
+			Added: []string{"mcp:write"}, Requested: []string{"mcp:read", "mcp:write"}})
+		if err != nil || got != tt.want {
+			t.Errorf("answer %q: consent = %v, %v; want %v", tt.answer, got, err, tt.want)
+		}
+		if q := out.String(); !strings.Contains(q, "server issues asks for more scopes: mcp:write (granted now: mcp:read)") ||
+			!strings.Contains(q, "for mcp:read mcp:write? [y/N]") {
+			t.Errorf("question = %q", q)
+		}
+	}
+	// Interrupted while asking: no consent.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a := &terminalApprover{out: io.Discard, lines: make(chan line)}
+	if ok, err := a.consent(ctx, &oauth.StepUp{Server: "issues"}); ok || err == nil {
+		t.Errorf("cancelled consent = %v, %v", ok, err)
 	}
 }

@@ -156,7 +156,7 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver}
+	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver, Auth: e.stepUps}
 	if !c.json && !c.verbose && isTerminal(e.stderr) {
 		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
 	}

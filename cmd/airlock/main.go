@@ -160,6 +160,7 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	closeLog func()           // set by openHost
-	approver airlock.Approver // asks a person, in a shell on a terminal
+	closeLog func()              // set by openHost
+	approver airlock.Approver    // asks a person, in a shell on a terminal
+	stepUps  airlock.AuthOptions // step-ups, in a shell on a terminal
 }

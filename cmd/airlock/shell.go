@@ -16,6 +16,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/auth/oauth"
 )
 
 const shellHelp = `commands, one per line:
@@ -47,7 +48,11 @@ func (e *env) shell(args []string) error {
 	// On a terminal, a person is at hand: calls that need approval ask
 	// right there, reading the answer from the same input.
 	if !c.json && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
-		e.approver = &terminalApprover{out: e.stdout, lines: lines}
+		ta := &terminalApprover{out: e.stdout, lines: lines}
+		e.approver = ta
+		// A remote server that wants more scopes during a call may get
+		// them, if the person here agrees and logs in in the browser.
+		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
 	}
 	sess, err := e.openSession(&c)
 	if err != nil {
@@ -326,5 +331,31 @@ func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequ
 			return airlock.Allow, nil
 		}
 		return airlock.Deny, nil
+	}
+}
+
+// consent asks the person whether a server may have more scopes than were
+// granted (a step-up in the middle of a call); yes starts a login for them.
+func (a *terminalApprover) consent(ctx context.Context, req *oauth.StepUp) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	granted := strings.Join(req.Granted, " ")
+	if granted == "" {
+		granted = "none"
+	}
+	fmt.Fprintf(a.out, "\nserver %s asks for more scopes: %s (granted now: %s).\nLog in again, in the browser, for %s? [y/N] ",
+		req.Server, strings.Join(req.Added, " "), granted, strings.Join(req.Requested, " "))
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case l, ok := <-a.lines:
+		if !ok || l.err != nil {
+			return false, nil
+		}
+		switch strings.ToLower(strings.TrimSpace(string(l.text))) {
+		case "y", "yes":
+			return true, nil
+		}
+		return false, nil
 	}
 }
