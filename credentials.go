@@ -27,6 +27,8 @@ type Credentials struct {
 	once sync.Once
 	c    *oauth.Client
 	err  error
+
+	pools sync.Map // ca_file → *x509.CertPool
 }
 
 // OpenCredentials returns the credentials of opts.Principal (empty fields
@@ -120,7 +122,11 @@ func (c *Credentials) lookup(id string) (*oauth.Server, *oauth.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return oauthServer(&c.cfg.Servers[i]), client, nil
+	srv, err := c.server(&c.cfg.Servers[i])
+	if err != nil {
+		return nil, nil, err
+	}
+	return srv, client, nil
 }
 
 // client opens the OAuth client on first use.

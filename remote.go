@@ -2,6 +2,8 @@ package airlock
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -43,8 +45,12 @@ type AuthOptions struct {
 	Resolver egress.Resolver
 }
 
-// oauthServer is what the OAuth client needs to know about srv.
-func oauthServer(srv *config.Server) *oauth.Server {
+// server is what the OAuth client needs to know about srv.
+func (c *Credentials) server(srv *config.Server) (*oauth.Server, error) {
+	roots, err := c.roots(srv)
+	if err != nil {
+		return nil, err
+	}
 	o := srv.OAuth
 	return &oauth.Server{
 		ID:                   srv.ID,
@@ -57,7 +63,33 @@ func oauthServer(srv *config.Server) *oauth.Server {
 		ClientMetadataURL:    o.ClientMetadataURL,
 		DynamicRegistration:  o.DynamicRegistration,
 		AllowPrivateNetworks: srv.AllowPrivateNetworks,
+		RootCAs:              roots,
+	}, nil
+}
+
+// roots returns the certificate authorities srv's connections trust: the
+// system's and those of its ca_file, read once; nil means the system's
+// alone.
+func (c *Credentials) roots(srv *config.Server) (*x509.CertPool, error) {
+	if srv.CAFile == "" {
+		return nil, nil
 	}
+	if p, ok := c.pools.Load(srv.CAFile); ok {
+		return p.(*x509.CertPool), nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	b, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: cannot read its ca_file: %w", srv.ID, errors.Unwrap(err))
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("server %s: its ca_file holds no PEM certificate", srv.ID)
+	}
+	p, _ := c.pools.LoadOrStore(srv.CAFile, pool)
+	return p.(*x509.CertPool), nil
 }
 
 // secretOf reads the host variable name holds (a secret), or "".
@@ -84,11 +116,19 @@ func (h *Host) httpClientFor(srv *config.Server, who oauth.Owner) (*http.Client,
 		AllowPrivate:  srv.AllowPrivateNetworks,
 		Resolver:      h.opts.Auth.Resolver,
 	})
-	base, err := egress.NewTransport(guard, &egress.ClientOptions{
+	roots, err := h.creds.roots(srv)
+	if err != nil {
+		return nil, err
+	}
+	copts := &egress.ClientOptions{
 		ConnectTimeout:        srv.ConnectTimeout,
 		ResponseHeaderTimeout: max(srv.RequestTimeout, srv.MaxCallDuration),
 		Proxy:                 h.cfg.Egress.Proxy,
-	})
+	}
+	if roots != nil {
+		copts.TLSConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	base, err := egress.NewTransport(guard, copts)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +138,11 @@ func (h *Host) httpClientFor(srv *config.Server, who oauth.Owner) (*http.Client,
 		if err != nil {
 			return nil, err
 		}
-		if rt, err = client.Transport(oauthServer(srv), who, base); err != nil {
+		osrv, err := h.creds.server(srv)
+		if err != nil {
+			return nil, err
+		}
+		if rt, err = client.Transport(osrv, who, base); err != nil {
 			return nil, err
 		}
 	}

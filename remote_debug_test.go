@@ -27,8 +27,6 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/bearer"
-	"github.com/airlockhq/airlock/auth/egress"
-	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/auth/secrets"
 	"github.com/airlockhq/airlock/config"
@@ -45,6 +43,7 @@ type debugChild struct {
 	RedirectURI string
 	ControlURL  string // a plain endpoint for the HTTP/2 control request
 	Control     string // the control canary
+	CAFile      string // the test server's certificate (ca_file)
 }
 
 // TestDebugOutputHasNoCredentials turns on Go's HTTP debug output
@@ -66,8 +65,7 @@ func TestDebugOutputHasNoCredentials(t *testing.T) {
 	as := oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
 	rs := newTLSResource(t, as)
 
-	// The host has no configuration key for a private CA; on Unix, Go's
-	// system roots come from SSL_CERT_FILE, which the child gets.
+	// The host trusts the test server's certificate through ca_file.
 	certFile := filepath.Join(t.TempDir(), "ca.pem")
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rs.ts.Certificate().Raw})
 	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
@@ -80,13 +78,13 @@ func TestDebugOutputHasNoCredentials(t *testing.T) {
 	rand.Read(key)
 	secretKey := base64.StdEncoding.EncodeToString(key)
 	stateDir := filepath.Join(t.TempDir(), "state")
-	loginForChild(t, as, rs, stateDir, secretKey, redirect)
+	loginForChild(t, as, rs, stateDir, secretKey, redirect, certFile)
 	// The login asked the server for its challenge without a token; what
 	// the host sends comes after.
 	beforeHost := len(rs.seen())
 
 	control := "CONTROL-" + rand.Text()
-	in := debugChild{StateDir: stateDir, URL: rs.url, RedirectURI: redirect, ControlURL: rs.url + "/control", Control: control}
+	in := debugChild{StateDir: stateDir, URL: rs.url, RedirectURI: redirect, ControlURL: rs.url + "/control", Control: control, CAFile: certFile}
 	inFile := filepath.Join(t.TempDir(), "child.json")
 	b, _ := json.Marshal(in)
 	if err := os.WriteFile(inFile, b, 0o600); err != nil {
@@ -97,7 +95,8 @@ func TestDebugOutputHasNoCredentials(t *testing.T) {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestDebugOutputChild$", "-test.count=1", "-test.v")
 	cmd.Env = append(envWithout(os.Environ(), "GODEBUG", "SSL_CERT_FILE", "SSL_CERT_DIR", secrets.DefaultKeyEnv, envMode),
 		"GODEBUG=http2debug=2",
-		"SSL_CERT_FILE="+certFile,
+		// No system root trusts the server: only ca_file does.
+		"SSL_CERT_FILE="+filepath.Join(t.TempDir(), "none.pem"),
 		"SSL_CERT_DIR="+t.TempDir(),
 		secrets.DefaultKeyEnv+"="+secretKey,
 		envDebugChild+"="+inFile,
@@ -181,6 +180,7 @@ func TestDebugOutputChild(t *testing.T) {
 	srv.Resource = in.URL
 	srv.Scopes = []string{oauthtest.ScopeRead}
 	srv.OAuth = &config.OAuth{ClientID: "airlock", RedirectURI: in.RedirectURI}
+	srv.CAFile = in.CAFile
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h, err := airlock.Open(ctx, devConfig(t, srv), &airlock.Options{
@@ -207,7 +207,13 @@ func TestDebugOutputChild(t *testing.T) {
 
 	// The control: an HTTP/2 request with a bearer header of its own, which
 	// http2debug prints.
-	tr := &http.Transport{ForceAttemptHTTP2: true}
+	caPEM, err := os.ReadFile(in.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: roots}}
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.ControlURL, nil)
 	if err != nil {
@@ -228,7 +234,7 @@ func TestDebugOutputChild(t *testing.T) {
 // loginForChild logs alice in to rs for the host's partition (tenant acme, user
 // alice, server "secure"), storing the tokens where a host with stateDir
 // and secretKey finds them.
-func loginForChild(t *testing.T, as *oauthtest.Server, rs *tlsResource, stateDir, secretKey, redirect string) {
+func loginForChild(t *testing.T, as *oauthtest.Server, rs *tlsResource, stateDir, secretKey, redirect, certFile string) {
 	t.Helper()
 	store, err := secrets.OpenFileStore(filepath.Join(stateDir, "credentials"), &secrets.FileOptions{
 		Getenv: func(name string) string {
@@ -241,46 +247,41 @@ func loginForChild(t *testing.T, as *oauthtest.Server, rs *tlsResource, stateDir
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AddCert(rs.ts.Certificate())
-	client, err := oauth.New(&oauth.Options{
-		Store:        store,
-		Development:  true,
-		HTTP:         &egress.ClientOptions{TLSConfig: &tls.Config{RootCAs: pool}},
-		LoginTimeout: 30 * time.Second,
-		Open: func(ctx context.Context, authURL string) error {
-			// The person: log in, then let the browser follow the redirect
-			// to the login's callback.
-			cb, err := as.Authorize(ctx, authURL, oauthtest.User, oauthtest.Password)
-			if err != nil {
-				return err
-			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, cb, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			return resp.Body.Close()
+	// The login reads the server's metadata over TLS, trusting the
+	// server's certificate through ca_file only.
+	srv := remote("secure", rs.url+"/mcp")
+	srv.Resource = rs.url
+	srv.Scopes = []string{oauthtest.ScopeRead}
+	srv.OAuth = &config.OAuth{ClientID: "airlock", RedirectURI: redirect}
+	srv.CAFile = certFile
+	creds := airlock.OpenCredentials(devConfig(t, srv), &airlock.Options{
+		StateDir:  stateDir,
+		Principal: airlock.Principal{Tenant: "acme", User: "alice"},
+		Auth: airlock.AuthOptions{
+			Store: store,
+			Open: func(ctx context.Context, authURL string) error {
+				// The person: log in, then let the browser follow the
+				// redirect to the login's callback.
+				cb, err := as.Authorize(ctx, authURL, oauthtest.User, oauthtest.Password)
+				if err != nil {
+					return err
+				}
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, cb, nil)
+				if err != nil {
+					return err
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return err
+				}
+				io.Copy(io.Discard, resp.Body)
+				return resp.Body.Close()
+			},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv := &oauth.Server{
-		ID:          "secure",
-		URL:         rs.url + "/mcp",
-		Resource:    rs.url,
-		Scopes:      []string{oauthtest.ScopeRead},
-		RedirectURI: redirect,
-		ClientID:    "airlock",
-	}
-	if _, err := client.Login(ctx, srv, oauth.Owner{Tenant: "acme", User: "alice"}); err != nil {
+	if _, err := creds.Login(ctx, "secure"); err != nil {
 		t.Fatalf("Login: %v", err)
 	}
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -576,4 +579,29 @@ func TestMalformedRemoteAnswers(t *testing.T) {
 			wantStatus(t, call(t, h, "web__note", `{"text":"after"}`), airlock.OK)
 		})
 	}
+}
+
+func TestPrivateCA(t *testing.T) {
+	srv := newTestServer()
+	ts := httptest.NewTLSServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true}))
+	t.Cleanup(ts.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The system does not trust the test server's certificate.
+	h := open(t, devConfig(t, remote("web", ts.URL+"/mcp")))
+	if st := h.Servers()[0]; st.Status != airlock.StatusFailed || !strings.Contains(st.Err.Error(), "certificate") {
+		t.Fatalf("without ca_file: server = %+v (%v), want failed on the certificate", st, st.Err)
+	}
+	// ca_file trusts it.
+	withCA := remote("web", ts.URL+"/mcp")
+	withCA.CAFile = caFile
+	h = open(t, devConfig(t, withCA))
+	if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+		t.Fatalf("with ca_file: server = %+v (%v), want ready", st, st.Err)
+	}
+	wantStatus(t, call(t, h, "web__echo", `{"text":"over tls"}`), airlock.OK)
 }

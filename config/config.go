@@ -190,6 +190,10 @@ type Server struct {
 	// TerminateOnClose has the host end a remote server's session (HTTP
 	// DELETE) when it closes the connection.
 	TerminateOnClose bool
+	// CAFile is the absolute path of a PEM file of CA certificates that
+	// the server's connections (its authorization server's included)
+	// trust besides the system's, or "".
+	CAFile string
 
 	// RequestTimeout bounds one request to the server.
 	RequestTimeout time.Duration

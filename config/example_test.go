@@ -40,7 +40,8 @@ func TestExample(t *testing.T) {
 	issues.Scopes = []string{"mcp:issues.read"}
 	issues.OAuth = &OAuth{ClientMetadataURL: "https://airlock.example.com/client.json", RedirectURI: "http://127.0.0.1:8765/callback"}
 	issues.AllowedTools = []string{"get_issue", "search_issues"}
-	everything := newServer(dir, "example.yaml:123")
+	issues.CAFile = filepath.Join(dir, "internal-ca.pem")
+	everything := newServer(dir, "example.yaml:127")
 	everything.ID, everything.Command = "everything", "npx"
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
@@ -63,22 +64,22 @@ func TestExample(t *testing.T) {
 		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:167"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:168"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:171"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:172"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:184", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:188", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:188"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:191", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:195"}}},
-				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:197", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:201"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:203"},
+					Source: "example.yaml:192"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:195", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:199"}}},
+				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:201", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:205"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:207"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:208",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:214"}},
+			CedarSource: "example.yaml:212",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:218"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
 		Audit:     Audit{RecordValues: []string{"fs__read_file"}},

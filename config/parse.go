@@ -34,7 +34,7 @@ var (
 			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
-			"stream_read_timeout", "terminate_on_close"},
+			"stream_read_timeout", "terminate_on_close", "ca_file"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level",

@@ -1,7 +1,11 @@
 package config
 
 import (
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"net/netip"
 	"net/url"
 	"regexp"
@@ -16,7 +20,7 @@ import (
 var (
 	stdioOnlyKeys = []string{"command", "args", "cwd", "env", "secret_env"}
 	httpOnlyKeys  = []string{"url", "resource", "allowed_hosts", "allow_private_networks", "scopes",
-		"oauth", "stream_read_timeout", "terminate_on_close"}
+		"oauth", "stream_read_timeout", "terminate_on_close", "ca_file"}
 
 	oauthKeys = keySet{known: []string{"client_id", "client_secret_env", "client_metadata_url", "dynamic_registration", "redirect_uri"}}
 )
@@ -60,6 +64,15 @@ func (r *yamlReader) remote(f map[string]pair, path string, line int, s *Server)
 
 	if p, ok := f["allow_private_networks"]; ok {
 		s.AllowPrivateNetworks, _ = r.boolean(p.val, path+".allow_private_networks")
+	}
+	if p, ok := f["ca_file"]; ok {
+		if v, ok := r.text(p.val, path+".ca_file"); ok {
+			if abs, msg := checkCAFile(r.dir, v); msg != "" {
+				r.errorf(resolve(p.val).Line, path+".ca_file", "%s", msg)
+			} else {
+				s.CAFile = abs
+			}
+		}
 	}
 	if p, ok := f["terminate_on_close"]; ok {
 		if b, ok := r.boolean(p.val, path+".terminate_on_close"); ok {
@@ -410,4 +423,25 @@ func (r *yamlReader) checkURLs(development bool) {
 			r.probs.add(c.order, e)
 		}
 	}
+}
+
+// checkCAFile checks ca_file: a readable PEM file, relative to the
+// configuration's directory, that holds at least one certificate. It
+// returns the absolute path.
+func checkCAFile(dir, name string) (string, string) {
+	if name == "" {
+		return "", "must not be empty: give a PEM file of CA certificates, or remove the key"
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Sprintf("cannot read %s: %v", show(name), errors.Unwrap(err))
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(b) {
+		return "", fmt.Sprintf("%s holds no PEM certificate (-----BEGIN CERTIFICATE-----)", show(name))
+	}
+	return path, ""
 }

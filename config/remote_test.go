@@ -484,3 +484,29 @@ func TestOAuthClientSecretEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestCAFile(t *testing.T) {
+	dir := t.TempDir()
+	// Any certificate will do: this one is a test server's.
+	pemCert := "-----BEGIN CERTIFICATE-----\nMIIBhTCCASugAwIBAgIQIRi6zePL6mKjOipn+dNuaTAKBggqhkjOPQQDAjASMRAw\nDgYDVQQKEwdBY21lIENvMB4XDTE3MTAyMDE5NDMwNloXDTE4MTAyMDE5NDMwNlow\nEjEQMA4GA1UEChMHQWNtZSBDbzBZMBMGByqGSM49AgEGCCqGSM49AwEHA0IABD0d\n7VNhbWvZLWPuj/RtHFjvtJBEwOkhbN/BnnE8rnZR8+sbwnc/KhCk3FhnpHZnQz7B\n5aETbbIgmuvewdjvSBSjYzBhMA4GA1UdDwEB/wQEAwICpDATBgNVHSUEDDAKBggr\nBgEFBQcDATAPBgNVHRMBAf8EBTADAQH/MCkGA1UdEQQiMCCCDmxvY2FsaG9zdDo1\nNDUzgg4xMjcuMC4wLjE6NTQ1MzAKBggqhkjOPQQDAgNIADBFAiEA2zpJEPQyz6/l\nWf86aX6PepsntZv2GYlA5UpabfT2EZICICpJ5h/iI+i341gBmLiAFQOyTDT+/wQc\n6MF9+Yw1Yy0t\n-----END CERTIFICATE-----\n"
+	writeFiles(t, dir, map[string]string{"ca.pem": pemCert, "junk.pem": "not a certificate\n"})
+	src := func(v string) string { return remoteServer + "    ca_file: " + v + "\n" }
+	cfg, err := parseYAML([]byte(src("ca.pem")), "airlock.yaml", dir, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Servers[0].CAFile; got != dir+"/ca.pem" {
+		t.Errorf("CAFile = %q, want the file beside the configuration", got)
+	}
+	for _, tt := range []struct{ src, want string }{
+		{src("missing.pem"), `servers[0].ca_file: cannot read "missing.pem": no such file or directory`},
+		{src("junk.pem"), `servers[0].ca_file: "junk.pem" holds no PEM certificate`},
+		{src(`""`), "servers[0].ca_file: must not be empty"},
+		{"servers:\n  - id: s\n    command: x\n    allowed_tools: []\n    ca_file: ca.pem\n", "servers[0].ca_file"},
+	} {
+		_, err := parseYAML([]byte(tt.src), "airlock.yaml", dir, noEnv)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: error %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}

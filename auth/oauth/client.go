@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net/http"
 	"sync"
@@ -72,7 +74,7 @@ type Client struct {
 	parts    map[string]*partState    // by Partition.Key()
 	logins   map[string]chan struct{} // login locks by binding key
 	bindings map[string]string        // binding key → issuer
-	clients  map[bool]http.RoundTripper
+	clients  map[transportKey]http.RoundTripper
 	futile   map[string]bool // step-ups that did not satisfy the server
 }
 
@@ -93,7 +95,7 @@ func New(opts *Options) (*Client, error) {
 		parts:    map[string]*partState{},
 		logins:   map[string]chan struct{}{},
 		bindings: map[string]string{},
-		clients:  map[bool]http.RoundTripper{},
+		clients:  map[transportKey]http.RoundTripper{},
 		futile:   map[string]bool{},
 	}, nil
 }
@@ -107,19 +109,34 @@ func (c *Client) guard(srv *Server) *egress.Guard {
 	})
 }
 
+// transportKey tells the shared transports apart: by whether they may
+// reach private networks, and by the certificate authorities they trust.
+type transportKey struct {
+	private bool
+	roots   *x509.CertPool
+}
+
 // transport returns the shared guarded transport for a server's OAuth
-// connections (there are two: with and without private networks).
+// connections.
 func (c *Client) transport(srv *Server) (http.RoundTripper, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t := c.clients[srv.AllowPrivateNetworks]; t != nil {
+	key := transportKey{private: srv.AllowPrivateNetworks, roots: srv.RootCAs}
+	if t := c.clients[key]; t != nil {
 		return t, nil
 	}
-	t, err := egress.NewTransport(c.guard(srv), c.opts.HTTP)
+	var o egress.ClientOptions
+	if c.opts.HTTP != nil {
+		o = *c.opts.HTTP
+	}
+	if srv.RootCAs != nil {
+		o.TLSConfig = &tls.Config{RootCAs: srv.RootCAs, MinVersion: tls.VersionTLS12}
+	}
+	t, err := egress.NewTransport(c.guard(srv), &o)
 	if err != nil {
 		return nil, err
 	}
-	c.clients[srv.AllowPrivateNetworks] = t
+	c.clients[key] = t
 	return t, nil
 }
 

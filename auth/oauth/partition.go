@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -85,6 +86,9 @@ type Server struct {
 	// AllowPrivateNetworks lets this server's connections (including its
 	// authorization server's) reach private addresses.
 	AllowPrivateNetworks bool
+	// RootCAs are the certificate authorities its connections trust; nil
+	// means the system's.
+	RootCAs *x509.CertPool
 }
 
 func (s *Server) validate() error {
