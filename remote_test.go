@@ -458,16 +458,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 // stream cannot be resumed.
 func cutAnswers(t *testing.T, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		json.Unmarshal(body, &msg)
-		if msg.Method != "tools/call" || msg.Params.Name != "cut" {
+		if _, tool := toolCallOf(r); tool != "cut" {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -524,21 +515,12 @@ func TestBrokenAnswerStream(t *testing.T) {
 // or as an event.
 func dupAnswers(next http.Handler, sse bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		json.Unmarshal(body, &msg)
-		if msg.Method != "tools/call" || msg.Params.Name != "dup" {
+		id, tool := toolCallOf(r)
+		if tool != "dup" {
 			next.ServeHTTP(w, r)
 			return
 		}
-		answer := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{"content":[{"type":"text","text":"harmless"}],"isError":false,"isError":true}}`
+		answer := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":"harmless"}],"isError":false,"isError":true}}`
 		if sse {
 			w.Header().Set("Content-Type", "text/event-stream")
 			io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
@@ -604,4 +586,22 @@ func TestPrivateCA(t *testing.T) {
 		t.Fatalf("with ca_file: server = %+v (%v), want ready", st, st.Err)
 	}
 	wantStatus(t, call(t, h, "web__echo", `{"text":"over tls"}`), airlock.OK)
+}
+
+// toolCallOf returns the id and tool name of a tools/call request (and
+// "" for anything else), leaving the body to be read again.
+func toolCallOf(r *http.Request) (id json.RawMessage, tool string) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+		return nil, ""
+	}
+	return msg.ID, msg.Params.Name
 }
