@@ -101,7 +101,7 @@ func (c *cedarPolicies) decide(req Request, effect Effect) (opinion, bool) {
 		action: {UID: action, Parents: types.NewEntityUIDSet(
 			types.NewEntityUID(actionType, types.String(effect)))},
 	}
-	decision, diag := c.set.IsAuthorized(entities, cedar.Request{
+	decision, diag := cedar.Authorize(c.set, entities, cedar.Request{
 		Principal: user,
 		Action:    action,
 		Resource:  types.NewEntityUID(serverType, types.String(req.Server)),
