@@ -639,3 +639,37 @@ func echoAtOnce(t *testing.T, e *env, clients ...*oauth.Client) {
 		t.Errorf("call: %v", err)
 	}
 }
+
+// TestFutileStepUp: the server asks for a scope the authorization server
+// never grants. One consented step-up is tried; when the server still
+// refuses, the call fails naming the scope, and later calls do not send the
+// person to log in again for it.
+func TestFutileStepUp(t *testing.T) {
+	e := newEnv(t, &envOptions{
+		as:      &oauthtest.Options{Withhold: []string{oauthtest.ScopeAdmin}},
+		consent: func(context.Context, *oauth.StepUp) (bool, error) { return true, nil },
+	})
+	e.login()
+	cs, err := e.session(e.who)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 3 {
+		_, err = call(cs, "admin")
+		var oe *oauth.Error
+		if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !contains(oe.Scopes, oauthtest.ScopeAdmin) {
+			t.Fatalf("admin call %d = %v, want KindInsufficientScope naming %s", i, err, oauthtest.ScopeAdmin)
+		}
+	}
+	if opens, consents := e.opens.Load(), e.consents.Load(); opens != 2 || consents != 1 {
+		t.Errorf("logins = %d, consents = %d; want the first login and one step-up", opens, consents)
+	}
+	if n := e.rs.Calls("admin"); n != 0 {
+		t.Errorf("admin ran %d times", n)
+	}
+	// Other tools are unaffected.
+	if got, err := call(cs, "read"); err != nil || got != "read ok" {
+		t.Errorf("read = %q, %v", got, err)
+	}
+}

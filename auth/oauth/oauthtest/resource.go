@@ -20,10 +20,12 @@ import (
 )
 
 // Scopes a [ResourceServer] checks: "read" needs ScopeRead, "write" needs
-// ScopeWrite as well.
+// ScopeWrite as well, "admin" ScopeAdmin.
 const (
 	ScopeRead  = "mcp:read"
 	ScopeWrite = "mcp:write"
+	// ScopeAdmin is what the tool "admin" needs.
+	ScopeAdmin = "mcp:admin"
 )
 
 // ResourceOptions configures a [ResourceServer]. Nil gives the defaults.
@@ -40,7 +42,7 @@ type ResourceOptions struct {
 // Streamable HTTP handler behind a bearer check with the authorization
 // server's verifier, a per-tool scope gate answering 403
 // insufficient_scope, and RFC 9728 metadata. Its tools "read" and "write"
-// answer "read ok" and "write ok". It records the tokens it accepted.
+// answer "read ok", "write ok" and "admin ok". It records the tokens it accepted.
 type ResourceServer struct {
 	// URL is the server's base URL and its resource; the MCP endpoint is
 	// URL + "/mcp".
@@ -74,11 +76,11 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:             rs.URL,
 		AuthorizationServers: []string{o.Issuer},
-		ScopesSupported:      []string{ScopeRead, ScopeWrite},
+		ScopesSupported:      []string{ScopeRead, ScopeWrite, ScopeAdmin},
 	}))
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
-	for _, name := range []string{"read", "write"} {
+	for _, name := range []string{"read", "write", "admin"} {
 		mcp.AddTool(server, &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
 			func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
 				rs.mu.Lock()
@@ -119,6 +121,10 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 			} `json:"params"`
 		}
 		json.Unmarshal(body, &msg)
+		if msg.Method == "tools/call" && msg.Params.Name == "admin" && !slices.Contains(claims.Scopes, ScopeAdmin) {
+			challenge.WriteInsufficientScope(w, []string{ScopeRead, ScopeAdmin}, "", "", nil)
+			return
+		}
 		if msg.Method == "tools/call" && msg.Params.Name == "write" && !slices.Contains(claims.Scopes, ScopeWrite) {
 			challenge.WriteInsufficientScope(w, []string{ScopeRead, ScopeWrite}, "", "", nil)
 			return

@@ -51,6 +51,9 @@ type Options struct {
 	AccessTokenTTL time.Duration
 	// Tenant, if set, goes into access tokens as the "tenant" claim.
 	Tenant string
+	// Withhold are scopes the server never grants, however often they
+	// are asked for.
+	Withhold []string
 }
 
 // Server is a running authorization server.
@@ -87,7 +90,7 @@ func New(t testing.TB, opts *Options) *Server {
 		t.Fatal(err)
 	}
 	st := &storage{
-		key: key, keyID: "k1", clientID: o.ClientID, redirect: o.RedirectURIs, tenant: o.Tenant,
+		key: key, keyID: "k1", clientID: o.ClientID, redirect: o.RedirectURIs, tenant: o.Tenant, withhold: o.Withhold,
 		users: map[string]string{User: Password}, ttl: o.AccessTokenTTL,
 		requests: map[string]*authRequest{}, codes: map[string]string{},
 		refresh: map[string]*refreshGrant{}, revoked: map[string]bool{},

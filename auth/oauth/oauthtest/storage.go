@@ -26,6 +26,7 @@ type storage struct {
 	clientID string
 	redirect []string
 	tenant   string
+	withhold []string
 	users    map[string]string // subject → password
 
 	mu       sync.Mutex
@@ -129,6 +130,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 		return nil, err
 	}
 	a := &authRequest{id: rand.Text(), req: *req, resource: res}
+	a.req.Scopes = slices.DeleteFunc(slices.Clone(req.Scopes), func(sc string) bool { return slices.Contains(s.withhold, sc) })
 	s.requests[a.id] = a
 	return a, nil
 }
