@@ -1,7 +1,9 @@
 // Package bearertest is a small, real OAuth authorization server for tests:
 // it publishes RFC 8414 metadata and a JWKS on a loopback httptest server,
 // mints RFC 9068 access tokens signed with keys generated at start, rotates
-// keys, revokes tokens and answers RFC 7662 introspection.
+// keys, revokes tokens and answers RFC 7662 introspection. For clients that
+// log in, it runs the authorization code flow with PKCE S256 and the RFC
+// 8707 resource, and rotates refresh tokens (login.go).
 //
 // Tokens are built and signed here with the standard library only (not with
 // the JWT library the verifier uses), so that tests of the verifier do not
@@ -55,6 +57,8 @@ type Issuer struct {
 	revoked map[string]bool
 
 	jwksHits, introspectHits, metadataHits atomic.Int64
+
+	logins logins // the authorization code flow (login.go)
 }
 
 // Key is a signing key of the issuer.
@@ -78,6 +82,8 @@ func New(t testing.TB, opts *Options) *Issuer {
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
 	mux.HandleFunc("GET /jwks", iss.serveJWKS)
 	mux.HandleFunc("POST /introspect", iss.serveIntrospect)
+	mux.HandleFunc("GET /authorize", iss.serveAuthorize)
+	mux.HandleFunc("POST /token", iss.serveToken)
 	// The URLs are set before the server starts: handlers read them, and
 	// a request that follows New over the network is no happens-before
 	// edge the race detector can see.
@@ -194,6 +200,14 @@ type Header struct {
 // Mint signs claims as an access token. h may be nil.
 func (iss *Issuer) Mint(t testing.TB, claims map[string]any, h *Header) string {
 	t.Helper()
+	token, err := iss.mint(claims, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+func (iss *Issuer) mint(claims map[string]any, h *Header) (string, error) {
 	if h == nil {
 		h = &Header{}
 	}
@@ -220,7 +234,15 @@ func (iss *Issuer) Mint(t testing.TB, claims map[string]any, h *Header) string {
 	for k, v := range h.Extras {
 		hdr[k] = v
 	}
-	input := b64json(t, hdr) + "." + b64json(t, claims)
+	hb, err := json.Marshal(hdr)
+	if err != nil {
+		return "", err
+	}
+	cb, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	input := base64.RawURLEncoding.EncodeToString(hb) + "." + base64.RawURLEncoding.EncodeToString(cb)
 	var sig []byte
 	switch alg := hdr["alg"]; alg {
 	case "none":
@@ -230,28 +252,27 @@ func (iss *Issuer) Mint(t testing.TB, claims map[string]any, h *Header) string {
 		sig = m.Sum(nil)
 	case "RS256":
 		d := sha256.Sum256([]byte(input))
-		var err error
 		if sig, err = rsa.SignPKCS1v15(rand.Reader, key.rsa, crypto.SHA256, d[:]); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 	case "ES256":
 		d := sha256.Sum256([]byte(input))
 		r, s, err := ecdsa.Sign(rand.Reader, key.ec, d[:])
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		sig = make([]byte, 64)
 		r.FillBytes(sig[:32])
 		s.FillBytes(sig[32:])
 	default:
-		t.Fatalf("bearertest: cannot sign with alg %v", alg)
+		return "", fmt.Errorf("bearertest: cannot sign with alg %v", alg)
 	}
 	token := input + "." + base64.RawURLEncoding.EncodeToString(sig)
 	iss.mu.Lock()
 	exp, _ := claims["exp"].(int64)
 	iss.minted[token] = time.Unix(exp, 0)
 	iss.mu.Unlock()
-	return token
+	return token, nil
 }
 
 // Revoke makes the introspection endpoint report token inactive.
@@ -264,13 +285,16 @@ func (iss *Issuer) Revoke(token string) {
 func (iss *Issuer) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	iss.metadataHits.Add(1)
 	writeJSON(w, map[string]any{
-		"issuer":                           iss.URL,
-		"authorization_endpoint":           iss.URL + "/authorize",
-		"token_endpoint":                   iss.URL + "/token",
-		"jwks_uri":                         iss.JWKSURL,
-		"introspection_endpoint":           iss.IntrospectionURL,
-		"response_types_supported":         []string{"code"},
-		"code_challenge_methods_supported": []string{"S256"},
+		"issuer":                                         iss.URL,
+		"authorization_endpoint":                         iss.URL + "/authorize",
+		"token_endpoint":                                 iss.URL + "/token",
+		"jwks_uri":                                       iss.JWKSURL,
+		"introspection_endpoint":                         iss.IntrospectionURL,
+		"response_types_supported":                       []string{"code"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"none"},
+		"authorization_response_iss_parameter_supported": true,
 	})
 }
 
@@ -328,14 +352,6 @@ func (iss *Issuer) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
-}
-
-func b64json(t testing.TB, v any) string {
-	data, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(data)
 }
 
 func randomID() string {
