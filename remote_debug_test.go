@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -366,12 +367,7 @@ func (rs *tlsResource) seen() []seenRequest {
 }
 
 // freeRedirectURI returns a loopback redirect URI on a port that was free.
-func freeRedirectURI(t *testing.T) string {
-	t.Helper()
-	ts := httptest.NewServer(http.NotFoundHandler())
-	ts.Close()
-	return ts.URL + "/callback"
-}
+func freeRedirectURI(t *testing.T) string { return testenv.RedirectURI(t) }
 
 // envWithout returns env without the variables named.
 func envWithout(env []string, names ...string) []string {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,15 +56,7 @@ func (s *syncBuffer) String() string {
 }
 
 // freeRedirect returns a loopback redirect URI on a port that was free.
-func freeRedirect(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return "http://" + ln.Addr().String() + "/callback"
-}
+func freeRedirect(t *testing.T) string { return testenv.RedirectURI(t) }
 
 func newOAuthWorld(t *testing.T, stateful bool) *oauthWorld {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"net"
 	"net/http"
@@ -74,15 +75,7 @@ type envOptions struct {
 }
 
 // freeRedirect returns a loopback redirect URI on a port that was free.
-func freeRedirect(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return "http://" + ln.Addr().String() + "/callback"
-}
+func freeRedirect(t *testing.T) string { return testenv.RedirectURI(t) }
 
 func newEnv(t *testing.T, o *envOptions) *env {
 	t.Helper()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestAuthCommands logs in through the real binary against a real
@@ -29,12 +29,7 @@ func TestAuthCommands(t *testing.T) {
 	// The store's key comes from the environment, so that no key file is
 	// written into the real user's configuration directory.
 	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	redirect := "http://" + ln.Addr().String() + "/callback"
-	ln.Close()
+	redirect := testenv.RedirectURI(t)
 	as := oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
 	rs := oauthtest.NewResourceServer(t, as, nil)
 
@@ -107,7 +102,7 @@ policy:
 	if len(tokens) == 0 {
 		t.Fatal("the server accepted no token")
 	}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
