@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -104,7 +105,7 @@ func (c *Credentials) Logout(ctx context.Context, server string) error {
 
 // ErrNotOAuth is returned (wrapped) for a server that is not configured,
 // or not configured with oauth:.
-var ErrNotOAuth = fmt.Errorf("not a server that uses OAuth")
+var ErrNotOAuth = errors.New("not a server that uses OAuth")
 
 func (c *Credentials) lookup(id string) (*oauth.Server, *oauth.Client, error) {
 	i := slices.IndexFunc(c.cfg.Servers, func(s config.Server) bool { return s.ID == id })

@@ -17,7 +17,7 @@ var allowedImports = map[string][]string{
 	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "policy", "store", "store/sqlite"},
 	"cmd/airlock":            {"", "auth/bearer", "auth/oauth", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
-	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config"},
+	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
 	"internal/catalog":       {"config", "internal/schema"},
 	"internal/upstream":      {"config", "internal/schema"},
 	"config":                 {"auth/egress"},

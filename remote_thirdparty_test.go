@@ -43,7 +43,7 @@ func TestRemoteServerEverything(t *testing.T) {
 		srv := remote("everything", proxy.url+"/mcp")
 		srv.AllowedTools = allowed
 		cfg := devConfig(t, srv)
-		var log guardedBuffer
+		var log syncBuffer
 		h, err := airlock.Open(context.Background(), cfg, &airlock.Options{
 			StopGrace: 500 * time.Millisecond,
 			Logger:    slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -177,7 +177,7 @@ func startEverythingHTTP(t *testing.T, node, script string) string {
 	cmd.Dir = t.TempDir()
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + cmd.Dir, "PORT=0"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stdout guardedBuffer
+	var stdout syncBuffer
 	stderr := &listenWatcher{port: make(chan string, 1)}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -220,7 +220,7 @@ net.Server.prototype.listen = function (...args) {
 // listenWatcher collects a process's stderr and sends the port of the
 // first AIRLOCK_LISTENING line.
 type listenWatcher struct {
-	guardedBuffer
+	syncBuffer
 	port chan string
 	sent bool
 }
@@ -228,34 +228,16 @@ type listenWatcher struct {
 var listeningLine = regexp.MustCompile(`(?m)^AIRLOCK_LISTENING (\d+)$`)
 
 func (w *listenWatcher) Write(p []byte) (int, error) {
-	n, err := w.guardedBuffer.Write(p)
+	n, err := w.syncBuffer.Write(p)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.sent {
-		if m := listeningLine.FindSubmatch(w.buf.Bytes()); m != nil {
+		if m := listeningLine.FindSubmatch(w.b.Bytes()); m != nil {
 			w.sent = true
 			w.port <- string(m[1])
 		}
 	}
 	return n, err
-}
-
-// guardedBuffer is a bytes.Buffer safe for concurrent use.
-type guardedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *guardedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *guardedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // recordingProxy is a loopback reverse proxy in front of a server. It

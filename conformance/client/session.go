@@ -6,17 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	airlock "github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // serverID is the id the scenario's server gets in the configuration; its
@@ -69,7 +68,7 @@ func openSession(ctx context.Context, serverURL, name string, sc scenario, extra
 
 	var redirect string
 	if sc.oauth != nil {
-		if redirect, err = freeRedirectURI(); err != nil {
+		if redirect, err = testenv.FreeRedirectURI(); err != nil {
 			return nil, err
 		}
 	}
@@ -239,36 +238,6 @@ func configYAML(serverURL, host string, sc scenario, extra *scenarioContext, red
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// freeRedirectURI returns a loopback redirect URI on a port that was free
-// a moment ago. The suite runs scenarios in parallel, and each scenario's
-// servers listen on ports the system hands out (its ephemeral range): a
-// port taken from that range and given back could be handed to one of them
-// before the login listens on it again. So the port is drawn from below the
-// ephemeral range, where the system never hands ports out, and checked.
-func freeRedirectURI() (string, error) {
-	low := 32768 // Linux's default ip_local_port_range starts here
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
-				low = n
-			}
-		}
-	}
-	for range 100 {
-		port := 1024 + rand.IntN(low-1024)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue // in use: draw again
-		}
-		addr := ln.Addr().String()
-		if err := ln.Close(); err != nil {
-			return "", err
-		}
-		return "http://" + addr + "/callback", nil
-	}
-	return "", errors.New("found no free loopback port for the redirect URI")
 }
 
 // errNotLoopback refuses any URL that would take traffic off this machine.

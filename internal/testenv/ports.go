@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"errors"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -10,13 +11,23 @@ import (
 )
 
 // RedirectURI returns a loopback OAuth redirect URI on a port that is free
-// now, for a login to listen on later. Tests run in parallel, and their
+// now, for a login to listen on later (see FreeRedirectURI).
+func RedirectURI(t testing.TB) string {
+	t.Helper()
+	u, err := FreeRedirectURI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// FreeRedirectURI returns a loopback OAuth redirect URI on a port that is
+// free now. Tests and conformance scenarios run in parallel, and their
 // servers listen on ports the system hands out from its ephemeral range: a
 // port taken from there and given back could be handed to one of them
 // before the login listens on it. So the port is drawn from below that
 // range, where the system never hands ports out, and checked.
-func RedirectURI(t testing.TB) string {
-	t.Helper()
+func FreeRedirectURI() (string, error) {
 	low := 32768 // Linux's default ip_local_port_range starts here
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
@@ -32,9 +43,10 @@ func RedirectURI(t testing.TB) string {
 			continue // in use: draw again
 		}
 		addr := ln.Addr().String()
-		ln.Close()
-		return "http://" + addr + "/callback"
+		if err := ln.Close(); err != nil {
+			return "", err
+		}
+		return "http://" + addr + "/callback", nil
 	}
-	t.Fatal("testenv: found no free loopback port for a redirect URI")
-	return ""
+	return "", errors.New("found no free loopback port for a redirect URI")
 }

@@ -1,7 +1,8 @@
 // Package testenv finds and builds the real third-party MCP servers that
 // Airlock's tests run against, and inspects the processes they leave behind.
 //
-// It is test-only: import it from _test.go files, never from code that ships.
+// It is test-only: import it from _test.go files and from the conformance
+// client, never from code that ships.
 //
 // The Node.js servers come from the npm registry and are installed by
 // scripts/setup-node.sh; `make test` runs that script and points the tests at
