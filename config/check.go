@@ -216,6 +216,11 @@ func (ks keySet) unknownKey(key string) string {
 	return "unknown key: expected one of " + strings.Join(ks.known, ", ")
 }
 
+// Suggest returns the candidate closest to name within an edit distance of
+// 2, ignoring case, or "": the "did you mean" of configuration messages,
+// for a key or a name the configuration refers to.
+func Suggest(name string, candidates []string) string { return closest(name, candidates) }
+
 // closest returns the candidate within edit distance 2 of key, or "".
 func closest(key string, candidates []string) string {
 	if len(key) > 64 {
@@ -223,7 +228,7 @@ func closest(key string, candidates []string) string {
 	}
 	best, bestDist := "", 3
 	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(key), c); d < bestDist {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(c)); d < bestDist {
 			best, bestDist = c, d
 		}
 	}

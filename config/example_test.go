@@ -82,7 +82,7 @@ func TestExample(t *testing.T) {
 			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:218"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
-		Audit:     Audit{RecordValues: []string{"fs__read_file"}},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:230"}},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("example mismatch (-want +got):\n%s", diff)

@@ -105,6 +105,9 @@ type Audit struct {
 	// values are kept (redacted of anything that looks like a credential);
 	// other tools are recorded as shape and hash. ["*"] means every tool.
 	RecordValues []string
+	// RecordValueSources holds, for each entry of RecordValues, the
+	// "file:line" where it was written, for messages.
+	RecordValueSources []string
 }
 
 var (
@@ -503,15 +506,16 @@ func (r *yamlReader) audit(p pair, a *Audit) {
 		return
 	}
 	if p, ok := f["record_values"]; ok {
-		a.RecordValues = r.localToolList(p.val, "audit.record_values")
+		a.RecordValues, a.RecordValueSources = r.localToolList(p.val, "audit.record_values")
 	}
 }
 
-// localToolList reads a list of local tool names, or ["*"].
-func (r *yamlReader) localToolList(n *yaml.Node, path string) []string {
+// localToolList reads a list of local tool names, or ["*"], and where each
+// was written.
+func (r *yamlReader) localToolList(n *yaml.Node, path string) (names, sources []string) {
 	items, ok := r.list(n, path)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	out := make([]string, 0, len(items))
 	seen := make(map[string]int)
@@ -539,9 +543,10 @@ func (r *yamlReader) localToolList(n *yaml.Node, path string) []string {
 		}
 		seen[t] = line
 		out = append(out, t)
+		sources = append(sources, source(r.file, line))
 	}
 	if star && len(out) > 1 {
 		r.errorf(resolve(n).Line, path, `"*" records every tool and must be alone: write ["*"] or list the tools`)
 	}
-	return out
+	return out, sources
 }

@@ -75,7 +75,7 @@ audit:
 	if diff := cmp.Diff(Approvals{TTL: 10 * time.Minute}, cfg.Approvals); diff != "" {
 		t.Errorf("Approvals mismatch (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(Audit{RecordValues: []string{"fs__read_file", "a__t"}}, cfg.Audit); diff != "" {
+	if diff := cmp.Diff(Audit{RecordValues: []string{"fs__read_file", "a__t"}, RecordValueSources: []string{"airlock.yaml:32", "airlock.yaml:32"}}, cfg.Audit); diff != "" {
 		t.Errorf("Audit mismatch (-want +got):\n%s", diff)
 	}
 }
