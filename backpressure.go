@@ -4,29 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/config"
 )
-
-// Principal returns who the host acts for.
-func (h *Host) Principal() Principal {
-	return Principal{Tenant: h.gov.principal.Tenant, User: h.gov.principal.User}
-}
-
-// A turn counts the calls made with one BeginTurn's snapshot, for
-// limits.max_calls_per_turn.
-type turn struct {
-	calls atomic.Int64
-}
-
-// forTurn returns a copy of snap that counts its calls as one turn.
-func (s *Snapshot) forTurn() *Snapshot {
-	t := *s
-	t.turn = &turn{}
-	return &t
-}
 
 // tenantLimit bounds the calls in flight per tenant
 // (limits.max_concurrent_per_tenant): one tenant cannot take every slot of
@@ -101,3 +82,12 @@ func acquireSlot(ctx context.Context, slots chan struct{}, cfg *config.Server) (
 
 // defaultQueueTimeout applies to a configuration built by hand.
 const defaultQueueTimeout = 10 * time.Second
+
+// acquire waits for one of the route's call slots (max_concurrency, per
+// partition), at most queue_timeout.
+func (rt route) acquire(ctx context.Context) (time.Duration, func(), error) {
+	if rt.lane == nil {
+		return acquireSlot(ctx, rt.srv.slots, &rt.srv.cfg)
+	}
+	return acquireSlot(ctx, rt.lane.slots, &rt.srv.cfg)
+}

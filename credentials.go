@@ -2,8 +2,10 @@ package airlock
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,4 +154,59 @@ func (c *Credentials) client() (*oauth.Client, error) {
 		})
 	})
 	return c.c, c.err
+}
+
+// server is what the OAuth client needs to know about srv.
+func (c *Credentials) server(srv *config.Server) (*oauth.Server, error) {
+	roots, err := c.roots(srv)
+	if err != nil {
+		return nil, err
+	}
+	o := srv.OAuth
+	return &oauth.Server{
+		ID:                   srv.ID,
+		URL:                  srv.URL,
+		Resource:             srv.Resource,
+		Scopes:               srv.Scopes,
+		RedirectURI:          o.RedirectURI,
+		ClientID:             o.ClientID,
+		ClientSecret:         secretOf(o.ClientSecretEnv),
+		ClientMetadataURL:    o.ClientMetadataURL,
+		DynamicRegistration:  o.DynamicRegistration,
+		AllowPrivateNetworks: srv.AllowPrivateNetworks,
+		RootCAs:              roots,
+	}, nil
+}
+
+// roots returns the certificate authorities srv's connections trust: the
+// system's and those of its ca_file, read once; nil means the system's
+// alone.
+func (c *Credentials) roots(srv *config.Server) (*x509.CertPool, error) {
+	if srv.CAFile == "" {
+		return nil, nil
+	}
+	if p, ok := c.pools.Load(srv.CAFile); ok {
+		return p.(*x509.CertPool), nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	b, err := os.ReadFile(srv.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: cannot read its ca_file: %w", srv.ID, errors.Unwrap(err))
+	}
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("server %s: its ca_file holds no PEM certificate", srv.ID)
+	}
+	p, _ := c.pools.LoadOrStore(srv.CAFile, pool)
+	return p.(*x509.CertPool), nil
+}
+
+// secretOf reads the host variable name holds (a secret), or "".
+func secretOf(name string) string {
+	if name == "" {
+		return ""
+	}
+	return os.Getenv(name)
 }

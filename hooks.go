@@ -149,3 +149,24 @@ func stricter(a, b string) string {
 	}
 	return a
 }
+
+func (h *Host) runBeforeHooks(ctx context.Context, info *CallInfo) HookVerdict {
+	var v HookVerdict
+	for _, hook := range h.gov.before {
+		hv := hook(ctx, info)
+		if stricter(v.Decision, hv.Decision) != v.Decision {
+			v = hv
+		}
+		if v.Decision == Deny {
+			break
+		}
+	}
+	return v
+}
+
+func (h *Host) runAfterHooks(ctx context.Context, info *CallInfo, r *Result) *Result {
+	for _, hook := range h.gov.after {
+		hook(ctx, info, r)
+	}
+	return r
+}

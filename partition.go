@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/internal/catalog"
@@ -162,15 +161,6 @@ func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (
 		return nil, ae
 	}
 	return nil, newError(ConnectionError, s.cfg.ID, tool, err, "server %s: cannot connect for %s/%s: %v", s.cfg.ID, ln.who.Tenant, ln.who.User, err)
-}
-
-// acquire waits for one of the route's call slots (max_concurrency, per
-// partition), at most queue_timeout.
-func (rt route) acquire(ctx context.Context) (time.Duration, func(), error) {
-	if rt.lane == nil {
-		return acquireSlot(ctx, rt.srv.slots, &rt.srv.cfg)
-	}
-	return acquireSlot(ctx, rt.lane.slots, &rt.srv.cfg)
 }
 
 // reconnected returns the connection that replaced old, which broke: the

@@ -1,0 +1,41 @@
+package airlock
+
+import (
+	"os/user"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/policy"
+)
+
+// principalFor fills in the empty fields of p: from the configuration's
+// tenancy, else tenant "default" and the operating-system user.
+func principalFor(cfg *config.Config, p Principal) Principal {
+	if p.Tenant == "" {
+		p.Tenant = cfg.Tenancy.Tenant
+	}
+	if p.User == "" {
+		p.User = cfg.Tenancy.User
+	}
+	if p.Tenant == "" {
+		p.Tenant = "default"
+	}
+	if p.User == "" {
+		if u, err := user.Current(); err == nil {
+			p.User = u.Username
+		}
+	}
+	return p
+}
+
+// A Principal is who the host, or a task, acts for.
+type Principal struct {
+	Tenant string
+	User   string
+}
+
+func (p Principal) policy() policy.Principal { return policy.Principal{Tenant: p.Tenant, User: p.User} }
+
+// Principal returns who the host acts for.
+func (h *Host) Principal() Principal {
+	return Principal{Tenant: h.gov.principal.Tenant, User: h.gov.principal.User}
+}
