@@ -32,7 +32,7 @@ type ApprovalRequest struct {
 // runs once the request is granted (airlock approvals approve ID). Approve
 // may be called from several goroutines at once.
 type Approver interface {
-	Approve(ctx context.Context, req ApprovalRequest) (string, error)
+	Approve(ctx context.Context, req ApprovalRequest) (Verdict, error)
 }
 
 // approve settles a call that policy wants approved. It returns nil when the
@@ -75,7 +75,7 @@ func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *c
 		req = pending[i]
 	} else {
 		summary := policy.Summary(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-			Arguments: args, Principal: snap.who.policy(), Annotations: tool.Annotations}, d, h.gov.redactor.Value)
+			Arguments: args, Principal: snap.who, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
 		summary = strings.TrimSpace(summary)
 		if reason != d.Reason {
 			summary += "\nalso: " + reason // a hook asked

@@ -65,7 +65,7 @@ func (g *governance) prepareEvent(e *store.Event) {
 }
 
 func (h *Host) auditDecision(ctx context.Context, snap *Snapshot, tool *catalog.Tool, info *CallInfo, d Decision) {
-	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": string(tool.Effect),
+	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": tool.Effect,
 		"generation": snap.Generation()}
 	h.argsRecord(tool.Name, info.Arguments, "args", fields)
 	h.audit(ctx, store.Event{Event: store.EventDecision, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(), Fields: fields})

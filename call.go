@@ -97,7 +97,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		return fail(InvalidArguments, err, "invalid arguments for %s: %v", tool.Name, err)
 	}
 	info = &CallInfo{ToolCallID: c.ID, Name: tool.Name, Server: tool.Server, RemoteName: tool.Remote,
-		Arguments: args, Snapshot: snap.ID(), Effect: string(tool.Effect)}
+		Arguments: args, Snapshot: snap.ID(), Effect: tool.Effect}
 	if snap.task != nil {
 		info.Task = snap.task.info.ID
 	}
@@ -106,12 +106,12 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	// own annotations never make a call more permitted.
 	hook := h.runBeforeHooks(ctx, info)
 	d := h.gov.policy.Decide(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Arguments: args, Principal: snap.who.policy(), Annotations: tool.Annotations})
+		Arguments: args, Principal: snap.who, Annotations: tool.Annotations})
 	verdict, rule, reason := d.Verdict, d.Rule, d.Reason
-	if hook.Decision != "" && policy.Stricter(verdict, policy.Verdict(hook.Decision)) != verdict {
-		verdict, rule, reason = policy.Verdict(hook.Decision), "hook", hook.Reason
+	if hook.Decision != "" && policy.Stricter(verdict, hook.Decision) != verdict {
+		verdict, rule, reason = hook.Decision, "hook", hook.Reason
 	}
-	r.Decision = Decision{Verdict: string(verdict), Rule: rule, Reason: reason}
+	r.Decision = Decision{Verdict: verdict, Rule: rule, Reason: reason}
 	h.auditDecision(ctx, snap, tool, info, r.Decision)
 	switch verdict {
 	case policy.Allow:

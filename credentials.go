@@ -23,7 +23,7 @@ import (
 // secret store; nothing here returns them. It is safe for concurrent use.
 type Credentials struct {
 	cfg  *config.Config
-	who  oauth.Owner
+	who  Principal
 	opts AuthOptions
 	dir  string
 
@@ -48,7 +48,7 @@ func OpenCredentials(cfg *config.Config, opts *Options) *Credentials {
 		o.StateDir = filepath.Join(cfg.Dir, ".airlock")
 	}
 	who := principalFor(cfg, o.Principal)
-	return &Credentials{cfg: cfg, who: oauth.Owner{Tenant: who.Tenant, User: who.User}, opts: o.Auth, dir: o.StateDir}
+	return &Credentials{cfg: cfg, who: who, opts: o.Auth, dir: o.StateDir}
 }
 
 // Credentials returns the host's credentials: logging in through them
@@ -57,7 +57,7 @@ func (h *Host) Credentials() *Credentials { return h.creds }
 
 // Principal is who the credentials belong to.
 func (c *Credentials) Principal() Principal {
-	return Principal{Tenant: c.who.Tenant, User: c.who.User}
+	return c.who
 }
 
 // Servers returns the ids of the configured servers that use OAuth, in
@@ -81,7 +81,7 @@ func (c *Credentials) Login(ctx context.Context, server string) (*oauth.Status, 
 	if err != nil {
 		return nil, err
 	}
-	return client.Login(ctx, srv, c.who)
+	return client.Login(ctx, srv, owner(c.who))
 }
 
 // Status reports whether the principal is logged in to server, without
@@ -91,7 +91,7 @@ func (c *Credentials) Status(ctx context.Context, server string) (*oauth.Status,
 	if err != nil {
 		return nil, err
 	}
-	return client.Status(ctx, srv, c.who)
+	return client.Status(ctx, srv, owner(c.who))
 }
 
 // Logout deletes the principal's tokens for server. Logging out when not
@@ -102,7 +102,7 @@ func (c *Credentials) Logout(ctx context.Context, server string) error {
 	if err != nil {
 		return err
 	}
-	return client.Logout(ctx, srv, c.who)
+	return client.Logout(ctx, srv, owner(c.who))
 }
 
 // ErrNotOAuth is returned (wrapped) for a server that is not configured,
@@ -210,3 +210,7 @@ func secretOf(name string) string {
 	}
 	return os.Getenv(name)
 }
+
+// owner is who as the OAuth client names the owner of a credential
+// partition.
+func owner(who Principal) oauth.Owner { return oauth.Owner{Tenant: who.Tenant, User: who.User} }

@@ -27,7 +27,7 @@ type governance struct {
 	after     []AfterHook
 	approver  Approver
 	ttl       time.Duration
-	principal policy.Principal
+	principal Principal
 	values    func(tool string) bool // record argument and result values of this tool
 	now       func() time.Time
 }
@@ -72,8 +72,7 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 	g.values = func(tool string) bool {
 		return slices.Equal(record, []string{"*"}) || slices.Contains(record, tool)
 	}
-	pr := principalFor(cfg, opts.Principal)
-	g.principal = policy.Principal{Tenant: pr.Tenant, User: pr.User}
+	g.principal = principalFor(cfg, opts.Principal)
 	if opts.Store != nil {
 		g.store = opts.Store
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -199,11 +200,11 @@ func TestExpiredGrantIsNotUsed(t *testing.T) {
 
 // answering is an Approver that answers every request the same way.
 type answering struct {
-	answer string
+	answer airlock.Verdict
 	asked  atomic.Int64
 }
 
-func (a *answering) Approve(_ context.Context, req airlock.ApprovalRequest) (string, error) {
+func (a *answering) Approve(_ context.Context, req airlock.ApprovalRequest) (airlock.Verdict, error) {
 	a.asked.Add(1)
 	if req.Summary == "" || req.Digest == "" {
 		return airlock.Deny, nil
@@ -212,7 +213,7 @@ func (a *answering) Approve(_ context.Context, req airlock.ApprovalRequest) (str
 }
 
 func TestApproverAnswersAtOnce(t *testing.T) {
-	for _, answer := range []string{airlock.Allow, airlock.Deny} {
+	for _, answer := range []airlock.Verdict{airlock.Allow, airlock.Deny} {
 		c := &counted{}
 		ap := &answering{answer: answer}
 		h := openIn(t, governed(t, inProcess), map[string]*mcp.Server{"c": c.server()}, &airlock.Options{Approver: ap})
@@ -386,6 +387,37 @@ func TestHooks(t *testing.T) {
 	wantStatus(t, r, airlock.OK)
 	if len(r.Notes) != 1 || r.Notes[0] != "seen by the after hook: ok" {
 		t.Errorf("notes = %v", r.Notes)
+	}
+}
+
+// TestLibraryHookWithAnUnknownVerdictDenies: a library hook that answers
+// something other than allow, ask or deny is a broken guard, and refuses
+// the call, as a command hook that does so already does; a hook that
+// answers nothing has no opinion.
+func TestLibraryHookWithAnUnknownVerdictDenies(t *testing.T) {
+	for _, verdict := range []airlock.Verdict{"Deny", "block", "ALLOW", " allow"} {
+		t.Run(string(verdict), func(t *testing.T) {
+			c := &counted{}
+			h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server()}, &airlock.Options{
+				Before: []airlock.BeforeHook{
+					func(context.Context, *airlock.CallInfo) airlock.HookVerdict { return airlock.HookVerdict{} },
+					func(context.Context, *airlock.CallInfo) airlock.HookVerdict {
+						return airlock.HookVerdict{Decision: verdict, Reason: "made up"}
+					},
+				},
+			})
+			r := call(t, h, "c__note", `{"text":"hello"}`)
+			wantStatus(t, r, airlock.Denied)
+			if n := c.calls.Load(); n != 0 {
+				t.Errorf("the server got %d calls", n)
+			}
+			if r.Decision.Verdict != airlock.Deny || r.Decision.Rule != "hook" {
+				t.Errorf("decision = %+v, want deny by the hook", r.Decision)
+			}
+			if want := fmt.Sprintf("before hook 2 answered %q", verdict); !strings.Contains(r.Decision.Reason, want) {
+				t.Errorf("reason = %q, want it to say %s", r.Decision.Reason, want)
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/policy"
 )
 
 // A CallInfo describes a call to hooks: what is about to be sent, after
@@ -24,21 +25,29 @@ type CallInfo struct {
 	RemoteName string         `json:"remote_name"`
 	Arguments  map[string]any `json:"arguments"`
 	Snapshot   string         `json:"snapshot"`
-	Effect     string         `json:"effect"`
+	Effect     Effect         `json:"effect"`
 	Task       string         `json:"task,omitempty"`
 }
 
-// Verdicts a hook or policy can reach.
+// A Verdict is what happens to a call: [Allow], [Ask] or [Deny].
+type Verdict = policy.Verdict
+
+// The verdicts a hook, policy or a person can reach.
 const (
-	Allow = "allow"
-	Ask   = "ask"
-	Deny  = "deny"
+	Allow = policy.Allow
+	Ask   = policy.Ask
+	Deny  = policy.Deny
 )
 
+// An Effect is what a tool may do to the world, as local policy says:
+// "read", "write" or "external" (the default for every MCP tool).
+type Effect = policy.Effect
+
 // A HookVerdict is a before-call hook's answer. An empty Decision has no
-// opinion; "ask" makes the call need a person's approval; "deny" refuses it.
+// opinion; Ask makes the call need a person's approval; Deny refuses it.
+// Any other Decision is a broken hook, and refuses the call too.
 type HookVerdict struct {
-	Decision string
+	Decision Verdict
 	Reason   string
 }
 
@@ -94,8 +103,8 @@ func commandHook(h config.Hook, dir string) BeforeHook {
 			return deny("printed more than %d bytes", maxHookOutput)
 		}
 		var v struct {
-			Decision string `json:"decision"`
-			Reason   string `json:"reason"`
+			Decision Verdict `json:"decision"`
+			Reason   string  `json:"reason"`
 		}
 		dec := json.NewDecoder(bytes.NewReader(out.Bytes()))
 		dec.DisallowUnknownFields()
@@ -141,20 +150,22 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return b.Buffer.Write(p)
 }
 
-// stricter returns the stricter of two verdicts: deny > ask > allow > none.
-func stricter(a, b string) string {
-	rank := map[string]int{"": 0, Allow: 1, Ask: 2, Deny: 3}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
-}
-
+// runBeforeHooks asks every before hook, library hooks first, and returns
+// the strictest answer; the first deny ends the round.
 func (h *Host) runBeforeHooks(ctx context.Context, info *CallInfo) HookVerdict {
 	var v HookVerdict
-	for _, hook := range h.gov.before {
+	for i, hook := range h.gov.before {
 		hv := hook(ctx, info)
-		if stricter(v.Decision, hv.Decision) != v.Decision {
+		switch hv.Decision {
+		case "":
+			continue // no opinion
+		case Allow, Ask, Deny:
+		default:
+			// A verdict nobody can act on is a broken guard, and a broken
+			// guard must not open the door.
+			hv = HookVerdict{Decision: Deny, Reason: fmt.Sprintf("before hook %d answered %q, which is not allow, ask or deny", i+1, hv.Decision)}
+		}
+		if v.Decision == "" || policy.Stricter(v.Decision, hv.Decision) != v.Decision {
 			v = hv
 		}
 		if v.Decision == Deny {

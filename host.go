@@ -314,7 +314,7 @@ func (s *Snapshot) Tools() []Tool {
 			Description: t.Description,
 			InputSchema: t.Input.JSON(),
 			Annotations: t.Annotations,
-			Effect:      string(t.Effect),
+			Effect:      t.Effect,
 		}
 		if t.Output != nil {
 			out[i].OutputSchema = t.Output.JSON()
@@ -335,8 +335,8 @@ type Tool struct {
 	// Annotations are the server's hints (read-only, destructive, ...). They
 	// never lower Effect.
 	Annotations *mcp.ToolAnnotations
-	// Effect is "read", "write" or "external" (the default for MCP tools).
-	Effect string
+	// Effect is what local policy says the tool may do.
+	Effect Effect
 }
 
 // resolveSecretEnv reads the host variables a server's secret_env names.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/upstream"
 )
@@ -143,7 +142,7 @@ func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 	defer cancel()
-	client, err := h.httpClientFor(&s.cfg, oauth.Owner{Tenant: ln.who.Tenant, User: ln.who.User})
+	client, err := h.httpClientFor(&s.cfg, ln.who)
 	if err == nil {
 		var conn *upstream.Conn
 		conn, err = upstream.DialHTTP(ctx, &s.cfg, client, h.upstreamOptions(s))

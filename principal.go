@@ -27,15 +27,8 @@ func principalFor(cfg *config.Config, p Principal) Principal {
 	return p
 }
 
-// A Principal is who the host, or a task, acts for.
-type Principal struct {
-	Tenant string
-	User   string
-}
-
-func (p Principal) policy() policy.Principal { return policy.Principal{Tenant: p.Tenant, User: p.User} }
+// A Principal is who the host, or a task, acts for: its tenant and user.
+type Principal = policy.Principal
 
 // Principal returns who the host acts for.
-func (h *Host) Principal() Principal {
-	return Principal{Tenant: h.gov.principal.Tenant, User: h.gov.principal.User}
-}
+func (h *Host) Principal() Principal { return h.gov.principal }

@@ -53,7 +53,7 @@ func (h *Host) httpClient(srv *config.Server) (*http.Client, error) {
 }
 
 // httpClientFor is httpClient with the token of who.
-func (h *Host) httpClientFor(srv *config.Server, who oauth.Owner) (*http.Client, error) {
+func (h *Host) httpClientFor(srv *config.Server, who Principal) (*http.Client, error) {
 	guard := egress.New(&egress.Options{
 		AllowLoopback: h.cfg.Development,
 		AllowPrivate:  srv.AllowPrivateNetworks,
@@ -85,7 +85,7 @@ func (h *Host) httpClientFor(srv *config.Server, who oauth.Owner) (*http.Client,
 		if err != nil {
 			return nil, err
 		}
-		if rt, err = client.Transport(osrv, who, base); err != nil {
+		if rt, err = client.Transport(osrv, owner(who), base); err != nil {
 			return nil, err
 		}
 	}

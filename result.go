@@ -121,7 +121,7 @@ type Result struct {
 
 // A Decision is the verdict of hooks and policy on a call.
 type Decision struct {
-	Verdict string // allow, ask or deny
+	Verdict Verdict
 	Rule    string // what decided: a policy rule, a Cedar policy, a hook, or "default"
 	Reason  string
 }

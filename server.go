@@ -220,7 +220,7 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	// Local policy, never the server's annotations, says what a tool may do.
 	for _, t := range tools {
 		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
-		t.Effect = catalog.Effect(effect)
+		t.Effect = effect
 	}
 	h.rememberTools(ctx, s, conn.ProtocolVersion(), lister)
 	return tools, nil

@@ -139,7 +139,7 @@ func (h *Host) cachedTools(ctx context.Context, s *server) ([]*catalog.Tool, boo
 	}
 	for _, t := range tools {
 		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
-		t.Effect = catalog.Effect(effect)
+		t.Effect = effect
 	}
 	return tools, true
 }

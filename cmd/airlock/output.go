@@ -78,7 +78,7 @@ type toolJSON struct {
 	InputSchema  json.RawMessage `json:"input_schema"`
 	OutputSchema json.RawMessage `json:"output_schema"`
 	Annotations  any             `json:"annotations"`
-	Effect       string          `json:"effect"`
+	Effect       airlock.Effect  `json:"effect"`
 }
 
 type toolsJSON struct {
@@ -109,9 +109,9 @@ type callJSON struct {
 }
 
 type decisionJSON struct {
-	Verdict string `json:"verdict"`
-	Rule    string `json:"rule"`
-	Reason  string `json:"reason"`
+	Verdict airlock.Verdict `json:"verdict"`
+	Rule    string          `json:"rule"`
+	Reason  string          `json:"reason"`
 }
 
 func errString(e *airlock.Error) *string {

@@ -314,7 +314,7 @@ type terminalApprover struct {
 	lines <-chan line
 }
 
-func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequest) (string, error) {
+func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequest) (airlock.Verdict, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	fmt.Fprintf(a.out, "\n%s needs your approval (%s, until %s):\n  %s\nApprove this call once? [y/N] ",

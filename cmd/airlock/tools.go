@@ -93,7 +93,7 @@ func printTools(w io.Writer, col colours, snap *airlock.Snapshot, servers []airl
 	}
 	rows := [][]string{{"TOOL", "SERVER", "EFFECT", "DESCRIPTION"}}
 	for _, t := range tools {
-		rows = append(rows, []string{t.Name, t.Server, t.Effect, oneLine(t.Description, 60)})
+		rows = append(rows, []string{t.Name, t.Server, string(t.Effect), oneLine(t.Description, 60)})
 	}
 	table(w, col, rows)
 	fmt.Fprintf(w, "\nSnapshot %s (generation %d), %s.\n", snap.ID(), snap.Generation(), plural(len(tools), "tool"))

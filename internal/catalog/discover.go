@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/schema"
+	"github.com/airlockhq/airlock/policy"
 )
 
 // A Lister lists a server's tools one page at a time. *mcp.ClientSession is
@@ -49,17 +50,10 @@ type Tool struct {
 	// Annotations are the server's own hints. They are shown to people and
 	// never lower the tool's Effect.
 	Annotations *mcp.ToolAnnotations
-	Effect      Effect
+	// Effect is what local policy says the tool may do; discovery sets
+	// External, the default for every MCP tool.
+	Effect policy.Effect
 }
-
-// Effect is what a tool may do to the world, as local policy sees it.
-type Effect string
-
-const (
-	EffectRead     Effect = "read"
-	EffectWrite    Effect = "write"
-	EffectExternal Effect = "external" // the default for every MCP tool
-)
 
 // A ContractError says how a server's catalog broke the rules. The server
 // then exposes no tools.
@@ -165,7 +159,7 @@ func bind(server string, t *mcp.Tool, lim Limits) (*Tool, error) {
 		Input:       input,
 		Output:      output,
 		Annotations: t.Annotations,
-		Effect:      EffectExternal,
+		Effect:      policy.External,
 	}, nil
 }
 

@@ -8,12 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/internal/schema"
+	"github.com/airlockhq/airlock/policy"
 )
 
 func bindings(pairs ...string) []*Tool {
 	var out []*Tool
 	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, &Tool{Server: pairs[i], Remote: pairs[i+1], Effect: EffectExternal})
+		out = append(out, &Tool{Server: pairs[i], Remote: pairs[i+1], Effect: policy.External})
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+
+	"github.com/airlockhq/airlock/policy"
 )
 
 // A Snapshot is the frozen catalog: the tools of every ready server, under
@@ -58,7 +60,7 @@ func (s *Snapshot) hash() string {
 		Input       json.RawMessage `json:"input"`
 		Output      json.RawMessage `json:"output,omitempty"`
 		Annotations any             `json:"annotations,omitempty"`
-		Effect      Effect          `json:"effect"`
+		Effect      policy.Effect   `json:"effect"`
 	}
 	h := sha256.New()
 	enc := json.NewEncoder(h)
