@@ -18,7 +18,7 @@ var allowedImports = map[string][]string{
 	"cmd/airlock":            {"", "auth/bearer", "auth/oauth", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
 	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
-	"internal/catalog":       {"config", "internal/schema"},
+	"internal/catalog":       {"config", "internal/schema", "policy"},
 	"internal/upstream":      {"config", "internal/schema"},
 	"config":                 {"auth/egress"},
 	"internal/schema":        nil,
