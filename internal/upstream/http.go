@@ -40,7 +40,7 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 	if client == nil {
 		return nil, &StartError{Server: srv.ID, Msg: fmt.Sprintf("server %s: no HTTP client", srv.ID)}
 	}
-	limit := cmp(opts.MaxMessageBytes, 16<<20)
+	limit := orDefault(opts.MaxMessageBytes, 16<<20)
 	c := newConn(srv, opts)
 	wrapped := *client
 	wrapped.Transport = &httpLimits{

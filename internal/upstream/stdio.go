@@ -162,7 +162,7 @@ func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error
 			return nil, &StartError{Server: srv.ID, Msg: fmt.Sprintf("server %s: cannot start %s: %v", srv.ID, srv.Command, err), Err: err}
 		}
 		transport := &mcp.IOTransport{
-			Reader:        &lineLimitReader{f: c.stdout, limit: cmp(opts.MaxMessageBytes, 16<<20), fault: c.setFault, eof: c.stdoutClosed},
+			Reader:        &lineLimitReader{f: c.stdout, limit: orDefault(opts.MaxMessageBytes, 16<<20), fault: c.setFault, eof: c.stdoutClosed},
 			Writer:        c.stdin,
 			MaxLineLength: -1, // lineLimitReader enforces the cap and says why
 		}
@@ -214,7 +214,7 @@ func newConn(srv *config.Server, opts *Options) *Conn {
 		cfg:        *srv,
 		log:        opts.Logger,
 		grace:      opts.Grace,
-		stderr:     newTail(cmp(opts.StderrBytes, 64<<10)),
+		stderr:     newTail(orDefault(opts.StderrBytes, 64<<10)),
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 		broken:     make(chan struct{}),
@@ -564,7 +564,9 @@ func waitUntil(d time.Duration, done func() bool) bool {
 	}
 }
 
-func cmp(v, def int) int {
+// orDefault returns v, or def when v is not positive: the zero value of an
+// Options size field means its default.
+func orDefault(v, def int) int {
 	if v <= 0 {
 		return def
 	}
