@@ -124,7 +124,6 @@ type Conn struct {
 
 	exited     chan struct{} // closed once the process has been reaped
 	stderrDone chan struct{} // closed once stderr is drained
-	waitErr    error         // set before exited is closed
 
 	fault  atomic.Pointer[Fault]
 	broken chan struct{} // closed with the first fault
@@ -403,7 +402,6 @@ func (c *Conn) drainStderr(r *os.File) {
 // grandchild that may still hold stdout open.
 func (c *Conn) wait() {
 	err := c.cmd.Wait()
-	c.waitErr = err
 	close(c.exited)
 	msg := "server exited"
 	if err != nil {
@@ -454,9 +452,6 @@ func (c *Conn) ProtocolVersion() string { return c.session.InitializeResult().Pr
 
 // PGID returns the process group of the server.
 func (c *Conn) PGID() int { return c.pgid }
-
-// Stderr returns the last lines the server wrote on stderr.
-func (c *Conn) Stderr() string { return c.stderr.lastLines(20) }
 
 // Close ends the server: it closes stdin (the polite request to exit),
 // waits, sends SIGTERM to the whole process group, waits, then SIGKILL; and
@@ -547,9 +542,6 @@ func (c *Conn) waitExit(d time.Duration) bool {
 		return false
 	}
 }
-
-// Exited is closed when the server process has exited.
-func (c *Conn) Exited() <-chan struct{} { return c.exited }
 
 func waitUntil(d time.Duration, done func() bool) bool {
 	deadline := time.Now().Add(d)
