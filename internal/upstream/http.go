@@ -355,12 +355,3 @@ func (n *CallNote) WriteErr() error {
 // AnswerLost reports whether the request's answer stream ended without the
 // answer.
 func (n *CallNote) AnswerLost() bool { return n.lost.Load() }
-
-// SessionID returns the session id the server assigned, or "" (a stdio or
-// stateless server).
-func (c *Conn) SessionID() string {
-	if c.session == nil {
-		return ""
-	}
-	return c.session.ID()
-}
