@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,21 +108,18 @@ func indent(s string) string {
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
 }
 
-// A Conn is a live connection to one stdio server. Its methods are safe for
-// concurrent use.
+// A Conn is a live connection to one server: a stdio process (Start), an
+// mcp.Transport (Dial) or Streamable HTTP (DialHTTP). Its methods are safe
+// for concurrent use.
 type Conn struct {
 	cfg     config.Server
 	log     *slog.Logger
 	grace   time.Duration
-	cmd     *exec.Cmd
-	pgid    int
-	stdin   *os.File
-	stdout  *os.File
-	stderr  *tail
 	session *mcp.ClientSession
 
-	exited     chan struct{} // closed once the process has been reaped
-	stderrDone chan struct{} // closed once stderr is drained
+	// process is a stdio server's process (stdio.go); its cmd stays nil on
+	// a connection made by Dial or DialHTTP.
+	process
 
 	fault  atomic.Pointer[Fault]
 	broken chan struct{} // closed with the first fault
@@ -163,13 +159,11 @@ func Dial(ctx context.Context, srv *config.Server, t mcp.Transport, opts *Option
 
 func newConn(srv *config.Server, opts *Options) *Conn {
 	c := &Conn{
-		cfg:        *srv,
-		log:        opts.Logger,
-		grace:      opts.Grace,
-		stderr:     newTail(orDefault(opts.StderrBytes, 64<<10)),
-		exited:     make(chan struct{}),
-		stderrDone: make(chan struct{}),
-		broken:     make(chan struct{}),
+		cfg:     *srv,
+		log:     opts.Logger,
+		grace:   opts.Grace,
+		process: newProcess(opts),
+		broken:  make(chan struct{}),
 	}
 	c.live, c.endLive = context.WithCancel(context.Background())
 	if c.log == nil {

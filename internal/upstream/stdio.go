@@ -18,6 +18,27 @@ import (
 	"github.com/airlockhq/airlock/config"
 )
 
+// A process is the part of a Conn that belongs to a stdio server's command.
+type process struct {
+	cmd    *exec.Cmd
+	pgid   int
+	stdin  *os.File
+	stdout *os.File
+	stderr *tail
+
+	exited     chan struct{} // closed once the process has been reaped
+	stderrDone chan struct{} // closed once stderr is drained
+}
+
+// newProcess prepares the state of a process that has not started yet.
+func newProcess(opts *Options) process {
+	return process{
+		stderr:     newTail(orDefault(opts.StderrBytes, 64<<10)),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+	}
+}
+
 // Start runs the server's command and completes the MCP handshake within
 // the server's connect timeout. On any failure nothing is left running.
 func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error) {
