@@ -143,18 +143,27 @@ func Dial(ctx context.Context, srv *config.Server, t mcp.Transport, opts *Option
 		opts = &Options{}
 	}
 	c := newConn(srv, opts)
-	if err := c.handshake(ctx, t, opts, srv.ProbeTimeout); err != nil {
-		c.Close()
+	if err := c.connectSession(ctx, t, opts, "the server closed the connection"); err != nil {
 		return nil, err
 	}
-	// Without a process to watch, the session ending by itself is how a
-	// server going away shows.
-	go func() {
-		c.session.Wait()
-		c.setFault(Fault{Kind: FaultExited, Msg: "the server closed the connection"})
-	}()
 	c.log.Info("server ready", "protocol", c.ProtocolVersion())
 	return c, nil
+}
+
+// connectSession runs the handshake over t for a connection without a
+// process, closing c if it fails. With no process to watch, the session
+// ending by itself is how a server going away shows: it breaks the
+// connection with a FaultExited fault that says ended.
+func (c *Conn) connectSession(ctx context.Context, t mcp.Transport, opts *Options, ended string) error {
+	if err := c.handshake(ctx, t, opts, c.cfg.ProbeTimeout); err != nil {
+		c.Close()
+		return err
+	}
+	go func() {
+		c.session.Wait()
+		c.setFault(Fault{Kind: FaultExited, Msg: ended})
+	}()
+	return nil
 }
 
 func newConn(srv *config.Server, opts *Options) *Conn {

@@ -57,14 +57,9 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 		// a backstop.
 		MaxEventSize: 2 * limit,
 	}
-	if err := c.handshake(ctx, t, opts, srv.ProbeTimeout); err != nil {
-		c.Close()
+	if err := c.connectSession(ctx, t, opts, "the connection to the server ended"); err != nil {
 		return nil, err
 	}
-	go func() {
-		c.session.Wait()
-		c.setFault(Fault{Kind: FaultExited, Msg: "the connection to the server ended"})
-	}()
 	c.log.Info("server ready", "protocol", c.ProtocolVersion(), "session", Fingerprint(c.session.ID()))
 	return c, nil
 }
