@@ -6,13 +6,397 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/schema"
 )
+
+// Options tunes how servers are started and stopped. The zero value is what
+// Airlock uses.
+type Options struct {
+	// Logger receives the host's log lines about the server, including every
+	// line the server writes on stderr. Nil discards them.
+	Logger *slog.Logger
+	// ClientInfo names the host in the handshake. Nil means "airlock".
+	ClientInfo *mcp.Implementation
+	// StateDir is where each server gets a runtime directory (its HOME and
+	// TMPDIR): StateDir/run/SERVER. Empty means a directory under os.TempDir.
+	StateDir string
+	// MaxMessageBytes caps one message from the server. Zero means 16 MiB.
+	MaxMessageBytes int
+	// StderrBytes is how much of the server's stderr is kept for failure
+	// reports. Zero means 64 KiB.
+	StderrBytes int
+	// Grace is how long Close waits after closing stdin, and again after
+	// SIGTERM, before escalating. Zero means 2s.
+	Grace time.Duration
+	// OnToolsChanged is called when the server says its tool list changed.
+	OnToolsChanged func()
+	// SecretEnv holds secret environment values for the server (NAME to
+	// value). They are added last and appear nowhere else.
+	SecretEnv map[string]string
+}
+
+// FaultKind says why a connection broke.
+type FaultKind int
+
+const (
+	// FaultExited: the server process exited.
+	FaultExited FaultKind = iota + 1
+	// FaultOversize: the server sent a message over the size cap.
+	FaultOversize
+	// FaultMalformed: the server sent a response that is not strict JSON.
+	FaultMalformed
+	// FaultClosed: the host closed the connection.
+	FaultClosed
+	// FaultSessionExpired: a remote server no longer knows the session
+	// (HTTP 404); a new session is needed.
+	FaultSessionExpired
+)
+
+// A Fault is the first reason a connection stopped working.
+type Fault struct {
+	Kind FaultKind
+	Msg  string
+}
+
+// Contract reports whether the fault is the server breaking the protocol
+// contract, as opposed to the connection or process going away.
+func (f *Fault) Contract() bool {
+	return f.Kind == FaultOversize || f.Kind == FaultMalformed
+}
+
+func (f *Fault) Error() string { return f.Msg }
+
+// A StartError reports why a server could not be connected.
+type StartError struct {
+	Server string
+	// Contract is true when the server ran but broke the protocol contract
+	// (an unacceptable version, no tools capability, an oversized or
+	// malformed message), false when it could not be started or reached.
+	Contract bool
+	Msg      string
+	// Stderr holds the last lines the server wrote on stderr, if any.
+	Stderr string
+	Err    error
+
+	probeTimedOut bool // the version probe hit its bound
+}
+
+func (e *StartError) Error() string {
+	msg := e.Msg
+	if e.Stderr != "" {
+		msg += "; its stderr ended with:\n" + indent(e.Stderr)
+	}
+	return msg
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// A Conn is a live connection to one server: a stdio process (Start), an
+// mcp.Transport (Dial) or Streamable HTTP (DialHTTP). Its methods are safe
+// for concurrent use.
+type Conn struct {
+	cfg     config.Server
+	log     *slog.Logger
+	grace   time.Duration
+	session *mcp.ClientSession
+
+	// process is a stdio server's process (stdio.go); its cmd stays nil on
+	// a connection made by Dial or DialHTTP.
+	process
+
+	fault  atomic.Pointer[Fault]
+	broken chan struct{} // closed with the first fault
+	// live ends with the first fault too, for calls to hang off.
+	live    context.Context
+	endLive context.CancelFunc
+
+	progressMu sync.Mutex
+	progress   map[string]func() // progress token → called on each notification
+	tokens     atomic.Uint64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Dial connects to a server over t instead of starting its command: an
+// in-process server (mcp.NewInMemoryTransports) or, later, a remote one.
+// Every check of Start but those about the process applies.
+func Dial(ctx context.Context, srv *config.Server, t mcp.Transport, opts *Options) (*Conn, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	c := newConn(srv, opts)
+	if err := c.connectSession(ctx, t, opts, "the server closed the connection"); err != nil {
+		return nil, err
+	}
+	c.log.Info("server ready", "protocol", c.ProtocolVersion())
+	return c, nil
+}
+
+// connectSession runs the handshake over t for a connection without a
+// process, closing c if it fails. With no process to watch, the session
+// ending by itself is how a server going away shows: it breaks the
+// connection with a FaultExited fault that says ended.
+func (c *Conn) connectSession(ctx context.Context, t mcp.Transport, opts *Options, ended string) error {
+	if err := c.handshake(ctx, t, opts, c.cfg.ProbeTimeout); err != nil {
+		c.Close()
+		return err
+	}
+	go func() {
+		c.session.Wait()
+		c.setFault(Fault{Kind: FaultExited, Msg: ended})
+	}()
+	return nil
+}
+
+func newConn(srv *config.Server, opts *Options) *Conn {
+	c := &Conn{
+		cfg:     *srv,
+		log:     opts.Logger,
+		grace:   opts.Grace,
+		process: newProcess(opts),
+		broken:  make(chan struct{}),
+	}
+	c.live, c.endLive = context.WithCancel(context.Background())
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("server", srv.ID)
+	if c.grace <= 0 {
+		c.grace = 2 * time.Second
+	}
+	return c
+}
+
+// handshake runs the MCP handshake over t, with every response checked for
+// strict JSON, and verifies the outcome against the server's configuration.
+func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, probe time.Duration) *StartError {
+	srv := &c.cfg
+	var probeTimedOut atomic.Bool
+	fail := func(contract bool, err error, format string, args ...any) *StartError {
+		return &StartError{Server: srv.ID, Contract: contract, Msg: fmt.Sprintf(format, args...), Err: err, probeTimedOut: probeTimedOut.Load()}
+	}
+	var transport mcp.Transport = &guardedTransport{
+		inner: t,
+		fault: func(f Fault) {
+			c.setFault(f)
+			if c.stdout != nil {
+				c.stdout.Close()
+			}
+		},
+	}
+	if srv.Remote() {
+		transport = t // checked in its round tripper (http.go)
+	}
+	info := opts.ClientInfo
+	if info == nil {
+		info = &mcp.Implementation{Name: "airlock", Version: "dev"}
+	}
+	clientOpts := &mcp.ClientOptions{
+		Logger: c.log,
+		// The host offers no client features (roots, sampling, elicitation)
+		// to servers.
+		Capabilities: &mcp.ClientCapabilities{},
+	}
+	if opts.OnToolsChanged != nil {
+		notify := opts.OnToolsChanged
+		clientOpts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { notify() }
+	}
+	clientOpts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		c.noteProgress(req.Params.ProgressToken)
+	}
+	client := mcp.NewClient(info, clientOpts)
+	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut))
+
+	connectCtx, cancel := context.WithTimeout(ctx, srv.ConnectTimeout)
+	defer cancel()
+	session, err := client.Connect(connectCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: firstVersion(srv.ProtocolVersions)})
+	if err != nil {
+		switch f := c.Fault(); {
+		case f != nil && f.Kind != FaultClosed:
+			return fail(f.Contract(), err, "server %s: %s during the handshake", srv.ID, f.Msg)
+		case ctx.Err() != nil:
+			return fail(false, ctx.Err(), "server %s: handshake cancelled", srv.ID)
+		case connectCtx.Err() != nil:
+			return fail(false, err, "server %s: no handshake within %s (connect_timeout)", srv.ID, srv.ConnectTimeout)
+		}
+		return fail(false, err, "server %s: handshake failed: %v", srv.ID, err)
+	}
+	c.session = session
+
+	init := session.InitializeResult()
+	if !slices.Contains(srv.ProtocolVersions, init.ProtocolVersion) {
+		return fail(true, nil, "server %s: negotiated protocol version %s, which protocol_versions %v does not allow", srv.ID, init.ProtocolVersion, srv.ProtocolVersions)
+	}
+	if init.Capabilities == nil || init.Capabilities.Tools == nil {
+		return fail(true, nil, "server %s: does not advertise the tools capability", srv.ID)
+	}
+	return nil
+}
+
+// firstVersion picks the version the handshake starts with: the newest the
+// deployment allows. The SDK falls back from 2026-07-28 to the initialize
+// handshake on its own.
+func firstVersion(allowed []string) string {
+	best := ""
+	for _, v := range allowed {
+		if v > best { // protocol versions are dates: they sort as strings
+			best = v
+		}
+	}
+	return best
+}
+
+// boundProbe limits how long the 2026-07-28 server/discover probe may take.
+// A legacy server is supposed to answer it with "method not found", but some
+// ignore unknown requests; without a bound the handshake would wait out the
+// whole connect timeout before falling back to initialize.
+func boundProbe(d time.Duration, timedOut *atomic.Bool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "server/discover" || d <= 0 {
+				return next(ctx, method, req)
+			}
+			probeCtx, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			res, err := next(probeCtx, method, req)
+			if err != nil && probeCtx.Err() != nil && ctx.Err() == nil {
+				timedOut.Store(true)
+			}
+			return res, err
+		}
+	}
+}
+
+func (c *Conn) setFault(f Fault) {
+	if c.fault.CompareAndSwap(nil, &f) {
+		close(c.broken)
+		c.endLive()
+	}
+}
+
+// Live returns a context that ends when the connection stops working: a
+// call in flight on a connection that broke (a remote server that forgot
+// the session, a process that died) ends then, instead of waiting for an
+// answer that the host would no longer trust.
+func (c *Conn) Live() context.Context { return c.live }
+
+// Broken is closed when the connection stops working, for whatever reason
+// (Fault says which): the server exited, broke the contract, or the host
+// closed it.
+func (c *Conn) Broken() <-chan struct{} { return c.broken }
+
+// Fault returns the first reason the connection broke, or nil while it is
+// healthy.
+func (c *Conn) Fault() *Fault { return c.fault.Load() }
+
+// Session returns the SDK session.
+func (c *Conn) Session() *mcp.ClientSession { return c.session }
+
+// ProtocolVersion returns the negotiated protocol version.
+func (c *Conn) ProtocolVersion() string { return c.session.InitializeResult().ProtocolVersion }
+
+// PGID returns the process group of the server.
+func (c *Conn) PGID() int { return c.pgid }
+
+// SessionID returns the session id the server assigned, or "" (a stdio or
+// stateless server).
+func (c *Conn) SessionID() string {
+	if c.session == nil {
+		return ""
+	}
+	return c.session.ID()
+}
+
+// WatchProgress returns a fresh progress token for one request; onProgress
+// is called (on the connection's reader) each time the server reports
+// progress on it. done releases the token.
+func (c *Conn) WatchProgress(onProgress func()) (token string, done func()) {
+	token = "airlock-" + strconv.FormatUint(c.tokens.Add(1), 10)
+	c.progressMu.Lock()
+	if c.progress == nil {
+		c.progress = map[string]func(){}
+	}
+	c.progress[token] = onProgress
+	c.progressMu.Unlock()
+	return token, func() {
+		c.progressMu.Lock()
+		delete(c.progress, token)
+		c.progressMu.Unlock()
+	}
+}
+
+func (c *Conn) noteProgress(token any) {
+	t, ok := token.(string)
+	if !ok {
+		return // not one of ours
+	}
+	c.progressMu.Lock()
+	f := c.progress[t]
+	c.progressMu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// Close ends the server: it closes stdin (the polite request to exit),
+// waits, sends SIGTERM to the whole process group, waits, then SIGKILL; and
+// finally sweeps the group for processes the server left behind. It is
+// idempotent, safe for concurrent use, and returns within about three times
+// the grace period.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+func (c *Conn) close() error {
+	c.setFault(Fault{Kind: FaultClosed, Msg: "connection closed by the host"})
+	if c.cmd == nil {
+		return c.closeSession()
+	}
+	return c.closeProcess()
+}
+
+// closeSession closes a connection without a process, bounded in time.
+func (c *Conn) closeSession() error {
+	if c.session == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.session.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(c.grace):
+		return fmt.Errorf("server %s: session did not close within %s", c.cfg.ID, c.grace)
+	}
+}
+
+// orDefault returns v, or def when v is not positive: the zero value of an
+// Options size field means its default.
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
 
 // maxResponseDepth bounds the nesting of a server's response. Real results
 // nest a handful of levels; the SDK's own bound is far higher.
@@ -50,6 +434,8 @@ func (r *lineLimitReader) Read(p []byte) (int, error) {
 }
 
 func (r *lineLimitReader) Close() error { return r.f.Close() }
+
+var _ io.ReadCloser = (*lineLimitReader)(nil)
 
 var errOversize = fmt.Errorf("message too large")
 

@@ -40,7 +40,7 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 	if client == nil {
 		return nil, &StartError{Server: srv.ID, Msg: fmt.Sprintf("server %s: no HTTP client", srv.ID)}
 	}
-	limit := cmp(opts.MaxMessageBytes, 16<<20)
+	limit := orDefault(opts.MaxMessageBytes, 16<<20)
 	c := newConn(srv, opts)
 	wrapped := *client
 	wrapped.Transport = &httpLimits{
@@ -57,14 +57,9 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 		// a backstop.
 		MaxEventSize: 2 * limit,
 	}
-	if err := c.handshake(ctx, t, opts, srv.ProbeTimeout); err != nil {
-		c.Close()
+	if err := c.connectSession(ctx, t, opts, "the connection to the server ended"); err != nil {
 		return nil, err
 	}
-	go func() {
-		c.session.Wait()
-		c.setFault(Fault{Kind: FaultExited, Msg: "the connection to the server ended"})
-	}()
 	c.log.Info("server ready", "protocol", c.ProtocolVersion(), "session", Fingerprint(c.session.ID()))
 	return c, nil
 }
@@ -355,12 +350,3 @@ func (n *CallNote) WriteErr() error {
 // AnswerLost reports whether the request's answer stream ended without the
 // answer.
 func (n *CallNote) AnswerLost() bool { return n.lost.Load() }
-
-// SessionID returns the session id the server assigned, or "" (a stdio or
-// stateless server).
-func (c *Conn) SessionID() string {
-	if c.session == nil {
-		return ""
-	}
-	return c.session.ID()
-}
