@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/canonical"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/upstream"
@@ -206,7 +207,7 @@ func (g *governance) prepareEvent(e *store.Event) {
 		}
 		delete(e.Fields, k)
 		e.Fields[k+"_shape"] = g.redactor.Shape(d.v)
-		e.Fields[k+"_hash"] = redact.Hash(d.v)
+		e.Fields[k+"_hash"] = canonical.Hash(d.v)
 		if g.values(d.tool) {
 			e.Fields[k] = g.redactor.Value(d.v)
 		}
@@ -363,7 +364,7 @@ func (h *Host) beginIntent(ctx context.Context, snap *Snapshot, tool *catalog.To
 		return "", nil
 	}
 	in := store.Intent{ID: store.NewID("rec_"), CallID: c.ID, Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		ArgsHash: redact.Hash(args), Snapshot: snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
+		ArgsHash: canonical.Hash(args), Snapshot: snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
 		Tenant: snap.who.Tenant, User: snap.who.User, CreatedAt: h.gov.now()}
 	if err := h.gov.store.Journal().Begin(context.WithoutCancel(ctx), in); err != nil {
 		return "", err

@@ -5,6 +5,8 @@ import (
 	"math"
 	"regexp"
 	"testing"
+
+	"github.com/airlockhq/airlock/internal/canonical"
 )
 
 func TestDigest(t *testing.T) {
@@ -84,6 +86,52 @@ func TestDigest(t *testing.T) {
 		if got := d == d0; got != tt.same {
 			t.Errorf("%s: digest equal = %v, want %v", tt.name, got, tt.same)
 		}
+	}
+}
+
+// TestDigestAgreesWithArgsHash checks that the approval digest and the
+// argument hash the journal and the audit trail record (canonical.Hash)
+// encode arguments alike, where two encoders would part: keys whose code
+// point order and UTF-16 order differ (U+E000 and U+FFFD sort before
+// U+1F600 by code point, after its surrogates D83D DE00 by UTF-16), and a
+// number with more digits than a float64 holds.
+func TestDigestAgreesWithArgsHash(t *testing.T) {
+	exact := args(t, `{"\ud83d\ude00": 1, "\ufffd": 2, "\ue000": 3, "n": 0.10000000000000000000001}`)
+	rounded := args(t, `{"\ud83d\ude00": 1, "\ufffd": 2, "\ue000": 3, "n": 0.1}`)
+
+	text, err := canonical.JSON(exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\"n\":0.10000000000000000000001,\"\ue000\":3,\"\ufffd\":2,\"\U0001F600\":1}"; string(text) != want {
+		t.Errorf("canonical arguments = %s, want %s", text, want)
+	}
+
+	digests := map[string]bool{}
+	for _, a := range []map[string]any{exact, rounded} {
+		in := DigestInput{Server: "fs", Tool: "fs__write", RemoteTool: "write", Description: "Write.", Arguments: a, WorkDir: "/w"}
+		digest, err := Digest(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The digest is the hash of the object Digest documents, encoded as
+		// the journal's hash encodes it.
+		want := canonical.Hash(map[string]any{
+			"digest": digestVersion, "server": "fs", "tool": "fs__write", "remote_tool": "write",
+			"description": "Write.", "input_schema": nil, "arguments": a, "workdir": "/w",
+		})
+		if digest != want {
+			t.Errorf("n %v: Digest = %s, canonical.Hash of the same object = %s", a["n"], digest, want)
+		}
+		digests[digest] = true
+	}
+
+	// What one tells apart, so does the other.
+	if len(digests) != 2 {
+		t.Errorf("digests of %v and %v are equal", exact["n"], rounded["n"])
+	}
+	if canonical.Hash(exact) == canonical.Hash(rounded) {
+		t.Errorf("argument hashes of %v and %v are equal", exact["n"], rounded["n"])
 	}
 }
 
