@@ -126,6 +126,8 @@ func TestJSONErrors(t *testing.T) {
 		{"empty exponent", json.Number("1e"), `"1e": not a JSON number`},
 		{"hex", json.Number("0x10"), `"0x10": not a JSON number`},
 		{"huge exponent", json.Number("1e99999999999"), `"1e99999999999": the exponent of 1e99999999999… is out of range`},
+		{"huge exponent once normalised", json.Number("10e1000000000"), `"10e1000000000": the exponent of 10e1000000000… is out of range`},
+		{"tiny exponent once normalised", json.Number("0.01e-999999999"), `"0.01e-999999999": the exponent of 0.01e-999999999… is out of range`},
 		{"raw message", json.RawMessage(`{"a":1} x`), "invalid JSON: more than one value"},
 		{"channel", make(chan int), "encode chan int: json: unsupported type: chan int"},
 		{"function", []any{func() {}}, "encode func(): json: unsupported type: func()"},

@@ -26,7 +26,8 @@ const maxExponent = 1_000_000_000
 var errNumber = errors.New("not a JSON number")
 
 // ParseNumber reads a JSON number literal (RFC 8259 grammar) exactly. An
-// exponent beyond ±1,000,000,000 is an error.
+// exponent beyond ±1,000,000,000, as written or in the form String
+// writes, is an error.
 func ParseNumber(lit string) (Number, error) {
 	s := lit
 	var n Number
@@ -87,6 +88,11 @@ func ParseNumber(lit string) (Number, error) {
 	e += int64(len(digits) - len(trimmed))
 	if trimmed == "" {
 		return Number{}, nil // zero, including -0
+	}
+	// The bound holds for the exponent String writes too (10e1000000000
+	// is 1e+1000000001), so that every Number's text parses back.
+	if sci := e + int64(len(trimmed)) - 1; sci > maxExponent || sci < -maxExponent {
+		return Number{}, fmt.Errorf("the exponent of %.20s… is out of range", lit)
 	}
 	n.digits, n.exp = trimmed, e
 	return n, nil
