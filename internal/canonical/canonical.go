@@ -1,13 +1,13 @@
 // Package canonical writes JSON values in one canonical form, so that two
 // encodings are equal exactly when the values are, and hashes that form.
 // The approval digest (policy), the journal's and the audit trail's
-// argument hashes (the root package) and the redaction of shapes
-// (internal/redact) all use it, so that equal arguments give equal bytes
-// wherever they are recorded. Number is the exact decimal that the
-// encoding, and policy's Cedar values, read JSON numbers as.
+// argument hashes (the root package) and internal/redact, to tell shapes
+// apart, all use it, so that equal arguments give equal bytes wherever
+// they are recorded. Number is the exact decimal that the encoding, and
+// policy's Cedar values, read JSON numbers as.
 //
-// It imports no other Airlock package; any package of the module may
-// import it.
+// It imports no other Airlock package, so that any layer may import it
+// (each importer is listed in the layer table, layers_test.go).
 package canonical
 
 import (
