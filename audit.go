@@ -3,8 +3,8 @@ package airlock
 import (
 	"context"
 
+	"github.com/airlockhq/airlock/internal/canonical"
 	"github.com/airlockhq/airlock/internal/catalog"
-	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/store"
 )
@@ -57,7 +57,7 @@ func (g *governance) prepareEvent(e *store.Event) {
 		}
 		delete(e.Fields, k)
 		e.Fields[k+"_shape"] = g.redactor.Shape(d.v)
-		e.Fields[k+"_hash"] = redact.Hash(d.v)
+		e.Fields[k+"_hash"] = canonical.Hash(d.v)
 		if g.values(d.tool) {
 			e.Fields[k] = g.redactor.Value(d.v)
 		}

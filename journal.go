@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/airlockhq/airlock/internal/canonical"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/policy"
@@ -31,7 +32,7 @@ func (h *Host) beginIntent(ctx context.Context, snap *Snapshot, tool *catalog.To
 		return "", nil
 	}
 	in := store.Intent{ID: store.NewID("rec_"), CallID: c.ID, Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		ArgsHash: redact.Hash(args), Snapshot: snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
+		ArgsHash: canonical.Hash(args), Snapshot: snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
 		Tenant: snap.who.Tenant, User: snap.who.User, CreatedAt: h.gov.now()}
 	if err := h.gov.store.Journal().Begin(context.WithoutCancel(ctx), in); err != nil {
 		return "", err

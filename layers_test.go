@@ -14,7 +14,7 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "policy", "store", "store/sqlite"},
+	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "policy", "store", "store/sqlite"},
 	"cmd/airlock":            {"", "auth/bearer", "auth/oauth", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
 	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
@@ -28,11 +28,12 @@ var allowedImports = map[string][]string{
 	"servers/issues":         {"auth/bearer", "internal/schema"},
 	"auth/bearer":            {"internal/schema"},
 	"auth/bearer/bearertest": nil,
-	"policy":                 {"config"},
+	"policy":                 {"config", "internal/canonical"},
 	"store":                  nil,
 	"store/sqlite":           {"store"},
 	"store/storetest":        {"store"},
-	"internal/redact":        nil,
+	"internal/redact":        {"internal/canonical"},
+	"internal/canonical":     nil,
 	"internal/telemetry":     {"store"},
 	"auth/egress":            {"auth/bearer"},
 	"auth/secrets":           nil,

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
+
+	"github.com/airlockhq/airlock/internal/canonical"
 )
 
 // maxCedarBytes bounds a Cedar file; real ones are a few kilobytes.
@@ -182,7 +184,7 @@ func cedarValue(v any) (types.Value, bool) {
 		}
 		return types.NewSet(vals...), true
 	}
-	n, ok, err := numberOf(v)
+	n, ok, err := canonical.NumberOf(v)
 	switch {
 	case !ok:
 		// Not what the host decodes; take the JSON form of it.
@@ -190,7 +192,7 @@ func cedarValue(v any) (types.Value, bool) {
 		if merr != nil {
 			return nil, false
 		}
-		d, derr := decodeJSON(raw)
+		d, derr := canonical.Decode(raw)
 		if derr != nil {
 			return nil, false
 		}
@@ -199,10 +201,10 @@ func cedarValue(v any) (types.Value, bool) {
 	case err != nil:
 		return nil, false
 	}
-	if i, ok := n.scaled(0); ok {
+	if i, ok := n.Scaled(0); ok {
 		return types.Long(i), true
 	}
-	if i, ok := n.scaled(4); ok {
+	if i, ok := n.Scaled(4); ok {
 		if d, err := types.NewDecimal(i, -4); err == nil {
 			return d, true
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+
+	"github.com/airlockhq/airlock/internal/canonical"
 )
 
 // DigestInput is what an approval is bound to: one call of one tool as the
@@ -32,7 +34,7 @@ type DigestInput struct {
 const digestVersion = "airlock-action/1"
 
 // Digest returns the action digest of a call, "sha256:" and 64 hex digits:
-// the SHA-256 of the canonical JSON (see [CanonicalJSON]) of an object
+// the SHA-256 of the canonical JSON (see [canonical.JSON]) of an object
 // holding every field of in. Arguments that are equal as JSON values give
 // the same digest whatever their key order or number spelling; any other
 // difference, in the arguments, the tool's definition or the working
@@ -45,7 +47,7 @@ func Digest(in DigestInput) (string, error) {
 	var schema any
 	if len(in.InputSchema) > 0 {
 		var err error
-		if schema, err = decodeJSON(in.InputSchema); err != nil {
+		if schema, err = canonical.Decode(in.InputSchema); err != nil {
 			return "", fmt.Errorf("action digest: input schema: %w", err)
 		}
 	}
@@ -53,7 +55,7 @@ func Digest(in DigestInput) (string, error) {
 	if args == nil {
 		args = map[string]any{}
 	}
-	text, err := CanonicalJSON(map[string]any{
+	text, err := canonical.JSON(map[string]any{
 		"digest":       digestVersion,
 		"server":       in.Server,
 		"tool":         in.Tool,

@@ -1,165 +1,13 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"regexp"
-	"strings"
 	"testing"
+
+	"github.com/airlockhq/airlock/internal/canonical"
 )
-
-func TestCanonicalJSON(t *testing.T) {
-	tests := []struct {
-		in   string // JSON, decoded with numbers kept exact
-		want string
-	}{
-		{`{"b": 1, "a": [true, false, null], "c": {"z": "", "y": {}}}`, `{"a":[true,false,null],"b":1,"c":{"y":{},"z":""}}`},
-		{`{"é": 1, "e": 2, "E": 3, "ä": 4}`, `{"E":3,"e":2,"ä":4,"é":1}`},
-		{`"tab\tnewline\ncr\rquote\"backslash\\"`, `"tab\tnewline\ncr\rquote\"backslash\\"`},
-		{`"\u0000\u001f\u007f<>&\u2028é😀"`, "\"\\u0000\\u001f\u007f<>&\u2028é😀\""},
-		{`"\/"`, `"/"`},
-		{`[]`, `[]`},
-
-		// Numbers: exact, one spelling per value.
-		{`1`, `1`},
-		{`1.0`, `1`},
-		{`10e-1`, `1`},
-		{`0.1e1`, `1`},
-		{`-0`, `0`},
-		{`-0.0e5`, `0`},
-		{`1.50`, `1.5`},
-		{`-12.3400e2`, `-1234`},
-		{`100`, `100`},
-		{`1E2`, `100`},
-		{`0.000001`, `0.000001`},
-		{`0.0000001`, `1e-7`},
-		{`123e-20`, `1.23e-18`},
-		{`1e21`, `1e+21`},
-		{`100000000000000000000`, `100000000000000000000`},
-		{`123456789012345678901`, `123456789012345678901`},
-		{`1234567890123456789012`, `1.234567890123456789012e+21`},
-		{`9007199254740993`, `9007199254740993`},
-		{`9007199254740992.5`, `9007199254740992.5`},
-		{`1E400`, `1e+400`},
-		{`-1e-400`, `-1e-400`},
-	}
-	for _, tt := range tests {
-		v, err := decodeJSON([]byte(tt.in))
-		if err != nil {
-			t.Fatalf("decode %s: %v", tt.in, err)
-		}
-		got, err := CanonicalJSON(v)
-		if err != nil {
-			t.Errorf("CanonicalJSON(%s): %v", tt.in, err)
-			continue
-		}
-		if string(got) != tt.want {
-			t.Errorf("CanonicalJSON(%s) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestCanonicalJSONGoValues(t *testing.T) {
-	type point struct {
-		X int     `json:"x"`
-		Y float64 `json:"y"`
-	}
-	tests := []struct {
-		in   any
-		want string
-	}{
-		{float64(0.1), `0.1`},
-		{float64(1e21), `1e+21`},
-		{float32(0.1), `0.1`},
-		{int64(math.MaxInt64), `9223372036854775807`},
-		{uint64(math.MaxUint64), `18446744073709551615`},
-		{int8(-3), `-3`},
-		{json.RawMessage(`{"b":1.0,"a":2}`), `{"a":2,"b":1}`},
-		{map[string]string{"b": "x", "a": "y"}, `{"a":"y","b":"x"}`},
-		{[]int{3, 1}, `[3,1]`},
-		{point{X: 1, Y: 2.50}, `{"x":1,"y":2.5}`},
-	}
-	for _, tt := range tests {
-		got, err := CanonicalJSON(tt.in)
-		if err != nil {
-			t.Errorf("CanonicalJSON(%#v): %v", tt.in, err)
-			continue
-		}
-		if string(got) != tt.want {
-			t.Errorf("CanonicalJSON(%#v) = %s, want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestCanonicalJSONErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		in   any
-		want string
-	}{
-		{"NaN", math.NaN(), "NaN is not a JSON number"},
-		{"infinity", map[string]any{"x": math.Inf(1)}, "+Inf is not a JSON number"},
-		{"invalid UTF-8", []any{"a\xffb"}, "a string is not valid UTF-8"},
-		{"invalid UTF-8 key", map[string]any{"\xff": 1}, "a string is not valid UTF-8"},
-		{"bad number", json.Number("01"), `"01": not a JSON number`},
-		{"not a number", json.Number("NaN"), `"NaN": not a JSON number`},
-		{"trailing dot", json.Number("1."), `"1.": not a JSON number`},
-		{"leading dot", json.Number(".5"), `".5": not a JSON number`},
-		{"plus", json.Number("+1"), `"+1": not a JSON number`},
-		{"empty exponent", json.Number("1e"), `"1e": not a JSON number`},
-		{"hex", json.Number("0x10"), `"0x10": not a JSON number`},
-		{"huge exponent", json.Number("1e99999999999"), `"1e99999999999": the exponent of 1e99999999999… is out of range`},
-		{"raw message", json.RawMessage(`{"a":1} x`), "invalid JSON: more than one value"},
-		{"channel", make(chan int), "encode chan int: json: unsupported type: chan int"},
-	}
-	for _, tt := range tests {
-		_, err := CanonicalJSON(tt.in)
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("%s: CanonicalJSON error = %v, want %s", tt.name, err, tt.want)
-		}
-	}
-}
-
-// FuzzCanonicalJSON checks that canonical JSON is valid JSON, is its own
-// canonical form, and keeps numbers' values.
-func FuzzCanonicalJSON(f *testing.F) {
-	for _, s := range []string{`{"b":1,"a":[1.0,2e3,-0]}`, `"\u2028\ud83d\ude00"`, `[1e400, 0.0000001, 123456789012345678901]`,
-		`{"":{"":[]}}`, `"\u0000"`, `1E+2`, `-0.0`, `[true,false,null]`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := decodeJSON(data)
-		if err != nil {
-			return
-		}
-		c1, err := CanonicalJSON(v)
-		if err != nil {
-			if strings.Contains(err.Error(), "UTF-8") || strings.Contains(err.Error(), "out of range") {
-				return
-			}
-			t.Fatalf("CanonicalJSON of decoded %q: %v", data, err)
-		}
-		if !json.Valid(c1) {
-			t.Fatalf("CanonicalJSON(%q) = %q, not valid JSON", data, c1)
-		}
-		v2, err := decodeJSON(c1)
-		if err != nil {
-			t.Fatalf("decode canonical %q: %v", c1, err)
-		}
-		c2, err := CanonicalJSON(v2)
-		if err != nil || !bytes.Equal(c1, c2) {
-			t.Fatalf("canonical form is not stable: %q then %q (%v)", c1, c2, err)
-		}
-		if n, ok := v.(json.Number); ok {
-			a, errA := parseNumber(string(n))
-			b, errB := parseNumber(string(c1))
-			if errA != nil || errB != nil || a != b {
-				t.Fatalf("number %s became %s", n, c1)
-			}
-		}
-	})
-}
 
 func TestDigest(t *testing.T) {
 	base := DigestInput{
@@ -238,6 +86,52 @@ func TestDigest(t *testing.T) {
 		if got := d == d0; got != tt.same {
 			t.Errorf("%s: digest equal = %v, want %v", tt.name, got, tt.same)
 		}
+	}
+}
+
+// TestDigestAgreesWithArgsHash checks that the approval digest and the
+// argument hash the journal and the audit trail record (canonical.Hash)
+// encode arguments alike, where two encoders would part: keys whose code
+// point order and UTF-16 order differ (U+E000 and U+FFFD sort before
+// U+1F600 by code point, after its surrogates D83D DE00 by UTF-16), and a
+// number with more digits than a float64 holds.
+func TestDigestAgreesWithArgsHash(t *testing.T) {
+	exact := args(t, `{"\ud83d\ude00": 1, "\ufffd": 2, "\ue000": 3, "n": 0.10000000000000000000001}`)
+	rounded := args(t, `{"\ud83d\ude00": 1, "\ufffd": 2, "\ue000": 3, "n": 0.1}`)
+
+	text, err := canonical.JSON(exact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\"n\":0.10000000000000000000001,\"\ue000\":3,\"\ufffd\":2,\"\U0001F600\":1}"; string(text) != want {
+		t.Errorf("canonical arguments = %s, want %s", text, want)
+	}
+
+	digests := map[string]bool{}
+	for _, a := range []map[string]any{exact, rounded} {
+		in := DigestInput{Server: "fs", Tool: "fs__write", RemoteTool: "write", Description: "Write.", Arguments: a, WorkDir: "/w"}
+		digest, err := Digest(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The digest is the hash of the object Digest documents, encoded as
+		// the journal's hash encodes it.
+		want := canonical.Hash(map[string]any{
+			"digest": digestVersion, "server": "fs", "tool": "fs__write", "remote_tool": "write",
+			"description": "Write.", "input_schema": nil, "arguments": a, "workdir": "/w",
+		})
+		if digest != want {
+			t.Errorf("n %v: Digest = %s, canonical.Hash of the same object = %s", a["n"], digest, want)
+		}
+		digests[digest] = true
+	}
+
+	// What one tells apart, so does the other.
+	if len(digests) != 2 {
+		t.Errorf("digests of %v and %v are equal", exact["n"], rounded["n"])
+	}
+	if canonical.Hash(exact) == canonical.Hash(rounded) {
+		t.Errorf("argument hashes of %v and %v are equal", exact["n"], rounded["n"])
 	}
 }
 

@@ -107,7 +107,7 @@
 // An approval is bound to the [Digest] of the call: the tool's local and
 // remote names, the server, the tool's description and input schema in the
 // snapshot the call resolved against, the canonical JSON of the arguments
-// ([CanonicalJSON]) and the working directory. Other arguments, or the same
+// (internal/canonical) and the working directory. Other arguments, or the same
 // arguments after the server changed the tool's description or schema,
 // give another digest, so they need another approval.
 package policy

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/canonical"
 )
 
 // rule is one compiled entry of policy.rules.
@@ -238,7 +239,7 @@ func typeName(v any) string {
 	case []any:
 		return "an array"
 	}
-	if _, ok, _ := numberOf(v); ok {
+	if _, ok, _ := canonical.NumberOf(v); ok {
 		return "a number"
 	}
 	return fmt.Sprintf("a %T", v)
@@ -296,7 +297,7 @@ func arrayIndex(t string) (int, bool) {
 	}
 	n := 0
 	for i := 0; i < len(t); i++ {
-		if !isDigit(t[i]) {
+		if t[i] < '0' || t[i] > '9' {
 			return 0, false
 		}
 		n = n*10 + int(t[i]-'0')

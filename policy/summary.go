@@ -1,11 +1,12 @@
 package policy
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/airlockhq/airlock/internal/canonical"
 )
 
 // Bounds of a summary, so that a huge argument cannot bury the rest. The
@@ -115,21 +116,21 @@ func hintList(req Request) []string {
 // displayString quotes s for a person: a JSON string with control and
 // invisible formatting characters escaped.
 func displayString(s string) string {
-	var b bytes.Buffer
-	if err := writeString(&b, s, true); err != nil {
+	d, err := canonical.Display(s)
+	if err != nil {
 		return fmt.Sprintf("%q", s)
 	}
-	return b.String()
+	return d
 }
 
 // displayValue writes v as canonical JSON for a person, cut at
 // maxSummaryValue bytes.
 func displayValue(v any) string {
-	var b bytes.Buffer
-	if err := encodeCanonical(&b, v, true, 0); err != nil {
+	d, err := canonical.Display(v)
+	if err != nil {
 		return "(cannot be shown: " + err.Error() + ")"
 	}
-	return truncate(b.String(), maxSummaryValue)
+	return truncate(d, maxSummaryValue)
 }
 
 // truncate cuts s at max bytes, on a character boundary, noting how much

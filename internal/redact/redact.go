@@ -12,9 +12,9 @@
 // prose survive.
 //
 // Value does the same for decoded JSON, and also redacts every string held
-// under a key such as "password", "token" or "authorization". Shape and Hash
-// are the default way arguments and results are recorded: their structure
-// and a hash, no values. NewHandler wraps an slog.Handler so that log
+// under a key such as "password", "token" or "authorization". Shape, with
+// the canonical package's Hash, is the default way arguments and results
+// are recorded: their structure and a hash, no values. NewHandler wraps an slog.Handler so that log
 // messages and attributes are redacted too.
 //
 // The root airlock package and the CLI import redact.

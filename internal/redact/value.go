@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/airlockhq/airlock/internal/canonical"
 )
 
 // sensitiveKeys are object keys (lower case, without "-", "_", "." and
@@ -143,7 +145,11 @@ func (r *Redactor) Shape(v any) any {
 		seen := map[string]bool{}
 		for _, e := range x {
 			s := r.Shape(e)
-			key, _ := Canonical(s)
+			key, err := canonical.JSON(s)
+			if err != nil {
+				// A key that is not UTF-8: fmt writes maps sorted too.
+				key = fmt.Appendf(nil, "%#v", s)
+			}
 			if !seen[string(key)] {
 				seen[string(key)] = true
 				out = append(out, s)

@@ -126,4 +126,10 @@ func TestShape(t *testing.T) {
 	if got := Shape(struct{ A int }{1}); !cmp.Equal(got, map[string]any{"A": "number"}) {
 		t.Errorf("Shape of a struct: got %v", got)
 	}
+	// Keys that are not UTF-8 have no canonical JSON; unlike shapes still
+	// stay apart.
+	unlike := []any{map[string]any{"a\xff": 1}, map[string]any{"b\xff": true}, map[string]any{"a\xff": 2}}
+	if diff := cmp.Diff([]any{map[string]any{"a\xff": "number"}, map[string]any{"b\xff": "boolean"}}, Shape(unlike)); diff != "" {
+		t.Errorf("Shape with keys that are not UTF-8 (-want +got):\n%s", diff)
+	}
 }

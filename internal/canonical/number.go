@@ -1,4 +1,4 @@
-package policy
+package canonical
 
 import (
 	"encoding/json"
@@ -9,10 +9,11 @@ import (
 	"strings"
 )
 
-// number is a JSON number as an exact decimal: (-1)^neg × digits × 10^exp,
+// Number is a JSON number as an exact decimal: (-1)^neg × digits × 10^exp,
 // where digits has no leading or trailing zeros. Zero has digits "".
-// Every spelling of a value (1, 1.0, 10e-1) gives the same number.
-type number struct {
+// Every spelling of a value (1, 1.0, 10e-1) gives the same Number, so two
+// Numbers are equal (==) exactly when their values are.
+type Number struct {
 	neg    bool
 	digits string
 	exp    int64
@@ -24,10 +25,12 @@ const maxExponent = 1_000_000_000
 
 var errNumber = errors.New("not a JSON number")
 
-// parseNumber reads a JSON number literal (RFC 8259 grammar) exactly.
-func parseNumber(lit string) (number, error) {
+// ParseNumber reads a JSON number literal (RFC 8259 grammar) exactly. An
+// exponent beyond ±1,000,000,000, as written or in the form String
+// writes, is an error.
+func ParseNumber(lit string) (Number, error) {
 	s := lit
-	var n number
+	var n Number
 	if strings.HasPrefix(s, "-") {
 		n.neg, s = true, s[1:]
 	}
@@ -37,7 +40,7 @@ func parseNumber(lit string) (number, error) {
 	}
 	intPart := s[:i]
 	if intPart == "" || len(intPart) > 1 && intPart[0] == '0' {
-		return number{}, errNumber
+		return Number{}, errNumber
 	}
 	s = s[i:]
 	var frac string
@@ -47,14 +50,14 @@ func parseNumber(lit string) (number, error) {
 			j++
 		}
 		if j == 1 {
-			return number{}, errNumber
+			return Number{}, errNumber
 		}
 		frac, s = s[1:j], s[j:]
 	}
 	var e int64
 	if s != "" {
 		if s[0] != 'e' && s[0] != 'E' {
-			return number{}, errNumber
+			return Number{}, errNumber
 		}
 		s = s[1:]
 		sign := int64(1)
@@ -65,18 +68,18 @@ func parseNumber(lit string) (number, error) {
 			s = s[1:]
 		}
 		if s == "" || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-			return number{}, errNumber
+			return Number{}, errNumber
 		}
 		s = strings.TrimLeft(s, "0")
 		if len(s) > 10 {
-			return number{}, fmt.Errorf("the exponent of %.20s… is out of range", lit)
+			return Number{}, fmt.Errorf("the exponent of %.20s… is out of range", lit)
 		}
 		if s != "" {
 			v, _ := strconv.ParseInt(s, 10, 64)
 			e = sign * v
 		}
 		if e > maxExponent || e < -maxExponent {
-			return number{}, fmt.Errorf("the exponent of %.20s… is out of range", lit)
+			return Number{}, fmt.Errorf("the exponent of %.20s… is out of range", lit)
 		}
 	}
 	digits := strings.TrimLeft(intPart+frac, "0")
@@ -84,7 +87,12 @@ func parseNumber(lit string) (number, error) {
 	trimmed := strings.TrimRight(digits, "0")
 	e += int64(len(digits) - len(trimmed))
 	if trimmed == "" {
-		return number{}, nil // zero, including -0
+		return Number{}, nil // zero, including -0
+	}
+	// The bound holds for the exponent String writes too (10e1000000000
+	// is 1e+1000000001), so that every Number's text parses back.
+	if sci := e + int64(len(trimmed)) - 1; sci > maxExponent || sci < -maxExponent {
+		return Number{}, fmt.Errorf("the exponent of %.20s… is out of range", lit)
 	}
 	n.digits, n.exp = trimmed, e
 	return n, nil
@@ -92,21 +100,22 @@ func parseNumber(lit string) (number, error) {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// numberOf converts a Go number as JSON would carry it. ok is false for
-// values that are not numbers.
-func numberOf(v any) (n number, ok bool, err error) {
+// NumberOf converts a Go number (json.Number, any float or integer type)
+// as JSON would carry it. ok is false for values that are not numbers; err
+// is set for NaN, infinities and a json.Number that is not a JSON number.
+func NumberOf(v any) (n Number, ok bool, err error) {
 	var lit string
 	switch x := v.(type) {
 	case json.Number:
 		lit = string(x)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return number{}, true, fmt.Errorf("%v is not a JSON number", x)
+			return Number{}, true, fmt.Errorf("%v is not a JSON number", x)
 		}
 		lit = strconv.FormatFloat(x, 'g', -1, 64)
 	case float32:
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-			return number{}, true, fmt.Errorf("%v is not a JSON number", x)
+			return Number{}, true, fmt.Errorf("%v is not a JSON number", x)
 		}
 		lit = strconv.FormatFloat(float64(x), 'g', -1, 32)
 	case int:
@@ -130,12 +139,12 @@ func numberOf(v any) (n number, ok bool, err error) {
 	case uint64:
 		lit = strconv.FormatUint(x, 10)
 	default:
-		return number{}, false, nil
+		return Number{}, false, nil
 	}
 	// strconv writes exponents as e+07; JSON takes that form too.
-	n, err = parseNumber(lit)
+	n, err = ParseNumber(lit)
 	if err != nil {
-		return number{}, true, fmt.Errorf("%q: %w", lit, err)
+		return Number{}, true, fmt.Errorf("%q: %w", lit, err)
 	}
 	return n, true, nil
 }
@@ -144,7 +153,7 @@ func numberOf(v any) (n number, ok bool, err error) {
 // notation while the decimal point is within 21 digits, else d.ddde±x) but
 // with every digit kept, so that equal values give equal text and different
 // values different text.
-func (n number) String() string {
+func (n Number) String() string {
 	if n.digits == "" {
 		return "0"
 	}
@@ -181,9 +190,10 @@ func (n number) String() string {
 	return b.String()
 }
 
-// scaled returns the number times 10^shift as an int64, when that is a whole
-// number that fits.
-func (n number) scaled(shift int64) (int64, bool) {
+// Scaled returns the number times 10^shift as an int64, when that is a
+// whole number that fits: Scaled(0) is the number as an integer, Scaled(4)
+// as a count of ten-thousandths.
+func (n Number) Scaled(shift int64) (int64, bool) {
 	if n.digits == "" {
 		return 0, true
 	}

@@ -1,7 +1,19 @@
-package policy
+// Package canonical writes JSON values in one canonical form, so that two
+// encodings are equal exactly when the values are, and hashes that form.
+// The approval digest (policy), the journal's and the audit trail's
+// argument hashes (the root package) and internal/redact, to tell shapes
+// apart, all use it, so that equal arguments give equal bytes wherever
+// they are recorded. Number is the exact decimal that the encoding, and
+// policy's Cedar values, read JSON numbers as.
+//
+// It imports no other Airlock package, so that any layer may import it
+// (each importer is listed in the layer table, layers_test.go).
+package canonical
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,8 +23,8 @@ import (
 	"unicode/utf8"
 )
 
-// CanonicalJSON encodes v as canonical JSON: one text for each JSON value,
-// so that two encodings are equal exactly when the values are.
+// JSON encodes v as canonical JSON: one text for each JSON value, so that
+// two encodings are equal exactly when the values are.
 //
 //   - Objects have their keys sorted by their UTF-8 bytes (which is code
 //     point order) and no whitespace.
@@ -21,33 +33,59 @@ import (
 //     everything else is written as UTF-8. A string that is not valid UTF-8
 //     is an error, not silently replaced.
 //   - Numbers are exact: 1, 1.0 and 10e-1 are the same value and give "1";
-//     9007199254740993 keeps every digit (see number.String for the form).
+//     9007199254740993 keeps every digit (see [Number.String] for the form).
 //
-// This is RFC 8785 (JCS) except for numbers, which JCS rounds to float64:
-// two calls whose arguments differ beyond float64 precision must not share
-// a digest.
+// This is RFC 8785 (JCS) except for two points: keys are in code point
+// order where JCS sorts UTF-16 code units (the two differ only for keys
+// that hold characters beyond U+FFFF), and numbers are exact where JCS
+// rounds them to float64, so that two calls whose arguments differ beyond
+// float64 precision never share a digest or a hash.
 //
 // v may hold what encoding/json decodes (map[string]any, []any, string,
 // bool, nil, float64 or json.Number), Go integers and floats, and
 // json.RawMessage; any other value is encoded with encoding/json first.
 // NaN and infinities are errors.
-func CanonicalJSON(v any) ([]byte, error) {
+func JSON(v any) ([]byte, error) {
 	var b bytes.Buffer
-	if err := encodeCanonical(&b, v, false, 0); err != nil {
+	if err := encode(&b, v, false, 0); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
 }
 
-// maxCanonicalDepth bounds nesting; the host's strict decoder allows far
-// less.
-const maxCanonicalDepth = 10000
+// Display is JSON for a person to read: it also escapes DEL, the C1
+// controls, the line and paragraph separators and every Unicode format
+// character (bidirectional overrides, zero-width joiners, tags), so that
+// what a person reads on a terminal is what the value holds.
+func Display(v any) (string, error) {
+	var b bytes.Buffer
+	if err := encode(&b, v, true, 0); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
 
-// encodeCanonical writes v. display escapes characters that would mislead
-// a person reading the text on a terminal (see writeString).
-func encodeCanonical(b *bytes.Buffer, v any, display bool, depth int) error {
-	if depth > maxCanonicalDepth {
-		return fmt.Errorf("nested deeper than %d levels", maxCanonicalDepth)
+// Hash returns "sha256:" and the hex SHA-256 of the canonical JSON of v.
+// Equal JSON values hash alike whatever their key order or number
+// spelling. A value that has no canonical form (NaN, a string that is not
+// UTF-8, a channel) hashes as its Go type name.
+func Hash(v any) string {
+	b, err := JSON(v)
+	if err != nil {
+		b = fmt.Appendf(nil, "unencodable %T", v)
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// maxDepth bounds nesting; the host's strict decoder allows far less.
+const maxDepth = 10000
+
+// encode writes v. display escapes characters that would mislead a person
+// reading the text on a terminal (see writeString).
+func encode(b *bytes.Buffer, v any, display bool, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxDepth)
 	}
 	switch x := v.(type) {
 	case nil:
@@ -71,7 +109,7 @@ func encodeCanonical(b *bytes.Buffer, v any, display bool, depth int) error {
 				return err
 			}
 			b.WriteByte(':')
-			if err := encodeCanonical(b, x[k], display, depth+1); err != nil {
+			if err := encode(b, x[k], display, depth+1); err != nil {
 				return err
 			}
 		}
@@ -82,19 +120,19 @@ func encodeCanonical(b *bytes.Buffer, v any, display bool, depth int) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			if err := encodeCanonical(b, e, display, depth+1); err != nil {
+			if err := encode(b, e, display, depth+1); err != nil {
 				return err
 			}
 		}
 		b.WriteByte(']')
 	case json.RawMessage:
-		d, err := decodeJSON(x)
+		d, err := Decode(x)
 		if err != nil {
 			return err
 		}
-		return encodeCanonical(b, d, display, depth)
+		return encode(b, d, display, depth)
 	default:
-		n, ok, err := numberOf(v)
+		n, ok, err := NumberOf(v)
 		if err != nil {
 			return err
 		}
@@ -108,17 +146,18 @@ func encodeCanonical(b *bytes.Buffer, v any, display bool, depth int) error {
 		if err != nil {
 			return fmt.Errorf("encode %T: %w", v, err)
 		}
-		d, err := decodeJSON(raw)
+		d, err := Decode(raw)
 		if err != nil {
 			return err
 		}
-		return encodeCanonical(b, d, display, depth)
+		return encode(b, d, display, depth)
 	}
 	return nil
 }
 
-// decodeJSON decodes one JSON value, keeping numbers exact.
-func decodeJSON(data []byte) (any, error) {
+// Decode decodes data, which must hold exactly one JSON value, keeping
+// numbers exact (as json.Number).
+func Decode(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
