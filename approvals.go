@@ -51,7 +51,7 @@ func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *c
 	now := h.gov.now()
 	used := func(a store.Approval) *Result {
 		r.ApprovalID = a.ID
-		h.audit(ctx, store.Event{Event: "approval_used", Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
+		h.audit(ctx, store.Event{Event: store.EventApprovalUsed, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
 			Fields: map[string]any{"approval": a.ID}})
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
@@ -522,6 +523,48 @@ func TestAuditEventsGoToOpenTelemetry(t *testing.T) {
 	for _, want := range []string{"server_ready", "decision", "call_sent", "result", "c__note"} {
 		if !strings.Contains(string(bodies), want) {
 			t.Errorf("the collector did not receive %q", want)
+		}
+	}
+}
+
+// TestMisspeltPolicyIsReported: a rule, a classification and an audit
+// entry that name no tool of a ready server are warnings of the snapshot,
+// written once to the audit trail; the misspelt deny still never matches,
+// which is why it is reported.
+func TestMisspeltPolicyIsReported(t *testing.T) {
+	c := &counted{}
+	cfg := governed(t, inProcess)
+	cfg.Policy.Rules = []config.Rule{
+		{Server: "c", Tool: "noet", Decision: "deny", Source: "airlock.yaml:9"},
+		{Server: "*", Tool: "*", Decision: "allow", Source: "airlock.yaml:10"},
+	}
+	classify(cfg, "c", "write", "nte")
+	cfg.Audit = config.Audit{RecordValues: []string{"note"}, RecordValueSources: []string{"airlock.yaml:12"}}
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": c.server()}, nil)
+
+	var got []string
+	for _, w := range h.Snapshot().Warnings() {
+		got = append(got, w.Msg)
+	}
+	want := []string{
+		`policy.tools[0] (test): server c has no tool "nte" in the catalog, so this entry classifies nothing; did you mean "note"?`,
+		`policy.rules[0] (airlock.yaml:9): no tool named "noet" on server c, so this rule never applies; did you mean "note"?`,
+		`audit.record_values[0] (airlock.yaml:12): no tool named "note" in the catalog, so no values are recorded for it; "note" is what server c calls it: its local name is "c__note"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	wantStatus(t, call(t, h, "c__note", `{"text":"x"}`), airlock.OK)
+	h.BeginTurn(context.Background()) // the same warnings: not written again
+
+	h.Close()
+	evs := auditEvents(t, h, store.EventPolicyWarning)
+	if len(evs) != len(want) {
+		t.Fatalf("%d policy_warning events, want %d: %v", len(evs), len(want), evs)
+	}
+	for i, e := range evs {
+		if e.Fields["message"] != want[i] || e.Fields["entry"] == "" {
+			t.Errorf("event %d = %v, want message %q", i, e.Fields, want[i])
 		}
 	}
 }

@@ -123,6 +123,8 @@ type Host struct {
 	tasksMu sync.Mutex
 	tasks   map[*Task]bool // attached here, released when the host closes
 
+	warned sync.Map // the warnings already written to the audit trail
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -292,6 +294,8 @@ type Snapshot struct {
 	task    *Task              // the task it belongs to, or nil
 	turn    *turn              // the turn it was begun for, or nil
 	who     Principal          // whom its calls are made for
+	// warnings are the configuration entries that name none of its tools.
+	warnings []Warning
 }
 
 // ID identifies the snapshot's content; the same servers and tools give

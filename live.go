@@ -64,7 +64,8 @@ func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, e
 	if l.task != nil {
 		who = l.task.who
 	}
-	return &Snapshot{snap: snap, servers: byID, task: l.task, who: who}, seen, nil
+	warnings := h.unmatched(l, snap)
+	return &Snapshot{snap: snap, servers: byID, task: l.task, who: who, warnings: warnings}, seen, nil
 }
 
 // refresh is the safe point: it discovers again the tools of every server

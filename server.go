@@ -381,7 +381,7 @@ func (h *Host) checkHealth(life context.Context, s *server) {
 		})
 		if st.Status != prev {
 			h.log.Warn("server health changed", "server", s.cfg.ID, "status", st.Status)
-			h.audit(life, storepkg.Event{Event: "health", Server: s.cfg.ID, Fields: map[string]any{"status": st.Status}})
+			h.audit(life, storepkg.Event{Event: storepkg.EventHealth, Server: s.cfg.ID, Fields: map[string]any{"status": st.Status}})
 		}
 	}
 }

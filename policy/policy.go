@@ -94,9 +94,10 @@ type Decision struct {
 // Policy is a compiled policy. It is immutable and safe for concurrent use.
 // A nil *Policy is the default policy: no classification, no rules.
 type Policy struct {
-	classes map[classKey]class
-	rules   []*rule
-	cedar   *cedarPolicies // nil when there is no Cedar file
+	classes    map[classKey]class
+	classOrder []classKey // policy.tools in configuration order
+	rules      []*rule
+	cedar      *cedarPolicies // nil when there is no Cedar file
 }
 
 type classKey struct{ server, tool string }
@@ -104,6 +105,13 @@ type classKey struct{ server, tool string }
 type class struct {
 	effect     Effect
 	idempotent bool
+	at         entry // the policy.tools entry, for warnings
+}
+
+// entry names a configuration entry: "policy.rules[2]" and where it was
+// written, "airlock.yaml:14".
+type entry struct {
+	name, source string
 }
 
 // New compiles p. dir is the directory that the Cedar file's path is
@@ -115,7 +123,7 @@ func New(p *config.Policy, dir string) (*Policy, error) {
 		return pol, nil
 	}
 	for i, c := range p.Tools {
-		name := entryName("policy.tools", i, c.Source)
+		name := entry{fmt.Sprintf("policy.tools[%d]", i), c.Source}
 		e := Effect(c.Effect)
 		switch e {
 		case Read, Write, External:
@@ -126,10 +134,11 @@ func New(p *config.Policy, dir string) (*Policy, error) {
 		if _, dup := pol.classes[k]; dup {
 			return nil, fmt.Errorf("%s: tool %q of server %q is classified twice", name, c.Tool, c.Server)
 		}
-		pol.classes[k] = class{effect: e, idempotent: c.Idempotent}
+		pol.classOrder = append(pol.classOrder, k)
+		pol.classes[k] = class{effect: e, idempotent: c.Idempotent, at: entry{fmt.Sprintf("policy.tools[%d]", i), c.Source}}
 	}
 	for i, r := range p.Rules {
-		cr, err := compileRule(entryName("policy.rules", i, r.Source), r)
+		cr, err := compileRule(entry{fmt.Sprintf("policy.rules[%d]", i), r.Source}, r)
 		if err != nil {
 			return nil, err
 		}
@@ -149,13 +158,13 @@ func New(p *config.Policy, dir string) (*Policy, error) {
 	return pol, nil
 }
 
-// entryName names a configuration entry for messages and Decision.Rule.
-func entryName(list string, i int, source string) string {
-	name := fmt.Sprintf("%s[%d]", list, i)
-	if source != "" {
-		name += " (" + source + ")"
+// String names the entry for messages and Decision.Rule:
+// "policy.rules[2] (airlock.yaml:14)".
+func (e entry) String() string {
+	if e.source == "" {
+		return e.name
 	}
-	return name
+	return e.name + " (" + e.source + ")"
 }
 
 // Classify returns the effect of a tool and whether it is idempotent, as

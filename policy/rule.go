@@ -13,6 +13,7 @@ import (
 
 // rule is one compiled entry of policy.rules.
 type rule struct {
+	at      entry
 	name    string // "policy.rules[2] (airlock.yaml:14)"
 	server  nameGlob
 	tool    nameGlob
@@ -80,7 +81,8 @@ func compileName(pattern string) nameGlob {
 	}
 }
 
-func compileRule(name string, r config.Rule) (*rule, error) {
+func compileRule(at entry, r config.Rule) (*rule, error) {
+	name := at.String()
 	v := Verdict(r.Decision)
 	switch v {
 	case Allow, Ask, Deny:
@@ -94,7 +96,7 @@ func compileRule(name string, r config.Rule) (*rule, error) {
 	if tool == "" {
 		tool = "*"
 	}
-	cr := &rule{name: name, server: compileName(server), tool: compileName(tool), verdict: v}
+	cr := &rule{at: at, name: name, server: compileName(server), tool: compileName(tool), verdict: v}
 	for i, a := range r.Args {
 		c, err := compileConstraint(fmt.Sprintf("args[%d]", i), a)
 		if err != nil {

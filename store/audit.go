@@ -19,11 +19,14 @@ const (
 	EventApprovalRequested = "approval_requested"
 	EventApprovalGranted   = "approval_granted"
 	EventApprovalDenied    = "approval_denied"
+	EventApprovalUsed      = "approval_used"
 	EventCallSent          = "call_sent"
 	EventResult            = "result"
 	EventArtifactStored    = "artifact_stored"
 	EventCloseFailed       = "close_failed"
 	EventRecoveryResolved  = "recovery_resolved"
+	EventHealth            = "health"
+	EventPolicyWarning     = "policy_warning"
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

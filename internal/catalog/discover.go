@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -121,10 +122,15 @@ func Discover(ctx context.Context, srv *config.Server, l Lister, lim Limits) ([]
 	}
 	if !srv.AllowsAll() {
 		var missing []string
+		advertised := slices.Collect(maps.Keys(seen))
 		for _, name := range srv.AllowedTools {
-			if !seen[name] {
-				missing = append(missing, name)
+			if seen[name] {
+				continue
 			}
+			if s := config.Suggest(name, advertised); s != "" {
+				name = fmt.Sprintf("%s (did you mean %q?)", name, s)
+			}
+			missing = append(missing, name)
 		}
 		if len(missing) > 0 {
 			return bad("allowed_tools names tools the server does not have: %s", strings.Join(missing, ", "))

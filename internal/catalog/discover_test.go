@@ -114,6 +114,7 @@ func TestDiscoverRejects(t *testing.T) {
 		{"catalog size", pages{"": {Tools: many}}, []string{"t1"}, Limits{MaxTools: 10}, "more than 10 tools (limits.max_tools)"},
 		{"duplicate names", pages{"": {Tools: []*mcp.Tool{tool("a")}, NextCursor: "2"}, "2": {Tools: []*mcp.Tool{tool("a")}}}, []string{"*"}, Limits{}, `two tools named "a"`},
 		{"allowed tool missing", pages{"": {Tools: []*mcp.Tool{tool("a")}}}, []string{"a", "zap"}, Limits{}, "does not have: zap"},
+		{"allowed tool misspelt", pages{"": {Tools: []*mcp.Tool{tool("read_file"), tool("write_file")}}}, []string{"raed_file", "write_file", "zap"}, Limits{}, `does not have: raed_file (did you mean "read_file"?), zap`},
 		{"input schema not an object", pages{"": {Tools: []*mcp.Tool{bad(map[string]any{"type": "string"})}}}, []string{"*"}, Limits{}, `tool "bad": inputSchema`},
 		{"input schema does not compile", pages{"": {Tools: []*mcp.Tool{bad(map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": 7}}})}}}, []string{"*"}, Limits{}, `tool "bad": inputSchema`},
 		{"external ref", pages{"": {Tools: []*mcp.Tool{bad(map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "https://example.com/s.json"}}})}}}, []string{"*"}, Limits{}, `tool "bad": inputSchema`},

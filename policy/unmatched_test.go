@@ -1,0 +1,80 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock/config"
+)
+
+// TestUnmatched: entries that name no tool of a ready server are reported
+// with their file:line and a suggestion; entries that match, patterns
+// that guard every server, and entries about servers whose tools are
+// unknown are not.
+func TestUnmatched(t *testing.T) {
+	const yaml = serversYAML + `policy:
+  tools:
+    - {server: fs, tool: read_fil, effect: read}
+    - {server: fs, tool: read_file, effect: read}
+    - {server: gh, tool: create_isue, effect: write}
+  rules:
+    - {server: fs, tool: raed_file, decision: deny}
+    - {server: "*", tool: fs__write_file, decision: ask}
+    - {server: "*", tool: delete_*, decision: deny}
+    - {server: fs, tool: wirte_*, decision: ask}
+    - {server: fs, tool: list_*, decision: allow}
+    - {server: "*", tool: wrte_file, decision: deny}
+audit:
+  record_values: [fs__read_file, read_file, fs__nope, gh__create_issue, "web__x"]
+`
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "airlock.yaml"), []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(yaml), "airlock.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(&cfg.Policy, cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := Catalog{
+		Ready:    []string{"fs", "web"},
+		NotReady: []string{"gh"},
+		Tools: []CatalogTool{
+			{Server: "fs", Name: "fs__read_file", Remote: "read_file"},
+			{Server: "fs", Name: "fs__write_file", Remote: "write_file"},
+			{Server: "fs", Name: "fs__list_dir", Remote: "list_dir"},
+		},
+	}
+	got := p.Unmatched(cat, cfg.Audit)
+	want := []Warning{
+		{Entry: "policy.tools[0]", Source: "airlock.yaml:7",
+			Msg: `policy.tools[0] (airlock.yaml:7): server fs has no tool "read_fil" in the catalog, so this entry classifies nothing; did you mean "read_file"?`},
+		{Entry: "policy.rules[0]", Source: "airlock.yaml:11",
+			Msg: `policy.rules[0] (airlock.yaml:11): no tool named "raed_file" on server fs, so this rule never applies; did you mean "read_file"?`},
+		{Entry: "policy.rules[3]", Source: "airlock.yaml:14",
+			Msg: `policy.rules[3] (airlock.yaml:14): "wirte_*" matches none of the 3 tools of server fs, so this rule never applies`},
+		{Entry: "policy.rules[5]", Source: "airlock.yaml:16",
+			Msg: `policy.rules[5] (airlock.yaml:16): no tool named "wrte_file" on the ready servers it names (fs, web), so this rule never applies; did you mean "write_file"? (not checked: gh, not ready)`},
+		{Entry: "audit.record_values[1]", Source: "airlock.yaml:18",
+			Msg: `audit.record_values[1] (airlock.yaml:18): no tool named "read_file" in the catalog, so no values are recorded for it; "read_file" is what server fs calls it: its local name is "fs__read_file"`},
+		{Entry: "audit.record_values[2]", Source: "airlock.yaml:18",
+			Msg: `audit.record_values[2] (airlock.yaml:18): no tool named "fs__nope" in the catalog, so no values are recorded for it`},
+		{Entry: "audit.record_values[4]", Source: "airlock.yaml:18",
+			Msg: `audit.record_values[4] (airlock.yaml:18): no tool named "web__x" in the catalog, so no values are recorded for it`},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Unmatched (-want +got):\n%s", diff)
+	}
+
+	// Everything matches once the names are right.
+	var nilPolicy *Policy
+	if got := nilPolicy.Unmatched(cat, config.Audit{RecordValues: []string{"*"}}); len(got) != 0 {
+		t.Errorf("the default policy: %v", got)
+	}
+}
