@@ -1,28 +1,12 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/airlockhq/airlock"
 )
-
-func (e *env) taskCmd(args []string) error {
-	if len(args) == 0 {
-		return usageError("task needs a subcommand: open ID, list, or close ID")
-	}
-	switch args[0] {
-	case "open":
-		return e.taskOpen(args[1:])
-	case "list":
-		return e.taskList(args[1:])
-	case "close":
-		return e.taskClose(args[1:])
-	}
-	return usageError("unknown task subcommand %q: use open ID, list, or close ID", args[0])
-}
 
 type taskJSON struct {
 	ID        string  `json:"id"`
@@ -43,39 +27,25 @@ func taskOutput(t airlock.TaskInfo) taskJSON {
 	return out
 }
 
-func (e *env) taskOpen(args []string) error {
-	var (
-		c          common
-		repo, base string
-	)
-	fs := flag.NewFlagSet("task open", flag.ContinueOnError)
-	c.register(fs)
-	fs.StringVar(&repo, "repo", "", "a directory in the git repository (default: the working directory)")
-	fs.StringVar(&base, "base", "", "what the task's branch starts from (default: HEAD)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock task open ID [--repo DIR] [--base REF] [--json]")
-	}
-	if len(pos) != 1 {
-		return usageError("task open takes exactly one task id")
-	}
+func (e *env) taskOpen(o *options, pos []string) error {
+	repo := o.repo
 	if repo == "" {
 		repo = "."
 	}
-	h, _, err := e.openHost(&c)
+	h, _, err := e.openHost(&o.common)
 	if err != nil {
 		return err
 	}
 	s := &session{h: h}
 	defer e.closeSession(s)
-	task, err := h.OpenTask(e.ctx, pos[0], &airlock.TaskOptions{Repo: repo, Base: base})
+	task, err := h.OpenTask(e.ctx, pos[0], &airlock.TaskOptions{Repo: repo, Base: o.base})
 	if err != nil {
 		return taskError(err)
 	}
 	s.task = task
 	info := task.Info()
 	info.InUse = false
-	if c.json {
+	if o.json {
 		out := struct {
 			taskJSON
 			Servers []serverJSON `json:"servers"`
@@ -88,22 +58,12 @@ func (e *env) taskOpen(args []string) error {
 	return nil
 }
 
-func (e *env) taskList(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("task list", flag.ContinueOnError)
-	c.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock task list [--json]")
-	}
-	if len(pos) > 0 {
-		return usageError("task list takes no arguments")
-	}
-	cfg, err := e.loadConfig(&c)
+func (e *env) taskList(o *options, _ []string) error {
+	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return err
 	}
-	tasks, err := airlock.ListTasks(stateDir(&c, cfg))
+	tasks, err := airlock.ListTasks(stateDir(&o.common, cfg))
 	if err != nil {
 		return usageError("cannot list tasks: %v", err)
 	}
@@ -113,7 +73,7 @@ func (e *env) taskList(args []string) error {
 	for _, t := range tasks {
 		out.Tasks = append(out.Tasks, taskOutput(t))
 	}
-	if c.json {
+	if o.json {
 		return writeJSON(e.stdout, out)
 	}
 	printTasks(e.stdout, coloursFor(e.stdout), out.Tasks)
@@ -139,22 +99,12 @@ func printTasks(w io.Writer, col colours, tasks []taskJSON) {
 	table(w, col, rows)
 }
 
-func (e *env) taskClose(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("task close", flag.ContinueOnError)
-	c.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock task close ID [--json]")
-	}
-	if len(pos) != 1 {
-		return usageError("task close takes exactly one task id")
-	}
-	cfg, err := e.loadConfig(&c)
+func (e *env) taskClose(o *options, pos []string) error {
+	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return err
 	}
-	report, err := airlock.CloseTask(e.ctx, stateDir(&c, cfg), pos[0])
+	report, err := airlock.CloseTask(e.ctx, stateDir(&o.common, cfg), pos[0])
 	if report == nil {
 		return usageError("%v", err)
 	}
@@ -175,7 +125,7 @@ func (e *env) taskClose(args []string) error {
 	for _, s := range report.Steps {
 		out.Steps = append(out.Steps, stepJSON{s.Step, s.OK, s.Detail, s.Duration.Milliseconds()})
 	}
-	if c.json {
+	if o.json {
 		if werr := writeJSON(e.stdout, out); werr != nil {
 			return werr
 		}
