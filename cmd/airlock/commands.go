@@ -92,10 +92,7 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		unknown: "unknown approvals subcommand %q: use list, show ID, approve ID, or deny ID",
 		subs: []command{
 			{name: "list", usage: approvalsUsage,
-				flags: func(fs *flag.FlagSet, o *options) {
-					fs.BoolVar(&o.all, "all", false, "every request, not only pending ones")
-				},
-				run: inStore((*env).approvalsList)},
+				flags: allFlag("every request, not only pending ones"), run: inStore((*env).approvalsList)},
 			{name: "show", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
 				run: inStore((*env).approvalsShow)},
 			{name: "approve", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
@@ -109,10 +106,7 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		unknown: "unknown recovery subcommand %q: use list, show ID, or resolve ID",
 		subs: []command{
 			{name: "list", usage: recoveryUsage,
-				flags: func(fs *flag.FlagSet, o *options) {
-					fs.BoolVar(&o.all, "all", false, "every record of the journal, not only unresolved unknown outcomes")
-				},
-				run: inStore((*env).recoveryList)},
+				flags: allFlag("every record of the journal, not only unresolved unknown outcomes"), run: inStore((*env).recoveryList)},
 			{name: "show", usage: recoveryUsage, args: []string{"ID"}, takes: "exactly one record id",
 				run: inStore((*env).recoveryShow)},
 			{name: "resolve", usage: recoveryUsage, args: []string{"ID"}, takes: "exactly one record id",
@@ -163,6 +157,11 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 				run:   (*env).serveIssues},
 		}},
 }}
+
+// allFlag defines --all, for a list of more than what awaits a person.
+func allFlag(usage string) func(fs *flag.FlagSet, o *options) {
+	return func(fs *flag.FlagSet, o *options) { fs.BoolVar(&o.all, "all", false, usage) }
+}
 
 // noteFlag defines --note, the person's words for the audit trail.
 func noteFlag(usage string) func(fs *flag.FlagSet, o *options) {

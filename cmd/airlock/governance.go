@@ -47,6 +47,15 @@ func storeError(err error) error {
 	return &exitError{code: exitServer, msg: err.Error()}
 }
 
+var approvalsListing = listing[store.Approval]{
+	key:    "approvals",
+	none:   "No approval requests are pending.",
+	header: []string{"ID", "STATUS", "SERVER", "TOOL", "EXPIRES"},
+	row: func(a store.Approval) []string {
+		return []string{a.ID, string(a.Status), a.Server, a.Tool, a.ExpiresAt.Local().Format(time.DateTime)}
+	},
+}
+
 func (e *env) approvalsList(st store.Store, o *options, _ []string) error {
 	f := store.ApprovalFilter{Status: store.ApprovalPending}
 	if o.all {
@@ -56,22 +65,7 @@ func (e *env) approvalsList(st store.Store, o *options, _ []string) error {
 	if err != nil {
 		return storeError(err)
 	}
-	if list == nil {
-		list = []store.Approval{}
-	}
-	if o.json {
-		return writeJSON(e.stdout, map[string]any{"approvals": list})
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(e.stdout, "No approval requests are pending.")
-		return nil
-	}
-	rows := [][]string{{"ID", "STATUS", "SERVER", "TOOL", "EXPIRES"}}
-	for _, a := range list {
-		rows = append(rows, []string{a.ID, string(a.Status), a.Server, a.Tool, a.ExpiresAt.Local().Format(time.DateTime)})
-	}
-	table(e.stdout, coloursFor(e.stdout), rows)
-	return nil
+	return approvalsListing.print(e.stdout, o.json, list)
 }
 
 func (e *env) approvalsShow(st store.Store, o *options, pos []string) error {
@@ -112,31 +106,25 @@ func (e *env) decide(st store.Store, o *options, id string, grant bool) error {
 	return nil
 }
 
+var recordsListing = listing[store.Record]{
+	key:    "records",
+	none:   "No calls have an unknown outcome.",
+	header: []string{"ID", "STATUS", "SERVER", "TOOL", "CREATED", "RESOLVED"},
+	row: func(r store.Record) []string {
+		resolved := "no"
+		if r.Resolved {
+			resolved = string(r.Resolution)
+		}
+		return []string{r.ID, string(r.Status), r.Server, r.Tool, r.CreatedAt.Local().Format(time.DateTime), resolved}
+	},
+}
+
 func (e *env) recoveryList(st store.Store, o *options, _ []string) error {
 	recs, err := st.Journal().Records(e.ctx, store.RecordFilter{All: o.all})
 	if err != nil {
 		return storeError(err)
 	}
-	if recs == nil {
-		recs = []store.Record{}
-	}
-	if o.json {
-		return writeJSON(e.stdout, map[string]any{"records": recs})
-	}
-	if len(recs) == 0 {
-		fmt.Fprintln(e.stdout, "No calls have an unknown outcome.")
-		return nil
-	}
-	rows := [][]string{{"ID", "STATUS", "SERVER", "TOOL", "CREATED", "RESOLVED"}}
-	for _, r := range recs {
-		resolved := "no"
-		if r.Resolved {
-			resolved = string(r.Resolution)
-		}
-		rows = append(rows, []string{r.ID, string(r.Status), r.Server, r.Tool, r.CreatedAt.Local().Format(time.DateTime), resolved})
-	}
-	table(e.stdout, coloursFor(e.stdout), rows)
-	return nil
+	return recordsListing.print(e.stdout, o.json, recs)
 }
 
 func (e *env) recoveryShow(st store.Store, o *options, pos []string) error {

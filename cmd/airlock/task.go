@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -67,26 +66,18 @@ func (e *env) taskList(o *options, _ []string) error {
 	if err != nil {
 		return usageError("cannot list tasks: %v", err)
 	}
-	out := struct {
-		Tasks []taskJSON `json:"tasks"`
-	}{Tasks: []taskJSON{}}
+	out := make([]taskJSON, 0, len(tasks))
 	for _, t := range tasks {
-		out.Tasks = append(out.Tasks, taskOutput(t))
+		out = append(out, taskOutput(t))
 	}
-	if o.json {
-		return writeJSON(e.stdout, out)
-	}
-	printTasks(e.stdout, coloursFor(e.stdout), out.Tasks)
-	return nil
+	return tasksListing.print(e.stdout, o.json, out)
 }
 
-func printTasks(w io.Writer, col colours, tasks []taskJSON) {
-	if len(tasks) == 0 {
-		fmt.Fprintln(w, "No tasks are open.")
-		return
-	}
-	rows := [][]string{{"TASK", "STATUS", "IN USE", "CREATED", "WORKTREE"}}
-	for _, t := range tasks {
+var tasksListing = listing[taskJSON]{
+	key:    "tasks",
+	none:   "No tasks are open.",
+	header: []string{"TASK", "STATUS", "IN USE", "CREATED", "WORKTREE"},
+	row: func(t taskJSON) []string {
 		inUse, created := "no", "-"
 		if t.InUse {
 			inUse = "yes"
@@ -94,9 +85,8 @@ func printTasks(w io.Writer, col colours, tasks []taskJSON) {
 		if t.CreatedAt != nil {
 			created = *t.CreatedAt
 		}
-		rows = append(rows, []string{t.ID, t.Status, inUse, created, t.Worktree})
-	}
-	table(w, col, rows)
+		return []string{t.ID, t.Status, inUse, created, t.Worktree}
+	},
 }
 
 func (e *env) taskClose(o *options, pos []string) error {
