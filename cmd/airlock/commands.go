@@ -17,9 +17,10 @@ type command struct {
 	name  string
 	usage string // what -h prints after "usage: "
 
-	// args are the names of the positionals; "[NAME]" is optional. A
-	// command given another number is told that it takes takes ("no
-	// arguments" when empty), and what got adds.
+	// args names the positionals; "[NAME]" is optional. Given another
+	// number, the command's usage error is "PATH takes " + takes (default
+	// "no arguments"), and got says what it adds: `call takes exactly one
+	// tool name (see airlock tools), got 2 arguments`.
 	args  []string
 	takes string
 	got   gotForm
@@ -55,8 +56,8 @@ const (
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
 )
 
-// commands is the command table: every command of the CLI but help and
-// version.
+// commands is the command table, the group of every command of the CLI
+// but help and version.
 var commands = command{unknown: "unknown command %q; run airlock help", subs: []command{
 	{name: "tools", usage: "airlock tools [--json] [--task ID] [--config FILE] [--state DIR]",
 		task: true, got: gotFirst, run: (*env).tools},
