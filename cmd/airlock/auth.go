@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/oauth"
 )
-
-const authUsage = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
 
 // authStatusJSON is one line of `airlock auth status --json`: it says
 // whether the person is logged in, never what the token is.
@@ -31,69 +28,61 @@ type authStatusJSON struct {
 	Error        *string  `json:"error"`
 }
 
-// auth runs `airlock auth login|status|logout`: the logins of the
-// configuration's OAuth servers for the tenant and user of tenancy:. It
-// starts no server.
-func (e *env) auth(args []string) error {
-	if len(args) == 0 {
-		return usageError("auth needs a subcommand: login SERVER, status [SERVER] or logout SERVER")
-	}
-	var (
-		c         common
-		noBrowser bool
-	)
-	sub := args[0]
-	fs := flag.NewFlagSet("auth "+sub, flag.ContinueOnError)
-	c.register(fs)
-	switch sub {
-	case "login":
-		fs.BoolVar(&noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
-	case "status", "logout":
-	default:
-		return usageError("unknown auth subcommand %q: use login SERVER, status [SERVER] or logout SERVER", sub)
-	}
-	pos, err := parseFlags(fs, args[1:])
+// credentials opens the logins of the configuration's OAuth servers for
+// the tenant and user of tenancy:, for `airlock auth login|status|logout`.
+// It starts no server.
+func (e *env) credentials(o *options) (*airlock.Credentials, error) {
+	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
-		return e.help(err, authUsage)
+		return nil, err
 	}
-	switch {
-	case sub == "status" && len(pos) > 1:
-		return usageError("auth status takes at most one server id, got %d arguments", len(pos))
-	case sub != "status" && len(pos) != 1:
-		return usageError("auth %s takes exactly one server id: airlock auth %s SERVER", sub, sub)
-	}
-	cfg, err := e.loadConfig(&c)
+	return airlock.OpenCredentials(cfg, &airlock.Options{
+		StateDir: stateDir(&o.common, cfg),
+		Auth:     airlock.AuthOptions{Open: oauth.Opener(e.stderr, o.noBrowser)},
+	}), nil
+}
+
+func (e *env) authLogin(o *options, pos []string) error {
+	creds, err := e.credentials(o)
 	if err != nil {
 		return err
 	}
-	creds := airlock.OpenCredentials(cfg, &airlock.Options{
-		StateDir: stateDir(&c, cfg),
-		Auth:     airlock.AuthOptions{Open: oauth.Opener(e.stderr, noBrowser)},
-	})
 	who := creds.Principal()
-
-	switch sub {
-	case "login":
-		fmt.Fprintf(e.stderr, "airlock: logging in to %s as %s/%s; waiting for the browser…\n", pos[0], who.Tenant, who.User)
-		st, err := creds.Login(e.ctx, pos[0])
-		if err != nil {
-			return authFailure(err)
-		}
-		if c.json {
-			return writeJSON(e.stdout, statusJSON(st, who, nil))
-		}
-		fmt.Fprintf(e.stdout, "logged in to %s (issuer %s, scopes %s)\n", st.Server, st.Issuer, strings.Join(st.Scopes, " "))
-		return nil
-	case "logout":
-		if err := creds.Logout(e.ctx, pos[0]); err != nil {
-			return authFailure(err)
-		}
-		if !c.json {
-			fmt.Fprintf(e.stdout, "logged out of %s; its tokens were deleted from this machine\n", pos[0])
-		}
-		return nil
+	fmt.Fprintf(e.stderr, "airlock: logging in to %s as %s/%s; waiting for the browser…\n", pos[0], who.Tenant, who.User)
+	st, err := creds.Login(e.ctx, pos[0])
+	if err != nil {
+		return authFailure(err)
 	}
+	if o.json {
+		return writeJSON(e.stdout, statusJSON(st, who, nil))
+	}
+	fmt.Fprintf(e.stdout, "logged in to %s (issuer %s, scopes %s)\n", st.Server, st.Issuer, strings.Join(st.Scopes, " "))
+	return nil
+}
 
+func (e *env) authLogout(o *options, pos []string) error {
+	creds, err := e.credentials(o)
+	if err != nil {
+		return err
+	}
+	if err := creds.Logout(e.ctx, pos[0]); err != nil {
+		return authFailure(err)
+	}
+	if !o.json {
+		fmt.Fprintf(e.stdout, "logged out of %s; its tokens were deleted from this machine\n", pos[0])
+	}
+	return nil
+}
+
+// authStatus reports the logins of the server named, or of every OAuth
+// server. It exits 3 when a status could not be read, else 6 when a server
+// is not logged in or its login expired for good.
+func (e *env) authStatus(o *options, pos []string) error {
+	creds, err := e.credentials(o)
+	if err != nil {
+		return err
+	}
+	who := creds.Principal()
 	ids := creds.Servers()
 	if len(pos) == 1 {
 		ids = pos
@@ -117,7 +106,7 @@ func (e *env) auth(args []string) error {
 		}
 		out = append(out, j)
 	}
-	if c.json {
+	if o.json {
 		if out == nil {
 			out = []authStatusJSON{}
 		}

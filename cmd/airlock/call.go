@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,34 +9,19 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-func (e *env) call(args []string) error {
-	var (
-		c       common
-		argsArg string
-	)
-	fs := flag.NewFlagSet("call", flag.ContinueOnError)
-	c.register(fs)
-	c.registerTask(fs)
-	fs.StringVar(&argsArg, "args", "", "arguments: JSON text, @FILE, or - for stdin")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock call NAME [--args JSON|@FILE|-] [--json] [--task ID] [--config FILE] [--state DIR]")
-	}
-	if len(pos) != 1 {
-		return usageError("call takes exactly one tool name (see airlock tools), got %d arguments", len(pos))
-	}
-	raw, err := e.readArgs(argsArg)
+func (e *env) call(o *options, pos []string) error {
+	raw, err := e.readArgs(o.callArgs)
 	if err != nil {
 		return err
 	}
-	s, err := e.openSession(&c)
+	s, err := e.openSession(&o.common)
 	if err != nil {
 		return err
 	}
 	defer e.closeSession(s)
 
 	r := s.h.Call(e.ctx, s.Snapshot(), airlock.Call{Name: pos[0], Arguments: raw})
-	if c.json {
+	if o.json {
 		if err := writeJSON(e.stdout, callOutput(r)); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"strings"
+	"time"
 )
 
 // common are the flags every host command takes.
@@ -15,6 +16,24 @@ type common struct {
 	json    bool
 	verbose bool
 	task    string
+}
+
+// options are the flags of one command line: the host flags, and those of
+// the command, which reads only the ones it defines (see the command table).
+type options struct {
+	common
+
+	callArgs       string        // call --args
+	repo, base     string        // task open
+	all            bool          // approvals list, recovery list
+	note           string        // approvals approve and deny, recovery resolve
+	outcome        string        // recovery resolve
+	since          time.Duration // audit
+	limit          int           // audit
+	noBrowser      bool          // auth login
+	root           string        // server workspace
+	allowHardLinks bool          // server workspace
+	issues         issuesFlags   // server issues
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os/user"
@@ -48,82 +47,55 @@ func storeError(err error) error {
 	return &exitError{code: exitServer, msg: err.Error()}
 }
 
-func (e *env) approvals(args []string) error {
-	if len(args) == 0 {
-		return usageError("approvals needs a subcommand: list, show ID, approve ID, or deny ID")
+var approvalsListing = listing[store.Approval]{
+	key:    "approvals",
+	none:   "No approval requests are pending.",
+	header: []string{"ID", "STATUS", "SERVER", "TOOL", "EXPIRES"},
+	row: func(a store.Approval) []string {
+		return []string{a.ID, string(a.Status), a.Server, a.Tool, a.ExpiresAt.Local().Format(time.DateTime)}
+	},
+}
+
+func (e *env) approvalsList(st store.Store, o *options, _ []string) error {
+	f := store.ApprovalFilter{Status: store.ApprovalPending}
+	if o.all {
+		f.Status = ""
 	}
-	var (
-		c    common
-		all  bool
-		note string
-	)
-	sub := args[0]
-	fs := flag.NewFlagSet("approvals "+sub, flag.ContinueOnError)
-	c.register(fs)
-	switch sub {
-	case "list":
-		fs.BoolVar(&all, "all", false, "every request, not only pending ones")
-	case "approve", "deny":
-		fs.StringVar(&note, "note", "", "why, for the audit trail")
-	case "show":
-	default:
-		return usageError("unknown approvals subcommand %q: use list, show ID, approve ID, or deny ID", sub)
-	}
-	pos, err := parseFlags(fs, args[1:])
+	list, err := st.Approvals().List(e.ctx, f)
 	if err != nil {
-		return e.help(err, "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT]")
-	}
-	if (sub == "list") != (len(pos) == 0) || len(pos) > 1 {
-		return usageError("approvals %s takes %s", sub, map[bool]string{true: "no arguments", false: "exactly one approval id"}[sub == "list"])
-	}
-	st, err := e.openStore(&c)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	switch sub {
-	case "list":
-		f := store.ApprovalFilter{Status: store.ApprovalPending}
-		if all {
-			f.Status = ""
-		}
-		list, err := st.Approvals().List(e.ctx, f)
-		if err != nil {
-			return storeError(err)
-		}
-		if list == nil {
-			list = []store.Approval{}
-		}
-		if c.json {
-			return writeJSON(e.stdout, map[string]any{"approvals": list})
-		}
-		if len(list) == 0 {
-			fmt.Fprintln(e.stdout, "No approval requests are pending.")
-			return nil
-		}
-		rows := [][]string{{"ID", "STATUS", "SERVER", "TOOL", "EXPIRES"}}
-		for _, a := range list {
-			rows = append(rows, []string{a.ID, string(a.Status), a.Server, a.Tool, a.ExpiresAt.Local().Format(time.DateTime)})
-		}
-		table(e.stdout, coloursFor(e.stdout), rows)
-		return nil
-	case "show":
-		a, err := st.Approvals().Get(e.ctx, pos[0])
-		if err != nil {
-			return storeError(err)
-		}
-		if c.json {
-			return writeJSON(e.stdout, a)
-		}
-		fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n\n%s\n", a.ID, a.Status, a.Tool, a.Server, a.ExpiresAt.Local().Format(time.DateTime), a.Summary)
-		return nil
-	}
-	grant := sub == "approve"
-	if err := airlock.DecideApproval(e.ctx, st, pos[0], grant, whoami(), note); err != nil {
 		return storeError(err)
 	}
-	a, _ := st.Approvals().Get(e.ctx, pos[0])
-	if c.json {
+	return approvalsListing.print(e.stdout, o.json, list)
+}
+
+func (e *env) approvalsShow(st store.Store, o *options, pos []string) error {
+	a, err := st.Approvals().Get(e.ctx, pos[0])
+	if err != nil {
+		return storeError(err)
+	}
+	if o.json {
+		return writeJSON(e.stdout, a)
+	}
+	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n\n%s\n", a.ID, a.Status, a.Tool, a.Server, a.ExpiresAt.Local().Format(time.DateTime), a.Summary)
+	return nil
+}
+
+func (e *env) approve(st store.Store, o *options, pos []string) error {
+	return e.decide(st, o, pos[0], true)
+}
+
+func (e *env) deny(st store.Store, o *options, pos []string) error {
+	return e.decide(st, o, pos[0], false)
+}
+
+// decide grants or denies an approval request in the name of the user
+// running the command.
+func (e *env) decide(st store.Store, o *options, id string, grant bool) error {
+	if err := airlock.DecideApproval(e.ctx, st, id, grant, whoami(), o.note); err != nil {
+		return storeError(err)
+	}
+	a, _ := st.Approvals().Get(e.ctx, id)
+	if o.json {
 		return writeJSON(e.stdout, a)
 	}
 	if grant {
@@ -134,85 +106,54 @@ func (e *env) approvals(args []string) error {
 	return nil
 }
 
-func (e *env) recovery(args []string) error {
-	if len(args) == 0 {
-		return usageError("recovery needs a subcommand: list, show ID, or resolve ID --outcome applied|not-applied")
-	}
-	var (
-		c             common
-		all           bool
-		outcome, note string
-	)
-	sub := args[0]
-	fs := flag.NewFlagSet("recovery "+sub, flag.ContinueOnError)
-	c.register(fs)
-	switch sub {
-	case "list":
-		fs.BoolVar(&all, "all", false, "every record of the journal, not only unresolved unknown outcomes")
-	case "resolve":
-		fs.StringVar(&outcome, "outcome", "", "what you found: applied or not-applied")
-		fs.StringVar(&note, "note", "", "how you found out, for the audit trail")
-	case "show":
-	default:
-		return usageError("unknown recovery subcommand %q: use list, show ID, or resolve ID", sub)
-	}
-	pos, err := parseFlags(fs, args[1:])
+var recordsListing = listing[store.Record]{
+	key:    "records",
+	none:   "No calls have an unknown outcome.",
+	header: []string{"ID", "STATUS", "SERVER", "TOOL", "CREATED", "RESOLVED"},
+	row: func(r store.Record) []string {
+		resolved := "no"
+		if r.Resolved {
+			resolved = string(r.Resolution)
+		}
+		return []string{r.ID, string(r.Status), r.Server, r.Tool, r.CreatedAt.Local().Format(time.DateTime), resolved}
+	},
+}
+
+func (e *env) recoveryList(st store.Store, o *options, _ []string) error {
+	recs, err := st.Journal().Records(e.ctx, store.RecordFilter{All: o.all})
 	if err != nil {
-		return e.help(err, "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT]")
+		return storeError(err)
 	}
-	if (sub == "list") != (len(pos) == 0) || len(pos) > 1 {
-		return usageError("recovery %s takes %s", sub, map[bool]string{true: "no arguments", false: "exactly one record id"}[sub == "list"])
+	return recordsListing.print(e.stdout, o.json, recs)
+}
+
+func (e *env) recoveryShow(st store.Store, o *options, pos []string) error {
+	r, err := st.Journal().Get(e.ctx, pos[0])
+	if err != nil {
+		return storeError(err)
 	}
-	if sub == "resolve" && !store.Resolution(outcome).Valid() {
+	if o.json {
+		return writeJSON(e.stdout, r)
+	}
+	printRecord(e.stdout, r)
+	return nil
+}
+
+func (e *env) recoveryResolve(o *options, pos []string) error {
+	if !store.Resolution(o.outcome).Valid() {
 		return usageError("recovery resolve needs --outcome applied or --outcome not-applied: check whether the call took effect first")
 	}
-	st, err := e.openStore(&c)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	switch sub {
-	case "list":
-		recs, err := st.Journal().Records(e.ctx, store.RecordFilter{All: all})
-		if err != nil {
-			return storeError(err)
-		}
-		if recs == nil {
-			recs = []store.Record{}
-		}
-		if c.json {
-			return writeJSON(e.stdout, map[string]any{"records": recs})
-		}
-		if len(recs) == 0 {
-			fmt.Fprintln(e.stdout, "No calls have an unknown outcome.")
-			return nil
-		}
-		rows := [][]string{{"ID", "STATUS", "SERVER", "TOOL", "CREATED", "RESOLVED"}}
-		for _, r := range recs {
-			resolved := "no"
-			if r.Resolved {
-				resolved = string(r.Resolution)
-			}
-			rows = append(rows, []string{r.ID, string(r.Status), r.Server, r.Tool, r.CreatedAt.Local().Format(time.DateTime), resolved})
-		}
-		table(e.stdout, coloursFor(e.stdout), rows)
-		return nil
-	case "show":
-		r, err := st.Journal().Get(e.ctx, pos[0])
-		if err != nil {
-			return storeError(err)
-		}
-		if c.json {
-			return writeJSON(e.stdout, r)
-		}
-		printRecord(e.stdout, r)
-		return nil
-	}
-	if err := airlock.ResolveRecovery(e.ctx, st, pos[0], store.Resolution(outcome), note, whoami()); err != nil {
+	return inStore((*env).resolve)(e, o, pos)
+}
+
+// resolve records what a person found out about a call whose outcome was
+// unknown.
+func (e *env) resolve(st store.Store, o *options, pos []string) error {
+	if err := airlock.ResolveRecovery(e.ctx, st, pos[0], store.Resolution(o.outcome), o.note, whoami()); err != nil {
 		return storeError(err)
 	}
 	r, _ := st.Journal().Get(e.ctx, pos[0])
-	if c.json {
+	if o.json {
 		return writeJSON(e.stdout, r)
 	}
 	fmt.Fprintf(e.stdout, "Resolved %s as %s.\n", r.ID, r.Resolution)
@@ -232,37 +173,21 @@ func printRecord(w io.Writer, r store.Record) {
 	}
 }
 
-func (e *env) auditCmd(args []string) error {
-	var (
-		c     common
-		since time.Duration
-		limit int
-	)
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	c.register(fs)
-	fs.DurationVar(&since, "since", 24*time.Hour, "how far back, such as 30m or 48h")
-	fs.IntVar(&limit, "limit", 1000, "at most this many events, the oldest first")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock audit [--since DUR] [--limit N] [--json]")
-	}
-	if len(pos) > 0 {
-		return usageError("audit takes no arguments")
-	}
-	if since <= 0 || limit <= 0 {
+func (e *env) audit(o *options, _ []string) error {
+	if o.since <= 0 || o.limit <= 0 {
 		return usageError("--since and --limit must be positive")
 	}
-	st, err := e.openStore(&c)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	events, err := st.Audit().Events(e.ctx, time.Now().Add(-since), limit)
+	return inStore((*env).printAudit)(e, o, nil)
+}
+
+// printAudit prints the audit trail since --since, --limit events at most.
+func (e *env) printAudit(st store.Store, o *options, _ []string) error {
+	events, err := st.Audit().Events(e.ctx, time.Now().Add(-o.since), o.limit)
 	if err != nil {
 		return storeError(err)
 	}
 	for _, ev := range events {
-		if c.json {
+		if o.json {
 			if err := writeJSON(e.stdout, ev); err != nil {
 				return err
 			}

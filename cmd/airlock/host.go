@@ -146,10 +146,11 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if !c.json {
-		for _, n := range cfg.Notices() {
-			fmt.Fprintln(e.stderr, "airlock: "+n)
-		}
+	// Notices explain what the configuration leaves out (an mcpServers
+	// server without an allowlist exposes no tools); stderr carries them in
+	// --json mode too, where stdout stays pure JSON.
+	for _, n := range cfg.Notices() {
+		fmt.Fprintln(e.stderr, "airlock: "+n)
 	}
 	state := stateDir(c, cfg)
 	logger, closeLog, err := openLog(state, c.verbose, e.stderr)

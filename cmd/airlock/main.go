@@ -120,37 +120,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stderr, usage)
 		return exitCode(exitUsage)
 	}
-	env := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "tools":
-		return env.tools(rest)
-	case "call":
-		return env.call(rest)
-	case "shell":
-		return env.shell(rest)
-	case "status":
-		return env.status(rest)
-	case "server":
-		return env.server(rest)
-	case "task":
-		return env.taskCmd(rest)
-	case "approvals":
-		return env.approvals(rest)
-	case "recovery":
-		return env.recovery(rest)
-	case "audit":
-		return env.auditCmd(rest)
-	case "auth":
-		return env.auth(rest)
+	e := &env{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr}
+	switch args[0] {
 	case "version", "--version":
 		fmt.Fprintln(stdout, "airlock", version())
 		return nil
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
-	default:
-		return usageError("unknown command %q; run airlock help", cmd)
 	}
+	return e.dispatch(&commands, "", args)
 }
 
 // env is what every command runs with.

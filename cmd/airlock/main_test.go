@@ -277,6 +277,33 @@ func TestMCPServersJSON(t *testing.T) {
 	runCLI(t, dir, "", "approvals", "approve", id, "--config", ".mcp.json").want(t, 2)
 }
 
+// TestMCPServersJSONNoticeInJSONMode: a script that asks for JSON is told on
+// stderr, as a person is, why an mcpServers file exposes no tools, while
+// stdout stays one JSON object.
+func TestMCPServersJSONNoticeInJSONMode(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "servers.json"), string(servers))
+
+	r := runCLI(t, dir, "", "tools", "--json", "--config", "servers.json").want(t, 0)
+	out := decode(t, r.stdout)
+	if tools := out["tools"].([]any); len(tools) != 0 {
+		t.Errorf("tools = %v, want none without --allow", tools)
+	}
+	if !strings.Contains(r.stderr, "--allow w:TOOL") {
+		t.Errorf("stderr = %q, want it to say how to allow the server's tools", r.stderr)
+	}
+}
+
 func TestShellJSON(t *testing.T) {
 	dir := workdir(t)
 	input := strings.Join([]string{

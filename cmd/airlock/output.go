@@ -180,6 +180,35 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
+// A listing is how a list command prints its items: {key: [items]} in
+// --json mode, else a table with a row per item, or none when there are
+// none.
+type listing[T any] struct {
+	key    string
+	none   string
+	header []string
+	row    func(T) []string
+}
+
+func (l listing[T]) print(w io.Writer, asJSON bool, items []T) error {
+	if items == nil {
+		items = []T{}
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{l.key: items})
+	}
+	if len(items) == 0 {
+		fmt.Fprintln(w, l.none)
+		return nil
+	}
+	rows := [][]string{l.header}
+	for _, it := range items {
+		rows = append(rows, l.row(it))
+	}
+	table(w, coloursFor(w), rows)
+	return nil
+}
+
 // table writes aligned columns; the first row is the header.
 func table(w io.Writer, col colours, rows [][]string) {
 	if len(rows) == 0 {

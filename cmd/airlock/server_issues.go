@@ -25,86 +25,84 @@ const serveIssuesUsage = `airlock server issues --issuer URL --resource URL [--a
     [--jwks-url URL] [--introspection-url URL] [--algorithms ALG,…] [--clock-skew DURATION]
     [--max-body-bytes N] [--allow-insecure-http]`
 
+// issuesFlags are the flags of `airlock server issues`.
+type issuesFlags struct {
+	addr, issuer, resource, tenantClaim, data string
+	jwksURL, introspectionURL                 string
+	origins, algorithms                       listFlag
+	stateful, insecure                        bool
+	skew                                      time.Duration
+	maxBody                                   int64
+}
+
+func (f *issuesFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
+	fs.StringVar(&f.issuer, "issuer", "", "the authorization server that issues access tokens (required)")
+	fs.StringVar(&f.resource, "resource", "", "this server's resource identifier; tokens' aud must name it (required)")
+	fs.StringVar(&f.tenantClaim, "tenant-claim", "tenant", "the token claim that holds the caller's tenant")
+	fs.StringVar(&f.data, "data", issues.MemoryData, "SQLite database file, or :memory:")
+	fs.Var(&f.origins, "allowed-origins", "browser origins allowed to call the endpoint (comma-separated, repeatable)")
+	fs.BoolVar(&f.stateful, "stateful", false, "keep MCP sessions for clients that need server-to-client messages")
+	fs.StringVar(&f.jwksURL, "jwks-url", "", "the issuer's JWK Set (default: discovered from the issuer's metadata)")
+	fs.StringVar(&f.introspectionURL, "introspection-url", "", "check every token with this RFC 7662 endpoint; credentials from $"+envIntrospectionClientID+" and $"+envIntrospectionClientSecret)
+	fs.Var(&f.algorithms, "algorithms", "accepted signature algorithms (default: every asymmetric one)")
+	fs.DurationVar(&f.skew, "clock-skew", bearer.DefaultClockSkew, "tolerance for exp, nbf and iat (at most 5m)")
+	fs.Int64Var(&f.maxBody, "max-body-bytes", issues.DefaultMaxBodyBytes, "largest request body accepted")
+	fs.BoolVar(&f.insecure, "allow-insecure-http", false, "allow plain-http issuer, JWKS, introspection and resource URLs on hosts that are not loopback (tokens and keys then travel unprotected; never in production)")
+}
+
 // serveIssues serves the remote issue service over Streamable HTTP until
 // interrupted. Its structured log, including the bound address, goes to
 // stderr.
-func (e *env) serveIssues(args []string) error {
-	var (
-		addr, issuer, resource, tenantClaim, data string
-		jwksURL, introspectionURL                 string
-		origins, algorithms                       listFlag
-		stateful, insecure                        bool
-		skew                                      time.Duration
-		maxBody                                   int64
-	)
-	fs := flag.NewFlagSet("server issues", flag.ContinueOnError)
-	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port)")
-	fs.StringVar(&issuer, "issuer", "", "the authorization server that issues access tokens (required)")
-	fs.StringVar(&resource, "resource", "", "this server's resource identifier; tokens' aud must name it (required)")
-	fs.StringVar(&tenantClaim, "tenant-claim", "tenant", "the token claim that holds the caller's tenant")
-	fs.StringVar(&data, "data", issues.MemoryData, "SQLite database file, or :memory:")
-	fs.Var(&origins, "allowed-origins", "browser origins allowed to call the endpoint (comma-separated, repeatable)")
-	fs.BoolVar(&stateful, "stateful", false, "keep MCP sessions for clients that need server-to-client messages")
-	fs.StringVar(&jwksURL, "jwks-url", "", "the issuer's JWK Set (default: discovered from the issuer's metadata)")
-	fs.StringVar(&introspectionURL, "introspection-url", "", "check every token with this RFC 7662 endpoint; credentials from $"+envIntrospectionClientID+" and $"+envIntrospectionClientSecret)
-	fs.Var(&algorithms, "algorithms", "accepted signature algorithms (default: every asymmetric one)")
-	fs.DurationVar(&skew, "clock-skew", bearer.DefaultClockSkew, "tolerance for exp, nbf and iat (at most 5m)")
-	fs.Int64Var(&maxBody, "max-body-bytes", issues.DefaultMaxBodyBytes, "largest request body accepted")
-	fs.BoolVar(&insecure, "allow-insecure-http", false, "allow plain-http issuer, JWKS, introspection and resource URLs on hosts that are not loopback (tokens and keys then travel unprotected; never in production)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, serveIssuesUsage)
-	}
-	if len(pos) > 0 {
-		return usageError("server issues takes no arguments, got %q", pos[0])
-	}
+func (e *env) serveIssues(o *options, _ []string) error {
+	f := &o.issues
 	switch {
-	case issuer == "":
+	case f.issuer == "":
 		return usageError("server issues needs --issuer URL (the authorization server)")
-	case resource == "":
+	case f.resource == "":
 		return usageError("server issues needs --resource URL (this server's resource identifier)")
-	case tenantClaim == "":
+	case f.tenantClaim == "":
 		return usageError("--tenant-claim must not be empty: every issue belongs to a tenant")
-	case maxBody <= 0:
+	case f.maxBody <= 0:
 		return usageError("--max-body-bytes must be positive")
-	case skew <= 0:
+	case f.skew <= 0:
 		return usageError("--clock-skew must be positive")
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return usageError("--addr %q must be HOST:PORT", addr)
+	if _, _, err := net.SplitHostPort(f.addr); err != nil {
+		return usageError("--addr %q must be HOST:PORT", f.addr)
 	}
 
 	logger := slog.New(slog.NewJSONHandler(e.stderr, nil))
 	vopts := &bearer.Options{
-		JWKSURL:           jwksURL,
-		Algorithms:        algorithms,
-		ClockSkew:         skew,
-		TenantClaim:       tenantClaim,
-		AllowInsecureHTTP: insecure,
+		JWKSURL:           f.jwksURL,
+		Algorithms:        f.algorithms,
+		ClockSkew:         f.skew,
+		TenantClaim:       f.tenantClaim,
+		AllowInsecureHTTP: f.insecure,
 		Logger:            logger,
 	}
-	if introspectionURL != "" {
+	if f.introspectionURL != "" {
 		vopts.Introspection = &bearer.Introspection{
-			URL:          introspectionURL,
+			URL:          f.introspectionURL,
 			ClientID:     os.Getenv(envIntrospectionClientID),
 			ClientSecret: os.Getenv(envIntrospectionClientSecret),
 		}
 	} else if os.Getenv(envIntrospectionClientSecret) != "" {
 		return usageError("$%s is set but --introspection-url is not", envIntrospectionClientSecret)
 	}
-	verifier, err := bearer.NewVerifier(issuer, resource, vopts)
+	verifier, err := bearer.NewVerifier(f.issuer, f.resource, vopts)
 	if err != nil {
 		return usageError("%v", err)
 	}
-	if insecure {
+	if f.insecure {
 		logger.Warn("plain http to hosts that are not loopback is allowed (--allow-insecure-http)")
 	}
 
 	srv, err := issues.New(e.ctx, verifier, &issues.Options{
-		Data:           data,
-		AllowedOrigins: origins,
-		Stateful:       stateful,
-		MaxBodyBytes:   maxBody,
+		Data:           f.data,
+		AllowedOrigins: f.origins,
+		Stateful:       f.stateful,
+		MaxBodyBytes:   f.maxBody,
 		Logger:         logger,
 		Version:        version(),
 	})
@@ -113,13 +111,13 @@ func (e *env) serveIssues(args []string) error {
 	}
 	defer srv.Close()
 
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		var oe *net.OpError
 		if errors.As(err, &oe) {
 			err = oe.Err
 		}
-		return usageError("cannot listen on %s: %v", addr, err)
+		return usageError("cannot listen on %s: %v", f.addr, err)
 	}
 	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !bearer.IsLoopbackHost(host) {
 		logger.Warn("serving plain HTTP on an address that is not loopback; terminate TLS in front of this server")

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -32,29 +31,18 @@ const shellHelp = `commands, one per line:
 // maxShellLine bounds one input line: a call's arguments fit many times over.
 const maxShellLine = 64 << 20
 
-func (e *env) shell(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("shell", flag.ContinueOnError)
-	c.register(fs)
-	c.registerTask(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock shell [--json] [--task ID] [--config FILE] [--state DIR]")
-	}
-	if len(pos) > 0 {
-		return usageError("shell takes no arguments, got %q", pos[0])
-	}
+func (e *env) shell(o *options, _ []string) error {
 	lines := readLines(e.stdin)
 	// On a terminal, a person is at hand: calls that need approval ask
 	// right there, reading the answer from the same input.
-	if !c.json && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
+	if !o.json && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
 		ta := &terminalApprover{out: e.stdout, lines: lines}
 		e.approver = ta
 		// A remote server that wants more scopes during a call may get
 		// them, if the person here agrees and logs in in the browser.
 		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
 	}
-	sess, err := e.openSession(&c)
+	sess, err := e.openSession(&o.common)
 	if err != nil {
 		return err
 	}
@@ -67,7 +55,7 @@ func (e *env) shell(args []string) error {
 			sh.calls.Wait()
 			return e.ctx.Err()
 		case l, ok := <-lines:
-			if !ok || (l.err == nil && !sh.handle(l.text, c.json)) {
+			if !ok || (l.err == nil && !sh.handle(l.text, o.json)) {
 				sh.calls.Wait()
 				return nil
 			}

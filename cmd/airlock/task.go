@@ -1,28 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/airlockhq/airlock"
 )
-
-func (e *env) taskCmd(args []string) error {
-	if len(args) == 0 {
-		return usageError("task needs a subcommand: open ID, list, or close ID")
-	}
-	switch args[0] {
-	case "open":
-		return e.taskOpen(args[1:])
-	case "list":
-		return e.taskList(args[1:])
-	case "close":
-		return e.taskClose(args[1:])
-	}
-	return usageError("unknown task subcommand %q: use open ID, list, or close ID", args[0])
-}
 
 type taskJSON struct {
 	ID        string  `json:"id"`
@@ -43,39 +26,25 @@ func taskOutput(t airlock.TaskInfo) taskJSON {
 	return out
 }
 
-func (e *env) taskOpen(args []string) error {
-	var (
-		c          common
-		repo, base string
-	)
-	fs := flag.NewFlagSet("task open", flag.ContinueOnError)
-	c.register(fs)
-	fs.StringVar(&repo, "repo", "", "a directory in the git repository (default: the working directory)")
-	fs.StringVar(&base, "base", "", "what the task's branch starts from (default: HEAD)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock task open ID [--repo DIR] [--base REF] [--json]")
-	}
-	if len(pos) != 1 {
-		return usageError("task open takes exactly one task id")
-	}
+func (e *env) taskOpen(o *options, pos []string) error {
+	repo := o.repo
 	if repo == "" {
 		repo = "."
 	}
-	h, _, err := e.openHost(&c)
+	h, _, err := e.openHost(&o.common)
 	if err != nil {
 		return err
 	}
 	s := &session{h: h}
 	defer e.closeSession(s)
-	task, err := h.OpenTask(e.ctx, pos[0], &airlock.TaskOptions{Repo: repo, Base: base})
+	task, err := h.OpenTask(e.ctx, pos[0], &airlock.TaskOptions{Repo: repo, Base: o.base})
 	if err != nil {
 		return taskError(err)
 	}
 	s.task = task
 	info := task.Info()
 	info.InUse = false
-	if c.json {
+	if o.json {
 		out := struct {
 			taskJSON
 			Servers []serverJSON `json:"servers"`
@@ -88,45 +57,27 @@ func (e *env) taskOpen(args []string) error {
 	return nil
 }
 
-func (e *env) taskList(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("task list", flag.ContinueOnError)
-	c.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock task list [--json]")
-	}
-	if len(pos) > 0 {
-		return usageError("task list takes no arguments")
-	}
-	cfg, err := e.loadConfig(&c)
+func (e *env) taskList(o *options, _ []string) error {
+	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return err
 	}
-	tasks, err := airlock.ListTasks(stateDir(&c, cfg))
+	tasks, err := airlock.ListTasks(stateDir(&o.common, cfg))
 	if err != nil {
 		return usageError("cannot list tasks: %v", err)
 	}
-	out := struct {
-		Tasks []taskJSON `json:"tasks"`
-	}{Tasks: []taskJSON{}}
+	out := make([]taskJSON, 0, len(tasks))
 	for _, t := range tasks {
-		out.Tasks = append(out.Tasks, taskOutput(t))
+		out = append(out, taskOutput(t))
 	}
-	if c.json {
-		return writeJSON(e.stdout, out)
-	}
-	printTasks(e.stdout, coloursFor(e.stdout), out.Tasks)
-	return nil
+	return tasksListing.print(e.stdout, o.json, out)
 }
 
-func printTasks(w io.Writer, col colours, tasks []taskJSON) {
-	if len(tasks) == 0 {
-		fmt.Fprintln(w, "No tasks are open.")
-		return
-	}
-	rows := [][]string{{"TASK", "STATUS", "IN USE", "CREATED", "WORKTREE"}}
-	for _, t := range tasks {
+var tasksListing = listing[taskJSON]{
+	key:    "tasks",
+	none:   "No tasks are open.",
+	header: []string{"TASK", "STATUS", "IN USE", "CREATED", "WORKTREE"},
+	row: func(t taskJSON) []string {
 		inUse, created := "no", "-"
 		if t.InUse {
 			inUse = "yes"
@@ -134,27 +85,16 @@ func printTasks(w io.Writer, col colours, tasks []taskJSON) {
 		if t.CreatedAt != nil {
 			created = *t.CreatedAt
 		}
-		rows = append(rows, []string{t.ID, t.Status, inUse, created, t.Worktree})
-	}
-	table(w, col, rows)
+		return []string{t.ID, t.Status, inUse, created, t.Worktree}
+	},
 }
 
-func (e *env) taskClose(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("task close", flag.ContinueOnError)
-	c.register(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock task close ID [--json]")
-	}
-	if len(pos) != 1 {
-		return usageError("task close takes exactly one task id")
-	}
-	cfg, err := e.loadConfig(&c)
+func (e *env) taskClose(o *options, pos []string) error {
+	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return err
 	}
-	report, err := airlock.CloseTask(e.ctx, stateDir(&c, cfg), pos[0])
+	report, err := airlock.CloseTask(e.ctx, stateDir(&o.common, cfg), pos[0])
 	if report == nil {
 		return usageError("%v", err)
 	}
@@ -175,7 +115,7 @@ func (e *env) taskClose(args []string) error {
 	for _, s := range report.Steps {
 		out.Steps = append(out.Steps, stepJSON{s.Step, s.OK, s.Detail, s.Duration.Milliseconds()})
 	}
-	if c.json {
+	if o.json {
 		if werr := writeJSON(e.stdout, out); werr != nil {
 			return werr
 		}

@@ -1,57 +1,34 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
 	"github.com/airlockhq/airlock"
 )
 
-func (e *env) tools(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	c.register(fs)
-	c.registerTask(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock tools [--json] [--task ID] [--config FILE] [--state DIR]")
-	}
-	if len(pos) > 0 {
-		return usageError("tools takes no arguments, got %q", pos[0])
-	}
-	s, err := e.openSession(&c)
-	if err != nil {
-		return err
-	}
-	defer e.closeSession(s)
-
-	servers := s.Servers()
-	if c.json {
-		if err := writeJSON(e.stdout, toolsOutput(s.Snapshot(), servers)); err != nil {
-			return err
-		}
-	} else {
-		printTools(e.stdout, coloursFor(e.stdout), s.Snapshot(), servers)
-		printFailures(e.stderr, servers)
-	}
-	return exitCode(serversExit(servers))
+func (e *env) tools(o *options, _ []string) error {
+	return e.reportServers(&o.common, func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any {
+		return toolsOutput(snap, servers)
+	}, printTools)
 }
 
-func (e *env) status(args []string) error {
-	var c common
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	c.register(fs)
-	c.registerTask(fs)
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return e.help(err, "airlock status [--json] [--task ID] [--config FILE] [--state DIR]")
-	}
-	if len(pos) > 0 {
-		return usageError("status takes no arguments, got %q", pos[0])
-	}
-	s, err := e.openSession(&c)
+func (e *env) status(o *options, _ []string) error {
+	return e.reportServers(&o.common, func(_ *airlock.Snapshot, servers []airlock.ServerStatus) any {
+		return map[string]any{"servers": statusOutput(servers)}
+	}, func(w io.Writer, col colours, _ *airlock.Snapshot, servers []airlock.ServerStatus) {
+		printStatus(w, col, servers)
+	})
+}
+
+// reportServers opens a session and reports its catalog and servers, as
+// JSON or as text (with each server's failure on stderr). It exits 3 when
+// any server failed, else 6 when one needs a login.
+func (e *env) reportServers(c *common,
+	asJSON func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any,
+	asText func(w io.Writer, col colours, snap *airlock.Snapshot, servers []airlock.ServerStatus),
+) error {
+	s, err := e.openSession(c)
 	if err != nil {
 		return err
 	}
@@ -59,11 +36,11 @@ func (e *env) status(args []string) error {
 
 	servers := s.Servers()
 	if c.json {
-		if err := writeJSON(e.stdout, map[string]any{"servers": statusOutput(servers)}); err != nil {
+		if err := writeJSON(e.stdout, asJSON(s.Snapshot(), servers)); err != nil {
 			return err
 		}
 	} else {
-		printStatus(e.stdout, coloursFor(e.stdout), servers)
+		asText(e.stdout, coloursFor(e.stdout), s.Snapshot(), servers)
 		printFailures(e.stderr, servers)
 	}
 	return exitCode(serversExit(servers))
@@ -117,13 +94,4 @@ func printFailures(w io.Writer, servers []airlock.ServerStatus) {
 			fmt.Fprintf(w, "\nairlock: %s\n", s.Err.Msg)
 		}
 	}
-}
-
-// help turns a flag.ErrHelp into the command's usage line.
-func (e *env) help(err error, line string) error {
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(e.stdout, "usage: "+line)
-		return nil
-	}
-	return err
 }

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// A command is one entry of the command table: what `airlock NAME …`
+// takes and what it runs. A group (task, approvals, …) has subcommands
+// instead of flags and a run function.
+type command struct {
+	name  string
+	usage string // what -h prints after "usage: "
+
+	// args names the positionals; "[NAME]" is optional. Given another
+	// number, the command's usage error is "PATH takes " + takes (default
+	// "no arguments"), and got says what it adds: `call takes exactly one
+	// tool name (see airlock tools), got 2 arguments`.
+	args  []string
+	takes string
+	got   gotForm
+
+	// Every command but the bundled servers (bare) takes the host flags;
+	// task adds --task. flags defines the command's own flags, if any.
+	task  bool
+	bare  bool
+	flags func(fs *flag.FlagSet, o *options)
+
+	run func(e *env, o *options, pos []string) error
+
+	// A group's subcommands, and its usage errors without one and for an
+	// unknown one (%q: the name given).
+	subs    []command
+	missing string
+	unknown string
+}
+
+// gotForm is what a wrong-count error says about the positionals given.
+type gotForm int
+
+const (
+	gotNothing gotForm = iota
+	gotFirst           // `, got "extra"`
+	gotCount           // `, got 2 arguments`
+)
+
+// The usage lines a group's subcommands share.
+const (
+	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT]"
+	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT]"
+	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
+)
+
+// commands is the command table, the group of every command of the CLI
+// but help and version.
+var commands = command{unknown: "unknown command %q; run airlock help", subs: []command{
+	{name: "tools", usage: "airlock tools [--json] [--task ID] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, run: (*env).tools},
+	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--task ID] [--config FILE] [--state DIR]",
+		args: []string{"NAME"}, takes: "exactly one tool name (see airlock tools)", got: gotCount, task: true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.callArgs, "args", "", "arguments: JSON text, @FILE, or - for stdin")
+		},
+		run: (*env).call},
+	{name: "shell", usage: "airlock shell [--json] [--task ID] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, run: (*env).shell},
+	{name: "status", usage: "airlock status [--json] [--task ID] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, run: (*env).status},
+
+	{name: "task",
+		missing: "task needs a subcommand: open ID, list, or close ID",
+		unknown: "unknown task subcommand %q: use open ID, list, or close ID",
+		subs: []command{
+			{name: "open", usage: "airlock task open ID [--repo DIR] [--base REF] [--json]",
+				args: []string{"ID"}, takes: "exactly one task id",
+				flags: func(fs *flag.FlagSet, o *options) {
+					fs.StringVar(&o.repo, "repo", "", "a directory in the git repository (default: the working directory)")
+					fs.StringVar(&o.base, "base", "", "what the task's branch starts from (default: HEAD)")
+				},
+				run: (*env).taskOpen},
+			{name: "list", usage: "airlock task list [--json]", run: (*env).taskList},
+			{name: "close", usage: "airlock task close ID [--json]",
+				args: []string{"ID"}, takes: "exactly one task id", run: (*env).taskClose},
+		}},
+
+	{name: "approvals",
+		missing: "approvals needs a subcommand: list, show ID, approve ID, or deny ID",
+		unknown: "unknown approvals subcommand %q: use list, show ID, approve ID, or deny ID",
+		subs: []command{
+			{name: "list", usage: approvalsUsage,
+				flags: allFlag("every request, not only pending ones"), run: inStore((*env).approvalsList)},
+			{name: "show", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
+				run: inStore((*env).approvalsShow)},
+			{name: "approve", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
+				flags: noteFlag("why, for the audit trail"), run: inStore((*env).approve)},
+			{name: "deny", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
+				flags: noteFlag("why, for the audit trail"), run: inStore((*env).deny)},
+		}},
+
+	{name: "recovery",
+		missing: "recovery needs a subcommand: list, show ID, or resolve ID --outcome applied|not-applied",
+		unknown: "unknown recovery subcommand %q: use list, show ID, or resolve ID",
+		subs: []command{
+			{name: "list", usage: recoveryUsage,
+				flags: allFlag("every record of the journal, not only unresolved unknown outcomes"), run: inStore((*env).recoveryList)},
+			{name: "show", usage: recoveryUsage, args: []string{"ID"}, takes: "exactly one record id",
+				run: inStore((*env).recoveryShow)},
+			{name: "resolve", usage: recoveryUsage, args: []string{"ID"}, takes: "exactly one record id",
+				flags: func(fs *flag.FlagSet, o *options) {
+					fs.StringVar(&o.outcome, "outcome", "", "what you found: applied or not-applied")
+					noteFlag("how you found out, for the audit trail")(fs, o)
+				},
+				run: (*env).recoveryResolve},
+		}},
+
+	{name: "audit", usage: "airlock audit [--since DUR] [--limit N] [--json]",
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.DurationVar(&o.since, "since", 24*time.Hour, "how far back, such as 30m or 48h")
+			fs.IntVar(&o.limit, "limit", 1000, "at most this many events, the oldest first")
+		},
+		run: (*env).audit},
+
+	{name: "auth",
+		missing: "auth needs a subcommand: login SERVER, status [SERVER] or logout SERVER",
+		unknown: "unknown auth subcommand %q: use login SERVER, status [SERVER] or logout SERVER",
+		subs: []command{
+			{name: "login", usage: authUsage,
+				args: []string{"SERVER"}, takes: "exactly one server id: airlock auth login SERVER",
+				flags: func(fs *flag.FlagSet, o *options) {
+					fs.BoolVar(&o.noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
+				},
+				run: (*env).authLogin},
+			{name: "status", usage: authUsage,
+				args: []string{"[SERVER]"}, takes: "at most one server id", got: gotCount, run: (*env).authStatus},
+			{name: "logout", usage: authUsage,
+				args: []string{"SERVER"}, takes: "exactly one server id: airlock auth logout SERVER", run: (*env).authLogout},
+		}},
+
+	{name: "server",
+		missing: "server needs a name: airlock server workspace [--root DIR], or airlock server issues --issuer URL --resource URL",
+		unknown: "unknown server %q; the bundled servers are: workspace, issues",
+		subs: []command{
+			{name: "workspace", usage: "airlock server workspace [--root DIR] [--allow-hard-links]",
+				bare: true, got: gotFirst,
+				flags: func(fs *flag.FlagSet, o *options) {
+					fs.StringVar(&o.root, "root", "", "the directory to serve (default: $AGENT_WORKSPACE_ROOT, else the working directory)")
+					fs.BoolVar(&o.allowHardLinks, "allow-hard-links", false,
+						"read, search and replace files with more than one hard link (another name for such a file may be outside the root)")
+				},
+				run: (*env).serveWorkspace},
+			{name: "issues", usage: serveIssuesUsage, bare: true, got: gotFirst,
+				flags: func(fs *flag.FlagSet, o *options) { o.issues.register(fs) },
+				run:   (*env).serveIssues},
+		}},
+}}
+
+// allFlag defines --all, for a list of more than what awaits a person.
+func allFlag(usage string) func(fs *flag.FlagSet, o *options) {
+	return func(fs *flag.FlagSet, o *options) { fs.BoolVar(&o.all, "all", false, usage) }
+}
+
+// noteFlag defines --note, the person's words for the audit trail.
+func noteFlag(usage string) func(fs *flag.FlagSet, o *options) {
+	return func(fs *flag.FlagSet, o *options) { fs.StringVar(&o.note, "note", "", usage) }
+}
+
+// inStore runs a command on the state directory's store, which it opens
+// (starting no server) and closes after.
+func inStore(run func(e *env, st store.Store, o *options, pos []string) error) func(*env, *options, []string) error {
+	return func(e *env, o *options, pos []string) error {
+		st, err := e.openStore(&o.common)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return run(e, st, o, pos)
+	}
+}
+
+// dispatch finds the subcommand of group that args name and runs it with
+// the rest of args; path is the group's name ("" for the table's root).
+func (e *env) dispatch(group *command, path string, args []string) error {
+	if len(args) == 0 {
+		return usageError("%s", group.missing)
+	}
+	var cmd *command
+	for i := range group.subs {
+		if group.subs[i].name == args[0] {
+			cmd = &group.subs[i]
+		}
+	}
+	if cmd == nil {
+		return usageError(group.unknown, args[0])
+	}
+	path = strings.TrimPrefix(path+" "+cmd.name, " ")
+	if cmd.subs != nil {
+		return e.dispatch(cmd, path, args[1:])
+	}
+	return e.runCommand(cmd, path, args[1:])
+}
+
+// runCommand parses the flags and checks the positionals of cmd, then runs
+// it. Flags may follow positionals.
+func (e *env) runCommand(cmd *command, path string, args []string) error {
+	var o options
+	fs := flag.NewFlagSet(path, flag.ContinueOnError)
+	if !cmd.bare {
+		o.common.register(fs)
+	}
+	if cmd.task {
+		o.common.registerTask(fs)
+	}
+	if cmd.flags != nil {
+		cmd.flags(fs, &o)
+	}
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return e.help(err, cmd.usage)
+	}
+	if err := cmd.checkArgs(path, pos); err != nil {
+		return err
+	}
+	return cmd.run(e, &o, pos)
+}
+
+// checkArgs is the usage error for a number of positionals cmd does not
+// take, or nil.
+func (cmd *command) checkArgs(path string, pos []string) error {
+	required := 0
+	for _, a := range cmd.args {
+		if !strings.HasPrefix(a, "[") {
+			required++
+		}
+	}
+	if len(pos) >= required && len(pos) <= len(cmd.args) {
+		return nil
+	}
+	takes := cmd.takes
+	if takes == "" {
+		takes = "no arguments"
+	}
+	msg := path + " takes " + takes
+	switch {
+	case cmd.got == gotFirst && len(pos) > 0:
+		msg += fmt.Sprintf(", got %q", pos[0])
+	case cmd.got == gotCount:
+		msg += fmt.Sprintf(", got %d arguments", len(pos))
+	}
+	return usageError("%s", msg)
+}
+
+// help turns a flag.ErrHelp into the command's usage line.
+func (e *env) help(err error, line string) error {
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(e.stdout, "usage: "+line)
+		return nil
+	}
+	return err
+}
