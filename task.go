@@ -2,19 +2,14 @@ package airlock
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/worktree"
 )
 
 // A Task is a unit of agent work with a git worktree of its own and its own
@@ -29,7 +24,7 @@ type Task struct {
 	h       *Host
 	dir     string // STATE/tasks/ID
 	info    TaskInfo
-	lock    *taskLock
+	lock    *worktree.Lock
 	servers []*server
 	line    *lineage // the task's snapshots: the host's tools and its own
 	calls   tracker
@@ -44,31 +39,14 @@ type Task struct {
 }
 
 // TaskInfo is a task as recorded on disk.
-type TaskInfo struct {
-	ID        string    `json:"id"`
-	Repo      string    `json:"repo"`     // top level of the repository
-	Branch    string    `json:"branch"`   // airlock/task/ID
-	Base      string    `json:"base"`     // what the branch started from
-	Worktree  string    `json:"worktree"` // STATE/tasks/ID/worktree
-	Status    string    `json:"status"`   // opening, open or closing
-	CreatedAt time.Time `json:"created_at"`
-	// Tenant and User are whom the task acts for, when not the host's
-	// principal.
-	Tenant string `json:"tenant,omitempty"`
-	User   string `json:"user,omitempty"`
-	// NewBranch records that the task created its branch (and so may
-	// delete it if opening fails).
-	NewBranch bool `json:"new_branch"`
-	// InUse reports whether some process is attached to the task now.
-	InUse bool `json:"-"`
-}
+type TaskInfo = worktree.Info
 
 // Task states on disk. A task found "opening" or "closing" was left so by a
 // process that died; closing it again finishes the job.
 const (
-	TaskOpening = "opening"
-	TaskOpen    = "open"
-	TaskClosing = "closing"
+	TaskOpening = worktree.Opening
+	TaskOpen    = worktree.Open
+	TaskClosing = worktree.Closing
 )
 
 // TaskOptions say where a task's worktree comes from.
@@ -88,104 +66,41 @@ type TaskOptions struct {
 	Principal Principal
 }
 
-var taskIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-func checkTaskID(id string) error {
-	if !taskIDRE.MatchString(id) {
-		return fmt.Errorf("task id %q: use 1 to 64 letters, digits, _ or -", id)
-	}
-	return nil
-}
-
-func tasksDir(stateDir string) string { return filepath.Join(stateDir, "tasks") }
-
 // OpenTask creates a task: a worktree of the repository on the branch
 // airlock/task/ID, a runtime directory beside it, and the task-scoped
 // servers started in the worktree with their tools discovered. Opening is
 // all or nothing: if any step fails, everything it created is undone.
 func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Task, error) {
-	if err := checkTaskID(id); err != nil {
+	if err := worktree.CheckID(id); err != nil {
 		return nil, err
 	}
 	if opts == nil {
 		opts = &TaskOptions{}
 	}
+	for what, name := range map[string]string{"tenant": opts.Principal.Tenant, "user": opts.Principal.User} {
+		if name != "" {
+			if err := config.CheckPrincipal(what, name); err != nil {
+				return nil, fmt.Errorf("task %s: %w", id, err)
+			}
+		}
+	}
 	repoDir := opts.Repo
 	if repoDir == "" {
 		repoDir = h.cfg.Dir
 	}
-	repo, err := repoRoot(ctx, repoDir)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(tasksDir(h.opts.StateDir), 0o700); err != nil {
-		return nil, fmt.Errorf("cannot create the tasks directory: %w", err)
-	}
-	t := &Task{h: h, dir: filepath.Join(tasksDir(h.opts.StateDir), id)}
-	if err := os.Mkdir(t.dir, 0o700); errors.Is(err, fs.ErrExist) {
-		return nil, fmt.Errorf("task %s already exists; attach to it, or close it first (airlock task close %s)", id, id)
-	} else if err != nil {
-		return nil, fmt.Errorf("cannot create the task directory: %w", err)
-	}
-	// Undo everything on failure, last step first.
-	var undo []func()
-	fail := func(err error) (*Task, error) {
-		for _, u := range slices.Backward(undo) {
-			u()
-		}
-		return nil, err
-	}
-	undo = append(undo, func() { os.RemoveAll(t.dir) })
-
-	if t.lock, err = lockTask(t.dir, true); err != nil {
-		return fail(err)
-	}
-	undo = append(undo, func() { t.lock.unlock() })
-
-	for what, name := range map[string]string{"tenant": opts.Principal.Tenant, "user": opts.Principal.User} {
-		if name != "" {
-			if err := config.CheckPrincipal(what, name); err != nil {
-				return fail(fmt.Errorf("task %s: %w", id, err))
-			}
-		}
-	}
-	t.info = TaskInfo{ID: id, Repo: repo, Branch: "airlock/task/" + id, Base: opts.Base,
-		Worktree: filepath.Join(t.dir, "worktree"), Status: TaskOpening, CreatedAt: time.Now().UTC()}
+	info := TaskInfo{ID: id, Base: opts.Base}
 	if who := h.taskPrincipal(opts.Principal); who != h.Principal() {
-		t.info.Tenant, t.info.User = who.Tenant, who.User
+		info.Tenant, info.User = who.Tenant, who.User
 	}
-	if err := t.save(); err != nil {
-		return fail(err)
-	}
-	if branchExists(ctx, repo, t.info.Branch) {
-		if opts.Base != "" {
-			return fail(fmt.Errorf("branch %s exists from an earlier task %s: delete it (git branch -D %s) or leave out the base to continue on it", t.info.Branch, id, t.info.Branch))
-		}
-		_, err = git(ctx, repo, "worktree", "add", t.info.Worktree, t.info.Branch)
-	} else {
-		if t.info.Base == "" {
-			t.info.Base = "HEAD"
-		}
-		t.info.NewBranch = true
-		_, err = git(ctx, repo, "worktree", "add", "-b", t.info.Branch, t.info.Worktree, t.info.Base)
-	}
+	p, err := worktree.Create(ctx, h.opts.StateDir, repoDir, info)
 	if err != nil {
-		return fail(fmt.Errorf("task %s: cannot create its worktree: %v", id, err))
+		return nil, err
 	}
-	undo = append(undo, func() {
-		// A fresh context: undoing must not be cut short by the caller's.
-		ctx, cancel := context.WithTimeout(context.Background(), 2*gitTimeout)
-		defer cancel()
-		git(ctx, repo, "worktree", "remove", "--force", t.info.Worktree)
-		if t.info.NewBranch {
-			git(ctx, repo, "branch", "-D", t.info.Branch)
-		}
-	})
-
+	t := &Task{h: h, dir: p.Dir, info: p.Info, lock: p.Lock}
 	if err := t.start(ctx); err != nil {
-		return fail(err)
+		p.Abort()
+		return nil, err
 	}
-	undo = append(undo, func() { t.endLife(); stopAll(t.servers) })
 	var failed []string
 	for _, s := range t.servers {
 		if st := s.getStatus(); st.Err != nil {
@@ -193,15 +108,16 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 		}
 	}
 	if len(failed) > 0 {
-		return fail(&Error{Kind: ConnectionError, Msg: fmt.Sprintf("task %s: not opened, its servers failed:\n%s", id, strings.Join(failed, "\n"))})
+		err = &Error{Kind: ConnectionError, Msg: fmt.Sprintf("task %s: not opened, its servers failed:\n%s", id, strings.Join(failed, "\n"))}
+	} else {
+		err = p.Finish()
 	}
-	t.info.Status = TaskOpen
-	if err := t.save(); err != nil {
-		return fail(err)
+	if err != nil {
+		t.stopServers()
+		p.Abort()
+		return nil, err
 	}
-	if err := t.lock.share(); err != nil {
-		return fail(err)
-	}
+	t.info = p.Info
 	return t, nil
 }
 
@@ -210,11 +126,11 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 // may be attached to one task at once. A server that fails is reported in
 // Servers, as with Open.
 func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
-	if err := checkTaskID(id); err != nil {
+	if err := worktree.CheckID(id); err != nil {
 		return nil, err
 	}
-	t := &Task{h: h, dir: filepath.Join(tasksDir(h.opts.StateDir), id)}
-	info, err := readTaskInfo(t.dir)
+	t := &Task{h: h, dir: worktree.Dir(h.opts.StateDir, id)}
+	info, err := worktree.Read(t.dir)
 	if err != nil {
 		return nil, err
 	}
@@ -225,11 +141,11 @@ func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
 	if _, err := os.Stat(info.Worktree); err != nil {
 		return nil, fmt.Errorf("task %s: its worktree is gone; close it (airlock task close %s)", id, id)
 	}
-	if t.lock, err = lockTask(t.dir, false); err != nil {
+	if t.lock, err = worktree.LockDir(t.dir, false); err != nil {
 		return nil, err
 	}
 	if err := t.start(ctx); err != nil {
-		t.lock.unlock()
+		t.lock.Unlock()
 		return nil, err
 	}
 	return t, nil
@@ -261,19 +177,13 @@ func (t *Task) start(ctx context.Context) error {
 	}
 	t.h.tasks[t] = true
 	t.h.tasksMu.Unlock()
-	stop := func() {
-		t.h.forget(t)
-		t.endLife()
-		stopAll(t.servers)
-		t.releaseLanes()
-	}
 	if err := t.recordProcesses(); err != nil {
-		stop()
+		t.stopServers()
 		return err
 	}
 	t.line = newLineage(append(slices.Clone(t.h.servers), t.servers...), t)
 	if err := t.h.build(t.line); err != nil {
-		stop()
+		t.stopServers()
 		t.forgetProcesses()
 		return err
 	}
@@ -316,77 +226,26 @@ func (t *Task) Release() error {
 	t.releaseOnce.Do(func() {
 		t.calls.stop()
 		t.calls.calls.Wait()
-		t.endLife()
-		t.h.forget(t)
-		t.releaseErr = stopAll(t.servers)
-		t.releaseLanes()
+		t.releaseErr = t.stopServers()
 		t.forgetProcesses()
-		t.lock.unlock()
+		t.lock.Unlock()
 	})
 	return t.releaseErr
 }
 
-func (t *Task) save() error {
-	b, err := json.MarshalIndent(t.info, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(t.dir, ".task.json.tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("cannot record task %s: %w", t.info.ID, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(t.dir, "task.json")); err != nil {
-		return fmt.Errorf("cannot record task %s: %w", t.info.ID, err)
-	}
-	return nil
-}
-
-func readTaskInfo(dir string) (TaskInfo, error) {
-	id := filepath.Base(dir)
-	b, err := os.ReadFile(filepath.Join(dir, "task.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		if _, derr := os.Stat(dir); derr == nil {
-			// Created but never recorded: a process died at the very start.
-			return TaskInfo{ID: id, Status: TaskOpening}, nil
-		}
-		return TaskInfo{}, fmt.Errorf("no task %s (airlock task list shows the tasks)", id)
-	}
-	if err != nil {
-		return TaskInfo{}, fmt.Errorf("cannot read task %s: %w", id, err)
-	}
-	var info TaskInfo
-	if err := json.Unmarshal(b, &info); err != nil || info.ID != id {
-		return TaskInfo{}, fmt.Errorf("task %s: its record is damaged (%s)", id, filepath.Join(dir, "task.json"))
-	}
-	return info, nil
+// stopServers ends the task's life in this process: its servers stop, the
+// host forgets it and its leases on partitioned servers are given back.
+func (t *Task) stopServers() error {
+	t.endLife()
+	t.h.forget(t)
+	err := stopAll(t.servers)
+	t.releaseLanes()
+	return err
 }
 
 // ListTasks returns the tasks recorded in the state directory, including
 // those left opening or closing by a process that died.
-func ListTasks(stateDir string) ([]TaskInfo, error) {
-	entries, err := os.ReadDir(tasksDir(stateDir))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []TaskInfo
-	for _, e := range entries {
-		if !e.IsDir() || !taskIDRE.MatchString(e.Name()) {
-			continue
-		}
-		dir := filepath.Join(tasksDir(stateDir), e.Name())
-		info, err := readTaskInfo(dir)
-		if err != nil {
-			info = TaskInfo{ID: e.Name(), Status: "damaged"}
-		}
-		info.InUse = taskInUse(dir)
-		out = append(out, info)
-	}
-	slices.SortFunc(out, func(a, b TaskInfo) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	return out, nil
-}
+func ListTasks(stateDir string) ([]TaskInfo, error) { return worktree.List(stateDir) }
 
 // forget stops the host from releasing t when it closes.
 func (h *Host) forget(t *Task) {

@@ -1,4 +1,4 @@
-package airlock
+package worktree
 
 import (
 	"bytes"

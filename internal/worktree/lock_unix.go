@@ -1,31 +1,32 @@
 //go:build unix
 
-package airlock
+package worktree
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 )
 
-// A taskLock is an advisory lock on a task's directory. Processes attached
-// to a task share it; opening and closing hold it alone. The kernel drops a
+// A Lock is an advisory lock on a task's directory. Processes attached to
+// a task share it; opening and closing hold it alone. The kernel drops a
 // dead process's lock, so a crash never leaves a task locked.
-type taskLock struct {
+type Lock struct {
 	f  *os.File
 	id string
 }
 
-func lockTask(dir string, exclusive bool) (*taskLock, error) {
+// LockDir locks the task directory dir, alone if exclusive, or shared with
+// other attached processes.
+func LockDir(dir string, exclusive bool) (*Lock, error) {
 	id := filepath.Base(dir)
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: cannot lock it: %w", id, err)
 	}
-	l := &taskLock{f: f, id: id}
+	l := &Lock{f: f, id: id}
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -37,7 +38,7 @@ func lockTask(dir string, exclusive bool) (*taskLock, error) {
 	return l, nil
 }
 
-func (l *taskLock) flock(how int) error {
+func (l *Lock) flock(how int) error {
 	err := syscall.Flock(int(l.f.Fd()), how|syscall.LOCK_NB)
 	if errors.Is(err, syscall.EWOULDBLOCK) {
 		if how == syscall.LOCK_EX {
@@ -51,22 +52,25 @@ func (l *taskLock) flock(how int) error {
 	return nil
 }
 
-// share turns an exclusive lock into a shared one.
-func (l *taskLock) share() error { return l.flock(syscall.LOCK_SH) }
+// Share turns an exclusive lock into a shared one.
+func (l *Lock) Share() error { return l.flock(syscall.LOCK_SH) }
 
-// exclusive turns a shared lock into an exclusive one, if no other process
+// Exclusive turns a shared lock into an exclusive one, if no other process
 // holds the lock.
-func (l *taskLock) exclusive() error { return l.flock(syscall.LOCK_EX) }
+func (l *Lock) Exclusive() error { return l.flock(syscall.LOCK_EX) }
 
-func (l *taskLock) unlock() {
+// Unlock releases the lock. It is idempotent, and does nothing on a nil
+// Lock.
+func (l *Lock) Unlock() {
 	if l != nil && l.f != nil {
 		l.f.Close() // closing the descriptor releases the lock
 		l.f = nil
 	}
 }
 
-// taskInUse reports whether some process holds the task's lock.
-func taskInUse(dir string) bool {
+// inUse reports whether some process holds the lock of the task directory
+// dir.
+func inUse(dir string) bool {
 	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR, 0)
 	if err != nil {
 		return false
@@ -77,18 +81,4 @@ func taskInUse(dir string) bool {
 	}
 	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 	return false
-}
-
-// setGroup starts cmd in a process group of its own, so that killGroup can
-// end whatever it starts, too.
-func setGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-}
-
-// killGroup kills cmd's process group.
-func killGroup(cmd *exec.Cmd) error {
-	if cmd.Process == nil {
-		return nil
-	}
-	return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }

@@ -1,0 +1,170 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// A CloseReport says what closing a task did, step by step, in order.
+type CloseReport struct {
+	Task  string      `json:"id"`
+	Steps []CloseStep `json:"steps"`
+}
+
+// A CloseStep is one step of closing a task.
+type CloseStep struct {
+	Step     string        `json:"step"`
+	OK       bool          `json:"ok"`
+	Detail   string        `json:"detail,omitempty"`
+	Duration time.Duration `json:"-"`
+}
+
+// OK reports whether every step succeeded.
+func (r *CloseReport) OK() bool {
+	for _, s := range r.Steps {
+		if !s.OK {
+			return false
+		}
+	}
+	return true
+}
+
+// Run runs one step of closing and adds it to the report, with what f
+// says it did or its error.
+func (r *CloseReport) Run(step string, f func() (string, error)) error {
+	began := time.Now()
+	detail, err := f()
+	s := CloseStep{Step: step, OK: err == nil, Detail: detail, Duration: time.Since(began)}
+	if err != nil {
+		s.Detail = err.Error()
+	}
+	r.Steps = append(r.Steps, s)
+	return err
+}
+
+func (r *CloseReport) err() error {
+	var failed []string
+	for _, s := range r.Steps {
+		if !s.OK {
+			failed = append(failed, s.Step+": "+s.Detail)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("task %s did not close cleanly: %s", r.Task, strings.Join(failed, "; "))
+}
+
+// Close closes the task id of the state directory, which no process may be
+// attached to: it takes the task's lock alone and tears it down.
+func Close(ctx context.Context, stateDir, id string) (*CloseReport, error) {
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	dir := Dir(stateDir, id)
+	info, err := Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := LockDir(dir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	r := &CloseReport{Task: id}
+	return r, Teardown(ctx, stateDir, dir, info, r)
+}
+
+// Teardown is the part of closing a task that works from the disk alone,
+// each step run and reported in r: stop the servers that attached
+// processes recorded and left running (they died), save uncommitted work
+// in the worktree as a git stash entry, record the task under
+// closed-tasks/, and only then remove the worktree and the task directory
+// dir. A failing step does not skip the later ones, except that a worktree
+// whose changes could not be saved is kept. The caller holds the task's
+// lock alone. Teardown returns an error naming every step of r that
+// failed, the caller's included.
+func Teardown(ctx context.Context, stateDir, dir string, info Info, r *CloseReport) error {
+	info.Status = Closing
+	Save(dir, info)
+
+	r.Run("stop servers left by other processes", func() (string, error) {
+		return stopLeftovers(dir, info.Worktree)
+	})
+	saved := r.Run("save uncommitted work", func() (string, error) {
+		if info.Worktree == "" || !exists(info.Worktree) {
+			return "no worktree", nil
+		}
+		d, err := dirty(ctx, info.Worktree)
+		if err != nil || !d {
+			return "nothing to save", err
+		}
+		ref, err := stash(ctx, info.Worktree, fmt.Sprintf("airlock: uncommitted work of task %s, saved when it closed", info.ID))
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("saved as stash %s of %s (git stash list)", short(ref), info.Repo), nil
+	})
+	record := filepath.Join(stateDir, "closed-tasks", fmt.Sprintf("%s-%s.json", info.ID, time.Now().UTC().Format("20060102T150405Z")))
+	r.Run("record the task", func() (string, error) {
+		return record, writeRecord(record, info, r)
+	})
+	r.Run("remove the worktree", func() (string, error) {
+		if saved != nil {
+			return "", errors.New("kept: its uncommitted work could not be saved")
+		}
+		if info.Repo == "" {
+			return "no worktree was created", nil
+		}
+		if exists(info.Worktree) {
+			if _, err := git(ctx, info.Repo, "worktree", "remove", "--force", info.Worktree); err != nil {
+				return "", err
+			}
+		}
+		_, err := git(ctx, info.Repo, "worktree", "prune")
+		detail := info.Worktree
+		if info.NewBranch {
+			detail += "; the branch " + info.Branch + " is kept"
+		}
+		return detail, err
+	})
+	r.Run("remove the task's state", func() (string, error) {
+		if saved != nil {
+			return "", errors.New("kept with the worktree")
+		}
+		return "", os.RemoveAll(dir)
+	})
+	writeRecord(record, info, r)
+	return r.err()
+}
+
+func writeRecord(path string, info Info, r *CloseReport) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(struct {
+		Task   Info        `json:"task"`
+		Closed time.Time   `json:"closed_at"`
+		Steps  []CloseStep `json:"steps"`
+	}{info, time.Now().UTC(), r.Steps}, "", "  ")
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+func short(ref string) string {
+	if len(ref) > 12 {
+		return ref[:12]
+	}
+	return ref
+}
