@@ -646,3 +646,32 @@ func TestShellApprovals(t *testing.T) {
 		t.Errorf("approve then call:\n%s", r.stdout)
 	}
 }
+
+// TestMisspeltPolicyWarns: a rule that names a tool no server has is
+// reported by tools and status, on stderr in text mode and as "warnings"
+// in JSON, with its file:line and a did-you-mean; the exit code stays 0.
+func TestMisspeltPolicyWarns(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace]
+    allowed_tools: [read_file, write_file]
+policy:
+  rules:
+    - {server: ws, tool: raed_file, decision: deny}
+`)
+	source := filepath.Join(dir, "airlock.yaml") + ":8"
+	want := `policy.rules[0] (` + source + `): no tool named "raed_file" on server ws, so this rule never applies; did you mean "read_file"?`
+	for _, cmd := range []string{"tools", "status"} {
+		r := runCLI(t, dir, "", cmd).want(t, 0)
+		if !strings.Contains(r.stderr, "airlock: warning: "+want) {
+			t.Errorf("%s: stderr = %q, want the warning", cmd, r.stderr)
+		}
+		r = runCLI(t, dir, "", cmd, "--json").want(t, 0)
+		warnings, _ := decode(t, r.stdout)["warnings"].([]any)
+		if len(warnings) != 1 || warnings[0].(map[string]any)["message"] != want || warnings[0].(map[string]any)["source"] != source {
+			t.Errorf("%s --json: warnings = %v, want the one warning", cmd, warnings)
+		}
+	}
+}

@@ -86,6 +86,9 @@ type toolsJSON struct {
 	Generation uint64       `json:"generation"`
 	Servers    []serverJSON `json:"servers"`
 	Tools      []toolJSON   `json:"tools"`
+	// Warnings are configuration entries that name no tool (see
+	// airlock.Snapshot.Warnings); [] when there are none.
+	Warnings []airlock.Warning `json:"warnings"`
 }
 
 type artifactJSON struct {
@@ -123,7 +126,8 @@ func errString(e *airlock.Error) *string {
 }
 
 func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJSON {
-	out := toolsJSON{Snapshot: snap.ID(), Generation: snap.Generation(), Servers: []serverJSON{}, Tools: []toolJSON{}}
+	out := toolsJSON{Snapshot: snap.ID(), Generation: snap.Generation(), Servers: []serverJSON{}, Tools: []toolJSON{},
+		Warnings: warningsOutput(snap)}
 	for _, s := range servers {
 		out.Servers = append(out.Servers, serverJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Error: errString(s.Err)})
 	}
@@ -139,6 +143,14 @@ func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJS
 		out.Tools = append(out.Tools, tj)
 	}
 	return out
+}
+
+// warningsOutput is the snapshot's warnings for JSON: never null.
+func warningsOutput(snap *airlock.Snapshot) []airlock.Warning {
+	if w := snap.Warnings(); len(w) > 0 {
+		return w
+	}
+	return []airlock.Warning{}
 }
 
 func statusOutput(servers []airlock.ServerStatus) []statusServerJSON {

@@ -14,16 +14,17 @@ func (e *env) tools(o *options, _ []string) error {
 }
 
 func (e *env) status(o *options, _ []string) error {
-	return e.reportServers(&o.common, func(_ *airlock.Snapshot, servers []airlock.ServerStatus) any {
-		return map[string]any{"servers": statusOutput(servers)}
+	return e.reportServers(&o.common, func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any {
+		return map[string]any{"servers": statusOutput(servers), "warnings": warningsOutput(snap)}
 	}, func(w io.Writer, col colours, _ *airlock.Snapshot, servers []airlock.ServerStatus) {
 		printStatus(w, col, servers)
 	})
 }
 
 // reportServers opens a session and reports its catalog and servers, as
-// JSON or as text (with each server's failure on stderr). It exits 3 when
-// any server failed, else 6 when one needs a login.
+// JSON or as text (with each server's failure, and each configuration
+// entry that names no tool, on stderr). It exits 3 when any server failed,
+// else 6 when one needs a login.
 func (e *env) reportServers(c *common,
 	asJSON func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any,
 	asText func(w io.Writer, col colours, snap *airlock.Snapshot, servers []airlock.ServerStatus),
@@ -42,6 +43,9 @@ func (e *env) reportServers(c *common,
 	} else {
 		asText(e.stdout, coloursFor(e.stdout), s.Snapshot(), servers)
 		printFailures(e.stderr, servers)
+		for _, w := range s.Snapshot().Warnings() {
+			fmt.Fprintf(e.stderr, "\nairlock: warning: %s\n", w.Msg)
+		}
 	}
 	return exitCode(serversExit(servers))
 }
