@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
@@ -35,15 +34,14 @@ type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Verdict, error)
 }
 
-// approve settles a call that policy wants approved. It returns nil when the
-// call may go on (a grant for exactly this call was used), else the result
-// to return: approval_required, or denied.
-func (h *Host) approve(ctx context.Context, snap *Snapshot, srv *server, tool *catalog.Tool, args map[string]any, d policy.Decision, reason string, r *Result) *Result {
-	fail := func(kind Kind, cause error, format string, a ...any) *Result {
-		return r.fail(newError(kind, tool.Server, tool.Name, cause, format, a...))
-	}
+// approve settles a call that hooks or policy want approved. It returns nil
+// when the call may go on (a grant for exactly this call was used), else
+// the result to return: approval_required, or denied.
+func (h *Host) approve(ctx context.Context, q *request) *Result {
+	snap, tool, args, d, r := q.snap, q.tool, q.args, q.decision, q.r
+	reason, fail := r.Decision.Reason, q.fail
 	digest, err := policy.Digest(policy.DigestInput{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: args, WorkDir: srv.cfg.Cwd})
+		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: args, WorkDir: q.srv.cfg.Cwd})
 	if err != nil {
 		return fail(Denied, err, "%s refused: cannot bind an approval to these arguments: %v", tool.Name, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/airlockhq/airlock/internal/canonical"
-	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/store"
 )
@@ -64,20 +63,23 @@ func (g *governance) prepareEvent(e *store.Event) {
 	}
 }
 
-func (h *Host) auditDecision(ctx context.Context, snap *Snapshot, tool *catalog.Tool, info *CallInfo, d Decision) {
-	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": tool.Effect,
-		"generation": snap.Generation()}
-	h.argsRecord(tool.Name, info.Arguments, "args", fields)
-	h.audit(ctx, store.Event{Event: store.EventDecision, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(), Fields: fields})
+// auditDecision records what hooks and policy decided about q.
+func (h *Host) auditDecision(ctx context.Context, q *request) {
+	d := q.r.Decision
+	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": q.tool.Effect,
+		"generation": q.snap.Generation()}
+	h.argsRecord(q.tool.Name, q.args, "args", fields)
+	h.audit(ctx, store.Event{Event: store.EventDecision, Server: q.tool.Server, Tool: q.tool.Name, Snapshot: q.snap.ID(), Fields: fields})
 }
 
 // recordResult writes the result of a call to the audit trail.
-func (h *Host) recordResult(ctx context.Context, snap *Snapshot, c Call, info *CallInfo, r *Result) {
+func (h *Host) recordResult(ctx context.Context, q *request) {
+	snap, r := q.snap, q.r
 	fields := map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID, "tenant": upstream.Fingerprint(snap.who.Tenant)}
 	if r.QueueWait > 0 {
 		fields["queue_wait_ms"] = r.QueueWait.Milliseconds()
 	}
-	if l := r.sent; l != nil {
+	if l := q.sent; l != nil {
 		fields["connection"] = l.gen
 		if id := l.conn.SessionID(); id != "" {
 			fields["session"] = upstream.Fingerprint(id)
@@ -93,12 +95,12 @@ func (h *Host) recordResult(ctx context.Context, snap *Snapshot, c Call, info *C
 		fields["recovery"] = r.RecoveryID
 	}
 	server := ""
-	if info != nil {
-		server = info.Server
+	if q.tool != nil {
+		server = q.tool.Server
 		if r.Structured != nil {
-			h.argsRecord(info.Name, r.Structured, "result", fields)
+			h.argsRecord(q.tool.Name, r.Structured, "result", fields)
 		}
 	}
-	h.audit(ctx, store.Event{Event: store.EventResult, Server: server, Tool: c.Name, Snapshot: snap.ID(),
+	h.audit(ctx, store.Event{Event: store.EventResult, Server: server, Tool: q.call.Name, Snapshot: snap.ID(),
 		Class: string(r.Status), DurationMS: r.Duration.Milliseconds(), Fields: fields})
 }

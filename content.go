@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -15,7 +14,8 @@ import (
 // is kept as is. Images, audio and embedded resources are neither dropped
 // nor inlined as base64: they go to the artifact store and the model gets a
 // reference with the artifact's id, media type and size.
-func (h *Host) render(ctx context.Context, snap *Snapshot, tool *catalog.Tool, blocks []mcp.Content) (string, []Artifact, error) {
+func (h *Host) render(ctx context.Context, q *request, blocks []mcp.Content) (string, []Artifact, error) {
+	snap, tool := q.snap, q.tool
 	var (
 		parts     []string
 		artifacts []Artifact

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/canonical"
-	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
@@ -25,19 +24,23 @@ func ResolveRecovery(ctx context.Context, st store.Store, id string, r store.Res
 	return nil
 }
 
-// beginIntent writes the journal's intent for a call that is not a read,
-// and returns its id ("" for a read, which the journal does not track).
-func (h *Host) beginIntent(ctx context.Context, snap *Snapshot, tool *catalog.Tool, c Call, args map[string]any, d policy.Decision) (string, error) {
+// beginIntent writes the journal's intent for a call that is not a read
+// and sets q.intent to its id ("" for a read, which the journal does not
+// track). An error means the call must not be sent.
+func (h *Host) beginIntent(ctx context.Context, q *request) error {
+	q.intent = ""
+	d := q.decision
 	if d.Effect == policy.Read {
-		return "", nil
+		return nil
 	}
-	in := store.Intent{ID: store.NewID("rec_"), CallID: c.ID, Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		ArgsHash: canonical.Hash(args), Snapshot: snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
-		Tenant: snap.who.Tenant, User: snap.who.User, CreatedAt: h.gov.now()}
+	in := store.Intent{ID: store.NewID("rec_"), CallID: q.call.ID, Server: q.tool.Server, Tool: q.tool.Name, RemoteTool: q.tool.Remote,
+		ArgsHash: canonical.Hash(q.args), Snapshot: q.snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
+		Tenant: q.snap.who.Tenant, User: q.snap.who.User, CreatedAt: h.gov.now()}
 	if err := h.gov.store.Journal().Begin(context.WithoutCancel(ctx), in); err != nil {
-		return "", err
+		return err
 	}
-	return in.ID, nil
+	q.intent = in.ID
+	return nil
 }
 
 // endIntent records a call's outcome. It runs even when the caller's

@@ -79,7 +79,7 @@ func (h *Host) refresh(ctx context.Context, l *lineage) (*Snapshot, error) {
 		if s.getStatus().Status == StatusAuthRequired {
 			// Someone may have logged in since; without a token this
 			// fails before anything is sent.
-			if _, err := h.reconnect(ctx, s, ""); err != nil {
+			if _, err := h.relogin(ctx, s, ""); err != nil {
 				errs = append(errs, err)
 			}
 			continue

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/upstream"
 )
 
@@ -92,39 +91,6 @@ func (s *server) closeLanes() {
 	}
 }
 
-// A route is where one call goes: a server, and for a partitioned server
-// acting for someone other than the host, that principal's lane.
-type route struct {
-	srv  *server
-	lane *lane // nil: the server's own connection
-}
-
-// routeFor returns the route of a call to srv made for who.
-func (h *Host) routeFor(srv *server, who Principal) (route, *Error) {
-	if !srv.partitioned() || who == h.Principal() {
-		return route{srv: srv}, nil
-	}
-	l := srv.laneOf(who)
-	if l == nil {
-		// Only tasks lease lanes; a snapshot whose task let go of its
-		// lanes makes no more calls.
-		return route{}, newError(Cancelled, srv.cfg.ID, "", nil, "the task acting for %s/%s was released", who.Tenant, who.User)
-	}
-	return route{srv: srv, lane: l}, nil
-}
-
-// conn returns the live connection of the route, dialling a lane's when it
-// has none or its last one broke.
-func (h *Host) conn(ctx context.Context, rt route, tool *catalog.Tool) (*link, *Error) {
-	if rt.lane == nil {
-		return h.connFor(ctx, rt.srv, tool)
-	}
-	if l := rt.lane.link.Load(); l != nil && l.conn.Fault() == nil {
-		return l, nil
-	}
-	return h.dialLane(ctx, rt, nil, tool.Name)
-}
-
 // dialLane connects a lane unless another caller already replaced old (the
 // connection that broke, or nil for "none yet").
 func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (*link, *Error) {
@@ -160,27 +126,4 @@ func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (
 		return nil, ae
 	}
 	return nil, newError(ConnectionError, s.cfg.ID, tool, err, "server %s: cannot connect for %s/%s: %v", s.cfg.ID, ln.who.Tenant, ln.who.User, err)
-}
-
-// reconnected returns the connection that replaced old, which broke: the
-// server's supervisor's, waited for, or a lane's, dialled now.
-func (h *Host) reconnected(ctx context.Context, rt route, old *link) (*link, error) {
-	if rt.lane == nil {
-		return h.awaitReconnect(ctx, rt.srv, old)
-	}
-	l, err := h.dialLane(ctx, rt, old, "")
-	if err != nil {
-		return nil, err
-	}
-	return l, nil
-}
-
-// retryOn returns the connection a retried call goes out on: the same one
-// if it still works, else the one that replaces it.
-func (h *Host) retryOn(ctx context.Context, rt route, l *link) (*link, bool) {
-	if l.conn.Fault() == nil {
-		return l, true
-	}
-	next, err := h.reconnected(ctx, rt, l)
-	return next, err == nil
 }

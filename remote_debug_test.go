@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"io"
 	"log/slog"
 	"net/http"
@@ -31,6 +30,7 @@ import (
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/auth/secrets"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // envDebugChild names the instructions file of TestDebugOutputChild; it is

@@ -115,8 +115,6 @@ type Result struct {
 	// QueueWait is how long the call waited for one of its server's slots
 	// (max_concurrency).
 	QueueWait time.Duration
-
-	sent *link // the connection the call was sent on, for the audit trail
 }
 
 // A Decision is the verdict of hooks and policy on a call.

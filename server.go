@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,9 +30,9 @@ type server struct {
 	// slots bounds the calls in flight to the server (max_concurrency);
 	// a call waits for one at most queue_timeout.
 	slots chan struct{}
-	// reconnectMu makes one call at a time try to reconnect a server that
+	// reloginMu makes one call at a time try to connect a server that
 	// needed a login.
-	reconnectMu sync.Mutex
+	reloginMu sync.Mutex
 	// lanes are the connections of principals other than the host's
 	// (partitioned servers only; see partition.go).
 	lanesMu sync.Mutex
@@ -47,16 +46,12 @@ type server struct {
 	mu     sync.Mutex
 	status ServerStatus
 
-	watchers     sync.WaitGroup // supervisor and health check
-	afterRestart func()         // called when the supervisor restarted it
-	ready        chan struct{}  // closed when the first start has ended, well or not
-}
-
-// A link is one connection of a server, and which one it is: the
-// generation counts the connections the server has had.
-type link struct {
-	conn *upstream.Conn
-	gen  uint64
+	life         context.Context // ends when the server's host or task does: stops its watchers
+	watchers     sync.WaitGroup  // supervisor and health check
+	supervised   atomic.Bool     // the supervisor runs
+	checked      atomic.Bool     // the health check runs
+	afterRestart func()          // called when the supervisor restarted it
+	ready        chan struct{}   // closed when the first start has ended, well or not
 }
 
 func newServer(cfg config.Server, stateDir string) *server {
@@ -70,25 +65,6 @@ func newServer(cfg config.Server, stateDir string) *server {
 
 // defaultMaxConcurrency applies to a configuration built by hand.
 const defaultMaxConcurrency = 16
-
-func (s *server) current() *upstream.Conn {
-	if l := s.link.Load(); l != nil {
-		return l.conn
-	}
-	return nil
-}
-
-// currentLink returns the server's connection and its generation, or nil.
-func (s *server) currentLink() *link { return s.link.Load() }
-
-// use makes conn the server's connection, one generation on.
-func (s *server) use(conn *upstream.Conn) {
-	var gen uint64
-	if l := s.link.Load(); l != nil {
-		gen = l.gen
-	}
-	s.link.Store(&link{conn: conn, gen: gen + 1})
-}
 
 func (s *server) setTools(tools []*catalog.Tool) {
 	s.toolsMu.Lock()
@@ -130,37 +106,21 @@ func (h *Host) startAll(ctx, life context.Context, servers []*server) {
 // health is checked when the configuration asks.
 func (h *Host) start(ctx, life context.Context, s *server) {
 	defer close(s.ready)
+	s.life = life
 	began := time.Now()
 	h.progress(s.getStatus())
 	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerStart, Server: s.cfg.ID})
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	conn, tools, err := h.connect(ctx, s)
-	st := s.setStatus(func(st *ServerStatus) {
-		st.Took = time.Since(began)
-		if err != nil {
-			st.Status, st.Err = statusOf(err), err
-			return
-		}
-		st.Status, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, conn.ProtocolVersion(), len(tools), time.Now()
-	})
 	if err != nil {
 		h.log.Warn("server failed", "server", s.cfg.ID, "error", err.Msg)
-		h.audit(ctx, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(err.Kind),
-			DurationMS: st.Took.Milliseconds(), Fields: map[string]any{"error": err.Msg}})
-		h.progress(st)
 		s.setTools(nil) // a list from the cache is not the server's word
+		h.progress(h.setFailed(ctx, s, statusOf(err), err, time.Since(began)))
 		return
 	}
-	s.use(conn)
-	s.setTools(tools)
-	h.audit(ctx, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: st.Took.Milliseconds(),
-		Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools)}})
-	h.progress(st)
-	s.watchers.Go(func() { h.supervise(life, s) })
-	if s.cfg.HealthCheck.Interval > 0 {
-		s.watchers.Go(func() { h.checkHealth(life, s) })
-	}
+	h.progress(h.install(ctx, s, conn, tools, began, 0))
+	h.watch(s)
 }
 
 // connect starts (or dials) a server and discovers its tools.
@@ -245,109 +205,11 @@ func (p pageTimeout) ListTools(ctx context.Context, params *mcp.ListToolsParams)
 	return p.session.ListTools(ctx, params)
 }
 
-// Restart policy: exponential backoff with jitter, and a server that keeps
-// dying is given up on after maxRestarts attempts in a row.
-const (
-	restartBase = 250 * time.Millisecond
-	restartMax  = 30 * time.Second
-	maxRestarts = 5
-)
-
-func backoff(attempt int) time.Duration {
-	d := restartBase << min(attempt-1, 16)
-	if d > restartMax || d <= 0 {
-		d = restartMax
-	}
-	// Full jitter on half the delay: restarts of many servers spread out.
-	return d/2 + rand.N(d/2+1)
-}
-
-// supervise restarts a server whose connection breaks (the process exited,
-// its pipe broke, it broke the contract) until life ends. Calls in flight
-// on the broken connection have failed already; nothing is replayed. The
-// restarted server's tools are discovered again and reach the catalog at
-// the next safe point.
-func (h *Host) supervise(life context.Context, s *server) {
-	for {
-		conn := s.current()
-		select {
-		case <-life.Done():
-			return
-		case <-conn.Broken():
-		}
-		f := conn.Fault()
-		if life.Err() != nil || f.Kind == upstream.FaultClosed {
-			return
-		}
-		conn.Close() // reap it and whatever it left in its process group
-		// A remote server that forgot the session gets a new one: a new
-		// transport and handshake, never initialize again on the old one.
-		rebuild := f.Kind == upstream.FaultSessionExpired
-		h.log.Warn("server stopped working; reconnecting", "server", s.cfg.ID, "reason", f.Msg, "session_rebuild", rebuild)
-		h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(ConnectionError),
-			Fields: map[string]any{"error": f.Msg, "restart": true, "session_rebuild": rebuild}})
-		s.setStatus(func(st *ServerStatus) {
-			st.Status, st.Err = StatusStarting, newError(ConnectionError, s.cfg.ID, "", f, "%s; restarting", f.Msg)
-		})
-		restarted := false
-		for attempt := 1; attempt <= maxRestarts && !restarted; attempt++ {
-			wait := backoff(attempt)
-			if rebuild && attempt == 1 {
-				wait = 0 // the server is there; only the session is gone
-			}
-			select {
-			case <-life.Done():
-				return
-			case <-time.After(wait):
-			}
-			ctx, cancel := context.WithTimeout(life, s.cfg.StartTimeout())
-			began := time.Now()
-			next, tools, err := h.connect(ctx, s)
-			cancel()
-			if err != nil && err.Kind == AuthRequired {
-				// Retrying will not help until someone logs in; a call
-				// tries again then.
-				h.log.Warn("server needs a login", "server", s.cfg.ID, "error", err.Msg)
-				s.setStatus(func(st *ServerStatus) { st.Status, st.Err = StatusAuthRequired, err })
-				h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(AuthRequired),
-					Fields: map[string]any{"error": err.Msg}})
-				return
-			}
-			if err != nil {
-				h.log.Warn("restart failed", "server", s.cfg.ID, "attempt", attempt, "error", err.Msg)
-				continue
-			}
-			if life.Err() != nil {
-				next.Close()
-				return
-			}
-			s.use(next)
-			s.setTools(tools)
-			st := s.setStatus(func(st *ServerStatus) {
-				st.Status, st.Err, st.ProtocolVersion, st.Tools, st.LastOK = StatusReady, nil, next.ProtocolVersion(), len(tools), time.Now()
-				st.Restarts++
-			})
-			h.audit(life, storepkg.Event{Event: storepkg.EventServerReady, Server: s.cfg.ID, DurationMS: time.Since(began).Milliseconds(),
-				Fields: map[string]any{"protocol_version": st.ProtocolVersion, "tools": len(tools), "restart": attempt}})
-			restarted = true
-			if s.afterRestart != nil {
-				s.afterRestart()
-			}
-		}
-		if !restarted {
-			err := newError(ConnectionError, s.cfg.ID, "", f, "server %s: gave up after %d restarts (%s)", s.cfg.ID, maxRestarts, f.Msg)
-			s.setStatus(func(st *ServerStatus) { st.Status, st.Err = StatusFailed, err })
-			h.audit(life, storepkg.Event{Event: storepkg.EventServerFailed, Server: s.cfg.ID, Class: string(ConnectionError),
-				Fields: map[string]any{"error": err.Msg}})
-			return
-		}
-	}
-}
-
 // checkHealth pings a server every interval: ping on 2025-11-25 sessions,
 // and on 2026-07-28 ones too (the go-sdk answers it in both eras). A failed
 // ping makes a ready server degraded; the next good one makes it ready.
-func (h *Host) checkHealth(life context.Context, s *server) {
+func (h *Host) checkHealth(s *server) {
+	life := s.life
 	tick := time.NewTicker(s.cfg.HealthCheck.Interval)
 	defer tick.Stop()
 	for {

@@ -1,0 +1,120 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/upstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// send sends tools/call and waits for the answer up to the server's
+// request timeout. With max_call_duration set, the host asks the server for
+// progress, and each progress notification starts that wait again, up to
+// max_call_duration in all. Cancelling ctx, or either bound, makes the SDK
+// send notifications/cancelled.
+func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error) {
+	srv, conn := q.srv, q.link.conn
+	params := &mcp.CallToolParams{Name: q.tool.Remote, Arguments: q.args}
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
+	defer idle.Stop()
+	sendCtx, note := callCtx, (*upstream.CallNote)(nil)
+	if srv.cfg.Remote() {
+		// A remote connection can break while the request waits (its
+		// session gone, its stream cut): the call ends then. And only
+		// there can a request be refused unread, fail on the way, or lose
+		// its answer stream.
+		stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
+		defer stop()
+		sendCtx, note = upstream.WithCallNote(callCtx)
+	}
+	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
+		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
+		defer limit.Stop()
+		token, done := conn.WatchProgress(func() { idle.Reset(srv.cfg.RequestTimeout) })
+		defer done()
+		params.SetProgressToken(token)
+	}
+	res, err := conn.Session().CallTool(sendCtx, params)
+	if err != nil && note != nil && ctx.Err() == nil {
+		switch werr := note.WriteErr(); {
+		case werr != nil && refusedUnread(werr):
+			// The server refused the request (its session was gone, or
+			// it wanted credentials). The refusal may also have broken
+			// the connection and so cancelled the call: what counts is
+			// that the request was never taken.
+			err = werr
+		case werr != nil:
+			// Sending the request failed on the way (the SDK reports
+			// this as a JSON-RPC error of its own, as if the server had
+			// answered): the server may have received it.
+			err = fmt.Errorf("%w: %v", errUndelivered, werr)
+		case note.AnswerLost() && context.Cause(callCtx) == nil:
+			err = fmt.Errorf("%w: %v", upstream.ErrAnswerLost, err)
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) || errors.Is(cause, errTooLong) {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
+	}
+	return res, err
+}
+
+var errTooLong = errors.New("still running at the absolute limit")
+
+var errTimeout = errors.New("no answer in time")
+
+var errBroken = errors.New("the connection broke")
+
+var errUndelivered = errors.New("the connection failed while the request was being sent")
+
+// callError classifies a failed tools/call.
+func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
+	srv, tool, conn := q.srv, q.tool, q.link.conn
+	e := func(kind Kind, format string, args ...any) *Error {
+		return newError(kind, tool.Server, tool.Name, err, format, args...)
+	}
+	if ae := authError(tool.Server, tool.Name, err); ae != nil {
+		return ae
+	}
+	if conn.Fault() == nil && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+		// The server's output ended: the connection is about to say why
+		// (the process exited, and with what), which decides the class.
+		select {
+		case <-conn.Broken():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	var werr *jsonrpc.Error
+	switch f := conn.Fault(); {
+	case ctx.Err() != nil:
+		return e(Cancelled, "%s: cancelled", tool.Name)
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return e(ConnectionError, "%s: the server ended the session before the call reached it; it was not run", tool.Name)
+	case errors.Is(err, errTimeout):
+		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
+	case errors.Is(err, errTooLong):
+		return e(ConnectionError, "%s: still running after %s (max_call_duration), however much progress it reported; the request was cancelled",
+			tool.Name, srv.cfg.MaxCallDuration)
+	case f != nil && f.Contract():
+		return e(ContractError, "%s: %s", tool.Name, f.Msg)
+	case errors.Is(err, errUndelivered), errors.Is(err, upstream.ErrAnswerLost):
+		return e(ConnectionError, "%s: %v", tool.Name, err)
+	case f != nil:
+		return e(ConnectionError, "%s: %s", tool.Name, f.Msg)
+	case errors.As(err, &werr):
+		return e(ConnectionError, "%s: server answered with JSON-RPC error %d: %s", tool.Name, werr.Code, werr.Message)
+	case errors.Is(err, mcp.ErrConnectionClosed):
+		return e(ConnectionError, "%s: connection to server %s closed", tool.Name, tool.Server)
+	}
+	// The connection is healthy, so the SDK could not make sense of the
+	// answer: the server broke the protocol contract.
+	return e(ContractError, "%s: malformed result: %v", tool.Name, err)
+}
