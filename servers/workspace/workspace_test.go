@@ -232,7 +232,13 @@ func TestProtocolVersions(t *testing.T) {
 			if init.Capabilities == nil || init.Capabilities.Tools == nil {
 				t.Errorf("capabilities: got %+v, want tools", init.Capabilities)
 			}
-			if init.Capabilities != nil && init.Capabilities.Logging != nil {
+			// Read off the wire form: the SDK's Logging field is deprecated
+			// with the logging feature (SEP-2577).
+			var caps map[string]any
+			if err := json.Unmarshal(mustJSON(t, init.Capabilities), &caps); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := caps["logging"]; ok {
 				t.Errorf("capabilities: got logging, want none (logs go to the operator)")
 			}
 
