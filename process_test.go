@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/config"
-
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 

@@ -7,9 +7,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/upstream"
 )
 
 // send sends tools/call and waits for the answer up to the server's

@@ -3,8 +3,9 @@ package policy
 import (
 	"fmt"
 
-	"github.com/airlockhq/airlock/config"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
 )
 
 // Effect is what a tool may do to the world, as local policy sees it.

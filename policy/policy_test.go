@@ -8,9 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlockhq/airlock/config"
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
 )
 
 // serversYAML configures the servers the tests' policies name. The policy
