@@ -194,11 +194,7 @@ func TestParseErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "file.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		// The file as a whole.
 		{"empty", "", []string{
 			"airlock.yaml: is empty: add a servers: list (see the documentation for an example)"}},
@@ -418,20 +414,9 @@ func TestParseErrors(t *testing.T) {
 		{"aliases are followed", "servers:\n  - &s {id: a, command: x, allowed_tools: []}\n  - *s\n", []string{
 			`airlock.yaml:2: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.src), "airlock.yaml", dir)
-			if err == nil {
-				t.Fatalf("Parse succeeded with %d servers, want errors:\n%s", len(cfg.Servers), strings.Join(tt.want, "\n"))
-			}
-			if cfg != nil {
-				t.Errorf("Parse returned a config with an error")
-			}
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return Parse([]byte(src), "airlock.yaml", dir)
+	})
 }
 
 // TestParseTransportKeys checks that every key of one transport is
@@ -492,11 +477,7 @@ func TestParseLargeSyntaxError(t *testing.T) {
 // once the whole file is read.
 func TestParseSameLineOrder(t *testing.T) {
 	env := mapEnv(map[string]string{"HOST_TOKEN": "x"})
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		{"server entry", "servers:\n  - {id: a, command: x, allowed_tools: []}\n  - {id: a, comand: y, allowed_tools: [t, t], max_call_duration: 1s, request_timeout: 2s, health_check: {interval: 1s, timeout: bad}}\n", []string{
 			`airlock.yaml:3: servers[1].comand: unknown key; did you mean "command"?`,
 			`airlock.yaml:3: servers[1].id: server id "a" is already used by servers[0] (line 2)`,
@@ -527,12 +508,7 @@ func TestParseSameLineOrder(t *testing.T) {
 			"airlock.yaml:5: policy.rules[0].tool: must not be empty: leave the key out to match every tool",
 			"airlock.yaml:5: policy.rules[0].args: a deny rule denies whatever the arguments: remove args, or make the rule allow or ask"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseYAML([]byte(tt.src), "airlock.yaml", t.TempDir(), env)
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return parseYAML([]byte(src), "airlock.yaml", t.TempDir(), env)
+	})
 }
