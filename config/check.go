@@ -257,18 +257,31 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// problems collects errors with the line they sort by.
+// problems collects errors with the line they sort by. Problems on one
+// line keep the order in which reading met them. A check that runs once
+// reading is done reports at a mark taken when reading met what it checks,
+// so that its problem sorts as if reading had found it there.
 type problems struct {
 	list []problem
 }
 
 type problem struct {
-	order int
+	order int // the line
+	seq   int // 2i+1 for the i-th problem added; a mark is even
 	err   error
 }
 
 func (ps *problems) add(order int, err error) {
-	ps.list = append(ps.list, problem{order, err})
+	ps.list = append(ps.list, problem{order, 2*len(ps.list) + 1, err})
+}
+
+// mark returns where reading is: a problem added at it sorts after every
+// problem added so far and before the next one, on the same line.
+func (ps *problems) mark() int { return 2 * len(ps.list) }
+
+// addAt adds a problem at a mark.
+func (ps *problems) addAt(mark, order int, err error) {
+	ps.list = append(ps.list, problem{order, mark, err})
 }
 
 func (ps *problems) empty() bool { return len(ps.list) == 0 }
@@ -278,7 +291,10 @@ func (ps *problems) join() error {
 	if len(ps.list) == 0 {
 		return nil
 	}
-	sort.SliceStable(ps.list, func(i, j int) bool { return ps.list[i].order < ps.list[j].order })
+	sort.SliceStable(ps.list, func(i, j int) bool {
+		a, b := ps.list[i], ps.list[j]
+		return a.order < b.order || a.order == b.order && a.seq < b.seq
+	})
 	errs := make([]error, len(ps.list))
 	for i, p := range ps.list {
 		errs[i] = p.err

@@ -17,6 +17,38 @@ func errLines(err error) []string {
 	return strings.Split(err.Error(), "\n")
 }
 
+// errorCase is a configuration and the problems it must be refused with.
+type errorCase struct {
+	name string
+	src  string
+	want []string
+}
+
+// checkErrors parses the source of every case and compares the problems
+// with the case's; no message may contain any of secrets.
+func checkErrors(t *testing.T, tests []errorCase, parse func(src string) (*Config, error), secrets ...string) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parse(tt.src)
+			if err == nil {
+				t.Fatalf("parsing succeeded with %d servers, want errors:\n%s", len(cfg.Servers), strings.Join(tt.want, "\n"))
+			}
+			if cfg != nil {
+				t.Errorf("parsing returned a config with an error")
+			}
+			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
+				t.Errorf("errors mismatch (-want +got):\n%s", diff)
+			}
+			for _, secret := range secrets {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error shows %q: %v", secret, err)
+				}
+			}
+		})
+	}
+}
+
 // noEnv is an environment with nothing set.
 func noEnv(string) (string, bool) { return "", false }
 

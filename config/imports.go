@@ -1,11 +1,9 @@
 package config
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -21,18 +19,26 @@ type importEntry struct {
 	lists map[string][]string
 }
 
-// imports reads every import: entry and returns the servers they bring.
-// Problems inside an imported file keep that file's name and line, and are
-// ordered as if they sat on the import entry's line.
-func (r *yamlReader) imports(p pair, ids *registry, cfg *Config) []Server {
-	items, ok := r.list(p.val, "import")
+// imported is an import: entry whose file was read without a problem,
+// waiting for checkImports.
+type imported struct {
+	entry importEntry
+	file  *mcpFile
+	at    int // the mark after the file was read
+}
+
+// imports reads every import: entry and its file. Problems inside an
+// imported file keep that file's name and line, and are ordered as if they
+// sat on the import entry's line.
+func (r *yamlReader) imports(p pair) []imported {
+	items, ok := r.list(p.val, "import", "")
 	if !ok {
 		return nil
 	}
-	var out []Server
-	seen := make(map[string]int)
-	for i, item := range items {
-		e, ok := r.importEntry(item, fmt.Sprintf("import[%d]", i))
+	var out []imported
+	seen := make(seenAt[string])
+	for _, it := range items {
+		e, ok := r.importEntry(it)
 		if !ok {
 			continue
 		}
@@ -41,18 +47,19 @@ func (r *yamlReader) imports(p pair, ids *registry, cfg *Config) []Server {
 			abs = filepath.Join(r.dir, abs)
 		}
 		abs = filepath.Clean(abs)
-		if first, dup := seen[abs]; dup {
+		if first, dup := seen.again(abs, e.line); dup {
 			r.errorf(e.line, e.path, "%s is already imported at line %d", show(e.file), first)
 			continue
 		}
-		seen[abs] = e.line
-		out = append(out, r.importFile(e, abs, ids, cfg)...)
+		if f, ok := r.importFile(e, abs); ok {
+			out = append(out, imported{entry: e, file: f, at: r.probs.mark()})
+		}
 	}
 	return out
 }
 
-func (r *yamlReader) importEntry(n *yaml.Node, path string) (importEntry, bool) {
-	n = resolve(n)
+func (r *yamlReader) importEntry(it listItem) (importEntry, bool) {
+	n, path := resolve(it.node), it.path
 	e := importEntry{path: path, line: n.Line}
 	var ok bool
 	switch n.Kind {
@@ -94,13 +101,12 @@ func (r *yamlReader) importEntry(n *yaml.Node, path string) (importEntry, bool) 
 	return e, true
 }
 
-// importFile reads the mcpServers file of one entry and applies its allowed
-// tools.
-func (r *yamlReader) importFile(e importEntry, abs string, ids *registry, cfg *Config) []Server {
+// importFile reads the mcpServers file of one entry.
+func (r *yamlReader) importFile(e importEntry, abs string) (*mcpFile, bool) {
 	data, msg := readRegularFile(abs)
 	if msg != "" {
 		r.errorf(e.line, e.path, "cannot import %s: it %s", show(e.file), msg)
-		return nil
+		return nil, false
 	}
 	name := e.file
 	if !filepath.IsAbs(name) {
@@ -113,37 +119,10 @@ func (r *yamlReader) importFile(e importEntry, abs string, ids *registry, cfg *C
 		c.order = e.line
 		r.urls = append(r.urls, c)
 	}
-	if !probs.empty() {
-		for _, p := range probs.list {
-			r.probs.add(e.line, p.err)
-		}
-		return nil
+	for _, p := range probs.list {
+		r.probs.add(e.line, p.err)
 	}
-	bad := false
-	for _, t := range e.tools {
-		if !f.has(t.key) && !f.disabled[t.key] {
-			r.errorf(t.line, joinPath(e.path+".allowed_tools", t.key), "there is no server %q in %s (it has: %s)", t.key, name, f.names())
-			bad = true
-		}
-	}
-	var out []Server
-	for _, s := range f.servers {
-		if msg := ids.add(s.ID, s.Source); msg != "" {
-			r.errorf(e.line, e.path, "%s: %s", s.Source, msg)
-			bad = true
-			continue
-		}
-		s.AllowedTools = slices.Clone(e.lists[s.ID])
-		if len(s.AllowedTools) == 0 {
-			cfg.notices = append(cfg.notices, noToolsNotice(s.ID,
-				fmt.Sprintf("list its tools under %s.allowed_tools.%s in %s:%d", e.path, s.ID, r.file, e.line)))
-		}
-		out = append(out, s)
-	}
-	if bad {
-		return nil
-	}
-	return out
+	return f, probs.empty()
 }
 
 // readRegularFile reads a file of at most maxFileBytes. It refuses

@@ -3,7 +3,6 @@ package config
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -118,11 +117,7 @@ func TestImportErrors(t *testing.T) {
 		"remote.json":   "{\"mcpServers\": {\n\"local\": {\"url\": \"http://127.0.0.1:9000/mcp\"}}}",
 		"sub/dir/.keep": "",
 	})
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		{"not a list", "import: a.json\n", []string{
 			"airlock.yaml:1: import: must be a list such as [a, b], not a string"}},
 		{"entry is a list", "import:\n  - [a.json]\n", []string{
@@ -170,15 +165,7 @@ func TestImportErrors(t *testing.T) {
 		{"imports no servers", "import:\n  - off.json\n", []string{
 			"airlock.yaml:1: import: imports no servers: list at least one server under servers:"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := parseYAML([]byte(tt.src), "airlock.yaml", dir, noEnv)
-			if err == nil {
-				t.Fatalf("Parse succeeded with %d servers, want errors:\n%s", len(cfg.Servers), strings.Join(tt.want, "\n"))
-			}
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return parseYAML([]byte(src), "airlock.yaml", dir, noEnv)
+	})
 }

@@ -101,7 +101,7 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read configuration: %w", err)
 	}
 	if len(data) > maxFileBytes {
-		return nil, &Error{File: path, Msg: "is larger than 4 MiB; a configuration file is a few kilobytes"}
+		return nil, tooLarge(path)
 	}
 	return data, nil
 }

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"os"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -52,12 +51,9 @@ func ParseMCPServers(data []byte, name, dir string, allow []string) (*Config, er
 }
 
 func parseMCPServers(data []byte, name, dir string, allow []string, env func(string) (string, bool)) (*Config, error) {
-	absDir, err := filepath.Abs(dir)
+	absDir, err := checkInput(data, name, dir)
 	if err != nil {
-		return nil, fmt.Errorf("resolve configuration directory: %w", err)
-	}
-	if len(data) > maxFileBytes {
-		return nil, &Error{File: name, Msg: "is larger than 4 MiB; a configuration file is a few kilobytes"}
+		return nil, err
 	}
 	f, probs := readMCPServers(data, name, absDir, env)
 	for _, c := range f.urls {
@@ -125,13 +121,40 @@ type mcpReader struct {
 	data  []byte
 	env   func(string) (string, bool)
 	probs problems
-	ids   registry
 	urls  []urlCheck
+	// named holds the servers with valid names, for checkNames.
+	named []namedServer
+}
+
+// namedServer is where a server of the file was named.
+type namedServer struct {
+	id, path string
+	off      int
+	at       int // the mark
+	source   string
 }
 
 func (m *mcpReader) errorf(off int, path, format string, args ...any) {
 	line := lineAt(m.data, off)
 	m.probs.add(line, &Error{File: m.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// errorAt reports a problem found once the file was read, at the mark
+// where reading met what it checked.
+func (m *mcpReader) errorAt(mark, off int, path, format string, args ...any) {
+	line := lineAt(m.data, off)
+	m.probs.addAt(mark, line, &Error{File: m.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// checkNames checks the names of the servers against each other, once the
+// file is read: they must differ in more than letter case.
+func (m *mcpReader) checkNames() {
+	var ids registry
+	for _, n := range m.named {
+		if msg := ids.add(n.id, n.source); msg != "" {
+			m.errorAt(n.at, n.off, n.path, "%s", msg)
+		}
+	}
 }
 
 // readMCPServers validates an mcpServers file. Problems come back in line
@@ -168,6 +191,7 @@ func readMCPServers(data []byte, name, dir string, env func(string) (string, boo
 			f.servers = append(f.servers, s)
 		}
 	}
+	m.checkNames()
 	f.urls = m.urls
 	return f, &m.probs
 }
@@ -175,13 +199,12 @@ func readMCPServers(data []byte, name, dir string, env func(string) (string, boo
 // members yields the members of an object, reporting duplicate keys.
 func (m *mcpReader) members(v *jsonValue, path string) func(yield func(string, jsonMember) bool) {
 	return func(yield func(string, jsonMember) bool) {
-		seen := make(map[string]int)
+		seen := make(seenAt[string])
 		for _, mem := range v.members {
-			if first, dup := seen[mem.key]; dup {
+			if first, dup := seen.again(mem.key, mem.off); dup {
 				m.errorf(mem.off, joinPath(path, mem.key), "duplicate key (first at line %d)", lineAt(m.data, first))
 				continue
 			}
-			seen[mem.key] = mem.off
 			if !yield(mem.key, mem) {
 				return
 			}
@@ -224,8 +247,8 @@ func (m *mcpReader) server(name string, mem jsonMember) (s Server, enabled, ok b
 	s.ID = name
 	if msg := checkID(name); msg != "" {
 		m.errorf(mem.off, path, "%s; rename it, for example to %q", msg, suggestID(name))
-	} else if msg := m.ids.add(name, s.Source); msg != "" {
-		m.errorf(mem.off, path, "%s", msg)
+	} else {
+		m.named = append(m.named, namedServer{id: name, path: path, off: mem.off, at: m.probs.mark(), source: s.Source})
 	}
 
 	remote := false
@@ -253,20 +276,30 @@ func (m *mcpReader) server(name string, mem jsonMember) (s Server, enabled, ok b
 		m.errorf(h.off, path+".headers", headersRefused)
 	}
 	if remote {
-		s.makeRemote()
-		for _, key := range []string{"command", "args", "env", "cwd"} {
-			if k, ok := f[key]; ok {
-				m.errorf(k.off, path+"."+key, "is only for local (stdio) servers: a remote server is reached at its url; remove it")
-			}
-		}
-		if u, ok := f["url"]; ok {
-			s.URL, s.AllowedHosts = m.url(u.val, path+".url")
-		} else {
-			m.errorf(mem.off, path+".url", "is required for a remote server: give its Streamable HTTP endpoint, such as https://mcp.example.com/mcp")
-		}
-		return s, true, len(m.probs.list) == before
+		m.remoteServer(f, path, mem.off, &s)
+	} else {
+		m.localServer(f, path, mem.off, &s)
 	}
+	return s, true, len(m.probs.list) == before
+}
 
+// remoteServer reads the keys of a server with a url.
+func (m *mcpReader) remoteServer(f map[string]jsonMember, path string, off int, s *Server) {
+	s.makeRemote()
+	for _, key := range []string{"command", "args", "env", "cwd"} {
+		if k, ok := f[key]; ok {
+			m.errorf(k.off, path+"."+key, "is only for local (stdio) servers: a remote server is reached at its url; remove it")
+		}
+	}
+	if u, ok := f["url"]; ok {
+		s.URL, s.AllowedHosts = m.url(u.val, path+".url")
+	} else {
+		m.errorf(off, path+".url", "is required for a remote server: give its Streamable HTTP endpoint, such as https://mcp.example.com/mcp")
+	}
+}
+
+// localServer reads the keys of a server that runs as a local process.
+func (m *mcpReader) localServer(f map[string]jsonMember, path string, off int, s *Server) {
 	if c, ok := f["command"]; ok {
 		if cmd, ok := m.str(c.val, path+".command"); ok {
 			if strings.TrimSpace(cmd) == "" {
@@ -275,15 +308,15 @@ func (m *mcpReader) server(name string, mem jsonMember) (s Server, enabled, ok b
 			s.Command = cmd
 		}
 	} else {
-		m.errorf(mem.off, path+".command", "is required: give the program that starts the server")
+		m.errorf(off, path+".command", "is required: give the program that starts the server")
 	}
 	if a, ok := f["args"]; ok {
 		if a.val.kind != jsonArray {
 			m.errorf(a.val.off, path+".args", "must be an array of strings, not %s", a.val.kindName())
 		} else {
 			s.Args = make([]string, 0, len(a.val.items))
-			for i, item := range a.val.items {
-				if arg, ok := m.str(item, fmt.Sprintf("%s.args[%d]", path, i)); ok {
+			for ip, item := range indexed(path+".args", a.val.items) {
+				if arg, ok := m.str(item, ip); ok {
 					s.Args = append(s.Args, arg)
 				}
 			}
@@ -301,7 +334,6 @@ func (m *mcpReader) server(name string, mem jsonMember) (s Server, enabled, ok b
 			}
 		}
 	}
-	return s, true, len(m.probs.list) == before
 }
 
 // url reads a remote server's url. The file has no allowlist, so the URL's

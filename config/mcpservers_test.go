@@ -109,6 +109,10 @@ func TestParseMCPServersErrors(t *testing.T) {
 			"mcp.json:3: mcpServers.a: duplicate key (first at line 2)"}},
 		{"servers differ in case", "{\"mcpServers\": {\n\"git\": {\"command\": \"x\"},\n\"Git\": {\"command\": \"y\"}}}", nil, []string{
 			`mcp.json:3: mcpServers.Git: server id "Git" differs only in letter case from "git" of mcp.json:2: ids must differ in more than case`}},
+		{"servers differ in case, one line", `{"mcpServers": {"git": {"command": "x"}, "Git": {"command": 1, "type": "ws"}}}`, nil, []string{
+			`mcp.json:1: mcpServers.Git: server id "Git" differs only in letter case from "git" of mcp.json:1: ids must differ in more than case`,
+			`mcp.json:1: mcpServers.Git.type: must be "stdio" or "http", not "ws"`,
+			"mcp.json:1: mcpServers.Git.command: must be a string, not a number"}},
 		{"bad name", "{\"mcpServers\": {\n\"my server.v2\": {\"command\": \"x\"}}}", nil, []string{
 			`mcp.json:2: mcpServers."my server.v2": "my server.v2" is not a valid server id: use 1 to 32 letters, digits, _ or -; rename it, for example to "my-server-v2"`}},
 		{"server not object", "{\"mcpServers\": {\"a\": \"npx x\"}}", nil, []string{

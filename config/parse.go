@@ -61,12 +61,9 @@ func Parse(data []byte, name, dir string) (*Config, error) {
 }
 
 func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (*Config, error) {
-	absDir, err := filepath.Abs(dir)
+	absDir, err := checkInput(data, name, dir)
 	if err != nil {
-		return nil, fmt.Errorf("resolve configuration directory: %w", err)
-	}
-	if len(data) > maxFileBytes {
-		return nil, &Error{File: name, Msg: "is larger than 4 MiB; a configuration file is a few kilobytes"}
+		return nil, err
 	}
 	root, perr := decodeYAML(data, name)
 	if perr != nil {
@@ -74,9 +71,48 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 	}
 	r := &yamlReader{file: name, dir: absDir, lookupEnv: env}
 	cfg := newConfig(absDir)
-	var ids registry
+	r.crossCheck(r.read(root, cfg), cfg)
+	if err := r.probs.join(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
 
+// checkInput returns the absolute form of dir, after refusing a file too
+// large to be a configuration.
+func checkInput(data []byte, name, dir string) (string, error) {
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolve configuration directory: %w", err)
+	}
+	if len(data) > maxFileBytes {
+		return "", tooLarge(name)
+	}
+	return absDir, nil
+}
+
+// tooLarge is the error for a configuration file over maxFileBytes.
+func tooLarge(name string) *Error {
+	return &Error{File: name, Msg: "is larger than 4 MiB; a configuration file is a few kilobytes"}
+}
+
+// yamlFile is an airlock.yaml as read, waiting for crossCheck.
+type yamlFile struct {
+	root    *yaml.Node
+	top     map[string]pair
+	servers []*serverEntry
+	imports []imported
+	// importFailed is set when reading an import: entry or its file found
+	// a problem.
+	importFailed bool
+	policy       policyEntries
+}
+
+// read reads every key of the file into cfg, and returns what the checks
+// between them need.
+func (r *yamlReader) read(root *yaml.Node, cfg *Config) *yamlFile {
 	top, _ := r.fields(root, "", topKeys)
+	f := &yamlFile{root: root, top: top}
 	if p, ok := top["development"]; ok {
 		cfg.Development, _ = r.boolean(p.val, "development")
 	}
@@ -95,21 +131,18 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 		r.egress(p, &cfg.Egress)
 	}
 	if p, ok := top["servers"]; ok {
-		cfg.Servers = r.servers(p, &ids, cfg)
+		f.servers = r.servers(p, cfg)
 	}
 	if p, ok := top["limits"]; ok {
 		r.limits(p.val, &cfg.Limits)
 	}
-	importFailed := false
 	if p, ok := top["import"]; ok {
 		before := len(r.probs.list)
-		cfg.Servers = append(cfg.Servers, r.imports(p, &ids, cfg)...)
-		importFailed = len(r.probs.list) > before
+		f.imports = r.imports(p)
+		f.importFailed = len(r.probs.list) > before
 	}
-	// Policy entries name servers, so they are read once every server is
-	// known.
 	if p, ok := top["policy"]; ok {
-		r.policy(p.val, &cfg.Policy, &ids)
+		f.policy = r.policy(p.val, &cfg.Policy)
 	}
 	if p, ok := top["approvals"]; ok {
 		r.approvals(p, &cfg.Approvals)
@@ -117,34 +150,36 @@ func parseYAML(data []byte, name, dir string, env func(string) (string, bool)) (
 	if p, ok := top["audit"]; ok {
 		r.audit(p, &cfg.Audit)
 	}
-	r.checkURLs(cfg.Development)
-	if len(cfg.Servers) == 0 && !importFailed {
-		switch p, ok := top["servers"]; {
-		case !ok && top["import"].val == nil:
-			r.errorf(root.Line, "servers", "is required: list at least one server (see the documentation for an example)")
-		case ok:
-			if n := resolve(p.val); n.Kind == yaml.SequenceNode && len(n.Content) == 0 {
-				r.errorf(p.line, "servers", "is empty: list at least one server, or import an mcpServers file")
-			}
-		default:
-			r.errorf(top["import"].line, "import", "imports no servers: list at least one server under servers:")
-		}
-	}
-	if err := r.probs.join(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return f
 }
 
-func (r *yamlReader) servers(p pair, ids *registry, cfg *Config) []Server {
-	items, ok := r.list(p.val, "servers")
+// serverEntry is a servers: entry as read.
+type serverEntry struct {
+	*entry
+	s Server
+	// workspace holds the values that use ${workspace}, which only a
+	// task server may.
+	workspace []spot
+}
+
+// servers reads the servers: list. The servers read without a problem are
+// configured; every entry waits for checkServer.
+func (r *yamlReader) servers(p pair, cfg *Config) []*serverEntry {
+	items, ok := r.list(p.val, "servers", "")
 	if !ok {
 		return nil
 	}
-	var out []Server
-	for i, item := range items {
-		if s, ok := r.server(item, fmt.Sprintf("servers[%d]", i), ids, cfg); ok {
-			out = append(out, s)
+	var out []*serverEntry
+	for e := range r.mappings(items, serverKeys) {
+		out = append(out, r.server(e))
+	}
+	for _, se := range out {
+		if !se.ok {
+			continue
+		}
+		cfg.Servers = append(cfg.Servers, se.s)
+		if len(se.s.AllowedTools) == 0 {
+			cfg.notices = append(cfg.notices, noToolsNotice(se.s.ID, fmt.Sprintf("allowed_tools is empty (%s)", se.s.Source)))
 		}
 	}
 	return out
@@ -152,48 +187,36 @@ func (r *yamlReader) servers(p pair, ids *registry, cfg *Config) []Server {
 
 // server reads one entry of servers:. It reports every problem it finds
 // rather than stopping at the first.
-func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Config) (Server, bool) {
-	line := resolve(n).Line
-	f, ok := r.fields(n, path, serverKeys)
-	if !ok {
-		return Server{}, false
+func (r *yamlReader) server(e *entry) *serverEntry {
+	se := &serverEntry{entry: e, s: newServer(r.dir, source(r.file, e.line))}
+	r.serverKind(se)
+	r.serverProcess(se)
+	r.serverTools(se)
+	r.serverTimeouts(se)
+	if se.s.Remote() {
+		r.remote(se)
 	}
-	s := newServer(r.dir, source(r.file, line))
-	before := len(r.probs.list)
+	return se
+}
 
-	if p, ok := f["id"]; ok {
-		if id, ok := r.text(p.val, path+".id"); ok {
-			if msg := checkID(id); msg != "" {
-				r.errorf(p.line, path+".id", "%s", msg)
-			} else if msg := ids.add(id, fmt.Sprintf("%s (line %d)", path, p.line)); msg != "" {
-				r.errorf(p.line, path+".id", "%s", msg)
-			}
-			s.ID = id
+// serverKind reads what a server is: its id, its transport and its scope.
+// The transport decides which other keys the entry may have: those of the
+// other transport are refused, and left out so that nothing reads them.
+func (r *yamlReader) serverKind(se *serverEntry) {
+	e, s := se.entry, &se.s
+	r.require(e, "id", "is required: name the server with 1 to 32 letters, digits, _ or -")
+	s.ID, _ = r.keyText(e, "id", checkID)
+	if t, ok := r.keyText(e, "transport", oneOf("stdio", "http")); ok {
+		if t == "http" {
+			s.makeRemote()
 		}
-	} else {
-		r.errorf(line, path+".id", "is required: name the server with 1 to 32 letters, digits, _ or -")
+		s.Transport = t
 	}
-
-	if p, ok := f["transport"]; ok {
-		if t, ok := r.text(p.val, path+".transport"); ok {
-			switch t {
-			case "stdio":
-			case "http":
-				s.makeRemote()
-			default:
-				r.errorf(p.line, path+".transport", "must be stdio or http, not %s", show(t))
-			}
-			s.Transport = t
-		}
-	}
-	remote := s.Remote()
-	// The keys of the other transport are refused, and then left out, so
-	// that nothing below reads them.
 	refuse := func(keys []string, msg string) {
 		for _, key := range keys {
-			if p, ok := f[key]; ok {
-				r.errorf(p.line, path+"."+key, "%s", msg)
-				delete(f, key)
+			if p, ok := e.keys[key]; ok {
+				r.errorf(p.line, e.path+"."+key, "%s", msg)
+				delete(e.keys, key)
 			}
 		}
 	}
@@ -203,158 +226,146 @@ func (r *yamlReader) server(n *yaml.Node, path string, ids *registry, cfg *Confi
 	case "stdio":
 		refuse(httpOnlyKeys, "is only for transport: http: set transport: http, or remove it")
 	}
-	if p, ok := f["scope"]; ok {
-		if sc, ok := r.text(p.val, path+".scope"); ok {
-			switch sc {
-			case "host":
-			case "task":
-				if remote {
-					r.errorf(p.line, path+".scope", "a transport: http server is shared by every task: remove scope: task")
-				}
-			default:
-				r.errorf(p.line, path+".scope", "must be host or task, not %s", show(sc))
-			}
-			s.Scope = sc
-		}
+	if sc, ok := r.keyText(e, "scope", oneOf("host", "task")); ok {
+		s.Scope = sc
 	}
-	// ${workspace} only means something for task servers; anywhere else it
-	// would reach the process literally.
-	hostOnly := s.Scope == "host"
-	noWorkspace := func(v string, line int, path string) {
-		if hostOnly && strings.Contains(v, workspaceVar) {
-			r.errorf(line, path, "${workspace} is only available to scope: task servers")
-		}
-	}
+}
 
-	if p, ok := f["command"]; ok {
-		if c, ok := r.text(p.val, path+".command"); ok {
+// serverProcess reads how a stdio server's process starts: command, args,
+// cwd, env and secret_env.
+func (r *yamlReader) serverProcess(se *serverEntry) {
+	e, s := se.entry, &se.s
+	if p, ok := e.keys["command"]; ok {
+		if c, ok := r.text(p.val, e.path+".command"); ok {
 			switch {
 			case strings.TrimSpace(c) == "":
-				r.errorf(p.line, path+".command", "must not be empty: give the program to run")
+				r.errorf(p.line, e.path+".command", "must not be empty: give the program to run")
 			case checkString(c) != "":
-				r.errorf(p.line, path+".command", "%s", checkString(c))
+				r.errorf(p.line, e.path+".command", "%s", checkString(c))
 			default:
-				noWorkspace(c, p.line, path+".command")
+				r.workspace(se, c, p.line, e.path+".command")
 			}
 			s.Command = c
 		}
-	} else if !remote {
-		r.errorf(line, path+".command", "is required: give the program that starts the server")
+	} else if !s.Remote() {
+		r.errorf(e.line, e.path+".command", "is required: give the program that starts the server")
 	}
-
-	if p, ok := f["args"]; ok {
-		if items, ok := r.list(p.val, path+".args"); ok {
+	if p, ok := e.keys["args"]; ok {
+		if items, ok := r.list(p.val, e.path+".args", ""); ok {
 			s.Args = make([]string, 0, len(items))
-			for i, item := range items {
-				ip := fmt.Sprintf("%s.args[%d]", path, i)
-				a, ok := r.text(item, ip)
-				if !ok {
-					continue
-				}
+			for it, a := range r.texts(items) {
 				if msg := checkString(a); msg != "" {
-					r.errorf(resolve(item).Line, ip, "%s", msg)
+					r.errorf(it.line, it.path, "%s", msg)
 				}
-				noWorkspace(a, resolve(item).Line, ip)
+				r.workspace(se, a, it.line, it.path)
 				s.Args = append(s.Args, a)
 			}
 		}
 	}
-
 	if s.Scope == "task" {
 		// A task server runs in its task's worktree, which exists only once
 		// the task is opened.
 		s.Cwd = ""
 	}
-	if p, ok := f["cwd"]; ok && s.Scope == "task" {
-		r.errorf(p.line, path+".cwd", "a scope: task server runs in its task's worktree; remove cwd (use ${workspace} in args for paths inside it)")
+	if p, ok := e.keys["cwd"]; ok && s.Scope == "task" {
+		r.errorf(p.line, e.path+".cwd", "a scope: task server runs in its task's worktree; remove cwd (use ${workspace} in args for paths inside it)")
 	} else if ok {
-		if c, ok := r.text(p.val, path+".cwd"); ok {
-			noWorkspace(c, p.line, path+".cwd")
+		if c, ok := r.text(p.val, e.path+".cwd"); ok {
+			r.workspace(se, c, p.line, e.path+".cwd")
 			if abs, msg := resolveCwd(r.dir, c, c); msg != "" {
-				r.errorf(p.line, path+".cwd", "%s", msg)
+				r.errorf(p.line, e.path+".cwd", "%s", msg)
 			} else {
 				s.Cwd = abs
 			}
 		}
 	}
+	if p, ok := e.keys["env"]; ok {
+		s.Env = r.envMap(p.val, e.path+".env", func(v string, line int, path string) { r.workspace(se, v, line, path) })
+	}
+	if p, ok := e.keys["secret_env"]; ok {
+		s.SecretEnv = r.secretEnv(p.val, e.path+".secret_env", s.Env)
+	}
+}
 
-	if p, ok := f["env"]; ok {
-		s.Env = r.envMap(p.val, path+".env", noWorkspace)
+// workspace notes a value that uses ${workspace}, for checkServer.
+func (r *yamlReader) workspace(se *serverEntry, v string, line int, path string) {
+	if strings.Contains(v, workspaceVar) {
+		se.workspace = append(se.workspace, spot{line: line, path: path, at: r.probs.mark()})
 	}
+}
 
-	if p, ok := f["secret_env"]; ok {
-		s.SecretEnv = r.secretEnv(p.val, path+".secret_env", s.Env)
+// serverTools reads allowed_tools and protocol_versions.
+func (r *yamlReader) serverTools(se *serverEntry) {
+	e, s := se.entry, &se.s
+	if p, ok := r.require(e, "allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`); ok {
+		s.AllowedTools = r.toolList(p.val, e.path+".allowed_tools")
 	}
+	if p, ok := e.keys["protocol_versions"]; ok {
+		s.ProtocolVersions = r.protocolVersions(p.val, e.path+".protocol_versions")
+	}
+}
 
-	if p, ok := f["allowed_tools"]; ok {
-		s.AllowedTools = r.toolList(p.val, path+".allowed_tools")
-	} else {
-		r.errorf(line, path+".allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`)
+// serverTimeouts reads the bounds of a server's requests and calls.
+func (r *yamlReader) serverTimeouts(se *serverEntry) {
+	e, s := se.entry, &se.s
+	// A refused request_timeout or connect_timeout leaves 0, which bounds
+	// nothing, so that no other timeout is checked against it.
+	if p, ok := e.keys["request_timeout"]; ok {
+		s.RequestTimeout, _ = r.timeout(p.val, e.path+".request_timeout")
 	}
-
-	if p, ok := f["protocol_versions"]; ok {
-		s.ProtocolVersions = r.protocolVersions(p.val, path+".protocol_versions")
+	if p, ok := e.keys["connect_timeout"]; ok {
+		s.ConnectTimeout, _ = r.timeout(p.val, e.path+".connect_timeout")
 	}
-
-	if p, ok := f["request_timeout"]; ok {
-		s.RequestTimeout, _ = r.timeout(p.val, path+".request_timeout")
-	}
-	if p, ok := f["connect_timeout"]; ok {
-		s.ConnectTimeout, _ = r.timeout(p.val, path+".connect_timeout")
-	}
-	if p, ok := f["max_call_duration"]; ok {
-		if d, ok := r.timeout(p.val, path+".max_call_duration"); ok {
-			s.MaxCallDuration = d
-			if d < s.RequestTimeout {
-				r.errorf(p.line, path+".max_call_duration", "%s is shorter than request_timeout (%s): it is how far progress may stretch a call past that", fmtDuration(d), fmtDuration(s.RequestTimeout))
-			}
+	r.optionalTimeout(e, "max_call_duration", &s.MaxCallDuration)
+	if p, ok := e.keys["health_check"]; ok {
+		if r.healthCheck(p.val, e.path+".health_check", &s.HealthCheck) {
+			r.note(e, "health_check")
 		}
 	}
-	if p, ok := f["health_check"]; ok {
-		r.healthCheck(p, path+".health_check", &s.HealthCheck)
+	probeBound := s.ConnectTimeout
+	if s.Remote() {
+		probeBound = s.RequestTimeout
 	}
-	// The probe is part of connecting to a stdio server; for a remote
-	// server it is one request of the handshake.
-	probeKey, probeBound := "connect_timeout", s.ConnectTimeout
-	if remote {
-		probeKey, probeBound = "request_timeout", s.RequestTimeout
-	}
-	if p, ok := f["probe_timeout"]; ok {
-		if d, ok := r.timeout(p.val, path+".probe_timeout"); ok {
-			s.ProbeTimeout = d
-			if probeBound > 0 && d > probeBound {
-				r.errorf(p.line, path+".probe_timeout", "%s is longer than %s (%s): the probe is part of connecting", fmtDuration(d), probeKey, fmtDuration(probeBound))
-			}
-		}
-	} else if probeBound > 0 {
+	if !r.optionalTimeout(e, "probe_timeout", &s.ProbeTimeout) && probeBound > 0 {
 		// A short bound shortens the default probe with it.
 		s.ProbeTimeout = min(s.ProbeTimeout, probeBound)
 	}
-	if p, ok := f["queue_timeout"]; ok {
-		if d, ok := r.timeout(p.val, path+".queue_timeout"); ok {
-			s.QueueTimeout = d
-		}
-	}
-	if p, ok := f["max_concurrency"]; ok {
-		if n, ok := r.integer(p.val, path+".max_concurrency", 1, 10000, "calls"); ok {
+	r.optionalTimeout(e, "queue_timeout", &s.QueueTimeout)
+	if p, ok := e.keys["max_concurrency"]; ok {
+		if n, ok := r.integer(p.val, e.path+".max_concurrency", 1, 10000, "calls"); ok {
 			s.MaxConcurrency = n
 		}
 	}
-	if remote {
-		r.remote(f, path, line, &s)
-	}
-
-	if len(r.probs.list) > before {
-		return Server{}, false
-	}
-	if len(s.AllowedTools) == 0 {
-		cfg.notices = append(cfg.notices, noToolsNotice(s.ID, fmt.Sprintf("allowed_tools is empty (%s)", s.Source)))
-	}
-	return s, true
 }
 
-// envMap reads an env: mapping of NAME: value.
-func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line int, path string)) map[string]string {
+// optionalTimeout reads the timeout at key of e, if it is there, into dst,
+// and notes it for the checks. It reports whether the key is there.
+func (r *yamlReader) optionalTimeout(e *entry, key string, dst *time.Duration) bool {
+	there, read := r.timeoutKey(e.keys, e.path, key, dst)
+	if read {
+		r.note(e, key)
+	}
+	return there
+}
+
+// timeoutKey reads the timeout at key of the mapping f at path, if it is
+// there, into dst. It reports whether the key is there, and whether its
+// value was read.
+func (r *yamlReader) timeoutKey(f map[string]pair, path, key string, dst *time.Duration) (there, read bool) {
+	p, ok := f[key]
+	if !ok {
+		return false, false
+	}
+	d, ok := r.timeout(p.val, joinPath(path, key))
+	if ok {
+		*dst = d
+	}
+	return true, ok
+}
+
+// envValues reads a mapping of environment variables (NAME: value). value
+// reads the value at each valid name, and says whether it is kept.
+func (r *yamlReader) envValues(n *yaml.Node, path string, value func(p pair, path string) (string, bool)) map[string]string {
 	ps, ok := r.pairs(n, path)
 	if !ok {
 		return nil
@@ -366,18 +377,27 @@ func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line
 			r.errorf(p.line, kp, "%s", msg)
 			continue
 		}
-		v, ok := r.text(p.val, kp)
-		if !ok {
-			continue
+		if v, ok := value(p, kp); ok {
+			out[p.key] = v
 		}
-		if msg := checkString(v); msg != "" {
-			r.errorf(p.line, kp, "%s", msg)
-			continue
-		}
-		check(v, p.line, kp)
-		out[p.key] = v
 	}
 	return out
+}
+
+// envMap reads an env: mapping of NAME: value.
+func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line int, path string)) map[string]string {
+	return r.envValues(n, path, func(p pair, path string) (string, bool) {
+		v, ok := r.text(p.val, path)
+		if !ok {
+			return "", false
+		}
+		if msg := checkString(v); msg != "" {
+			r.errorf(p.line, path, "%s", msg)
+			return "", false
+		}
+		check(v, p.line, path)
+		return v, true
+	})
 }
 
 // secretEnv reads a secret_env: mapping of NAME: HOST_VAR. Each host
@@ -385,106 +405,49 @@ func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line
 // the configuration from loading instead of starting a server without it.
 // Messages name variables, never their values.
 func (r *yamlReader) secretEnv(n *yaml.Node, path string, env map[string]string) map[string]string {
-	ps, ok := r.pairs(n, path)
-	if !ok {
-		return nil
-	}
-	out := make(map[string]string, len(ps))
-	for _, p := range ps {
-		kp := joinPath(path, p.key)
-		if msg := checkEnvName(p.key); msg != "" {
-			r.errorf(p.line, kp, "%s", msg)
-			continue
-		}
+	return r.envValues(n, path, func(p pair, path string) (string, bool) {
 		if _, dup := env[p.key]; dup {
-			r.errorf(p.line, kp, "%s is also set under env: give it in one place (secret_env for a secret)", p.key)
-			continue
+			r.errorf(p.line, path, "%s is also set under env: give it in one place (secret_env for a secret)", p.key)
+			return "", false
 		}
-		host, ok := r.text(p.val, kp)
+		host, ok := r.text(p.val, path)
 		if !ok {
-			continue
+			return "", false
 		}
 		if msg := checkEnvName(host); msg != "" {
-			r.errorf(p.line, kp, "%s", msg)
-			continue
+			r.errorf(p.line, path, "%s", msg)
+			return "", false
 		}
 		switch v, set := r.lookupEnv(host); {
 		case !set:
-			r.errorf(p.line, kp, "the host variable %s is not set: set it in the environment airlock starts in", host)
-			continue
+			r.errorf(p.line, path, "the host variable %s is not set: set it in the environment airlock starts in", host)
+			return "", false
 		case v == "":
-			r.errorf(p.line, kp, "the host variable %s is empty: set it to the secret", host)
-			continue
+			r.errorf(p.line, path, "the host variable %s is empty: set it to the secret", host)
+			return "", false
 		}
-		out[p.key] = host
-	}
-	return out
+		return host, true
+	})
 }
 
 // toolList reads an allowed_tools list. An empty list is allowed and means
 // no tools.
 func (r *yamlReader) toolList(n *yaml.Node, path string) []string {
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, "")
 	if !ok {
 		return nil
 	}
-	out := make([]string, 0, len(items))
-	seen := make(map[string]int)
-	star := false
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		t, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
-		line := resolve(item).Line
-		if msg := checkTool(t); msg != "" {
-			r.errorf(line, ip, "%s", msg)
-			continue
-		}
-		if first, dup := seen[t]; dup {
-			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(t), first)
-			continue
-		}
-		seen[t] = line
-		star = star || t == "*"
-		out = append(out, t)
-	}
-	if star && len(out) > 1 {
-		r.errorf(resolve(n).Line, path, `"*" allows every tool and must be alone: write ["*"] or list the tools`)
-	}
+	out, _ := r.distinct(items, checked(checkTool))
+	r.starAlone(n, path, out, "allows")
 	return out
 }
 
 func (r *yamlReader) protocolVersions(n *yaml.Node, path string) []string {
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, fmt.Sprintf("must list at least one version, such as [%q]; leave the key out for the default", SupportedProtocolVersions[0]))
 	if !ok {
 		return nil
 	}
-	if len(items) == 0 {
-		r.errorf(resolve(n).Line, path, "must list at least one version, such as [%q]; leave the key out for the default", SupportedProtocolVersions[0])
-		return nil
-	}
-	out := make([]string, 0, len(items))
-	seen := make(map[string]int)
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		v, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
-		line := resolve(item).Line
-		if msg := checkProtocolVersion(v); msg != "" {
-			r.errorf(line, ip, "%s", msg)
-			continue
-		}
-		if first, dup := seen[v]; dup {
-			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(v), first)
-			continue
-		}
-		seen[v] = line
-		out = append(out, v)
-	}
+	out, _ := r.distinct(items, checked(checkProtocolVersion))
 	return out
 }
 
@@ -508,24 +471,15 @@ func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
 	set("max_concurrent_per_tenant", &l.MaxConcurrentPerTenant, 1, 100000, "calls")
 }
 
-// healthCheck reads health_check: {interval, timeout}.
-func (r *yamlReader) healthCheck(p pair, path string, h *HealthCheck) {
-	f, ok := r.fields(p.val, path, healthKeys)
+// healthCheck reads health_check: {interval, timeout}. It reports whether
+// the mapping could be read.
+func (r *yamlReader) healthCheck(n *yaml.Node, path string, h *HealthCheck) bool {
+	f, ok := r.fields(n, path, healthKeys)
 	if !ok {
-		return
+		return false
 	}
 	h.Interval, h.Timeout = 30*time.Second, 5*time.Second
-	if p, ok := f["interval"]; ok {
-		if d, ok := r.timeout(p.val, path+".interval"); ok {
-			h.Interval = d
-		}
-	}
-	if p, ok := f["timeout"]; ok {
-		if d, ok := r.timeout(p.val, path+".timeout"); ok {
-			h.Timeout = d
-		}
-	}
-	if h.Timeout > h.Interval {
-		r.errorf(p.line, path+".timeout", "%s is longer than the interval (%s): checks would overlap", fmtDuration(h.Timeout), fmtDuration(h.Interval))
-	}
+	r.timeoutKey(f, path, "interval", &h.Interval)
+	r.timeoutKey(f, path, "timeout", &h.Timeout)
+	return true
 }

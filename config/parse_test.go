@@ -194,11 +194,7 @@ func TestParseErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "file.txt"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		// The file as a whole.
 		{"empty", "", []string{
 			"airlock.yaml: is empty: add a servers: list (see the documentation for an example)"}},
@@ -418,20 +414,9 @@ func TestParseErrors(t *testing.T) {
 		{"aliases are followed", "servers:\n  - &s {id: a, command: x, allowed_tools: []}\n  - *s\n", []string{
 			`airlock.yaml:2: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.src), "airlock.yaml", dir)
-			if err == nil {
-				t.Fatalf("Parse succeeded with %d servers, want errors:\n%s", len(cfg.Servers), strings.Join(tt.want, "\n"))
-			}
-			if cfg != nil {
-				t.Errorf("Parse returned a config with an error")
-			}
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return Parse([]byte(src), "airlock.yaml", dir)
+	})
 }
 
 // TestParseTransportKeys checks that every key of one transport is
@@ -485,4 +470,45 @@ func TestParseLargeSyntaxError(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "invalid YAML") {
 		t.Fatalf("Parse error = %v, want invalid YAML", err)
 	}
+}
+
+// TestParseSameLineOrder checks that problems on one line come out in the
+// order reading meets them, including those found by the checks that run
+// once the whole file is read.
+func TestParseSameLineOrder(t *testing.T) {
+	env := mapEnv(map[string]string{"HOST_TOKEN": "x"})
+	tests := []errorCase{
+		{"server entry", "servers:\n  - {id: a, command: x, allowed_tools: []}\n  - {id: a, comand: y, allowed_tools: [t, t], max_call_duration: 1s, request_timeout: 2s, health_check: {interval: 1s, timeout: bad}}\n", []string{
+			`airlock.yaml:3: servers[1].comand: unknown key; did you mean "command"?`,
+			`airlock.yaml:3: servers[1].id: server id "a" is already used by servers[0] (line 2)`,
+			"airlock.yaml:3: servers[1].command: is required: give the program that starts the server",
+			`airlock.yaml:3: servers[1].allowed_tools[1]: "t" is listed twice (first at line 3)`,
+			"airlock.yaml:3: servers[1].max_call_duration: 1s is shorter than request_timeout (2s): it is how far progress may stretch a call past that",
+			`airlock.yaml:3: servers[1].health_check.timeout: "bad" is not a duration: write one such as 30s, 1m30s or 2h`,
+			"airlock.yaml:3: servers[1].health_check.timeout: 5s is longer than the interval (1s): checks would overlap"}},
+		{"env names and values", server + "    env: {1A: x, B: [x], 2C: \"${workspace}\"}\n    secret_env: {T: NOT_SET, 1X: HOST_TOKEN}\n", []string{
+			`airlock.yaml:5: servers[0].env.1A: "1A" is not a valid environment variable name: use letters, digits and _, not starting with a digit`,
+			"airlock.yaml:5: servers[0].env.B: must be a string, not a list",
+			`airlock.yaml:5: servers[0].env.2C: "2C" is not a valid environment variable name: use letters, digits and _, not starting with a digit`,
+			"airlock.yaml:6: servers[0].secret_env.T: the host variable NOT_SET is not set: set it in the environment airlock starts in",
+			`airlock.yaml:6: servers[0].secret_env.1X: "1X" is not a valid environment variable name: use letters, digits and _, not starting with a digit`}},
+		{"remote entry", "servers:\n  - {id: r, transport: http, scope: task, url: \"http://x\", allowed_hosts: [], stream_read_timeout: 1s, request_timeout: 2s, scopes: [], oauth: {client_secret_env: HOST_TOKEN, dynamic_registration: maybe}, allowed_tools: [t]}\n", []string{
+			"airlock.yaml:2: servers[0].scope: a transport: http server is shared by every task: remove scope: task",
+			"airlock.yaml:2: servers[0].allowed_hosts: must list at least one host, such as [mcp.example.com]: an empty list allows nothing",
+			"airlock.yaml:2: servers[0].stream_read_timeout: 1s is shorter than request_timeout (2s): a stream may go quiet at least as long as a request may take",
+			"airlock.yaml:2: servers[0].resource: is required with oauth: give the OAuth resource of the server, such as https://mcp.example.com; it is never guessed from url, which may differ",
+			"airlock.yaml:2: servers[0].scopes: must list at least one scope, such as [mcp:issues.read]",
+			"airlock.yaml:2: servers[0].oauth.dynamic_registration: must be true or false"}},
+		{"policy entries", "servers:\n  - {id: a, command: x, allowed_tools: []}\npolicy:\n  tools: [{server: b, tool: t, effect: read}, {server: a, tool: \"\", effect: read}, {server: a, tool: t, effect: read, decision: ask}, {server: a, tool: t, effect: write}]\n  rules: [{server: \"b*\", tool: \"\", decision: deny, args: []}]\n", []string{
+			`airlock.yaml:4: policy.tools[0].server: there is no server "b" (servers: a)`,
+			"airlock.yaml:4: policy.tools[1].tool: must not be empty",
+			"airlock.yaml:4: policy.tools[2].decision: unknown key here: it belongs in an entry under policy.rules",
+			`airlock.yaml:4: policy.tools[3]: tool "t" of server "a" is already classified at line 4`,
+			`airlock.yaml:5: policy.rules[0].server: "b*" matches no server (servers: a)`,
+			"airlock.yaml:5: policy.rules[0].tool: must not be empty: leave the key out to match every tool",
+			"airlock.yaml:5: policy.rules[0].args: a deny rule denies whatever the arguments: remove args, or make the rule allow or ask"}},
+	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return parseYAML([]byte(src), "airlock.yaml", t.TempDir(), env)
+	})
 }

@@ -144,18 +144,27 @@ var (
 // maxListItems bounds the entries of one constraint list.
 const maxListItems = 1000
 
-// policy reads the policy: mapping. ids holds every configured server, so
-// that an entry naming none is refused: it would silently never apply.
-func (r *yamlReader) policy(n *yaml.Node, pol *Policy, ids *registry) {
+// policyEntries are the policy entries that name servers, as read, for
+// checkPolicy.
+type policyEntries struct {
+	classes []entryOf[ToolClass]
+	rules   []entryOf[Rule]
+}
+
+// policy reads the policy: mapping.
+func (r *yamlReader) policy(n *yaml.Node, pol *Policy) policyEntries {
+	var read policyEntries
 	f, ok := r.fields(n, "policy", policyKeys)
 	if !ok {
-		return
+		return read
 	}
 	if p, ok := f["tools"]; ok {
-		pol.Tools = r.toolClasses(p, ids)
+		read.classes = readEntries(r, p.val, "policy.tools", "", toolClassKeys, r.toolClass)
+		pol.Tools = okValues(read.classes)
 	}
 	if p, ok := f["rules"]; ok {
-		pol.Rules = r.rules(p, ids)
+		read.rules = readEntries(r, p.val, "policy.rules", "", ruleKeys, r.rule)
+		pol.Rules = okValues(read.rules)
 	}
 	if p, ok := f["cedar"]; ok {
 		if file, ok := r.text(p.val, "policy.cedar"); ok {
@@ -167,73 +176,33 @@ func (r *yamlReader) policy(n *yaml.Node, pol *Policy, ids *registry) {
 		}
 	}
 	if p, ok := f["hooks"]; ok {
-		pol.Hooks = r.hooks(p)
+		pol.Hooks = okValues(readEntries(r, p.val, "policy.hooks", "", hookKeys, r.hook))
 	}
+	return read
 }
 
-func (r *yamlReader) toolClasses(p pair, ids *registry) []ToolClass {
-	items, ok := r.list(p.val, "policy.tools")
-	if !ok {
-		return nil
+func (r *yamlReader) toolClass(e *entry) ToolClass {
+	c := ToolClass{Source: source(r.file, e.line)}
+	r.require(e, "server", "is required: give the id of the server")
+	c.Server, _ = r.keyText(e, "server", checkID)
+	r.require(e, "tool", "is required: give the server's own name for the tool")
+	c.Tool, _ = r.keyText(e, "tool", checkExactTool)
+	r.require(e, "effect", "is required: read, write or external")
+	c.Effect, _ = r.keyText(e, "effect", oneOf("read", "write", "external"))
+	if p, ok := e.keys["idempotent"]; ok {
+		c.Idempotent, _ = r.boolean(p.val, e.path+".idempotent")
 	}
-	var out []ToolClass
-	seen := make(map[[2]string]int)
-	for i, item := range items {
-		path := fmt.Sprintf("policy.tools[%d]", i)
-		line := resolve(item).Line
-		f, ok := r.fields(item, path, toolClassKeys)
-		if !ok {
-			continue
+	return c
+}
+
+// oneOf returns a check that a value is one of values.
+func oneOf(values ...string) func(string) string {
+	return func(v string) string {
+		if slices.Contains(values, v) {
+			return ""
 		}
-		before := len(r.probs.list)
-		c := ToolClass{Source: source(r.file, line)}
-		if p, ok := f["server"]; ok {
-			if s, ok := r.text(p.val, path+".server"); ok {
-				if msg := checkID(s); msg != "" {
-					r.errorf(p.line, path+".server", "%s", msg)
-				} else if !ids.has(s) {
-					r.errorf(p.line, path+".server", "there is no server %q (servers: %s)", s, ids.list())
-				}
-				c.Server = s
-			}
-		} else {
-			r.errorf(line, path+".server", "is required: give the id of the server")
-		}
-		if p, ok := f["tool"]; ok {
-			if t, ok := r.text(p.val, path+".tool"); ok {
-				if msg := checkExactTool(t); msg != "" {
-					r.errorf(p.line, path+".tool", "%s", msg)
-				}
-				c.Tool = t
-			}
-		} else {
-			r.errorf(line, path+".tool", "is required: give the server's own name for the tool")
-		}
-		if p, ok := f["effect"]; ok {
-			if e, ok := r.text(p.val, path+".effect"); ok {
-				if !slices.Contains([]string{"read", "write", "external"}, e) {
-					r.errorf(p.line, path+".effect", "must be read, write or external, not %s", show(e))
-				}
-				c.Effect = e
-			}
-		} else {
-			r.errorf(line, path+".effect", "is required: read, write or external")
-		}
-		if p, ok := f["idempotent"]; ok {
-			c.Idempotent, _ = r.boolean(p.val, path+".idempotent")
-		}
-		if len(r.probs.list) > before {
-			continue
-		}
-		key := [2]string{c.Server, c.Tool}
-		if first, dup := seen[key]; dup {
-			r.errorf(line, path, "tool %q of server %q is already classified at line %d", c.Tool, c.Server, first)
-			continue
-		}
-		seen[key] = line
-		out = append(out, c)
+		return fmt.Sprintf("must be %s or %s, not %s", strings.Join(values[:len(values)-1], ", "), values[len(values)-1], show(v))
 	}
-	return out
 }
 
 // checkExactTool checks a tool name that must be given exactly.
@@ -244,62 +213,24 @@ func checkExactTool(tool string) string {
 	return checkTool(tool)
 }
 
-func (r *yamlReader) rules(p pair, ids *registry) []Rule {
-	items, ok := r.list(p.val, "policy.rules")
-	if !ok {
-		return nil
+func (r *yamlReader) rule(e *entry) Rule {
+	rule := Rule{Server: "*", Tool: "*", Source: source(r.file, e.line)}
+	if s, ok := r.keyText(e, "server", checkServerGlob); ok {
+		rule.Server = s
 	}
-	var out []Rule
-	for i, item := range items {
-		path := fmt.Sprintf("policy.rules[%d]", i)
-		line := resolve(item).Line
-		f, ok := r.fields(item, path, ruleKeys)
-		if !ok {
-			continue
-		}
-		before := len(r.probs.list)
-		rule := Rule{Server: "*", Tool: "*", Source: source(r.file, line)}
-		if p, ok := f["server"]; ok {
-			if s, ok := r.text(p.val, path+".server"); ok {
-				if msg := checkServerGlob(s); msg != "" {
-					r.errorf(p.line, path+".server", "%s", msg)
-				} else if !ids.matches(s) {
-					r.errorf(p.line, path+".server", "%s matches no server (servers: %s)", show(s), ids.list())
-				}
-				rule.Server = s
-			}
-		}
-		if p, ok := f["tool"]; ok {
-			if t, ok := r.text(p.val, path+".tool"); ok {
-				if msg := checkToolGlob(t); msg != "" {
-					r.errorf(p.line, path+".tool", "%s", msg)
-				}
-				rule.Tool = t
-			}
-		}
-		if p, ok := f["decision"]; ok {
-			if d, ok := r.text(p.val, path+".decision"); ok {
-				if !slices.Contains([]string{"allow", "ask", "deny"}, d) {
-					r.errorf(p.line, path+".decision", "must be allow, ask or deny, not %s", show(d))
-				}
-				rule.Decision = d
-			}
-		} else {
-			r.errorf(line, path+".decision", "is required: allow, ask or deny")
-		}
-		if p, ok := f["args"]; ok {
-			if rule.Decision == "deny" {
-				r.errorf(p.line, path+".args", "a deny rule denies whatever the arguments: remove args, or make the rule allow or ask")
-			} else {
-				rule.Args = r.argConstraints(p.val, path+".args")
-			}
-		}
-		if len(r.probs.list) > before {
-			continue
-		}
-		out = append(out, rule)
+	if t, ok := r.keyText(e, "tool", checkToolGlob); ok {
+		rule.Tool = t
 	}
-	return out
+	r.require(e, "decision", "is required: allow, ask or deny")
+	rule.Decision, _ = r.keyText(e, "decision", oneOf("allow", "ask", "deny"))
+	if p, ok := e.keys["args"]; ok {
+		// A deny rule's args are refused by checkPolicy, unread.
+		r.note(e, "args")
+		if rule.Decision != "deny" {
+			rule.Args = r.argConstraints(p.val, e.path+".args")
+		}
+	}
+	return rule
 }
 
 // checkToolGlob checks a rule's tool glob.
@@ -326,133 +257,57 @@ func checkServerGlob(s string) string {
 }
 
 func (r *yamlReader) argConstraints(n *yaml.Node, path string) []ArgConstraint {
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, "must list at least one constraint; leave the key out for none")
 	if !ok {
 		return nil
 	}
-	if len(items) == 0 {
-		r.errorf(resolve(n).Line, path, "must list at least one constraint; leave the key out for none")
-		return nil
-	}
 	var out []ArgConstraint
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		line := resolve(item).Line
-		f, ok := r.fields(item, ip, argKeys)
-		if !ok {
-			continue
+	for e := range r.mappings(items, argKeys) {
+		c := ArgConstraint{Source: source(r.file, e.line)}
+		r.require(e, "pointer", "is required: give a JSON Pointer into the arguments, such as /path")
+		c.Pointer, _ = r.keyText(e, "pointer", checkPointer)
+		if p, ok := e.keys["allow"]; ok {
+			c.Allow = r.stringList(p.val, e.path+".allow", "glob", checkAllowGlob)
 		}
-		c := ArgConstraint{Source: source(r.file, line)}
-		if p, ok := f["pointer"]; ok {
-			if ptr, ok := r.text(p.val, ip+".pointer"); ok {
-				if msg := checkPointer(ptr); msg != "" {
-					r.errorf(p.line, ip+".pointer", "%s", msg)
-				}
-				c.Pointer = ptr
-			}
-		} else {
-			r.errorf(line, ip+".pointer", "is required: give a JSON Pointer into the arguments, such as /path")
+		if p, ok := e.keys["deny"]; ok {
+			c.Deny = r.stringList(p.val, e.path+".deny", "glob", checkPathGlob)
 		}
-		if p, ok := f["allow"]; ok {
-			c.Allow = r.stringList(p.val, ip+".allow", "glob", checkAllowGlob)
+		if p, ok := e.keys["enum"]; ok {
+			c.Enum = r.stringList(p.val, e.path+".enum", "value", checkString)
 		}
-		if p, ok := f["deny"]; ok {
-			c.Deny = r.stringList(p.val, ip+".deny", "glob", checkPathGlob)
-		}
-		if p, ok := f["enum"]; ok {
-			c.Enum = r.enum(p.val, ip+".enum")
-		}
-		if p, ok := f["pattern"]; ok {
-			if pat, ok := r.text(p.val, ip+".pattern"); ok {
-				if msg := checkPattern(pat); msg != "" {
-					r.errorf(p.line, ip+".pattern", "%s", msg)
-				}
-				c.Pattern = pat
-			}
-		}
-		_, a := f["allow"]
-		_, d := f["deny"]
-		_, e := f["enum"]
-		_, pt := f["pattern"]
-		if !a && !d && !e && !pt {
-			r.errorf(line, ip, "constrains nothing: give allow or deny (path globs), enum or pattern")
+		c.Pattern, _ = r.keyText(e, "pattern", checkPattern)
+		if !slices.ContainsFunc([]string{"allow", "deny", "enum", "pattern"}, func(k string) bool { _, ok := e.keys[k]; return ok }) {
+			r.errorf(e.line, e.path, "constrains nothing: give allow or deny (path globs), enum or pattern")
 		}
 		out = append(out, c)
 	}
 	return out
 }
 
-func (r *yamlReader) enum(n *yaml.Node, path string) []string {
-	return r.stringList(n, path, "value", checkString)
-}
-
 // stringList reads a non-empty list of distinct strings, each checked by
 // check.
 func (r *yamlReader) stringList(n *yaml.Node, path, what string, check func(string) string) []string {
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, fmt.Sprintf("must list at least one %s; leave the key out for none", what))
 	if !ok {
 		return nil
 	}
-	switch {
-	case len(items) == 0:
-		r.errorf(resolve(n).Line, path, "must list at least one %s; leave the key out for none", what)
-		return nil
-	case len(items) > maxListItems:
+	if len(items) > maxListItems {
 		r.errorf(resolve(n).Line, path, "lists more than %d entries", maxListItems)
 		return nil
 	}
-	out := make([]string, 0, len(items))
-	seen := make(map[string]int)
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		v, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
-		line := resolve(item).Line
-		if msg := check(v); msg != "" {
-			r.errorf(line, ip, "%s", msg)
-			continue
-		}
-		if first, dup := seen[v]; dup {
-			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(v), first)
-			continue
-		}
-		seen[v] = line
-		out = append(out, v)
-	}
+	out, _ := r.distinct(items, checked(check))
 	return out
 }
 
-func (r *yamlReader) hooks(p pair) []Hook {
-	items, ok := r.list(p.val, "policy.hooks")
-	if !ok {
-		return nil
+func (r *yamlReader) hook(e *entry) Hook {
+	h := Hook{Timeout: defaultHookTimeout, Source: source(r.file, e.line)}
+	if p, ok := r.require(e, "command", "is required: give the program and its arguments, such as [./check.sh]"); ok {
+		h.Command = r.hookCommand(p.val, e.path+".command")
 	}
-	var out []Hook
-	for i, item := range items {
-		path := fmt.Sprintf("policy.hooks[%d]", i)
-		line := resolve(item).Line
-		f, ok := r.fields(item, path, hookKeys)
-		if !ok {
-			continue
-		}
-		before := len(r.probs.list)
-		h := Hook{Timeout: defaultHookTimeout, Source: source(r.file, line)}
-		if p, ok := f["command"]; ok {
-			h.Command = r.hookCommand(p.val, path+".command")
-		} else {
-			r.errorf(line, path+".command", "is required: give the program and its arguments, such as [./check.sh]")
-		}
-		if p, ok := f["timeout"]; ok {
-			h.Timeout, _ = r.timeout(p.val, path+".timeout")
-		}
-		if len(r.probs.list) > before {
-			continue
-		}
-		out = append(out, h)
+	if p, ok := e.keys["timeout"]; ok {
+		h.Timeout, _ = r.timeout(p.val, e.path+".timeout")
 	}
-	return out
+	return h
 }
 
 func (r *yamlReader) hookCommand(n *yaml.Node, path string) []string {
@@ -460,27 +315,18 @@ func (r *yamlReader) hookCommand(n *yaml.Node, path string) []string {
 		r.errorf(rn.Line, path, "must be a list of the program and its arguments, such as [%s]: no shell splits it", rn.Value)
 		return nil
 	}
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, "must not be empty: give the program and its arguments, such as [./check.sh]")
 	if !ok {
 		return nil
 	}
-	if len(items) == 0 {
-		r.errorf(resolve(n).Line, path, "must not be empty: give the program and its arguments, such as [./check.sh]")
-		return nil
-	}
 	out := make([]string, 0, len(items))
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		a, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
+	for it, a := range r.texts(items) {
 		if msg := checkString(a); msg != "" {
-			r.errorf(resolve(item).Line, ip, "%s", msg)
+			r.errorf(it.line, it.path, "%s", msg)
 			continue
 		}
-		if i == 0 && strings.TrimSpace(a) == "" {
-			r.errorf(resolve(item).Line, ip, "must not be empty: give the program to run")
+		if it == items[0] && strings.TrimSpace(a) == "" {
+			r.errorf(it.line, it.path, "must not be empty: give the program to run")
 			continue
 		}
 		out = append(out, a)
@@ -489,14 +335,8 @@ func (r *yamlReader) hookCommand(n *yaml.Node, path string) []string {
 }
 
 func (r *yamlReader) approvals(p pair, a *Approvals) {
-	f, ok := r.fields(p.val, "approvals", approvalKeys)
-	if !ok {
-		return
-	}
-	if p, ok := f["ttl"]; ok {
-		if d, ok := r.timeout(p.val, "approvals.ttl"); ok {
-			a.TTL = d
-		}
+	if f, ok := r.fields(p.val, "approvals", approvalKeys); ok {
+		r.timeoutKey(f, "approvals", "ttl", &a.TTL)
 	}
 }
 
@@ -513,40 +353,23 @@ func (r *yamlReader) audit(p pair, a *Audit) {
 // localToolList reads a list of local tool names, or ["*"], and where each
 // was written.
 func (r *yamlReader) localToolList(n *yaml.Node, path string) (names, sources []string) {
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, "")
 	if !ok {
 		return nil, nil
 	}
-	out := make([]string, 0, len(items))
-	seen := make(map[string]int)
-	star := false
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		t, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
-		line := resolve(item).Line
+	names, lines := r.distinct(items, func(t string) (string, string) {
 		switch {
 		case t == "*":
-			star = true
 		case strings.Contains(t, "*"):
-			r.errorf(line, ip, `%s: patterns are not supported: list each tool, or use ["*"] alone for every tool`, show(t))
-			continue
+			return "", fmt.Sprintf(`%s: patterns are not supported: list each tool, or use ["*"] alone for every tool`, show(t))
 		case !localNamePattern.MatchString(t):
-			r.errorf(line, ip, "%s is not a local tool name: use the name a model sees, such as fs__read_file (see airlock tools)", show(t))
-			continue
+			return "", fmt.Sprintf("%s is not a local tool name: use the name a model sees, such as fs__read_file (see airlock tools)", show(t))
 		}
-		if first, dup := seen[t]; dup {
-			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(t), first)
-			continue
-		}
-		seen[t] = line
-		out = append(out, t)
+		return t, ""
+	})
+	for _, line := range lines {
 		sources = append(sources, source(r.file, line))
 	}
-	if star && len(out) > 1 {
-		r.errorf(resolve(n).Line, path, `"*" records every tool and must be alone: write ["*"] or list the tools`)
-	}
-	return out, sources
+	r.starAlone(n, path, names, "records")
+	return names, sources
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -101,11 +100,7 @@ func TestParsePolicyErrors(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		{"policy not mapping", "policy: [a]\n", []string{
 			"airlock.yaml:5: policy: must be a mapping (key: value lines), not a list"}},
 		{"unknown policy key", "policy: {rule: []}\n", []string{
@@ -207,14 +202,9 @@ func TestParsePolicyErrors(t *testing.T) {
 			`airlock.yaml:6: audit.record_values[3]: "fs__read_file" is listed twice (first at line 6)`,
 			`airlock.yaml:6: audit.record_values: "*" records every tool and must be alone: write ["*"] or list the tools`}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(server+tt.src), "airlock.yaml", dir)
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return Parse([]byte(server+src), "airlock.yaml", dir)
+	})
 }
 
 func TestParseSecretEnv(t *testing.T) {
@@ -234,11 +224,7 @@ func TestParseSecretEnv(t *testing.T) {
 		t.Errorf("ForWorkspace shares SecretEnv with the configuration")
 	}
 
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		{"unset", "    secret_env: {TOKEN: NOT_SET}\n", []string{
 			"airlock.yaml:5: servers[0].secret_env.TOKEN: the host variable NOT_SET is not set: set it in the environment airlock starts in"}},
 		{"empty", "    secret_env: {TOKEN: EMPTY}\n", []string{
@@ -253,17 +239,9 @@ func TestParseSecretEnv(t *testing.T) {
 		{"value not string", "    secret_env: {TOKEN: [HOST_TOKEN]}\n", []string{
 			"airlock.yaml:5: servers[0].secret_env.TOKEN: must be a string, not a list"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseYAML([]byte(server+tt.src), "airlock.yaml", t.TempDir(), env)
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-			if err != nil && strings.Contains(err.Error(), "canary-4f1e") {
-				t.Errorf("error shows a secret value: %v", err)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return parseYAML([]byte(server+src), "airlock.yaml", t.TempDir(), env)
+	}, "canary-4f1e")
 }
 
 func TestMatchName(t *testing.T) {

@@ -27,93 +27,68 @@ var (
 
 // remote reads the keys of a transport: http server entry. The checks of
 // url and resource that depend on the development flag wait in r.urls,
-// because development: may come after servers: in the file.
-func (r *yamlReader) remote(f map[string]pair, path string, line int, s *Server) {
+// because development: may come after servers: in the file; those that
+// compare its keys are checkRemote's.
+func (r *yamlReader) remote(se *serverEntry) {
+	e, s := se.entry, &se.s
 	hostsOK := false
-	if p, ok := f["allowed_hosts"]; ok {
-		s.AllowedHosts, hostsOK = r.hostList(p.val, path+".allowed_hosts")
-	} else {
-		r.errorf(line, path+".allowed_hosts", "is required for transport: http: list the hosts url and resource may name, such as [mcp.example.com]")
+	if p, ok := r.require(e, "allowed_hosts", "is required for transport: http: list the hosts url and resource may name, such as [mcp.example.com]"); ok {
+		s.AllowedHosts, hostsOK = r.hostList(p.val, e.path+".allowed_hosts")
 	}
 	// urlKey reads url or resource, which must name an allowed host.
 	urlKey := func(p pair, key string) string {
-		kp := path + "." + key
+		kp := e.path + "." + key
 		v, ok := r.text(p.val, kp)
 		if !ok {
 			return ""
 		}
+		line := resolve(p.val).Line
 		if v == "" {
-			r.errorf(resolve(p.val).Line, kp, "must not be empty: give an https URL, such as https://mcp.example.com/mcp")
+			r.errorf(line, kp, "must not be empty: give an https URL, such as https://mcp.example.com/mcp")
 			return ""
 		}
 		if hostsOK {
-			r.urls = append(r.urls, urlCheck{
-				order: resolve(p.val).Line,
-				at:    Error{File: r.file, Line: resolve(p.val).Line, Path: kp},
-				url:   v,
-				hosts: s.AllowedHosts,
-			})
+			r.urls = append(r.urls, urlCheck{order: line, at: Error{File: r.file, Line: line, Path: kp}, url: v, hosts: s.AllowedHosts})
 		}
 		return v
 	}
-	if p, ok := f["url"]; ok {
+	if p, ok := r.require(e, "url", "is required for transport: http: give the server's MCP endpoint, such as https://mcp.example.com/mcp"); ok {
 		s.URL = urlKey(p, "url")
-	} else {
-		r.errorf(line, path+".url", "is required for transport: http: give the server's MCP endpoint, such as https://mcp.example.com/mcp")
 	}
-
-	if p, ok := f["allow_private_networks"]; ok {
-		s.AllowPrivateNetworks, _ = r.boolean(p.val, path+".allow_private_networks")
+	if p, ok := e.keys["allow_private_networks"]; ok {
+		s.AllowPrivateNetworks, _ = r.boolean(p.val, e.path+".allow_private_networks")
 	}
-	if p, ok := f["ca_file"]; ok {
-		if v, ok := r.text(p.val, path+".ca_file"); ok {
+	if p, ok := e.keys["ca_file"]; ok {
+		if v, ok := r.text(p.val, e.path+".ca_file"); ok {
 			if abs, msg := checkCAFile(r.dir, v); msg != "" {
-				r.errorf(resolve(p.val).Line, path+".ca_file", "%s", msg)
+				r.errorf(resolve(p.val).Line, e.path+".ca_file", "%s", msg)
 			} else {
 				s.CAFile = abs
 			}
 		}
 	}
-	if p, ok := f["terminate_on_close"]; ok {
-		if b, ok := r.boolean(p.val, path+".terminate_on_close"); ok {
+	if p, ok := e.keys["terminate_on_close"]; ok {
+		if b, ok := r.boolean(p.val, e.path+".terminate_on_close"); ok {
 			s.TerminateOnClose = b
 		}
 	}
-	if p, ok := f["stream_read_timeout"]; ok {
-		if d, ok := r.timeout(p.val, path+".stream_read_timeout"); ok {
-			s.StreamReadTimeout = d
-			if d < s.RequestTimeout {
-				r.errorf(p.line, path+".stream_read_timeout", "%s is shorter than request_timeout (%s): a stream may go quiet at least as long as a request may take", fmtDuration(d), fmtDuration(s.RequestTimeout))
-			}
-		}
-	} else {
+	if !r.optionalTimeout(e, "stream_read_timeout", &s.StreamReadTimeout) {
 		// A long request_timeout lengthens the default with it.
 		s.StreamReadTimeout = max(s.StreamReadTimeout, s.RequestTimeout)
 	}
-
-	// OAuth is on exactly when oauth: is there; resource and scopes only
-	// mean something with it.
-	op, hasOAuth := f["oauth"]
-	if p, ok := f["resource"]; ok {
-		if hasOAuth {
-			s.Resource = urlKey(p, "resource")
-		} else {
-			r.errorf(p.line, path+".resource", "is only used with OAuth: set oauth: to use resource, or remove it")
-		}
-	} else if hasOAuth {
-		r.errorf(op.line, path+".resource", "is required with oauth: give the OAuth resource of the server, such as https://mcp.example.com; it is never guessed from url, which may differ")
+	// Without oauth:, resource and scopes are left unread: checkRemote
+	// refuses them.
+	op, hasOAuth := e.keys["oauth"]
+	r.note(e, "resource")
+	if p, ok := e.keys["resource"]; ok && hasOAuth {
+		s.Resource = urlKey(p, "resource")
 	}
-	if p, ok := f["scopes"]; ok {
-		if hasOAuth {
-			s.Scopes = r.scopes(p.val, path+".scopes")
-		} else {
-			r.errorf(p.line, path+".scopes", "is only used with OAuth: set oauth: to use scopes, or remove it")
-		}
-	} else if hasOAuth {
-		r.errorf(op.line, path+".scopes", "is required with oauth: list the OAuth scopes to request, such as [mcp:issues.read]")
+	r.note(e, "scopes")
+	if p, ok := e.keys["scopes"]; ok && hasOAuth {
+		s.Scopes = r.scopes(p.val, e.path+".scopes")
 	}
 	if hasOAuth {
-		s.OAuth = r.oauth(op, path+".oauth")
+		s.OAuth = r.oauth(e, op)
 	}
 }
 
@@ -121,35 +96,11 @@ func (r *yamlReader) remote(f map[string]pair, path string, line int, s *Server)
 // that URLs are not checked against a partial list.
 func (r *yamlReader) hostList(n *yaml.Node, path string) ([]string, bool) {
 	before := len(r.probs.list)
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, "must list at least one host, such as [mcp.example.com]: an empty list allows nothing")
 	if !ok {
 		return nil, false
 	}
-	if len(items) == 0 {
-		r.errorf(resolve(n).Line, path, "must list at least one host, such as [mcp.example.com]: an empty list allows nothing")
-		return nil, false
-	}
-	out := make([]string, 0, len(items))
-	seen := make(map[string]int)
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		h, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
-		line := resolve(item).Line
-		host, msg := checkHost(h)
-		if msg != "" {
-			r.errorf(line, ip, "%s", msg)
-			continue
-		}
-		if first, dup := seen[host]; dup {
-			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(h), first)
-			continue
-		}
-		seen[host] = line
-		out = append(out, host)
-	}
+	out, _ := r.distinct(items, checkHost)
 	return out, len(r.probs.list) == before
 }
 
@@ -199,34 +150,16 @@ func checkHost(h string) (string, string) {
 
 // scopes reads scopes: at least one RFC 6749 scope token, none twice.
 func (r *yamlReader) scopes(n *yaml.Node, path string) []string {
-	items, ok := r.list(n, path)
+	items, ok := r.list(n, path, "must list at least one scope, such as [mcp:issues.read]")
 	if !ok {
 		return nil
 	}
-	if len(items) == 0 {
-		r.errorf(resolve(n).Line, path, "must list at least one scope, such as [mcp:issues.read]")
-		return nil
-	}
-	out := make([]string, 0, len(items))
-	seen := make(map[string]int)
-	for i, item := range items {
-		ip := fmt.Sprintf("%s[%d]", path, i)
-		sc, ok := r.text(item, ip)
-		if !ok {
-			continue
-		}
-		line := resolve(item).Line
+	out, _ := r.distinct(items, func(sc string) (string, string) {
 		if !validScope(sc) {
-			r.errorf(line, ip, "%s is not an OAuth scope: use printable ASCII without spaces, \" or \\", show(sc))
-			continue
+			return "", fmt.Sprintf("%s is not an OAuth scope: use printable ASCII without spaces, \" or \\", show(sc))
 		}
-		if first, dup := seen[sc]; dup {
-			r.errorf(line, ip, "%s is listed twice (first at line %d)", show(sc), first)
-			continue
-		}
-		seen[sc] = line
-		out = append(out, sc)
-	}
+		return sc, ""
+	})
 	return out
 }
 
@@ -244,9 +177,11 @@ func validScope(s string) bool {
 	return true
 }
 
-// oauth reads oauth: {client_id, client_metadata_url, dynamic_registration,
-// redirect_uri}. An empty string counts as not set.
-func (r *yamlReader) oauth(p pair, path string) *OAuth {
+// oauth reads oauth: {client_id, client_secret_env, client_metadata_url,
+// dynamic_registration, redirect_uri} of the server entry e. An empty string
+// counts as not set.
+func (r *yamlReader) oauth(e *entry, p pair) *OAuth {
+	path := e.path + ".oauth"
 	o := &OAuth{RedirectURI: defaultRedirectURI}
 	f, ok := r.fields(p.val, path, oauthKeys)
 	if !ok {
@@ -269,20 +204,7 @@ func (r *yamlReader) oauth(p pair, path string) *OAuth {
 	}
 	o.ClientID = str("client_id", checkClientID)
 	if kp, ok := f["client_secret_env"]; ok {
-		kpath := path + ".client_secret_env"
-		if host, ok := r.text(kp.val, kpath); ok && host != "" {
-			line := resolve(kp.val).Line
-			switch v, set := r.lookupEnv(host); {
-			case checkEnvName(host) != "":
-				r.errorf(line, kpath, "%s", checkEnvName(host))
-			case !set:
-				r.errorf(line, kpath, "the host variable %s is not set: set it to the client secret in the environment airlock starts in", host)
-			case v == "":
-				r.errorf(line, kpath, "the host variable %s is empty: set it to the client secret", host)
-			default:
-				o.ClientSecretEnv = host
-			}
-		}
+		o.ClientSecretEnv = r.clientSecretEnv(kp, path+".client_secret_env")
 	}
 	o.ClientMetadataURL = str("client_metadata_url", checkClientMetadataURL)
 	if kp, ok := f["dynamic_registration"]; ok {
@@ -297,13 +219,29 @@ func (r *yamlReader) oauth(p pair, path string) *OAuth {
 			}
 		}
 	}
-	if o.ClientSecretEnv != "" && o.ClientID == "" && !r.failedUnder(path) {
-		r.errorf(p.line, path+".client_secret_env", "is only used with client_id: a client secret belongs to a client registered in advance")
-	}
-	if o.ClientID == "" && o.ClientMetadataURL == "" && !o.DynamicRegistration && !r.failedUnder(path) {
-		r.errorf(p.line, path, "says nothing about how airlock identifies itself to the authorization server: set client_id, client_metadata_url or dynamic_registration: true")
-	}
+	r.note(e, "oauth")
 	return o
+}
+
+// clientSecretEnv reads client_secret_env: the name of a host variable
+// that is set and not empty, or "".
+func (r *yamlReader) clientSecretEnv(p pair, path string) string {
+	host, ok := r.text(p.val, path)
+	if !ok || host == "" {
+		return ""
+	}
+	line := resolve(p.val).Line
+	switch v, set := r.lookupEnv(host); {
+	case checkEnvName(host) != "":
+		r.errorf(line, path, "%s", checkEnvName(host))
+	case !set:
+		r.errorf(line, path, "the host variable %s is not set: set it to the client secret in the environment airlock starts in", host)
+	case v == "":
+		r.errorf(line, path, "the host variable %s is empty: set it to the client secret", host)
+	default:
+		return host
+	}
+	return ""
 }
 
 // failedUnder reports whether a problem was already reported under path,

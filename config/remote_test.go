@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -181,11 +182,7 @@ func TestParseRemoteErrors(t *testing.T) {
 		return strings.Replace(withOAuth, "{client_id: airlock}", o, 1)
 	}
 	const redirectRule = "use http://127.0.0.1:PORT/PATH, on which airlock listens for the login's answer"
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		// url.
 		{"url missing", "servers:\n  - id: r\n    transport: http\n    allowed_hosts: [h]\n    allowed_tools: []\n", []string{
 			"airlock.yaml:2: servers[0].url: is required for transport: http: give the server's MCP endpoint, such as https://mcp.example.com/mcp"}},
@@ -316,55 +313,9 @@ func TestParseRemoteErrors(t *testing.T) {
 			"airlock.yaml:9: servers[0].oauth.redirect_uri: must name a loopback IP address, not a host name (a name could lead elsewhere): " + redirectRule}},
 		{"redirect_uri checks", oauth(`
       client_id: a
-      redirect_uri: http://10.0.0.1:8765/callback`) + `  - id: r2
-    transport: http
-    url: https://mcp.example.com/mcp
-    allowed_hosts: [mcp.example.com]
-    allowed_tools: []
-    resource: https://mcp.example.com
-    scopes: [s]
-    oauth: {client_id: a, redirect_uri: "http://127.0.0.1/callback"}
-  - id: r3
-    transport: http
-    url: https://mcp.example.com/mcp
-    allowed_hosts: [mcp.example.com]
-    allowed_tools: []
-    resource: https://mcp.example.com
-    scopes: [s]
-    oauth: {client_id: a, redirect_uri: "http://127.0.0.1:0/callback"}
-  - id: r4
-    transport: http
-    url: https://mcp.example.com/mcp
-    allowed_hosts: [mcp.example.com]
-    allowed_tools: []
-    resource: https://mcp.example.com
-    scopes: [s]
-    oauth: {client_id: a, redirect_uri: "http://127.0.0.1:8765/cb?x=1"}
-  - id: r5
-    transport: http
-    url: https://mcp.example.com/mcp
-    allowed_hosts: [mcp.example.com]
-    allowed_tools: []
-    resource: https://mcp.example.com
-    scopes: [s]
-    oauth: {client_id: a, redirect_uri: "http://u:hunter2@127.0.0.1:8765/cb"}
-  - id: r6
-    transport: http
-    url: https://mcp.example.com/mcp
-    allowed_hosts: [mcp.example.com]
-    allowed_tools: []
-    resource: https://mcp.example.com
-    scopes: [s]
-    oauth: {client_id: a, redirect_uri: "http://127.0.0.1:8765/cb#f"}
-  - id: r7
-    transport: http
-    url: https://mcp.example.com/mcp
-    allowed_hosts: [mcp.example.com]
-    allowed_tools: []
-    resource: https://mcp.example.com
-    scopes: [s]
-    oauth: {client_id: a, redirect_uri: ""}
-`, []string{
+      redirect_uri: http://10.0.0.1:8765/callback`) + redirectServers(
+			`"http://127.0.0.1/callback"`, `"http://127.0.0.1:0/callback"`, `"http://127.0.0.1:8765/cb?x=1"`,
+			`"http://u:hunter2@127.0.0.1:8765/cb"`, `"http://127.0.0.1:8765/cb#f"`, `""`), []string{
 			"airlock.yaml:11: servers[0].oauth.redirect_uri: must name a loopback address: " + redirectRule,
 			"airlock.yaml:19: servers[1].oauth.redirect_uri: needs an explicit port: " + redirectRule,
 			"airlock.yaml:27: servers[2].oauth.redirect_uri: has an invalid port: " + redirectRule,
@@ -413,20 +364,9 @@ limits: {max_calls_per_turn: 0}
 			"airlock.yaml:11: servers[1].url: is only for transport: http: set transport: http, or remove it",
 			"airlock.yaml:13: limits.max_calls_per_turn: must be a whole number of calls from 1 to 100000"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := parseYAML([]byte(tt.src), "airlock.yaml", t.TempDir(), noEnv)
-			if err == nil {
-				t.Fatalf("Parse succeeded with %d servers, want errors:\n%s", len(cfg.Servers), strings.Join(tt.want, "\n"))
-			}
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-			if strings.Contains(err.Error(), "hunter2") {
-				t.Errorf("error shows a password: %v", err)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return parseYAML([]byte(src), "airlock.yaml", t.TempDir(), noEnv)
+	}, "hunter2")
 }
 
 func TestCheckHost(t *testing.T) {
@@ -509,4 +449,22 @@ func TestCAFile(t *testing.T) {
 			t.Errorf("%q: error %v, want %q", tt.src, err, tt.want)
 		}
 	}
+}
+
+// redirectServers returns entries r2, r3, ... of servers:, remote servers
+// with OAuth that differ only in their redirect_uri, one for each of uris.
+func redirectServers(uris ...string) string {
+	var b strings.Builder
+	for i, uri := range uris {
+		fmt.Fprintf(&b, `  - id: r%d
+    transport: http
+    url: https://mcp.example.com/mcp
+    allowed_hosts: [mcp.example.com]
+    allowed_tools: []
+    resource: https://mcp.example.com
+    scopes: [s]
+    oauth: {client_id: a, redirect_uri: %s}
+`, i+2, uri)
+	}
+	return b.String()
 }

@@ -33,6 +33,22 @@ func (r *yamlReader) errorf(line int, path, format string, args ...any) {
 	r.probs.add(line, &Error{File: r.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// errorAt reports a problem that a check found once reading was done, at
+// the mark where reading met what it checked.
+func (r *yamlReader) errorAt(mark, line int, path, format string, args ...any) {
+	r.probs.addAt(mark, line, &Error{File: r.file, Line: line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// wrongKind reports a value that is not a want ("a list such as [a, b]"),
+// or none at all, in which case the message says to give one (give).
+func (r *yamlReader) wrongKind(n *yaml.Node, path, want, give string) {
+	if isNull(n) {
+		r.errorf(n.Line, path, "has no value: give %s, or remove the key", give)
+	} else {
+		r.errorf(n.Line, path, "must be %s, not %s", want, kindName(n))
+	}
+}
+
 var yamlLineError = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // decodeYAML parses data as exactly one YAML document whose top level is a
@@ -173,15 +189,11 @@ type pair struct {
 func (r *yamlReader) pairs(n *yaml.Node, path string) ([]pair, bool) {
 	n = resolve(n)
 	if n.Kind != yaml.MappingNode {
-		if isNull(n) {
-			r.errorf(n.Line, path, "has no value: give key: value lines, or remove the key")
-		} else {
-			r.errorf(n.Line, path, "must be a mapping (key: value lines), not %s", kindName(n))
-		}
+		r.wrongKind(n, path, "a mapping (key: value lines)", "key: value lines")
 		return nil, false
 	}
 	var out []pair
-	seen := make(map[string]int)
+	seen := make(seenAt[string])
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := resolve(n.Content[i]), n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && (k.ShortTag() == "!!merge" || k.Value == "<<" && k.Style == 0) {
@@ -192,11 +204,10 @@ func (r *yamlReader) pairs(n *yaml.Node, path string) ([]pair, bool) {
 			r.errorf(k.Line, path, "keys must be strings, not %s", kindName(k))
 			continue
 		}
-		if first, dup := seen[k.Value]; dup {
+		if first, dup := seen.again(k.Value, k.Line); dup {
 			r.errorf(k.Line, joinPath(path, k.Value), "duplicate key (first set at line %d)", first)
 			continue
 		}
-		seen[k.Value] = k.Line
 		out = append(out, pair{key: k.Value, line: k.Line, val: v})
 	}
 	return out, true
@@ -236,20 +247,6 @@ func (r *yamlReader) text(n *yaml.Node, path string) (string, bool) {
 		r.errorf(n.Line, path, "must be a plain string (the tag %s is not supported)", tag)
 	}
 	return "", false
-}
-
-// list returns the items of a sequence.
-func (r *yamlReader) list(n *yaml.Node, path string) ([]*yaml.Node, bool) {
-	n = resolve(n)
-	if n.Kind != yaml.SequenceNode {
-		if isNull(n) {
-			r.errorf(n.Line, path, "has no value: give a list such as [a, b], or remove the key")
-		} else {
-			r.errorf(n.Line, path, "must be a list such as [a, b], not %s", kindName(n))
-		}
-		return nil, false
-	}
-	return n.Content, true
 }
 
 func (r *yamlReader) boolean(n *yaml.Node, path string) (bool, bool) {

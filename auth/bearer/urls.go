@@ -3,9 +3,10 @@ package bearer
 import (
 	"fmt"
 	"net"
-	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/airlockhq/airlock/auth/egress"
 )
 
 // SameResource reports whether a and b name the same protected resource:
@@ -73,17 +74,9 @@ func checkURL(what, raw string, insecure, identifier bool) error {
 	return nil
 }
 
-// IsLoopbackHost reports whether host (a name or an IP literal, without a
-// port; brackets around IPv6 are allowed) is "localhost" or a loopback
-// address.
-func IsLoopbackHost(host string) bool {
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
-}
+// IsLoopbackHost is [egress.IsLoopbackHost]: the verifier's plain http rule
+// and the client's egress rules agree on what loopback is.
+func IsLoopbackHost(host string) bool { return egress.IsLoopbackHost(host) }
 
 // IsLoopbackHostPort is [IsLoopbackHost] for a "host[:port]" value such as an
 // HTTP Host header.

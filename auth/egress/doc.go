@@ -22,6 +22,7 @@
 // [ValidateURL] is the configuration-time check of a registered URL (https
 // only, except plain http to loopback with an explicit port in development
 // mode; no user information, query or fragment; host in allowed_hosts).
+// [IsLoopbackHost] is its notion of loopback, which auth/bearer shares.
 //
 // Any Airlock package that opens outbound connections may import it.
 package egress

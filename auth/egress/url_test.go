@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/egress"
 )
 
@@ -59,6 +58,32 @@ func TestValidateURL(t *testing.T) {
 	}
 }
 
+func TestIsLoopbackHost(t *testing.T) {
+	tests := []struct {
+		host string
+		want bool
+	}{
+		{"localhost", true},
+		{"LocalHost", true},
+		{"127.0.0.1", true},
+		{"127.1.2.3", true},
+		{"::1", true},
+		{"[::1]", true},
+		{"::ffff:127.0.0.1", true},
+		{"", false},
+		{"localhost.example.com", false},
+		{"10.0.0.1", false},
+		{"::", false},
+		{"127.0.0.1:80", false},
+		{"mcp.example.com", false},
+	}
+	for _, tt := range tests {
+		if got := egress.IsLoopbackHost(tt.host); got != tt.want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", tt.host, got, tt.want)
+		}
+	}
+}
+
 // FuzzValidateURL: whatever ValidateURL accepts has the properties it
 // promises.
 func FuzzValidateURL(f *testing.F) {
@@ -92,7 +117,7 @@ func FuzzValidateURL(f *testing.F) {
 		switch u.Scheme {
 		case "https":
 		case "http":
-			if !dev || u.Port() == "" || !bearer.IsLoopbackHost(u.Hostname()) {
+			if !dev || u.Port() == "" || !egress.IsLoopbackHost(u.Hostname()) {
 				t.Fatalf("accepted plain http %q", raw)
 			}
 		default:
