@@ -12,8 +12,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/airlockhq/airlock/auth/egress"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/airlockhq/airlock/auth/egress"
 )
 
 // Keys of a server entry that belong to one transport only.

@@ -68,22 +68,18 @@ func checkURL(what, raw string, insecure, identifier bool) error {
 	if identifier && (u.RawQuery != "" || u.ForceQuery) {
 		return fmt.Errorf("%s %q must not contain a query", what, raw)
 	}
-	if u.Scheme == "http" && !insecure && !IsLoopbackHost(u.Hostname()) {
+	if u.Scheme == "http" && !insecure && !egress.IsLoopbackHost(u.Hostname()) {
 		return fmt.Errorf("%s %q uses plain http to a host that is not loopback; use https (plain http is only for local development, or must be allowed explicitly)", what, raw)
 	}
 	return nil
 }
 
-// IsLoopbackHost is [egress.IsLoopbackHost]: the verifier's plain http rule
-// and the client's egress rules agree on what loopback is.
-func IsLoopbackHost(host string) bool { return egress.IsLoopbackHost(host) }
-
-// IsLoopbackHostPort is [IsLoopbackHost] for a "host[:port]" value such as an
-// HTTP Host header.
+// IsLoopbackHostPort is [egress.IsLoopbackHost] for a "host[:port]" value
+// such as an HTTP Host header.
 func IsLoopbackHostPort(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
 		host = hostport
 	}
-	return IsLoopbackHost(host)
+	return egress.IsLoopbackHost(host)
 }

@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/auth/egress"
 )
 
 // CheckBrowserURL accepts a URL for a person's browser only if it is https,
@@ -26,7 +26,7 @@ func CheckBrowserURL(raw string) error {
 		return errors.New("the authorization URL must be an absolute URL without user information")
 	case u.Scheme == "https":
 		return nil
-	case u.Scheme == "http" && bearer.IsLoopbackHost(u.Hostname()):
+	case u.Scheme == "http" && egress.IsLoopbackHost(u.Hostname()):
 		return nil
 	}
 	return errors.New("the authorization URL must use https (or http to a loopback address)")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/auth/egress"
 	"github.com/airlockhq/airlock/servers/issues"
 )
 
@@ -119,7 +120,7 @@ func (e *env) serveIssues(o *options, _ []string) error {
 		}
 		return usageError("cannot listen on %s: %v", f.addr, err)
 	}
-	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !bearer.IsLoopbackHost(host) {
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !egress.IsLoopbackHost(host) {
 		logger.Warn("serving plain HTTP on an address that is not loopback; terminate TLS in front of this server")
 	}
 	return srv.Serve(e.ctx, ln)
