@@ -66,7 +66,7 @@ func acquireSlot(ctx context.Context, slots chan struct{}, cfg *config.Server) (
 	began := time.Now()
 	wait := cfg.QueueTimeout
 	if wait <= 0 {
-		wait = defaultQueueTimeout
+		wait = config.DefaultQueueTimeout
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -79,9 +79,6 @@ func acquireSlot(ctx context.Context, slots chan struct{}, cfg *config.Server) (
 		return time.Since(began), nil, &errBusy{server: cfg.ID, limit: cap(slots), wait: wait}
 	}
 }
-
-// defaultQueueTimeout applies to a configuration built by hand.
-const defaultQueueTimeout = 10 * time.Second
 
 // acquire waits for one of the route's call slots (max_concurrency, per
 // partition), at most queue_timeout.

@@ -45,7 +45,7 @@ func OpenCredentials(cfg *config.Config, opts *Options) *Credentials {
 		o = *opts
 	}
 	if o.StateDir == "" {
-		o.StateDir = filepath.Join(cfg.Dir, ".airlock")
+		o.StateDir = cfg.StateDir()
 	}
 	who := principalFor(cfg, o.Principal)
 	return &Credentials{cfg: cfg, who: who, opts: o.Auth, dir: o.StateDir}

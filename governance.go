@@ -36,7 +36,7 @@ type governance struct {
 func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*governance, error) {
 	g := &governance{ttl: cfg.Approvals.TTL, before: opts.Before, after: opts.After, approver: opts.Approver, now: time.Now}
 	if g.ttl <= 0 {
-		g.ttl = time.Hour
+		g.ttl = config.DefaultApprovalTTL
 	}
 	pol, err := policy.New(&cfg.Policy, cfg.Dir)
 	if err != nil {

@@ -77,7 +77,7 @@ func commandHook(h config.Hook, dir string) BeforeHook {
 		}
 		timeout := h.Timeout
 		if timeout <= 0 {
-			timeout = 5 * time.Second
+			timeout = config.DefaultHookTimeout
 		}
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()

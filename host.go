@@ -144,7 +144,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	if h.opts.StateDir == "" {
-		h.opts.StateDir = filepath.Join(cfg.Dir, ".airlock")
+		h.opts.StateDir = cfg.StateDir()
 	}
 	for what, name := range map[string]string{"tenant": h.opts.Principal.Tenant, "user": h.opts.Principal.User} {
 		if name != "" {

@@ -57,14 +57,11 @@ type server struct {
 func newServer(cfg config.Server, stateDir string) *server {
 	n := cfg.MaxConcurrency
 	if n <= 0 {
-		n = defaultMaxConcurrency
+		n = config.DefaultMaxConcurrency
 	}
 	return &server{cfg: cfg, stateDir: stateDir, status: ServerStatus{ID: cfg.ID, Status: StatusStarting},
 		ready: make(chan struct{}), slots: make(chan struct{}, n)}
 }
-
-// defaultMaxConcurrency applies to a configuration built by hand.
-const defaultMaxConcurrency = 16
 
 func (s *server) setTools(tools []*catalog.Tool) {
 	s.toolsMu.Lock()

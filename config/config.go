@@ -17,6 +17,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,18 @@ const altFileName = "airlock.yml"
 // Airlock can speak, newest first.
 var SupportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
+// Defaults that a configuration read from a file gets for keys left out,
+// and that the host applies to a Config built in Go whose fields are zero.
+const (
+	// DefaultStateDir is the state directory's name, beside the
+	// configuration file (see [Config.StateDir]).
+	DefaultStateDir       = ".airlock"
+	DefaultQueueTimeout   = 10 * time.Second
+	DefaultMaxConcurrency = 16
+	DefaultApprovalTTL    = time.Hour
+	DefaultHookTimeout    = 5 * time.Second
+)
+
 // Defaults for keys that may be left out.
 var defaultProtocolVersions = []string{"2026-07-28", "2025-11-25"}
 
@@ -40,17 +53,12 @@ const (
 	defaultRequestTimeout = 30 * time.Second
 	defaultConnectTimeout = 30 * time.Second
 	defaultProbeTimeout   = 3 * time.Second
-	defaultQueueTimeout   = 10 * time.Second
-	defaultMaxConcurrency = 16
 	maxTimeout            = 24 * time.Hour
 
 	// Remote (transport: http) servers.
 	defaultHTTPConnectTimeout = 5 * time.Second
 	defaultStreamReadTimeout  = 300 * time.Second
 	defaultRedirectURI        = "http://127.0.0.1:8765/callback"
-
-	defaultApprovalTTL = time.Hour
-	defaultHookTimeout = 5 * time.Second
 
 	defaultMaxPages        = 100
 	defaultMaxTools        = 1000
@@ -95,6 +103,10 @@ type Config struct {
 
 	notices []string
 }
+
+// StateDir returns the default state directory: .airlock beside the
+// configuration file.
+func (c *Config) StateDir() string { return filepath.Join(c.Dir, DefaultStateDir) }
 
 // Notices returns messages worth showing to the person running Airlock that
 // are not errors, such as a server that exposes no tools.
@@ -353,7 +365,7 @@ func defaultLimits() Limits {
 // newConfig returns a configuration with every default filled in.
 func newConfig(dir string) *Config {
 	return &Config{Dir: dir, Limits: defaultLimits(), Tenancy: Tenancy{Tenant: defaultTenant},
-		Approvals: Approvals{TTL: defaultApprovalTTL}}
+		Approvals: Approvals{TTL: DefaultApprovalTTL}}
 }
 
 // newServer returns a server with every default filled in.
@@ -366,8 +378,8 @@ func newServer(dir, source string) Server {
 		RequestTimeout:   defaultRequestTimeout,
 		ConnectTimeout:   defaultConnectTimeout,
 		ProbeTimeout:     defaultProbeTimeout,
-		QueueTimeout:     defaultQueueTimeout,
-		MaxConcurrency:   defaultMaxConcurrency,
+		QueueTimeout:     DefaultQueueTimeout,
+		MaxConcurrency:   DefaultMaxConcurrency,
 		Source:           source,
 	}
 }

@@ -300,7 +300,7 @@ func (r *yamlReader) stringList(n *yaml.Node, path, what string, check func(stri
 }
 
 func (r *yamlReader) hook(e *entry) Hook {
-	h := Hook{Timeout: defaultHookTimeout, Source: source(r.file, e.line)}
+	h := Hook{Timeout: DefaultHookTimeout, Source: source(r.file, e.line)}
 	if p, ok := r.require(e, "command", "is required: give the program and its arguments, such as [./check.sh]"); ok {
 		h.Command = r.hookCommand(p.val, e.path+".command")
 	}

@@ -105,7 +105,7 @@ func stateDir(c *common, cfg *config.Config) string {
 	if c.state != "" {
 		return c.state
 	}
-	return filepath.Join(cfg.Dir, ".airlock")
+	return cfg.StateDir()
 }
 
 // openSession loads the configuration, starts every host server (showing
