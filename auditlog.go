@@ -82,16 +82,8 @@ func (a *auditLog) write(batch []store.Event) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if b, ok := a.dst.(store.BatchAudit); ok {
-		if err := b.AppendAll(ctx, batch); err != nil {
-			a.log.Error("cannot write the audit trail", "events", len(batch), "error", err)
-		}
-		return
-	}
-	for _, e := range batch {
-		if err := a.dst.Append(ctx, e); err != nil {
-			a.log.Error("cannot write the audit trail", "event", e.Event, "error", err)
-		}
+	if err := a.dst.Append(ctx, batch...); err != nil {
+		a.log.Error("cannot write the audit trail", "events", len(batch), "error", err)
 	}
 }
 
