@@ -14,7 +14,7 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "policy", "store", "store/sqlite"},
+	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "policy", "store", "store/sqlite"},
 	"cmd/airlock":            {"", "auth/bearer", "auth/oauth", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
 	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
@@ -34,6 +34,7 @@ var allowedImports = map[string][]string{
 	"store/storetest":        {"store"},
 	"internal/redact":        nil,
 	"internal/telemetry":     {"store"},
+	"internal/audit":         {"internal/redact", "store"},
 	"auth/egress":            {"auth/bearer"},
 	"auth/secrets":           nil,
 	"auth/oauth":             {"auth/bearer", "auth/egress", "auth/secrets", "internal/schema"},
