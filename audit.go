@@ -64,6 +64,18 @@ func (t *auditTrail) close() {
 	}
 }
 
+// withTrail runs f with st's audit trail, for a command that records what
+// a person did without a Host, and writes (and exports) the events before
+// it returns.
+func withTrail(ctx context.Context, st store.Store, f func(*auditTrail) error) error {
+	t, err := openTrail(ctx, st, audit.Options{})
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	return f(t)
+}
+
 func (h *Host) auditDecision(ctx context.Context, snap *Snapshot, tool *catalog.Tool, info *CallInfo, d Decision) {
 	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": string(tool.Effect),
 		"generation": snap.Generation()}
