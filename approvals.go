@@ -112,17 +112,27 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 		tool.Name, reason, req.ID)
 }
 
-// Decide grants or denies a pending approval request, once.
+// Decide grants or denies a pending approval request, once, and records it
+// in the host's audit trail.
 func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note string) error {
-	return DecideApproval(ctx, h.gov.store, id, grant, by, h.gov.redactor.String(note))
+	return decideApproval(ctx, h.gov.store, h.trail, id, grant, by, h.gov.redactor.String(note))
 }
 
 // DecideApproval grants or denies a pending approval request in st, once,
-// and records it in the audit trail. A grant lets exactly one call with the
-// approved arguments run, until the request expires.
+// and records it in the audit trail (exported to OpenTelemetry when the
+// standard environment asks for it, as a host's is; a malformed
+// environment is an error, and nothing is decided). A grant lets exactly
+// one call with the approved arguments run, until the request expires.
 func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, by, note string) error {
-	var r *redact.Redactor // the built-in credential formats
-	if err := st.Approvals().Decide(ctx, id, grant, by, r.String(note)); err != nil {
+	return withTrail(ctx, st, func(t *auditTrail) error {
+		var r *redact.Redactor // the built-in credential formats
+		return decideApproval(ctx, st, t, id, grant, by, r.String(note))
+	})
+}
+
+// decideApproval decides and writes the event to t; note is redacted.
+func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, by, note string) error {
+	if err := st.Approvals().Decide(ctx, id, grant, by, note); err != nil {
 		return fmt.Errorf("approval %s: %w", id, err)
 	}
 	ev := store.EventApprovalDenied
@@ -130,7 +140,6 @@ func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, 
 		ev = store.EventApprovalGranted
 	}
 	a, _ := st.Approvals().Get(ctx, id)
-	st.Audit().Append(context.WithoutCancel(ctx), store.Event{Time: time.Now(), Event: ev, Server: a.Server, Tool: a.Tool,
-		Fields: map[string]any{"approval": id, "by": by}})
+	t.w.Append(ctx, store.Event{Event: ev, Server: a.Server, Tool: a.Tool, Fields: map[string]any{"approval": id, "by": by}})
 	return nil
 }

@@ -2,8 +2,11 @@ package airlock
 
 import (
 	"context"
+	"log/slog"
+	"time"
 
-	"github.com/airlockhq/airlock/internal/canonical"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/store"
 )
@@ -11,24 +14,7 @@ import (
 // audit appends an event; a failure to audit is logged, and never changes
 // what a call does.
 func (h *Host) audit(ctx context.Context, e store.Event) {
-	e.Time = h.gov.now()
-	for k, v := range e.Fields {
-		if !hostFields[k] {
-			e.Fields[k] = h.gov.redactor.Value(v)
-		}
-	}
-	h.auditLog.append(e)
-}
-
-// hostFields are audit fields the host makes itself, from ids, counts,
-// policy text and values already redacted: they need no second pass.
-// Everything else (errors, a hook's reason, notes) may carry a server's
-// or a person's text and is redacted.
-var hostFields = map[string]bool{
-	"decision": true, "rule": true, "effect": true, "attempt": true, "intent": true, "approval": true,
-	"recovery": true, "generation": true, "tools": true, "task": true, "protocol_version": true,
-	"artifact": true, "media_type": true, "size": true,
-	"args": true, "args_shape": true, "args_hash": true, "result": true, "result_shape": true, "result_hash": true,
+	h.trail.w.Append(ctx, e)
 }
 
 // argsRecord is how arguments and results appear in the audit trail: their
@@ -36,31 +22,57 @@ var hostFields = map[string]bool{
 // The work is done by the audit writer, off the call's path: v must not
 // change afterwards (arguments and results are not changed once decoded).
 func (h *Host) argsRecord(tool string, v any, prefix string, fields map[string]any) {
-	fields[prefix] = deferredValue{v: v, tool: tool}
+	audit.Record(fields, prefix, tool, v)
 }
 
-// A deferredValue is an argument or result the audit writer turns into its
-// record (see argsRecord).
-type deferredValue struct {
-	v    any
-	tool string
+// An auditTrail is where the host and the commands that run without one
+// write the audit trail: the writer over a store's trail, and the
+// OpenTelemetry exporter the standard environment asks for.
+type auditTrail struct {
+	w   *audit.Writer
+	tel *telemetry.Exporter // nil unless OTLP export is configured
+	log *slog.Logger
 }
 
-// prepareEvent replaces deferred values by their records. It runs on the
-// audit writer.
-func (g *governance) prepareEvent(e *store.Event) {
-	for k, f := range e.Fields {
-		d, ok := f.(deferredValue)
-		if !ok {
-			continue
-		}
-		delete(e.Fields, k)
-		e.Fields[k+"_shape"] = g.redactor.Shape(d.v)
-		e.Fields[k+"_hash"] = canonical.Hash(d.v)
-		if g.values(d.tool) {
-			e.Fields[k] = g.redactor.Value(d.v)
-		}
+// openTrail starts writing st's audit trail. With the standard
+// OpenTelemetry environment set (see telemetry.FromEnv), the events are
+// also exported as OTLP log records; a malformed environment is an error.
+func openTrail(ctx context.Context, st store.Store, opts audit.Options) (*auditTrail, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	tel, err := telemetry.FromEnv(ctx, &telemetry.Options{Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &auditTrail{w: audit.New(tel.Audit(st.Audit()), &opts), tel: tel, log: opts.Logger}, nil
+}
+
+// close writes what is queued, then sends what the exporter holds, each
+// within a bound.
+func (t *auditTrail) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.w.Close(ctx); err != nil {
+		t.log.Error(err.Error())
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.tel.Shutdown(ctx); err != nil {
+		t.log.Warn("cannot flush OpenTelemetry export", "error", err)
+	}
+}
+
+// withTrail runs f with st's audit trail, for a command that records what
+// a person did without a Host, and writes (and exports) the events before
+// it returns.
+func withTrail(ctx context.Context, st store.Store, f func(*auditTrail) error) error {
+	t, err := openTrail(ctx, st, audit.Options{})
+	if err != nil {
+		return err
+	}
+	defer t.close()
+	return f(t)
 }
 
 // auditDecision records what hooks and policy decided about q.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +27,6 @@ type governance struct {
 	approver  Approver
 	ttl       time.Duration
 	principal Principal
-	values    func(tool string) bool // record argument and result values of this tool
 	now       func() time.Time
 }
 
@@ -67,10 +65,6 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 		if len(v) >= redact.MinSecretLen {
 			g.secrets = append(g.secrets, v)
 		}
-	}
-	record := cfg.Audit.RecordValues
-	g.values = func(tool string) bool {
-		return slices.Equal(record, []string{"*"}) || slices.Contains(record, tool)
 	}
 	g.principal = principalFor(cfg, opts.Principal)
 	if opts.Store != nil {

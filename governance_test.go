@@ -498,7 +498,11 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 	}
 }
 
-func TestAuditEventsGoToOpenTelemetry(t *testing.T) {
+// collectOTLP starts an OTLP/HTTP collector and points the standard
+// environment at it for the rest of the test. It returns what the
+// collector has received so far, all requests' bodies together: record
+// names and attributes are plain text in the protobuf.
+func collectOTLP(t *testing.T) func() string {
 	var mu sync.Mutex
 	var bodies []byte
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -508,20 +512,26 @@ func TestAuditEventsGoToOpenTelemetry(t *testing.T) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	}))
-	defer collector.Close()
+	t.Cleanup(collector.Close)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return string(bodies)
+	}
+}
 
+func TestAuditEventsGoToOpenTelemetry(t *testing.T) {
+	received := collectOTLP(t)
 	c := &counted{}
 	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server()}, nil)
 	wantStatus(t, call(t, h, "c__note", `{"text":"traced"}`), airlock.OK)
 	if err := h.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	for _, want := range []string{"server_ready", "decision", "call_sent", "result", "c__note"} {
-		if !strings.Contains(string(bodies), want) {
+		if !strings.Contains(received(), want) {
 			t.Errorf("the collector did not receive %q", want)
 		}
 	}
@@ -566,5 +576,65 @@ func TestMisspeltPolicyIsReported(t *testing.T) {
 		if e.Fields["message"] != want[i] || e.Fields["entry"] == "" {
 			t.Errorf("event %d = %v, want message %q", i, e.Fields, want[i])
 		}
+	}
+}
+
+// TestDecisionsGoToOpenTelemetry: a person's decisions reach the audit
+// trail and the collector by the same way as the host's events, whether
+// they are made through a Host or, as the CLI makes them, on the store.
+func TestDecisionsGoToOpenTelemetry(t *testing.T) {
+	received := collectOTLP(t)
+	c := &counted{}
+	h := openIn(t, governed(t, inProcess), map[string]*mcp.Server{"c": c.server()}, nil)
+	r := call(t, h, "c__note", `{"text":"asked"}`)
+	wantStatus(t, r, airlock.ApprovalRequired)
+	if err := h.Decide(context.Background(), r.ApprovalID, true, "tester", "fine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(received(), store.EventApprovalGranted) {
+		t.Errorf("the collector did not receive %s from Host.Decide", store.EventApprovalGranted)
+	}
+
+	st, err := airlock.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.Approvals().Create(ctx, store.Approval{ID: "apr_cli", Server: "c", Tool: "c__note", Digest: "d",
+		ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.DecideApproval(ctx, st, "apr_cli", false, "tester", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_cli", Server: "c", Tool: "c__note", Effect: "write"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().End(ctx, "rec_cli", store.OutcomeUnknown, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.ResolveRecovery(ctx, st, "rec_cli", store.ResolutionApplied, "checked", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	// Both are written and exported before the functions return.
+	for _, want := range []string{store.EventApprovalDenied, "apr_cli", store.EventRecoveryResolved, "rec_cli"} {
+		if !strings.Contains(received(), want) {
+			t.Errorf("the collector did not receive %q", want)
+		}
+	}
+	events, err := st.Audit().Events(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range events {
+		names = append(names, e.Event)
+	}
+	if diff := cmp.Diff([]string{store.EventApprovalDenied, store.EventRecoveryResolved}, names); diff != "" {
+		t.Errorf("the trail's events (-want +got):\n%s", diff)
 	}
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/artifact"
+	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
-	"github.com/airlockhq/airlock/internal/telemetry"
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
@@ -106,8 +106,7 @@ type ServerStatus struct {
 type Host struct {
 	cfg       *config.Config
 	gov       *governance
-	auditLog  *auditLog
-	telemetry *telemetry.Exporter // nil unless OTLP export is configured
+	trail     *auditTrail
 	opts      Options
 	log       *slog.Logger
 	artifacts *artifact.Store
@@ -168,11 +167,11 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	h.log = slog.New(redact.NewHandler(h.log.Handler(), h.gov.redactor))
 	// With the standard OpenTelemetry environment set, audit events are
 	// also exported as OTLP log records.
-	if h.telemetry, err = telemetry.FromEnv(ctx, &telemetry.Options{Logger: h.log}); err != nil {
+	if h.trail, err = openTrail(ctx, h.gov.store, audit.Options{Logger: h.log, Redactor: h.gov.redactor,
+		RecordValues: cfg.Audit.RecordValues, Now: h.gov.now}); err != nil {
 		h.gov.close()
 		return nil, err
 	}
-	h.auditLog = newAuditLog(h.telemetry.Audit(h.gov.store.Audit()), h.log, h.gov.prepareEvent)
 	h.creds = OpenCredentials(cfg, &h.opts)
 	h.tenants.limit = cfg.Limits.MaxConcurrentPerTenant
 	h.recoverOpen(ctx)
@@ -274,12 +273,7 @@ func (h *Host) Close() error {
 		if err != nil {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
-		h.auditLog.close(10 * time.Second)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if terr := h.telemetry.Shutdown(ctx); terr != nil {
-			h.log.Warn("cannot flush OpenTelemetry export", "error", terr)
-		}
+		h.trail.close()
 		h.closeErr = errors.Join(err, h.gov.close())
 	})
 	return h.closeErr

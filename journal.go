@@ -12,16 +12,19 @@ import (
 )
 
 // ResolveRecovery records what a person found out about a call whose
-// outcome was unknown: applied or not-applied, once.
+// outcome was unknown: applied or not-applied, once. The audit trail is
+// written as DecideApproval writes it.
 func ResolveRecovery(ctx context.Context, st store.Store, id string, r store.Resolution, note, by string) error {
-	var red *redact.Redactor // the built-in credential formats
-	if err := st.Journal().Resolve(ctx, id, r, red.String(note), by); err != nil {
-		return fmt.Errorf("recovery record %s: %w", id, err)
-	}
-	rec, _ := st.Journal().Get(ctx, id)
-	st.Audit().Append(context.WithoutCancel(ctx), store.Event{Time: time.Now(), Event: store.EventRecoveryResolved, Server: rec.Server,
-		Tool: rec.Tool, Fields: map[string]any{"recovery": id, "resolution": string(r), "by": by}})
-	return nil
+	return withTrail(ctx, st, func(t *auditTrail) error {
+		var red *redact.Redactor // the built-in credential formats
+		if err := st.Journal().Resolve(ctx, id, r, red.String(note), by); err != nil {
+			return fmt.Errorf("recovery record %s: %w", id, err)
+		}
+		rec, _ := st.Journal().Get(ctx, id)
+		t.w.Append(ctx, store.Event{Event: store.EventRecoveryResolved, Server: rec.Server, Tool: rec.Tool,
+			Fields: map[string]any{"recovery": id, "resolution": string(r), "by": by}})
+		return nil
+	})
 }
 
 // beginIntent writes the journal's intent for a call that is not a read

@@ -14,7 +14,7 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "policy", "store", "store/sqlite"},
+	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "policy", "store", "store/sqlite"},
 	"cmd/airlock":            {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "servers/issues", "servers/workspace", "store"},
 	"bench/callbench":        {"", "config"},
 	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
@@ -36,6 +36,7 @@ var allowedImports = map[string][]string{
 	"internal/redact":        {"internal/canonical"},
 	"internal/canonical":     nil,
 	"internal/telemetry":     {"store"},
+	"internal/audit":         {"internal/canonical", "internal/redact", "store"},
 	"auth/egress":            nil,
 	"auth/secrets":           nil,
 	"auth/oauth":             {"auth/bearer", "auth/egress", "auth/secrets", "internal/schema"},

@@ -120,19 +120,15 @@ type Approvals interface {
 	Consume(ctx context.Context, digest string, now time.Time) (Approval, error)
 }
 
-// A BatchAudit appends several events at once, in order, in one
-// transaction: the host writes its audit trail in the background, and one
-// sync for many events keeps calls from waiting on the disk. An Audit may
-// implement it.
-type BatchAudit interface {
-	AppendAll(ctx context.Context, events []Event) error
-}
-
 // Audit is the append-only trail of what the host did.
 type Audit interface {
-	// Append adds an event. A zero Time is set to the current time. An
-	// extra field that uses one of the fixed names (see Event) is an error.
-	Append(ctx context.Context, e Event) error
+	// Append adds events, in order, in one transaction: all of them or
+	// none. A zero Time is set to the current time. An event that Check
+	// refuses (no name, or an extra field with one of the fixed names; see
+	// Event) fails the call before anything is written. The host writes
+	// its trail in the background, in batches: one sync for many events
+	// keeps calls from waiting on the disk.
+	Append(ctx context.Context, events ...Event) error
 	// Events returns the events at or after since, oldest first (by Time,
 	// then in the order they were appended), at most limit of them (all
 	// if limit <= 0).

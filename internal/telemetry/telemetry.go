@@ -79,18 +79,12 @@ func newExporter(exp sdklog.Exporter, res *resource.Resource, o *Options) *Expor
 }
 
 // Audit returns a trail that appends to next and then sends the events to
-// OpenTelemetry. Events reads next. If next is a store.BatchAudit, so is
-// the trail returned, and its AppendAll uses next's. On a nil Exporter,
-// Audit returns next.
+// OpenTelemetry. Events reads next. On a nil Exporter, Audit returns next.
 func (e *Exporter) Audit(next store.Audit) store.Audit {
 	if e == nil {
 		return next
 	}
-	a := &audit{next: next, e: e}
-	if b, ok := next.(store.BatchAudit); ok {
-		return &batchAudit{audit: a, batch: b}
-	}
-	return a
+	return &audit{next: next, e: e}
 }
 
 // Shutdown sends what is still queued and stops the exporter; it returns
@@ -122,58 +116,32 @@ type audit struct {
 
 var _ store.Audit = (*audit)(nil)
 
-// Append appends to next, then sends. A zero time is set here so that the
-// trail and the record agree (to the microsecond, which SQL timestamps
-// keep). The event is sent even if next fails, since an off-host copy
-// matters most when the local trail cannot be written, but not if it is
-// malformed, which every trail refuses.
-func (a *audit) Append(ctx context.Context, ev store.Event) error {
-	ev = stamp(ev, time.Now())
-	err := a.next.Append(ctx, ev)
-	a.send(ctx, ev)
+// Append appends to next, then sends each event. A zero time is set here
+// so that the trail and the record agree (to the microsecond, which SQL
+// timestamps keep). The events are sent even if next fails, since an
+// off-host copy matters most when the local trail cannot be written, but
+// not those that are malformed, which every trail refuses.
+func (a *audit) Append(ctx context.Context, events ...store.Event) error {
+	now := time.Now().Truncate(time.Microsecond)
+	stamped := make([]store.Event, len(events))
+	for i, ev := range events {
+		if ev.Time.IsZero() {
+			ev.Time = now
+		}
+		stamped[i] = ev
+	}
+	err := a.next.Append(ctx, stamped...)
+	for _, ev := range stamped {
+		if ev.Check() == nil {
+			a.e.emit(ctx, ev)
+		}
+	}
 	return err
-}
-
-func (a *audit) send(ctx context.Context, ev store.Event) {
-	if ev.Check() == nil {
-		a.e.emit(ctx, ev)
-	}
-}
-
-// stamp sets a zero time to now.
-func stamp(ev store.Event, now time.Time) store.Event {
-	if ev.Time.IsZero() {
-		ev.Time = now.Truncate(time.Microsecond)
-	}
-	return ev
 }
 
 // Events returns next's events.
 func (a *audit) Events(ctx context.Context, since time.Time, limit int) ([]store.Event, error) {
 	return a.next.Events(ctx, since, limit)
-}
-
-// batchAudit is the trail that Audit returns over a store.BatchAudit.
-type batchAudit struct {
-	*audit
-	batch store.BatchAudit // the same trail as audit.next
-}
-
-var _ store.BatchAudit = (*batchAudit)(nil)
-
-// AppendAll appends events to next in one batch, then sends each of them,
-// as Append does.
-func (b *batchAudit) AppendAll(ctx context.Context, events []store.Event) error {
-	now := time.Now()
-	stamped := make([]store.Event, len(events))
-	for i, ev := range events {
-		stamped[i] = stamp(ev, now)
-	}
-	err := b.batch.AppendAll(ctx, stamped)
-	for _, ev := range stamped {
-		b.send(ctx, ev)
-	}
-	return err
 }
 
 // reportingExporter logs the errors of exp's exports through rep and

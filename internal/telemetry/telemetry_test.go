@@ -458,7 +458,9 @@ func TestCollectorRefuses(t *testing.T) {
 }
 
 // TestAppendFailures: an event the trail cannot store is still sent; an
-// event every trail refuses is not; both errors reach the caller.
+// event every trail refuses is not; both errors reach the caller. A batch
+// with a malformed event is refused whole by the trail, and its other
+// events are still sent.
 func TestAppendFailures(t *testing.T) {
 	rc, url := serveHTTP(t, http.StatusOK, "")
 	setEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url})
@@ -470,6 +472,12 @@ func TestAppendFailures(t *testing.T) {
 	if err := trail.Append(t.Context(), malformed); err == nil {
 		t.Error("Append of an event with a reserved field succeeded, want an error")
 	}
+	if err := trail.Append(t.Context(), store.Event{Event: store.EventApprovalDenied}, malformed); err == nil {
+		t.Error("Append of a batch with a malformed event succeeded, want an error")
+	}
+	if stored, err := db.Audit().Events(t.Context(), time.Time{}, 0); err != nil || len(stored) != 0 {
+		t.Errorf("the trail has %v (%v), want nothing", stored, err)
+	}
 	db.Close()
 	if err := trail.Append(t.Context(), store.Event{Event: store.EventCloseFailed, Server: "fs"}); err == nil {
 		t.Error("Append to a closed trail succeeded, want an error")
@@ -480,38 +488,31 @@ func TestAppendFailures(t *testing.T) {
 	for _, r := range rc.Records() {
 		names = append(names, r.EventName)
 	}
-	if diff := cmp.Diff([]string{store.EventCloseFailed}, names, cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff([]string{store.EventApprovalDenied, store.EventCloseFailed}, names, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("received events (-want +got):\n%s", diff)
 	}
 }
 
-// TestAppendAll: over a trail that appends in batches, the wrapper does
-// too, and sends every event of the batch; over one that does not, the
-// wrapper does not claim to.
-func TestAppendAll(t *testing.T) {
+// TestAppendBatch: several events appended at once reach the trail in one
+// batch, and every one of them is sent, with the time the trail has.
+func TestAppendBatch(t *testing.T) {
 	rc, url := serveHTTP(t, http.StatusOK, "")
 	setEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url})
 	e := start(t, nil)
 	db := openTrail(t)
+	trail := e.Audit(db.Audit())
 
-	if _, ok := e.Audit(struct{ store.Audit }{db.Audit()}).(store.BatchAudit); ok {
-		t.Error("the wrapper of a trail without AppendAll has AppendAll")
-	}
-	trail, ok := e.Audit(db.Audit()).(store.BatchAudit)
-	if !ok {
-		t.Fatal("the wrapper of a trail with AppendAll has none")
-	}
 	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	batch := []store.Event{
 		{Time: t0, Event: store.EventCallSent, Server: "fs", Tool: "fs.write"},
 		{Event: store.EventResult, Server: "fs", Tool: "fs.write", Class: "ok"}, // no time: stamped
 		{Time: t0.Add(time.Second), Event: store.EventArtifactStored, Fields: map[string]any{"bytes": 12}},
 	}
-	if err := trail.AppendAll(t.Context(), batch); err != nil {
-		t.Fatalf("AppendAll: %v", err)
+	if err := trail.Append(t.Context(), batch...); err != nil {
+		t.Fatalf("Append: %v", err)
 	}
 	if !batch[1].Time.IsZero() {
-		t.Error("AppendAll changed the caller's events")
+		t.Error("Append changed the caller's events")
 	}
 	shutdown(t, e)
 

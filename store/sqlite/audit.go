@@ -14,28 +14,54 @@ type audit struct{ db *DB }
 
 var _ store.Audit = audit{}
 
-func (a audit) Append(ctx context.Context, e store.Event) error {
-	if err := e.Check(); err != nil {
-		return fmt.Errorf("append: %w", err)
+// Append appends events in one transaction, in order: one sync for all.
+// Every event is checked and encoded before anything is written.
+func (a audit) Append(ctx context.Context, events ...store.Event) error {
+	type row struct {
+		time   int64
+		fields sql.NullString
 	}
-	var fields sql.NullString
-	if len(e.Fields) > 0 {
-		b, err := json.Marshal(e.Fields)
-		if err != nil {
-			return fmt.Errorf("append %s: %w", e.Event, err)
+	if len(events) == 0 {
+		return nil
+	}
+	rows := make([]row, len(events))
+	now := time.Now()
+	for i, e := range events {
+		if err := e.Check(); err != nil {
+			return fmt.Errorf("append: %w", err)
 		}
-		fields = sql.NullString{String: string(b), Valid: true}
+		if len(e.Fields) > 0 {
+			b, err := json.Marshal(e.Fields)
+			if err != nil {
+				return fmt.Errorf("append %s: %w", e.Event, err)
+			}
+			rows[i].fields = sql.NullString{String: string(b), Valid: true}
+		}
+		t := e.Time
+		if t.IsZero() {
+			t = now
+		}
+		rows[i].time = micros(t)
 	}
-	t := e.Time
-	if t.IsZero() {
-		t = time.Now()
-	}
-	_, err := a.db.w.ExecContext(ctx, `
-INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		micros(t), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields)
+	tx, err := a.db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, `
+INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	defer stmt.Close()
+	for i, e := range events {
+		if _, err := stmt.ExecContext(ctx, rows[i].time, e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, rows[i].fields); err != nil {
+			return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	return nil
 }
@@ -77,48 +103,4 @@ LIMIT ?`,
 		return nil, fmt.Errorf("read the audit trail: %w", err)
 	}
 	return out, nil
-}
-
-var _ store.BatchAudit = audit{}
-
-// AppendAll appends events in one transaction, in order: one sync for all.
-func (a audit) AppendAll(ctx context.Context, events []store.Event) error {
-	for _, e := range events {
-		if err := e.Check(); err != nil {
-			return fmt.Errorf("append: %w", err)
-		}
-	}
-	tx, err := a.db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, `
-INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	defer stmt.Close()
-	for _, e := range events {
-		var fields sql.NullString
-		if len(e.Fields) > 0 {
-			b, err := json.Marshal(e.Fields)
-			if err != nil {
-				return fmt.Errorf("append %s: %w", e.Event, err)
-			}
-			fields = sql.NullString{String: string(b), Valid: true}
-		}
-		t := e.Time
-		if t.IsZero() {
-			t = time.Now()
-		}
-		if _, err := stmt.ExecContext(ctx, micros(t), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields); err != nil {
-			return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	return nil
 }

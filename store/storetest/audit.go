@@ -94,35 +94,52 @@ func testAuditRefuses(t *testing.T, h *harness) {
 	}
 }
 
-// testAuditAppendAll checks the batch form, for backends that offer it:
-// events in order, all or nothing.
-func testAuditAppendAll(t *testing.T, h *harness) {
-	a, ok := h.store().Audit().(store.BatchAudit)
-	if !ok {
-		t.Skip("this backend appends one event at a time")
-	}
+// testAuditAppendBatch checks Append with several events: they are
+// stored in order, in one go, and a batch with an event that cannot be
+// stored leaves the trail as it was.
+func testAuditAppendBatch(t *testing.T, h *harness) {
+	a := h.store().Audit()
 	t0 := base()
+	if err := a.Append(t.Context()); err != nil {
+		t.Errorf("Append of no events: %v", err)
+	}
+	before := store.UTC(time.Now())
 	batch := []store.Event{
 		{Time: t0, Event: store.EventDecision, Server: "fs", Tool: "fs__read", Fields: map[string]any{"decision": "allow"}},
 		{Time: t0, Event: store.EventCallSent, Server: "fs", Tool: "fs__read"},
 		{Time: t0, Event: store.EventResult, Server: "fs", Tool: "fs__read", Class: "ok", DurationMS: 3},
+		{Event: store.EventArtifactStored, Server: "fs"}, // no time: now
 	}
-	if err := a.AppendAll(t.Context(), batch); err != nil {
+	if err := a.Append(t.Context(), batch...); err != nil {
 		t.Fatal(err)
 	}
-	bad := []store.Event{{Time: t0.Add(time.Hour), Event: store.EventResult}, {Time: t0.Add(time.Hour)}}
-	if err := a.AppendAll(t.Context(), bad); err == nil {
-		t.Error("AppendAll with an event without a name succeeded")
+	if !batch[3].Time.IsZero() {
+		t.Error("Append changed the caller's events")
+	}
+	for _, bad := range [][]store.Event{
+		{{Time: t0.Add(time.Hour), Event: store.EventResult}, {Time: t0.Add(time.Hour)}},
+		{{Time: t0.Add(time.Hour), Event: store.EventResult}, {Time: t0.Add(time.Hour), Event: store.EventResult, Fields: map[string]any{"tool": "x"}}},
+		{{Time: t0.Add(time.Hour), Event: store.EventResult}, {Time: t0.Add(time.Hour), Event: store.EventResult, Fields: map[string]any{"bad": func() {}}}},
+	} {
+		if err := a.Append(t.Context(), bad...); err == nil {
+			t.Errorf("Append(%+v): got nil error", bad)
+		}
 	}
 	got, err := h.store().Audit().Events(t.Context(), time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, e := range got {
-		names = append(names, e.Event)
+	want := append([]store.Event(nil), batch...)
+	for i := range want {
+		want[i].Time = store.UTC(want[i].Time)
 	}
-	if diff := cmp.Diff([]string{store.EventDecision, store.EventCallSent, store.EventResult}, names); diff != "" {
+	if len(got) == len(want) {
+		if at := got[3].Time; at.Before(before) || at.After(time.Now()) {
+			t.Errorf("an event appended without a time has time %v, want the time of Append", at)
+		}
+		want[3].Time = got[3].Time
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

@@ -46,7 +46,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Audit/AppendEvents", testAuditAppendEvents},
 		{"Audit/DefaultTime", testAuditDefaultTime},
 		{"Audit/Refuses", testAuditRefuses},
-		{"Audit/AppendAll", testAuditAppendAll},
+		{"Audit/AppendBatch", testAuditAppendBatch},
 		{"ToolLists", testToolLists},
 		{"Contract/RecoveryJSON", testRecoveryJSON},
 		{"Contract/ApprovalJSON", testApprovalJSON},
