@@ -86,8 +86,8 @@ func TestValue(t *testing.T) {
 				}
 				return
 			}
-			if got.Type() != tt.want.Type() || got.Emit() != tt.want.Emit() {
-				t.Errorf("value(%#v) = %v %q, want %v %q", tt.in, got.Type(), got.Emit(), tt.want.Type(), tt.want.Emit())
+			if got.Type() != tt.want.Type() || got.String() != tt.want.String() {
+				t.Errorf("value(%#v) = %v %q, want %v %q", tt.in, got.Type(), got.String(), tt.want.Type(), tt.want.String())
 			}
 		})
 	}
@@ -104,7 +104,7 @@ func TestRecord(t *testing.T) {
 	if got, want := r.EventName(), "result"; got != want {
 		t.Errorf("EventName = %q, want %q", got, want)
 	}
-	if got, want := r.Body().Emit(), "result"; got != want {
+	if got, want := r.Body().String(), "result"; got != want {
 		t.Errorf("Body = %q, want %q", got, want)
 	}
 	if !r.Timestamp().Equal(when) || !r.ObservedTimestamp().Equal(now) {
