@@ -70,7 +70,11 @@ type envOptions struct {
 	consent func(ctx context.Context, req *oauth.StepUp) (bool, error)
 	// asURL, if set, replaces the authorization server named in the
 	// resource metadata (for lying metadata).
-	asURL    func(as *oauthtest.Server) string
+	asURL func(as *oauthtest.Server) string
+	// metadata, if set, edits a copy of the authorization server's
+	// discovery document that the resource metadata names instead (see
+	// metadataProxy).
+	metadata func(self string, doc map[string]any)
 	resolver *fakeResolver
 }
 
@@ -94,6 +98,9 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	issuer := e.as.URL
 	if o.asURL != nil {
 		issuer = o.asURL(e.as)
+	}
+	if o.metadata != nil {
+		issuer = metadataProxy(t, e.as, o.metadata)
 	}
 	e.rs = oauthtest.NewResourceServer(t, e.as, &oauthtest.ResourceOptions{Issuer: issuer})
 

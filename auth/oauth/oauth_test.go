@@ -335,103 +335,74 @@ func metadataProxy(t *testing.T, as *oauthtest.Server, edit func(self string, do
 }
 
 func TestRefusedAuthorizationServers(t *testing.T) {
+	empty := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(empty.Close)
 	tests := []struct {
-		name string
-		opts func(t *testing.T) *envOptions
-		want string
+		name   string
+		opts   *envOptions
+		want   string
+		wantIs error // if set, an error the chain must hold
 	}{
 		{
 			name: "issuer mismatch in metadata",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(as *oauthtest.Server) string {
-					// The document keeps naming the real issuer.
-					return metadataProxy(t, as, func(string, map[string]any) {})
-				}}
-			},
+			// The document keeps naming the real issuer.
+			opts: &envOptions{metadata: func(string, map[string]any) {}},
 			want: "does not match issuer",
 		},
 		{
 			name: "no PKCE",
-			opts: func(t *testing.T) *envOptions { return &envOptions{as: &oauthtest.Options{NoPKCE: true}} },
+			opts: &envOptions{as: &oauthtest.Options{NoPKCE: true}},
 			want: "PKCE",
 		},
 		{
 			name: "PKCE plain only",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(as *oauthtest.Server) string {
-					return metadataProxy(t, as, func(self string, doc map[string]any) {
-						doc["issuer"] = self
-						doc["code_challenge_methods_supported"] = []string{"plain"}
-					})
-				}}
-			},
+			opts: &envOptions{metadata: func(self string, doc map[string]any) {
+				doc["issuer"] = self
+				doc["code_challenge_methods_supported"] = []string{"plain"}
+			}},
 			want: "does not advertise PKCE with S256",
 		},
 		{
 			name: "token endpoint on a private address",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{
-					resolver: &fakeResolver{answers: map[string][]netip.Addr{"tokens.internal.test": {netip.MustParseAddr("10.0.0.7")}}},
-					asURL: func(as *oauthtest.Server) string {
-						return metadataProxy(t, as, func(self string, doc map[string]any) {
-							doc["issuer"] = self
-							doc["token_endpoint"] = "https://tokens.internal.test/token"
-						})
-					},
-				}
+			opts: &envOptions{
+				resolver: &fakeResolver{answers: map[string][]netip.Addr{"tokens.internal.test": {netip.MustParseAddr("10.0.0.7")}}},
+				metadata: func(self string, doc map[string]any) {
+					doc["issuer"] = self
+					doc["token_endpoint"] = "https://tokens.internal.test/token"
+				},
 			},
-			want: "egress policy",
+			want:   "egress policy",
+			wantIs: egress.ErrRefused,
 		},
 		{
 			name: "token endpoint on a literal private address",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(as *oauthtest.Server) string {
-					return metadataProxy(t, as, func(self string, doc map[string]any) {
-						doc["issuer"] = self
-						doc["token_endpoint"] = "https://169.254.169.254/token"
-					})
-				}}
-			},
+			opts: &envOptions{metadata: func(self string, doc map[string]any) {
+				doc["issuer"] = self
+				doc["token_endpoint"] = "https://169.254.169.254/token"
+			}},
 			want: "metadata",
 		},
 		{
 			name: "no metadata at all",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(*oauthtest.Server) string {
-					srv := httptest.NewServer(http.NotFoundHandler())
-					t.Cleanup(srv.Close)
-					return srv.URL
-				}}
-			},
+			opts: &envOptions{asURL: func(*oauthtest.Server) string { return empty.URL }},
 			want: "publishes no metadata",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, tt.opts(t))
+			e := newEnv(t, tt.opts)
 			_, err := e.client.Login(context.Background(), e.srv, e.who)
 			var oe *oauth.Error
 			if !errors.As(err, &oe) || oe.Kind != oauth.KindRefused || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Login = %v, want KindRefused containing %q", err, tt.want)
 			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("Login = %v, want %v in the chain", err, tt.wantIs)
+			}
 			if e.opens.Load() != 0 {
 				t.Error("the person was sent to log in at a refused authorization server")
 			}
 		})
-	}
-}
-
-func TestPrivateTokenEndpointIsEgressRefusal(t *testing.T) {
-	res := &fakeResolver{answers: map[string][]netip.Addr{"tokens.internal.test": {netip.MustParseAddr("10.0.0.7")}}}
-	e := newEnv(t, &envOptions{resolver: res, asURL: func(as *oauthtest.Server) string {
-		return metadataProxy(t, as, func(self string, doc map[string]any) {
-			doc["issuer"] = self
-			doc["token_endpoint"] = "https://tokens.internal.test/token"
-		})
-	}})
-	_, err := e.client.Login(context.Background(), e.srv, e.who)
-	if !errors.Is(err, egress.ErrRefused) {
-		t.Errorf("Login = %v, want an egress refusal in the chain", err)
 	}
 }
 
