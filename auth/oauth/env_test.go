@@ -191,6 +191,19 @@ func (e *env) session(who oauth.Owner) (*mcp.ClientSession, error) {
 	}, nil)
 }
 
+// openSession connects an MCP client for e.who through the OAuth
+// transport, failing the test if it cannot; the session is closed when the
+// test ends.
+func (e *env) openSession() *mcp.ClientSession {
+	e.t.Helper()
+	cs, err := e.session(e.who)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // call runs a tool and returns its text or the error.
 func call(cs *mcp.ClientSession, tool string) (string, error) {
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})

@@ -42,11 +42,7 @@ func TestLoginAndCall(t *testing.T) {
 		t.Errorf("Status = %+v, %v; want %+v", got, err, st)
 	}
 
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 	if got, err := call(cs, "read"); err != nil || got != "read ok" {
 		t.Fatalf("call read = %q, %v", got, err)
 	}
@@ -119,11 +115,7 @@ func TestPartitionKey(t *testing.T) {
 func TestRefreshOnExpiry(t *testing.T) {
 	e := newEnv(t, nil)
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 	if _, err := call(cs, "read"); err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +169,7 @@ func TestRefreshRace(t *testing.T) {
 func TestUnauthorizedRefreshesOnce(t *testing.T) {
 	e := newEnv(t, nil)
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 
 	// The server stops accepting the token before it expires: one refresh,
 	// and the call goes through.
@@ -195,7 +183,7 @@ func TestUnauthorizedRefreshesOnce(t *testing.T) {
 
 	// A server that refuses every token: one refresh, then auth_required.
 	e.rs.SetRefuse(true)
-	_, err = call(cs, "read")
+	_, err := call(cs, "read")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindAuthRequired || !strings.Contains(err.Error(), "run airlock auth login issues") {
 		t.Errorf("call against a refusing server = %v, want KindAuthRequired", err)
@@ -221,15 +209,11 @@ func TestStepUp(t *testing.T) {
 		return decision, nil
 	}})
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 
 	// Declined: no login, a clear error.
 	decision = false
-	_, err = call(cs, "write")
+	_, err := call(cs, "write")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !errors.Is(err, oauth.ErrAuthRequired) {
 		t.Fatalf("write with consent declined = %v, want KindInsufficientScope", err)
@@ -271,12 +255,8 @@ func TestStepUp(t *testing.T) {
 func TestStepUpWithoutConsentFunction(t *testing.T) {
 	e := newEnv(t, nil)
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	_, err = call(cs, "write")
+	cs := e.openSession()
+	_, err := call(cs, "write")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !cmp.Equal(oe.Scopes, []string{scopeWrite}) {
 		t.Errorf("write = %v, want KindInsufficientScope for %s", err, scopeWrite)
@@ -621,13 +601,9 @@ func TestFutileStepUp(t *testing.T) {
 		consent: func(context.Context, *oauth.StepUp) (bool, error) { return true, nil },
 	})
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 	for i := range 3 {
-		_, err = call(cs, "admin")
+		_, err := call(cs, "admin")
 		var oe *oauth.Error
 		if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !contains(oe.Scopes, oauthtest.ScopeAdmin) {
 			t.Fatalf("admin call %d = %v, want KindInsufficientScope naming %s", i, err, oauthtest.ScopeAdmin)
