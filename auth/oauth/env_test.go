@@ -70,7 +70,11 @@ type envOptions struct {
 	consent func(ctx context.Context, req *oauth.StepUp) (bool, error)
 	// asURL, if set, replaces the authorization server named in the
 	// resource metadata (for lying metadata).
-	asURL    func(as *oauthtest.Server) string
+	asURL func(as *oauthtest.Server) string
+	// metadata, if set, edits a copy of the authorization server's
+	// discovery document that the resource metadata names instead (see
+	// metadataProxy).
+	metadata func(self string, doc map[string]any)
 	resolver *fakeResolver
 }
 
@@ -94,6 +98,9 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	issuer := e.as.URL
 	if o.asURL != nil {
 		issuer = o.asURL(e.as)
+	}
+	if o.metadata != nil {
+		issuer = metadataProxy(t, e.as, o.metadata)
 	}
 	e.rs = oauthtest.NewResourceServer(t, e.as, &oauthtest.ResourceOptions{Issuer: issuer})
 
@@ -182,6 +189,19 @@ func (e *env) session(who oauth.Owner) (*mcp.ClientSession, error) {
 		Endpoint:   e.srv.URL,
 		HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second},
 	}, nil)
+}
+
+// openSession connects an MCP client for e.who through the OAuth
+// transport, failing the test if it cannot; the session is closed when the
+// test ends.
+func (e *env) openSession() *mcp.ClientSession {
+	e.t.Helper()
+	cs, err := e.session(e.who)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // call runs a tool and returns its text or the error.

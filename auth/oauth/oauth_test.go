@@ -42,11 +42,7 @@ func TestLoginAndCall(t *testing.T) {
 		t.Errorf("Status = %+v, %v; want %+v", got, err, st)
 	}
 
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 	if got, err := call(cs, "read"); err != nil || got != "read ok" {
 		t.Fatalf("call read = %q, %v", got, err)
 	}
@@ -119,11 +115,7 @@ func TestPartitionKey(t *testing.T) {
 func TestRefreshOnExpiry(t *testing.T) {
 	e := newEnv(t, nil)
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 	if _, err := call(cs, "read"); err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +169,7 @@ func TestRefreshRace(t *testing.T) {
 func TestUnauthorizedRefreshesOnce(t *testing.T) {
 	e := newEnv(t, nil)
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 
 	// The server stops accepting the token before it expires: one refresh,
 	// and the call goes through.
@@ -195,7 +183,7 @@ func TestUnauthorizedRefreshesOnce(t *testing.T) {
 
 	// A server that refuses every token: one refresh, then auth_required.
 	e.rs.SetRefuse(true)
-	_, err = call(cs, "read")
+	_, err := call(cs, "read")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindAuthRequired || !strings.Contains(err.Error(), "run airlock auth login issues") {
 		t.Errorf("call against a refusing server = %v, want KindAuthRequired", err)
@@ -221,15 +209,11 @@ func TestStepUp(t *testing.T) {
 		return decision, nil
 	}})
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 
 	// Declined: no login, a clear error.
 	decision = false
-	_, err = call(cs, "write")
+	_, err := call(cs, "write")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !errors.Is(err, oauth.ErrAuthRequired) {
 		t.Fatalf("write with consent declined = %v, want KindInsufficientScope", err)
@@ -271,12 +255,8 @@ func TestStepUp(t *testing.T) {
 func TestStepUpWithoutConsentFunction(t *testing.T) {
 	e := newEnv(t, nil)
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	_, err = call(cs, "write")
+	cs := e.openSession()
+	_, err := call(cs, "write")
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !cmp.Equal(oe.Scopes, []string{scopeWrite}) {
 		t.Errorf("write = %v, want KindInsufficientScope for %s", err, scopeWrite)
@@ -335,103 +315,74 @@ func metadataProxy(t *testing.T, as *oauthtest.Server, edit func(self string, do
 }
 
 func TestRefusedAuthorizationServers(t *testing.T) {
+	empty := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(empty.Close)
 	tests := []struct {
-		name string
-		opts func(t *testing.T) *envOptions
-		want string
+		name   string
+		opts   *envOptions
+		want   string
+		wantIs error // if set, an error the chain must hold
 	}{
 		{
 			name: "issuer mismatch in metadata",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(as *oauthtest.Server) string {
-					// The document keeps naming the real issuer.
-					return metadataProxy(t, as, func(string, map[string]any) {})
-				}}
-			},
+			// The document keeps naming the real issuer.
+			opts: &envOptions{metadata: func(string, map[string]any) {}},
 			want: "does not match issuer",
 		},
 		{
 			name: "no PKCE",
-			opts: func(t *testing.T) *envOptions { return &envOptions{as: &oauthtest.Options{NoPKCE: true}} },
+			opts: &envOptions{as: &oauthtest.Options{NoPKCE: true}},
 			want: "PKCE",
 		},
 		{
 			name: "PKCE plain only",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(as *oauthtest.Server) string {
-					return metadataProxy(t, as, func(self string, doc map[string]any) {
-						doc["issuer"] = self
-						doc["code_challenge_methods_supported"] = []string{"plain"}
-					})
-				}}
-			},
+			opts: &envOptions{metadata: func(self string, doc map[string]any) {
+				doc["issuer"] = self
+				doc["code_challenge_methods_supported"] = []string{"plain"}
+			}},
 			want: "does not advertise PKCE with S256",
 		},
 		{
 			name: "token endpoint on a private address",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{
-					resolver: &fakeResolver{answers: map[string][]netip.Addr{"tokens.internal.test": {netip.MustParseAddr("10.0.0.7")}}},
-					asURL: func(as *oauthtest.Server) string {
-						return metadataProxy(t, as, func(self string, doc map[string]any) {
-							doc["issuer"] = self
-							doc["token_endpoint"] = "https://tokens.internal.test/token"
-						})
-					},
-				}
+			opts: &envOptions{
+				resolver: &fakeResolver{answers: map[string][]netip.Addr{"tokens.internal.test": {netip.MustParseAddr("10.0.0.7")}}},
+				metadata: func(self string, doc map[string]any) {
+					doc["issuer"] = self
+					doc["token_endpoint"] = "https://tokens.internal.test/token"
+				},
 			},
-			want: "egress policy",
+			want:   "egress policy",
+			wantIs: egress.ErrRefused,
 		},
 		{
 			name: "token endpoint on a literal private address",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(as *oauthtest.Server) string {
-					return metadataProxy(t, as, func(self string, doc map[string]any) {
-						doc["issuer"] = self
-						doc["token_endpoint"] = "https://169.254.169.254/token"
-					})
-				}}
-			},
+			opts: &envOptions{metadata: func(self string, doc map[string]any) {
+				doc["issuer"] = self
+				doc["token_endpoint"] = "https://169.254.169.254/token"
+			}},
 			want: "metadata",
 		},
 		{
 			name: "no metadata at all",
-			opts: func(t *testing.T) *envOptions {
-				return &envOptions{asURL: func(*oauthtest.Server) string {
-					srv := httptest.NewServer(http.NotFoundHandler())
-					t.Cleanup(srv.Close)
-					return srv.URL
-				}}
-			},
+			opts: &envOptions{asURL: func(*oauthtest.Server) string { return empty.URL }},
 			want: "publishes no metadata",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, tt.opts(t))
+			e := newEnv(t, tt.opts)
 			_, err := e.client.Login(context.Background(), e.srv, e.who)
 			var oe *oauth.Error
 			if !errors.As(err, &oe) || oe.Kind != oauth.KindRefused || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Login = %v, want KindRefused containing %q", err, tt.want)
 			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("Login = %v, want %v in the chain", err, tt.wantIs)
+			}
 			if e.opens.Load() != 0 {
 				t.Error("the person was sent to log in at a refused authorization server")
 			}
 		})
-	}
-}
-
-func TestPrivateTokenEndpointIsEgressRefusal(t *testing.T) {
-	res := &fakeResolver{answers: map[string][]netip.Addr{"tokens.internal.test": {netip.MustParseAddr("10.0.0.7")}}}
-	e := newEnv(t, &envOptions{resolver: res, asURL: func(as *oauthtest.Server) string {
-		return metadataProxy(t, as, func(self string, doc map[string]any) {
-			doc["issuer"] = self
-			doc["token_endpoint"] = "https://tokens.internal.test/token"
-		})
-	}})
-	_, err := e.client.Login(context.Background(), e.srv, e.who)
-	if !errors.Is(err, egress.ErrRefused) {
-		t.Errorf("Login = %v, want an egress refusal in the chain", err)
 	}
 }
 
@@ -650,13 +601,9 @@ func TestFutileStepUp(t *testing.T) {
 		consent: func(context.Context, *oauth.StepUp) (bool, error) { return true, nil },
 	})
 	e.login()
-	cs, err := e.session(e.who)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := e.openSession()
 	for i := range 3 {
-		_, err = call(cs, "admin")
+		_, err := call(cs, "admin")
 		var oe *oauth.Error
 		if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !contains(oe.Scopes, oauthtest.ScopeAdmin) {
 			t.Fatalf("admin call %d = %v, want KindInsufficientScope naming %s", i, err, oauthtest.ScopeAdmin)

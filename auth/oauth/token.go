@@ -76,22 +76,8 @@ func (c *Client) partitionFor(ctx context.Context, srv *Server, who Owner) (Part
 // token returns a valid access token for who at srv, refreshing it if it
 // has expired. Concurrent callers for one partition share one refresh.
 func (c *Client) token(ctx context.Context, srv *Server, who Owner) (string, error) {
-	p, err := c.partitionFor(ctx, srv, who)
-	if err != nil {
-		return "", err
-	}
-	ps := c.partition(p)
-	if err := ps.acquire(ctx); err != nil {
-		return "", err
-	}
-	defer ps.release()
-	if err := c.loadLocked(ctx, srv, ps); err != nil {
-		return "", err
-	}
-	if ps.rec.valid(c.opts.Now()) {
-		return ps.rec.AccessToken, nil
-	}
-	return c.renewLocked(ctx, srv, ps, "")
+	// A valid token is never empty, so none is ruled out.
+	return c.refreshAfter(ctx, srv, who, "")
 }
 
 // renewLocked gets a token other than used for ps: one another process

@@ -285,7 +285,16 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
-	ratio := func(a, b time.Duration) string { return fmt.Sprintf("%.2f", float64(a)/float64(b)) }
+	quantiles := map[string]float64{"p50": .5, "p99": .99, "max": 1}
+	// table compares the left side with the right at the quantiles named by
+	// rows; the ratio is the right's over the left's.
+	table := func(left, right string, l, r []time.Duration, show func(time.Duration) string, rows ...string) {
+		w("| | %s | %s | ratio |\n|---|---|---|---|\n", left, right)
+		for _, row := range rows {
+			ql, qr := quantile(l, quantiles[row]), quantile(r, quantiles[row])
+			w("| %s | %s | %s | %.2f |\n", row, show(ql), show(qr), float64(qr)/float64(ql))
+		}
+	}
 
 	w("# Benchmarks\n\n")
 	w("Produced by `go run ./bench/callbench -out docs/benchmarks.md` (also `make bench`) on %s, %s, %s/%s, %d CPUs, %s.\n\n",
@@ -298,9 +307,8 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, policy decision (a read:\n")
 	w("allowed, not journaled), input schema validation, `tools/call`, strict check of the response, output schema\n")
 	w("validation, content rendering, and the audit trail (decision, call sent, result), written in the background.\n\n")
-	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
-	w("| p50 | %s | %s | %s |\n", us(quantile(bareLat, .5)), us(quantile(hostLat, .5)), ratio(quantile(hostLat, .5), quantile(bareLat, .5)))
-	w("| p99 | %s | %s | %s |\n\n", us(quantile(bareLat, .99)), us(quantile(hostLat, .99)), ratio(quantile(hostLat, .99), quantile(bareLat, .99)))
+	table("bare go-sdk", "Airlock", bareLat, hostLat, us, "p50", "p99")
+	w("\n")
 	w("Target: the pipeline adds at most 10%% to the bare client's p50 (ratio ≤ 1.10).\n\n")
 
 	w("## Per-call latency over Streamable HTTP (%d calls each)\n\n", calls)
@@ -308,23 +316,19 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("this process. The bare client uses `mcp.StreamableClientTransport` with Go's default HTTP client; Airlock\n")
 	w("adds the pipeline above plus its remote path: the egress guard's dial-time check, the message and stream\n")
 	w("bounds, the write-error note and the session bookkeeping. No OAuth (tokens would cost the same on both sides).\n\n")
-	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
-	w("| p50 | %s | %s | %s |\n", us(quantile(bareHTTP, .5)), us(quantile(hostHTTP, .5)), ratio(quantile(hostHTTP, .5), quantile(bareHTTP, .5)))
-	w("| p99 | %s | %s | %s |\n\n", us(quantile(bareHTTP, .99)), us(quantile(hostHTTP, .99)), ratio(quantile(hostHTTP, .99), quantile(bareHTTP, .99)))
+	table("bare go-sdk", "Airlock", bareHTTP, hostHTTP, us, "p50", "p99")
+	w("\n")
 
 	w("## Discovery of a 1000-tool server with 100-tool pages (%d runs each)\n\n", lists)
 	w("Start the server process, handshake, page through `tools/list`. Airlock also checks and compiles every\n")
 	w("schema, names the tools and builds the snapshot.\n\n")
-	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
-	w("| p50 | %s | %s | %s |\n", ms(quantile(bareList, .5)), ms(quantile(hostList, .5)), ratio(quantile(hostList, .5), quantile(bareList, .5)))
-	w("| max | %s | %s | %s |\n\n", ms(quantile(bareList, 1)), ms(quantile(hostList, 1)), ratio(quantile(hostList, 1), quantile(bareList, 1)))
+	table("bare go-sdk", "Airlock", bareList, hostList, ms, "p50", "max")
+	w("\n")
 
 	w("## Warm start of the same server from the tool list cache (%d runs)\n\n", lists)
 	w("`Options.WarmStart`: the server's cached list (kept for its `ttlMs`, here 60 s) is checked and compiled as\n")
 	w("discovery would, and `Open` returns without waiting for the server, which starts in the background.\n\n")
-	w("| | cold `Open` | warm `Open` | ratio |\n|---|---|---|---|\n")
-	w("| p50 | %s | %s | %s |\n", ms(quantile(hostList, .5)), ms(quantile(warmList, .5)), ratio(quantile(warmList, .5), quantile(hostList, .5)))
-	w("| max | %s | %s | %s |\n", ms(quantile(hostList, 1)), ms(quantile(warmList, 1)), ratio(quantile(warmList, 1), quantile(hostList, 1)))
+	table("cold `Open`", "warm `Open`", hostList, warmList, ms, "p50", "max")
 	return b.String()
 }
 

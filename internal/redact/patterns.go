@@ -131,18 +131,30 @@ func findAWSSecrets(s string, spans []span) []span {
 }
 
 func isAWSSecret(c string) bool {
-	var upper, lower, other bool
+	k := classesOf(c)
+	return k.upper && k.lower && (k.digit || k.other)
+}
+
+// classes are the kinds of character a string holds.
+type classes struct{ upper, lower, digit, other bool }
+
+// classesOf returns the kinds of character c holds: ASCII upper and lower
+// case letters, ASCII digits, and anything else.
+func classesOf(c string) classes {
+	var k classes
 	for _, r := range c {
 		switch {
 		case 'A' <= r && r <= 'Z':
-			upper = true
+			k.upper = true
 		case 'a' <= r && r <= 'z':
-			lower = true
+			k.lower = true
+		case '0' <= r && r <= '9':
+			k.digit = true
 		default:
-			other = true
+			k.other = true
 		}
 	}
-	return upper && lower && other
+	return k
 }
 
 // isRandom reports whether c looks generated rather than written: letters
@@ -151,21 +163,11 @@ func isRandom(c string, long int) bool {
 	if len(c) < 8 {
 		return false
 	}
-	var upper, lower, digit bool
-	for _, r := range c {
-		switch {
-		case 'A' <= r && r <= 'Z':
-			upper = true
-		case 'a' <= r && r <= 'z':
-			lower = true
-		case '0' <= r && r <= '9':
-			digit = true
-		}
-	}
+	k := classesOf(c)
 	switch {
-	case digit && (upper || lower):
+	case k.digit && (k.upper || k.lower):
 		return true
-	case upper && lower && len(c) >= long:
+	case k.upper && k.lower && len(c) >= long:
 		return true
 	}
 	return false

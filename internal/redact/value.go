@@ -83,24 +83,31 @@ func (r *Redactor) value(v any, sensitive, nearAWS bool) any {
 				break
 			}
 		}
-		out := make(map[string]any, len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			nk := r.String(k)
-			for i := 2; ; i++ {
-				if _, taken := out[nk]; !taken {
-					break
-				}
-				nk = fmt.Sprintf("%s#%d", r.String(k), i)
-			}
-			out[nk] = r.value(x[k], SensitiveKey(k), aws)
-		}
-		return out
+		return r.mapKeys(x, func(k string, e any) any { return r.value(e, SensitiveKey(k), aws) })
 	}
 	j, ok := toJSON(v)
 	if !ok {
 		return marker("unencodable")
 	}
 	return r.value(j, sensitive, nearAWS)
+}
+
+// mapKeys returns a copy of the object x with its keys redacted and each
+// member's value replaced by f(key, value). Keys that redact alike are told
+// apart with "#2", "#3" and so on, in the order of the original keys.
+func (r *Redactor) mapKeys(x map[string]any, f func(k string, v any) any) map[string]any {
+	out := make(map[string]any, len(x))
+	for _, k := range slices.Sorted(maps.Keys(x)) {
+		nk := r.String(k)
+		for i := 2; ; i++ {
+			if _, taken := out[nk]; !taken {
+				break
+			}
+			nk = fmt.Sprintf("%s#%d", r.String(k), i)
+		}
+		out[nk] = f(k, x[k])
+	}
+	return out
 }
 
 // toJSON converts v to decoded JSON (numbers as json.Number).
@@ -157,18 +164,7 @@ func (r *Redactor) Shape(v any) any {
 		}
 		return out
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for _, k := range slices.Sorted(maps.Keys(x)) {
-			nk := r.String(k)
-			for i := 2; ; i++ {
-				if _, taken := out[nk]; !taken {
-					break
-				}
-				nk = fmt.Sprintf("%s#%d", r.String(k), i)
-			}
-			out[nk] = r.Shape(x[k])
-		}
-		return out
+		return r.mapKeys(x, func(_ string, e any) any { return r.Shape(e) })
 	}
 	j, ok := toJSON(v)
 	if !ok {

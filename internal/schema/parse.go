@@ -240,21 +240,33 @@ func (p *parser) object(depth int) (any, bool) {
 		if p.build {
 			obj[string(key)] = v
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.syntax("expected ',' or '}' after object member")
+		closed, ok := p.next('}', "expected ',' or '}' after object member")
+		if !ok {
+			return nil, false
 		}
+		if closed {
+			return obj, true
+		}
+	}
+}
+
+// next moves past what must follow a member or an element: a ',' and the
+// space after it, or the closing byte end, and reports whether it was end.
+// Anything else is a syntax error, described by what.
+func (p *parser) next(end byte, what string) (closed, ok bool) {
+	p.skipSpace()
+	if p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case ',':
 			p.pos++
 			p.skipSpace()
-		case '}':
+			return false, true
+		case end:
 			p.pos++
-			return obj, true
-		default:
-			return nil, p.syntax("expected ',' or '}' after object member")
+			return true, true
 		}
 	}
+	return false, p.syntax(what)
 }
 
 // addKey records key for the object whose keys start at p.keys[start] and
@@ -330,19 +342,12 @@ func (p *parser) array(depth int) (any, bool) {
 		if p.build {
 			arr = append(arr, v)
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.syntax("expected ',' or ']' after array element")
+		closed, ok := p.next(']', "expected ',' or ']' after array element")
+		if !ok {
+			return nil, false
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
+		if closed {
 			return arr, true
-		default:
-			return nil, p.syntax("expected ',' or ']' after array element")
 		}
 	}
 }

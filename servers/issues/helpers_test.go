@@ -63,11 +63,7 @@ func start(t *testing.T, fo *fixtureOptions) *fixture {
 		fo = &fixtureOptions{}
 	}
 	iss := bearertest.New(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
+	ln, base := listen(t)
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	vo := &bearer.Options{TenantClaim: "tenant", Logger: logger}
@@ -84,9 +80,7 @@ func start(t *testing.T, fo *fixtureOptions) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	cancel, done := serve(srv, ln)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -98,6 +92,25 @@ func start(t *testing.T, fo *fixtureOptions) *fixture {
 		}
 	})
 	return &fixture{iss: iss, url: base, logs: logs, srv: srv, verifier: v}
+}
+
+// listen returns a listener on a free loopback port and its base URL.
+func listen(t *testing.T) (net.Listener, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, "http://" + ln.Addr().String()
+}
+
+// serve runs srv on ln until cancel is called; done then yields what Serve
+// returned.
+func serve(srv *issues.Server, ln net.Listener) (cancel context.CancelFunc, done <-chan error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	return cancel, served
 }
 
 // token mints a good token for the fixture's resource.
@@ -166,15 +179,29 @@ type httpResult struct {
 // name/value pairs; "Authorization" is set from token when it is not empty.
 func (f *fixture) post(t *testing.T, token, body string, headers ...string) httpResult {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url+issues.Endpoint, strings.NewReader(body))
+	h := []string{
+		"Content-Type", "application/json",
+		"Accept", "application/json, text/event-stream",
+		"Mcp-Protocol-Version", era2025,
+	}
+	if token != "" {
+		h = append(h, "Authorization", "Bearer "+token)
+	}
+	return f.send(t, http.MethodPost, issues.Endpoint, strings.NewReader(body), append(h, headers...)...)
+}
+
+func (f *fixture) get(t *testing.T, path string, headers ...string) httpResult {
+	t.Helper()
+	return f.send(t, http.MethodGet, path, nil, headers...)
+}
+
+// send makes a request to path on the server. headers are name/value
+// pairs, set in order; "Host" sets the request's host.
+func (f *fixture) send(t *testing.T, method, path string, body io.Reader, headers ...string) httpResult {
+	t.Helper()
+	req, err := http.NewRequest(method, f.url+path, body)
 	if err != nil {
 		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", era2025)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		if headers[i] == "Host" {
@@ -183,11 +210,6 @@ func (f *fixture) post(t *testing.T, token, body string, headers ...string) http
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	return do(t, req)
-}
-
-func do(t *testing.T, req *http.Request) httpResult {
-	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -195,22 +217,6 @@ func do(t *testing.T, req *http.Request) httpResult {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return httpResult{resp.StatusCode, resp.Header, string(b)}
-}
-
-func (f *fixture) get(t *testing.T, path string, headers ...string) httpResult {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, f.url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i] == "Host" {
-			req.Host = headers[i+1]
-			continue
-		}
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	return do(t, req)
 }
 
 // toolsCall is a 2025-11-25 tools/call request body.

@@ -383,11 +383,10 @@ func TestOriginAndHost(t *testing.T) {
 	// Preflights: answered for the allowed origin without a token, refused
 	// for others.
 	preflight := func(origin string) httpResult {
-		req, _ := http.NewRequest(http.MethodOptions, f.url+issues.Endpoint, nil)
-		req.Header.Set("Origin", origin)
-		req.Header.Set("Access-Control-Request-Method", "POST")
-		req.Header.Set("Access-Control-Request-Headers", "authorization,content-type,mcp-protocol-version")
-		return do(t, req)
+		return f.send(t, http.MethodOptions, issues.Endpoint, nil,
+			"Origin", origin,
+			"Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "authorization,content-type,mcp-protocol-version")
 	}
 	if got := preflight("https://app.example.com"); got.status/100 != 2 ||
 		got.header.Get("Access-Control-Allow-Origin") != "https://app.example.com" ||
@@ -435,11 +434,7 @@ func TestMetadataAndHealth(t *testing.T) {
 }
 
 func TestNotReadyWithoutIssuer(t *testing.T) {
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	issuer := "http://" + dead.Addr().String()
+	dead, issuer := listen(t)
 	dead.Close()
 	v, err := bearer.NewVerifier(issuer, "http://127.0.0.1:1", &bearer.Options{TenantClaim: "tenant"})
 	if err != nil {
@@ -450,15 +445,10 @@ func TestNotReadyWithoutIssuer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	ln, base := listen(t)
+	cancel, done := serve(srv, ln)
 	defer func() { cancel(); <-done }()
-	f := &fixture{url: "http://" + ln.Addr().String()}
+	f := &fixture{url: base}
 	if got := f.get(t, "/readyz"); got.status != 503 {
 		t.Errorf("/readyz without an issuer: %d, want 503", got.status)
 	}
@@ -516,14 +506,9 @@ func TestServeStopsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	f := &fixture{url: "http://" + ln.Addr().String()}
+	ln, base := listen(t)
+	cancel, done := serve(srv, ln)
+	f := &fixture{url: base}
 	if got := f.get(t, "/healthz"); got.status != 200 {
 		t.Fatalf("/healthz: %d", got.status)
 	}

@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,9 +74,7 @@ func TestPathMatrix(t *testing.T) {
 	if err := os.Link(filepath.Join(outside, "secret.txt"), filepath.Join(root, "hard-out.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo"))
 	before := outsideState(t, outside)
 
 	const (
@@ -181,41 +177,26 @@ func TestRenameRace(t *testing.T) {
 	writeFile(t, filepath.Join(outside, "only-outside.txt"), "secret\n")
 	symlink(t, "../outside", filepath.Join(root, "swap"))
 	writeFile(t, filepath.Join(root, "file-or-fifo"), "inside\n")
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo-spare"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo-spare"))
 	before := outsideState(t, outside)
 	cs := connect(t, root, nil, "")
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	stopSwaps := sync.OnceFunc(func() {
-		close(stop)
-		wg.Wait()
-	})
-	defer stopSwaps()
 	at := func(name string) string { return filepath.Join(root, name) }
 	swaps := 0
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	stopSwaps := repeat(t, func() bool {
+		// d becomes the link to outside, then the directory again; the
+		// regular file becomes a FIFO and back.
+		for _, step := range [][2]string{
+			{"d", "d.real"}, {"swap", "d"}, {"file-or-fifo", "file.real"}, {"fifo-spare", "file-or-fifo"},
+			{"d", "swap"}, {"d.real", "d"}, {"file-or-fifo", "fifo-spare"}, {"file.real", "file-or-fifo"},
+		} {
+			if err := os.Rename(at(step[0]), at(step[1])); err != nil {
+				t.Errorf("rename: %v", err)
+				return false
 			}
-			// d becomes the link to outside, then the directory again; the
-			// regular file becomes a FIFO and back.
-			for _, step := range [][2]string{
-				{"d", "d.real"}, {"swap", "d"}, {"file-or-fifo", "file.real"}, {"fifo-spare", "file-or-fifo"},
-				{"d", "swap"}, {"d.real", "d"}, {"file-or-fifo", "fifo-spare"}, {"file.real", "file-or-fifo"},
-			} {
-				if err := os.Rename(at(step[0]), at(step[1])); err != nil {
-					t.Errorf("rename: %v", err)
-					return
-				}
-			}
-			swaps++
 		}
+		swaps++
+		return true
 	})
 
 	calls := []struct {
@@ -265,15 +246,11 @@ func TestRenameRace(t *testing.T) {
 // link, or met during a walk: each call answers within a second.
 func TestFIFO(t *testing.T) {
 	root, _ := newTree(t)
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo"))
 	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(root, "dir", "inner"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "dir", "inner"))
 	symlink(t, "fifo", filepath.Join(root, "fifolink"))
 	cs := connect(t, root, nil, "")
 	tests := []struct {

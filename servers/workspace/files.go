@@ -2,8 +2,11 @@ package workspace
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -120,6 +123,31 @@ func (s *Server) openDir(shown, name string) (*os.File, error) {
 		return nil, s.resolveError(shown, err)
 	}
 	return f, nil
+}
+
+// readDirBatches reads the directory f readDirBatch entries at a time, so
+// that a huge directory never sits in memory whole, and hands each batch to
+// add until add returns false. It returns the error of a failed read, or
+// ctx's error when ctx is done between batches (see canceled).
+func readDirBatches(ctx context.Context, f *os.File, add func([]fs.DirEntry) bool) error {
+	for {
+		batch, err := f.ReadDir(readDirBatch)
+		if !add(batch) || errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// canceled reports whether err is a call's context being done, which ends
+// the call, rather than a problem to report to the model.
+func canceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 func dirName(name string) string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -50,23 +49,15 @@ const (
 )
 
 func listDirInputSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[listDirInput](nil)
-	if err != nil {
-		panic(fmt.Sprintf("list_dir input schema: %v", err))
-	}
+	s := inferSchema[listDirInput]("list_dir input schema")
 	s.Properties["path"].Default = json.RawMessage(`"."`)
 	return s
 }
 
 func listDirOutputSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[listDirOutput](nil)
-	if err != nil {
-		panic(fmt.Sprintf("list_dir output schema: %v", err))
-	}
+	s := inferSchema[listDirOutput]("list_dir output schema")
 	entries := s.Properties["entries"]
-	// Inference allows null for a slice; the handler always sends an array.
-	entries.Types, entries.Type = nil, "array"
-	entries.MaxItems = jsonschema.Ptr(maxDirEntries)
+	boundArray(entries, maxDirEntries)
 	entries.Items.Properties["type"].Enum = []any{typeFile, typeDir, typeSymlink, typeOther}
 	return s
 }
@@ -92,11 +83,7 @@ var errGlobSlash = errors.New(`pattern contains "/"; it is matched against entry
 // listDir is the list_dir handler. An error it returns becomes a tool
 // error result, so every error is written for the model.
 func (s *Server) listDir(ctx context.Context, _ *mcp.CallToolRequest, in listDirInput) (*mcp.CallToolResult, listDirOutput, error) {
-	shown := in.Path
-	if shown == "" {
-		shown = "."
-	}
-	name, err := localPath(shown)
+	shown, name, err := startPath(in.Path)
 	if err != nil {
 		return nil, listDirOutput{}, err
 	}
@@ -128,8 +115,7 @@ func (s *Server) listDir(ctx context.Context, _ *mcp.CallToolRequest, in listDir
 	byName := func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
 	var kept []fs.DirEntry
 	total := 0
-	for {
-		batch, err := f.ReadDir(readDirBatch)
+	err = readDirBatches(ctx, f, func(batch []fs.DirEntry) bool {
 		for _, de := range batch {
 			if in.Pattern != "" {
 				if ok, _ := path.Match(in.Pattern, de.Name()); !ok {
@@ -143,16 +129,14 @@ func (s *Server) listDir(ctx context.Context, _ *mcp.CallToolRequest, in listDir
 				kept = kept[:maxDirEntries]
 			}
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			s.logger.Warn("list_dir: read failed", "path", shown, "error", err)
-			return nil, listDirOutput{}, refuse(shown, "cannot be read")
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, listDirOutput{}, err
-		}
+		return true
+	})
+	if canceled(err) {
+		return nil, listDirOutput{}, err
+	}
+	if err != nil {
+		s.logger.Warn("list_dir: read failed", "path", shown, "error", err)
+		return nil, listDirOutput{}, refuse(shown, "cannot be read")
 	}
 	slices.SortFunc(kept, byName)
 	out := listDirOutput{Path: filepath.ToSlash(name), Entries: []dirEntry{}, Total: total}

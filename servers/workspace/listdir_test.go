@@ -5,13 +5,9 @@ package workspace_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 func TestListDir(t *testing.T) {
@@ -22,14 +18,8 @@ func TestListDir(t *testing.T) {
 	symlink(t, "a.txt", filepath.Join(root, "link.txt"))
 	symlink(t, "dir", filepath.Join(root, "dirlink"))
 	symlink(t, "../outside", filepath.Join(root, "outdir"))
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(root, "sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	mkfifo(t, filepath.Join(root, "fifo"))
+	listenUnix(t, filepath.Join(root, "sock"))
 
 	all := []dirEntry{
 		{Name: ".hidden", Type: "file"},
@@ -43,11 +33,7 @@ func TestListDir(t *testing.T) {
 	}
 	dir := []dirEntry{{Name: "b.txt", Type: "file", Size: 2}, {Name: "sub", Type: "dir"}}
 	cs := connect(t, root, nil, "")
-	tests := []struct {
-		name string
-		args map[string]any
-		want listDirOutput
-	}{
+	checkResults(t, cs, "list_dir", []result[listDirOutput]{
 		{"default path", map[string]any{}, listDirOutput{Path: ".", Entries: all, Total: len(all)}},
 		{"dot", map[string]any{"path": "."}, listDirOutput{Path: ".", Entries: all, Total: len(all)}},
 		{"empty path", map[string]any{"path": ""}, listDirOutput{Path: ".", Entries: all, Total: len(all)}},
@@ -61,32 +47,18 @@ func TestListDir(t *testing.T) {
 		{"pattern matches dot files", map[string]any{"pattern": ".*"}, listDirOutput{Path: ".", Entries: []dirEntry{all[0]}, Total: 1}},
 		{"pattern escape", map[string]any{"pattern": `a\.txt`}, listDirOutput{Path: ".", Entries: []dirEntry{all[1]}, Total: 1}},
 		{"pattern matching nothing", map[string]any{"pattern": "*.rs"}, listDirOutput{Path: ".", Entries: []dirEntry{}, Total: 0}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := structured[listDirOutput](t, callTool(t, cs, "list_dir", tt.args))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 func TestListDirRefused(t *testing.T) {
 	root, outside := newTree(t)
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo"))
 	symlink(t, "../outside", filepath.Join(root, "outdir"))
 	symlink(t, outside, filepath.Join(root, "absdir"))
 	symlink(t, "missing", filepath.Join(root, "dangling"))
 	cs := connect(t, root, nil, "")
 	const escaped = "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)"
-	tests := []struct {
-		name string
-		args map[string]any
-		want string
-	}{
+	checkRefusals(t, cs, "list_dir", []refusal{
 		{"file", map[string]any{"path": "a.txt"}, `path "a.txt": not a directory`},
 		{"file with trailing slash", map[string]any{"path": "a.txt/"}, `path "a.txt/": not a directory`},
 		{"missing", map[string]any{"path": "nope"}, `path "nope": no such file`},
@@ -99,18 +71,7 @@ func TestListDirRefused(t *testing.T) {
 		{"absolute", map[string]any{"path": outside}, "path is absolute; give a path relative to the workspace root"},
 		{"bad glob", map[string]any{"pattern": "[a-"}, `pattern "[a-" is not a valid glob (Go path.Match syntax: * ? [a-z] and \ to escape)`},
 		{"glob with a slash", map[string]any{"pattern": "dir/*"}, `pattern contains "/"; it is matched against entry names, which never do`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := toolError(t, callTool(t, cs, "list_dir", tt.args))
-			if got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-			if tt.args["path"] != outside {
-				noHostPaths(t, got, root, outside)
-			}
-		})
-	}
+	}, exactly, root, outside)
 }
 
 // TestListDirBounds fills a directory past the entry bound, in random
@@ -135,21 +96,9 @@ func TestListDirBounds(t *testing.T) {
 		return es
 	}
 	cs := connect(t, root, nil, "")
-	tests := []struct {
-		name string
-		args map[string]any
-		want listDirOutput
-	}{
+	checkResults(t, cs, "list_dir", []result[listDirOutput]{
 		{"all", map[string]any{"path": "many"}, listDirOutput{Path: "many", Entries: names(0, 1000), Total: n, Truncated: true}},
 		{"pattern under the bound", map[string]any{"path": "many", "pattern": "f2*"}, listDirOutput{Path: "many", Entries: names(2000, n), Total: n - 2000}},
 		{"pattern at the bound", map[string]any{"path": "many", "pattern": "f1*"}, listDirOutput{Path: "many", Entries: names(1000, 2000), Total: 1000}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := structured[listDirOutput](t, callTool(t, cs, "list_dir", tt.args))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }

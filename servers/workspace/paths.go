@@ -73,6 +73,18 @@ func localPath(p string) (string, error) {
 	return name, nil
 }
 
+// startPath checks p, the path a tool starts from, where empty means the
+// workspace root. It returns the path as the model sees it and the name
+// localPath makes of it.
+func startPath(p string) (shown, name string, err error) {
+	shown = p
+	if shown == "" {
+		shown = "."
+	}
+	name, err = localPath(shown)
+	return shown, name, err
+}
+
 // escapeError returns the error r reports when a path or one of its links
 // leads outside it. os does not export that error, so it is taken from a
 // lookup that escapes lexically and never touches the file system.

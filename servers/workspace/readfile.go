@@ -36,10 +36,7 @@ type readFileOutput struct {
 // bounds and defaults that inference cannot express. The SDK validates
 // arguments against it and fills in the defaults.
 func readFileInputSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[readFileInput](nil)
-	if err != nil {
-		panic(fmt.Sprintf("read_file input schema: %v", err))
-	}
+	s := inferSchema[readFileInput]("read_file input schema")
 	limit := s.Properties["line_limit"]
 	limit.Minimum = jsonschema.Ptr(1.0)
 	limit.Maximum = jsonschema.Ptr(float64(maxLineLimit))

@@ -4,34 +4,15 @@ package workspace_test
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/servers/workspace"
 )
-
-// newTree makes a workspace root and, beside it, a directory outside the
-// workspace holding a secret. The root's path is short so that a unix
-// socket fits in it.
-func newTree(t *testing.T) (root, outside string) {
-	t.Helper()
-	base, err := os.MkdirTemp("", "ws")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	root = filepath.Join(base, "root")
-	outside = filepath.Join(base, "outside")
-	writeFile(t, filepath.Join(outside, "secret.txt"), "secret\n")
-	writeFile(t, filepath.Join(root, "a.txt"), "one\ntwo\r\nthree\n")
-	return root, outside
-}
 
 func TestReadFile(t *testing.T) {
 	root, _ := newTree(t)
@@ -55,11 +36,7 @@ func TestReadFile(t *testing.T) {
 	symlink(t, "../a.txt", filepath.Join(root, "dir", "up.txt"))
 
 	cs := connect(t, root, nil, "")
-	tests := []struct {
-		name string
-		args map[string]any
-		want readFileOutput
-	}{
+	checkResults(t, cs, "read_file", []result[readFileOutput]{
 		{
 			name: "line endings stripped",
 			args: map[string]any{"path": "a.txt"},
@@ -155,15 +132,7 @@ func TestReadFile(t *testing.T) {
 			args: map[string]any{"path": "unicode.txt"},
 			want: readFileOutput{Path: "unicode.txt", Content: "héllo\nwörld ✓", StartLine: 1, TotalLines: 2},
 		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := structured[readFileOutput](t, callReadFile(t, cs, tt.args))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("result (-want +got):\n%s", diff)
-			}
-		})
-	}
+	})
 }
 
 // TestReadFilePages reads a file page by page, following next_offset, and
@@ -205,14 +174,8 @@ func TestReadFileRefused(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("unix", filepath.Join(root, "sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	mkfifo(t, filepath.Join(root, "fifo"))
+	listenUnix(t, filepath.Join(root, "sock"))
 	symlink(t, "fifo", filepath.Join(root, "fifolink"))
 	symlink(t, "../outside/secret.txt", filepath.Join(root, "rel-out"))
 	symlink(t, filepath.Join(outside, "secret.txt"), filepath.Join(root, "abs-out"))
@@ -236,83 +199,44 @@ func TestReadFileRefused(t *testing.T) {
 
 	const escaped = "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)"
 	const absolute = "path is absolute; give a path relative to the workspace root"
-	tests := []struct {
-		name string
-		path string
-		want string
-	}{
-		{"missing", "nope.txt", `path "nope.txt": no such file`},
-		{"under a file", "a.txt/x", `path "a.txt/x": no such file`},
-		{"dangling symlink", "dangling", `path "dangling": no such file`},
-		{"directory", "dir", `path "dir": not a regular file`},
-		{"root itself", ".", `path ".": not a regular file`},
-		{"fifo", "fifo", `path "fifo": not a regular file`},
-		{"symlink to fifo", "fifolink", `path "fifolink": not a regular file`},
-		{"unix socket", "sock", `path "sock": not a regular file`},
-		{"relative symlink escaping", "rel-out", `path "rel-out": ` + escaped},
-		{"absolute symlink escaping", "abs-out", `path "abs-out": ` + escaped},
-		{"absolute symlink inside", "abs-in", `path "abs-in": ` + escaped},
-		{"symlink out and back in", "out-and-back", `path "out-and-back": ` + escaped},
-		{"symlinked directory escaping", "outdir/secret.txt", `path "outdir/secret.txt": ` + escaped},
-		{"symlink loop", "loop1", `path "loop1": too many levels of symbolic links`},
-		{"hard link inside", "hard-in.txt", `path "hard-in.txt": has more than one hard link, so it may be shared with files outside the workspace`},
-		{"hard link original", "orig.txt", `path "orig.txt": has more than one hard link, so it may be shared with files outside the workspace`},
-		{"hard link to outside", "hard-out.txt", `path "hard-out.txt": has more than one hard link, so it may be shared with files outside the workspace`},
-		{"big file", "big.bin", `path "big.bin": larger than 2000000 bytes`},
-		{"invalid UTF-8", "latin1.txt", `path "latin1.txt": not valid UTF-8 text`},
-		{"invalid UTF-8 past the limit", "late-bad.txt", `path "late-bad.txt": not valid UTF-8 text`},
-		{"binary", "nul.bin", `path "nul.bin": is a binary file (it has a NUL byte in its first 8 KB)`},
-		{"absolute inside", filepath.Join(root, "a.txt"), absolute},
-		{"absolute outside", filepath.Join(outside, "secret.txt"), absolute},
-		{"parent", "..", `path "..": outside the workspace`},
-		{"parent file", "../x", `path "../x": outside the workspace`},
-		{"parent via sibling", "../outside/secret.txt", `path "../outside/secret.txt": outside the workspace`},
-		{"parent after dir", "dir/../../x", `path "dir/../../x": outside the workspace`},
-		{"dotdot inside", "dir/../a.txt", `path "dir/../a.txt": ".." elements are not allowed; give a path without them`},
-		{"empty", "", "path is empty; give a file path relative to the workspace root"},
-		{"NUL byte", "a.txt\x00b", `path "a.txt\x00b": contains a NUL byte`},
-		{"long path echo bounded", strings.Repeat("d/", 300) + "x", `path "` + strings.Repeat("d/", 100) + `...": no such file`},
+	tests := []refusal{
+		{"missing", map[string]any{"path": "nope.txt"}, `path "nope.txt": no such file`},
+		{"under a file", map[string]any{"path": "a.txt/x"}, `path "a.txt/x": no such file`},
+		{"dangling symlink", map[string]any{"path": "dangling"}, `path "dangling": no such file`},
+		{"directory", map[string]any{"path": "dir"}, `path "dir": not a regular file`},
+		{"root itself", map[string]any{"path": "."}, `path ".": not a regular file`},
+		{"fifo", map[string]any{"path": "fifo"}, `path "fifo": not a regular file`},
+		{"symlink to fifo", map[string]any{"path": "fifolink"}, `path "fifolink": not a regular file`},
+		{"unix socket", map[string]any{"path": "sock"}, `path "sock": not a regular file`},
+		{"relative symlink escaping", map[string]any{"path": "rel-out"}, `path "rel-out": ` + escaped},
+		{"absolute symlink escaping", map[string]any{"path": "abs-out"}, `path "abs-out": ` + escaped},
+		{"absolute symlink inside", map[string]any{"path": "abs-in"}, `path "abs-in": ` + escaped},
+		{"symlink out and back in", map[string]any{"path": "out-and-back"}, `path "out-and-back": ` + escaped},
+		{"symlinked directory escaping", map[string]any{"path": "outdir/secret.txt"}, `path "outdir/secret.txt": ` + escaped},
+		{"symlink loop", map[string]any{"path": "loop1"}, `path "loop1": too many levels of symbolic links`},
+		{"hard link inside", map[string]any{"path": "hard-in.txt"}, `path "hard-in.txt": has more than one hard link, so it may be shared with files outside the workspace`},
+		{"hard link original", map[string]any{"path": "orig.txt"}, `path "orig.txt": has more than one hard link, so it may be shared with files outside the workspace`},
+		{"hard link to outside", map[string]any{"path": "hard-out.txt"}, `path "hard-out.txt": has more than one hard link, so it may be shared with files outside the workspace`},
+		{"big file", map[string]any{"path": "big.bin"}, `path "big.bin": larger than 2000000 bytes`},
+		{"invalid UTF-8", map[string]any{"path": "latin1.txt"}, `path "latin1.txt": not valid UTF-8 text`},
+		{"invalid UTF-8 past the limit", map[string]any{"path": "late-bad.txt"}, `path "late-bad.txt": not valid UTF-8 text`},
+		{"binary", map[string]any{"path": "nul.bin"}, `path "nul.bin": is a binary file (it has a NUL byte in its first 8 KB)`},
+		{"absolute inside", map[string]any{"path": filepath.Join(root, "a.txt")}, absolute},
+		{"absolute outside", map[string]any{"path": filepath.Join(outside, "secret.txt")}, absolute},
+		{"parent", map[string]any{"path": ".."}, `path "..": outside the workspace`},
+		{"parent file", map[string]any{"path": "../x"}, `path "../x": outside the workspace`},
+		{"parent via sibling", map[string]any{"path": "../outside/secret.txt"}, `path "../outside/secret.txt": outside the workspace`},
+		{"parent after dir", map[string]any{"path": "dir/../../x"}, `path "dir/../../x": outside the workspace`},
+		{"dotdot inside", map[string]any{"path": "dir/../a.txt"}, `path "dir/../a.txt": ".." elements are not allowed; give a path without them`},
+		{"empty", map[string]any{"path": ""}, "path is empty; give a file path relative to the workspace root"},
+		{"NUL byte", map[string]any{"path": "a.txt\x00b"}, `path "a.txt\x00b": contains a NUL byte`},
+		{"long path echo bounded", map[string]any{"path": strings.Repeat("d/", 300) + "x"}, `path "` + strings.Repeat("d/", 100) + `...": no such file`},
 	}
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		cs := connect(t, root, nil, version)
-		for _, tt := range tests {
-			t.Run(version+"/"+tt.name, func(t *testing.T) {
-				res := callReadFile(t, cs, map[string]any{"path": tt.path})
-				got := resultText(t, res)
-				if !res.IsError {
-					t.Fatalf("got success %q, want a tool error", got)
-				}
-				if res.StructuredContent != nil {
-					t.Errorf("structured content: got %v, want none", res.StructuredContent)
-				}
-				if got != tt.want {
-					t.Errorf("got %q, want %q", got, tt.want)
-				}
-				if tt.path != filepath.Join(root, "a.txt") && tt.path != filepath.Join(outside, "secret.txt") {
-					noHostPaths(t, got, root, outside)
-				}
-			})
-		}
-	}
-}
-
-// noHostPaths fails if msg shows a host path or operating-system error text.
-func noHostPaths(t *testing.T, msg string, dirs ...string) {
-	t.Helper()
-	for _, d := range dirs {
-		for _, p := range []string{d, filepath.Dir(d)} {
-			if strings.Contains(msg, p) {
-				t.Errorf("message %q shows host path %q", msg, p)
-			}
-		}
-		if real, err := filepath.EvalSymlinks(d); err == nil && strings.Contains(msg, real) {
-			t.Errorf("message %q shows host path %q", msg, real)
-		}
-	}
-	for _, s := range []string{"openat", "statat", "escapes from parent", "no such file or directory", "/tmp", os.TempDir()} {
-		if strings.Contains(msg, s) {
-			t.Errorf("message %q shows system detail %q", msg, s)
-		}
+		t.Run(version, func(t *testing.T) {
+			checkRefusals(t, cs, "read_file", tests, exactly, root, outside)
+		})
 	}
 }
 
@@ -356,11 +280,7 @@ func TestReadFileMaxBytes(t *testing.T) {
 // schema before the handler runs.
 func TestReadFileArguments(t *testing.T) {
 	root, _ := newTree(t)
-	tests := []struct {
-		name     string
-		args     map[string]any
-		mentions string // the argument the message must name
-	}{
+	tests := []refusal{
 		{"line_limit zero", map[string]any{"path": "a.txt", "line_limit": 0}, "line_limit"},
 		{"line_limit negative", map[string]any{"path": "a.txt", "line_limit": -1}, "line_limit"},
 		{"line_limit over maximum", map[string]any{"path": "a.txt", "line_limit": 1001}, "line_limit"},
@@ -375,18 +295,8 @@ func TestReadFileArguments(t *testing.T) {
 	}
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		cs := connect(t, root, nil, version)
-		for _, tt := range tests {
-			t.Run(version+"/"+tt.name, func(t *testing.T) {
-				res := callReadFile(t, cs, tt.args)
-				got := resultText(t, res)
-				if !res.IsError {
-					t.Fatalf("got success %q, want a tool error", got)
-				}
-				if !strings.Contains(got, "validating") || !strings.Contains(got, tt.mentions) {
-					t.Errorf("got %q, want a schema validation error naming %s", got, tt.mentions)
-				}
-				noHostPaths(t, got, root)
-			})
-		}
+		t.Run(version, func(t *testing.T) {
+			checkRefusals(t, cs, "read_file", tests, schemaError, root)
+		})
 	}
 }

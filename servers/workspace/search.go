@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,10 +48,7 @@ type searchTextOutput struct {
 }
 
 func searchTextInputSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[searchTextInput](nil)
-	if err != nil {
-		panic(fmt.Sprintf("search_text input schema: %v", err))
-	}
+	s := inferSchema[searchTextInput]("search_text input schema")
 	pattern := s.Properties["pattern"]
 	pattern.MinLength = jsonschema.Ptr(1)
 	pattern.MaxLength = jsonschema.Ptr(maxPatternLength)
@@ -62,14 +58,8 @@ func searchTextInputSchema() *jsonschema.Schema {
 }
 
 func searchTextOutputSchema() *jsonschema.Schema {
-	s, err := jsonschema.For[searchTextOutput](nil)
-	if err != nil {
-		panic(fmt.Sprintf("search_text output schema: %v", err))
-	}
-	matches := s.Properties["matches"]
-	// Inference allows null for a slice; the handler always sends an array.
-	matches.Types, matches.Type = nil, "array"
-	matches.MaxItems = jsonschema.Ptr(maxMatches)
+	s := inferSchema[searchTextOutput]("search_text output schema")
+	boundArray(s.Properties["matches"], maxMatches)
 	return s
 }
 
@@ -132,11 +122,7 @@ func matcher(pattern string, regex bool) (func(line []byte) int, error) {
 // searchText is the search_text handler. An error it returns becomes a
 // tool error result, so every error is written for the model.
 func (s *Server) searchText(ctx context.Context, _ *mcp.CallToolRequest, in searchTextInput) (*mcp.CallToolResult, searchTextOutput, error) {
-	shown := in.Path
-	if shown == "" {
-		shown = "."
-	}
-	name, err := localPath(shown)
+	shown, name, err := startPath(in.Path)
 	if err != nil {
 		return nil, searchTextOutput{}, err
 	}
@@ -224,7 +210,7 @@ func (sr *search) dir(ctx context.Context, shown, name string, listed fs.FileInf
 			}
 		case t.IsRegular():
 			if err := sr.file(ctx, filepath.ToSlash(child), child, info); err != nil {
-				if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				if canceled(err) {
 					return err
 				}
 				sr.s.logger.Debug("search_text: file skipped", "path", filepath.ToSlash(child), "reason", err)
@@ -249,25 +235,23 @@ func (sr *search) readDir(ctx context.Context, shown string, f *os.File, listed 
 		}
 	}
 	var entries []fs.DirEntry
-	for {
-		batch, err := f.ReadDir(readDirBatch)
+	err := readDirBatches(ctx, f, func(batch []fs.DirEntry) bool {
 		sr.entries += len(batch)
 		if sr.entries > sr.s.maxEntries {
 			sr.stop(fmt.Sprintf("stopped after visiting %d directory entries, the limit for one search; search a narrower path to see the rest", sr.s.maxEntries))
-			return nil, nil
+			entries = nil
+			return false
 		}
 		entries = append(entries, batch...)
-		if errors.Is(err, io.EOF) {
-			return entries, nil
-		}
-		if err != nil {
-			sr.s.logger.Warn("search_text: read directory failed", "path", shown, "error", err)
-			return entries, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+		return true
+	})
+	switch {
+	case canceled(err):
+		return nil, err
+	case err != nil:
+		sr.s.logger.Warn("search_text: read directory failed", "path", shown, "error", err)
 	}
+	return entries, nil
 }
 
 // file searches the regular file name, which listed describes. An error is

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,9 +34,7 @@ func searchTree(t *testing.T) (root, outside string) {
 	symlink(t, "src", filepath.Join(root, "srclink"))
 	symlink(t, "../outside", filepath.Join(root, "outlink"))
 	symlink(t, "../outside/todo.txt", filepath.Join(root, "outfile"))
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo"))
 	if err := os.Link(filepath.Join(outside, "secret.txt"), filepath.Join(root, "hard-out.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +56,7 @@ func TestSearchText(t *testing.T) {
 	const searched, skipped = 6, 3
 
 	cs := connect(t, root, nil, "")
-	tests := []struct {
-		name string
-		args map[string]any
-		want searchTextOutput
-	}{
+	tests := []result[searchTextOutput]{
 		{
 			name: "literal",
 			args: map[string]any{"pattern": "TODO"},
@@ -154,11 +147,7 @@ func TestSearchTextRefused(t *testing.T) {
 	root, outside := searchTree(t)
 	cs := connect(t, root, nil, "")
 	const escaped = "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)"
-	tests := []struct {
-		name string
-		args map[string]any
-		want string
-	}{
+	checkRefusals(t, cs, "search_text", []refusal{
 		{"invalid regex", map[string]any{"pattern": "a(b", "regex": true}, `pattern is not a valid RE2 regular expression: missing closing ) in "a(b"`},
 		{"backreference", map[string]any{"pattern": `(a)\1`, "regex": true}, `pattern is not a valid RE2 regular expression: invalid escape sequence in "\\1"`},
 		{"literal with a line break", map[string]any{"pattern": "a\nb"}, "pattern contains a line break; search_text matches within one line at a time"},
@@ -172,42 +161,19 @@ func TestSearchTextRefused(t *testing.T) {
 		{"file symlink outside", map[string]any{"pattern": "x", "path": "outfile"}, `path "outfile": ` + escaped},
 		{"parent", map[string]any{"pattern": "x", "path": "../outside"}, `path "../outside": outside the workspace`},
 		{"absolute", map[string]any{"pattern": "x", "path": outside}, "path is absolute; give a path relative to the workspace root"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := toolError(t, callTool(t, cs, "search_text", tt.args))
-			if got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-			if tt.args["path"] != outside {
-				noHostPaths(t, got, root, outside)
-			}
-		})
-	}
+	}, exactly, root, outside)
 }
 
 func TestSearchTextArguments(t *testing.T) {
 	root, _ := newTree(t)
 	cs := connect(t, root, nil, "")
-	tests := []struct {
-		name     string
-		args     map[string]any
-		mentions string
-	}{
+	checkRefusals(t, cs, "search_text", []refusal{
 		{"pattern missing", map[string]any{"path": "."}, "pattern"},
 		{"pattern empty", map[string]any{"pattern": ""}, "pattern"},
 		{"pattern too long", map[string]any{"pattern": strings.Repeat("a", 1001)}, "pattern"},
 		{"regex not a boolean", map[string]any{"pattern": "a", "regex": "yes"}, "regex"},
 		{"unknown argument", map[string]any{"pattern": "a", "glob": "*.go"}, "glob"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := toolError(t, callTool(t, cs, "search_text", tt.args))
-			if !strings.Contains(got, "validating") || !strings.Contains(got, tt.mentions) {
-				t.Errorf("got %q, want a schema validation error naming %s", got, tt.mentions)
-			}
-		})
-	}
+	}, schemaError, root)
 }
 
 func TestSearchTextBounds(t *testing.T) {

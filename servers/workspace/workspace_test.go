@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,6 +120,27 @@ func structured[T any](t *testing.T, res *mcp.CallToolResult) T {
 	return got
 }
 
+// A result is a call a tool must answer with the structured content want.
+type result[T any] struct {
+	name string
+	args map[string]any
+	want T
+}
+
+// checkResults makes each call to tool and compares the structured content
+// of its answer with the one wanted.
+func checkResults[T any](t *testing.T, cs *mcp.ClientSession, tool string, tests []result[T]) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := structured[T](t, callTool(t, cs, tool, tt.args))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // toolError returns the text of a result that must be a tool error.
 func toolError(t *testing.T, res *mcp.CallToolResult) string {
 	t.Helper()
@@ -202,6 +224,33 @@ func symlink(t *testing.T, target, name string) {
 	if err := os.Symlink(target, name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// repeat runs step in a goroutine again and again, until step returns false
+// or the function returned stops it. That function waits for the goroutine
+// to end; it may be called more than once, and it is called when the test
+// ends.
+func repeat(t *testing.T, step func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	stop = sync.OnceFunc(func() {
+		close(done)
+		wg.Wait()
+	})
+	t.Cleanup(stop)
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if !step() {
+				return
+			}
+		}
+	})
+	return stop
 }
 
 func TestProtocolVersions(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -117,9 +116,7 @@ func TestWriteFileRefused(t *testing.T) {
 	symlink(t, "../outside/new.txt", filepath.Join(root, "dangling-out"))
 	symlink(t, "missing.txt", filepath.Join(root, "dangling"))
 	symlink(t, ".git", filepath.Join(root, "gitlink"))
-	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(root, "fifo"))
 	writeFile(t, filepath.Join(root, "orig.txt"), "shared\n")
 	if err := os.Link(filepath.Join(root, "orig.txt"), filepath.Join(root, "hard-in.txt")); err != nil {
 		t.Fatal(err)
@@ -130,51 +127,38 @@ func TestWriteFileRefused(t *testing.T) {
 
 	const hardLink = "has more than one hard link, so it may be shared with files outside the workspace"
 	const finalLink = "is a symbolic link; write_file does not write through links, so give the real path"
-	tests := []struct {
-		name    string
-		path    string
-		content string
-		want    string
-	}{
-		{"missing parent", "nodir/x.txt", "x", `path "nodir/x.txt": parent directory does not exist; write_file does not create directories`},
-		{"missing grandparent", "a/b/c.txt", "x", `path "a/b/c.txt": parent directory does not exist; write_file does not create directories`},
-		{"parent is a file", "a.txt/x", "x", `path "a.txt/x": "a.txt" is not a directory`},
-		{"directory", "dir", "x", `path "dir": is a directory`},
-		{"trailing slash", "new/", "x", `path "new/": names a directory; give the path of a file`},
-		{"root", ".", "x", `path ".": names a directory; give the path of a file`},
-		{"symlink inside", "link.txt", "x", `path "link.txt": ` + finalLink},
-		{"dangling symlink", "dangling", "x", `path "dangling": ` + finalLink},
-		{"dangling symlink outside", "dangling-out", "x", `path "dangling-out": ` + finalLink},
-		{"absolute symlink outside", "abs-out", "x", `path "abs-out": ` + finalLink},
-		{"symlinked directory inside", "dirlink/new.txt", "x", `path "dirlink/new.txt": "dirlink" is a symbolic link; write_file does not follow links, so give the real path`},
-		{"symlinked directory outside", "outdir/new.txt", "x", `path "outdir/new.txt": "outdir" is a symbolic link; write_file does not follow links, so give the real path`},
-		{"symlinked directory with trailing slash", "outdir/", "x", `path "outdir/": names a directory; give the path of a file`},
-		{"fifo", "fifo", "x", `path "fifo": not a regular file`},
-		{"hard link inside", "hard-in.txt", "x", `path "hard-in.txt": ` + hardLink},
-		{"hard link outside", "hard-out.txt", "x", `path "hard-out.txt": ` + hardLink},
-		{"git config", ".git/config", "x", `path ".git/config": is inside .git; write_file does not change repository metadata`},
-		{"git hook", ".git/hooks/pre-commit", "x", `path ".git/hooks/pre-commit": is inside .git; write_file does not change repository metadata`},
-		{"git in another case", "sub/.GIT/x", "x", `path "sub/.GIT/x": is inside .git; write_file does not change repository metadata`},
-		{"git through a link", "gitlink/config", "x", `path "gitlink/config": "gitlink" is a symbolic link; write_file does not follow links, so give the real path`},
-		{"too large", "big.txt", strings.Repeat("a", workspace.DefaultMaxFileBytes+1), `path "big.txt": content is larger than 2000000 bytes`},
-		{"parent", "../x.txt", "x", `path "../x.txt": outside the workspace`},
-		{"parent inside", "dir/../x.txt", "x", `path "dir/../x.txt": ".." elements are not allowed; give a path without them`},
-		{"absolute", filepath.Join(root, "x.txt"), "x", "path is absolute; give a path relative to the workspace root"},
-		{"empty", "", "x", "path is empty; give a file path relative to the workspace root"},
+	tests := []refusal{
+		{"missing parent", map[string]any{"path": "nodir/x.txt", "content": "x"}, `path "nodir/x.txt": parent directory does not exist; write_file does not create directories`},
+		{"missing grandparent", map[string]any{"path": "a/b/c.txt", "content": "x"}, `path "a/b/c.txt": parent directory does not exist; write_file does not create directories`},
+		{"parent is a file", map[string]any{"path": "a.txt/x", "content": "x"}, `path "a.txt/x": "a.txt" is not a directory`},
+		{"directory", map[string]any{"path": "dir", "content": "x"}, `path "dir": is a directory`},
+		{"trailing slash", map[string]any{"path": "new/", "content": "x"}, `path "new/": names a directory; give the path of a file`},
+		{"root", map[string]any{"path": ".", "content": "x"}, `path ".": names a directory; give the path of a file`},
+		{"symlink inside", map[string]any{"path": "link.txt", "content": "x"}, `path "link.txt": ` + finalLink},
+		{"dangling symlink", map[string]any{"path": "dangling", "content": "x"}, `path "dangling": ` + finalLink},
+		{"dangling symlink outside", map[string]any{"path": "dangling-out", "content": "x"}, `path "dangling-out": ` + finalLink},
+		{"absolute symlink outside", map[string]any{"path": "abs-out", "content": "x"}, `path "abs-out": ` + finalLink},
+		{"symlinked directory inside", map[string]any{"path": "dirlink/new.txt", "content": "x"}, `path "dirlink/new.txt": "dirlink" is a symbolic link; write_file does not follow links, so give the real path`},
+		{"symlinked directory outside", map[string]any{"path": "outdir/new.txt", "content": "x"}, `path "outdir/new.txt": "outdir" is a symbolic link; write_file does not follow links, so give the real path`},
+		{"symlinked directory with trailing slash", map[string]any{"path": "outdir/", "content": "x"}, `path "outdir/": names a directory; give the path of a file`},
+		{"fifo", map[string]any{"path": "fifo", "content": "x"}, `path "fifo": not a regular file`},
+		{"hard link inside", map[string]any{"path": "hard-in.txt", "content": "x"}, `path "hard-in.txt": ` + hardLink},
+		{"hard link outside", map[string]any{"path": "hard-out.txt", "content": "x"}, `path "hard-out.txt": ` + hardLink},
+		{"git config", map[string]any{"path": ".git/config", "content": "x"}, `path ".git/config": is inside .git; write_file does not change repository metadata`},
+		{"git hook", map[string]any{"path": ".git/hooks/pre-commit", "content": "x"}, `path ".git/hooks/pre-commit": is inside .git; write_file does not change repository metadata`},
+		{"git in another case", map[string]any{"path": "sub/.GIT/x", "content": "x"}, `path "sub/.GIT/x": is inside .git; write_file does not change repository metadata`},
+		{"git through a link", map[string]any{"path": "gitlink/config", "content": "x"}, `path "gitlink/config": "gitlink" is a symbolic link; write_file does not follow links, so give the real path`},
+		{"too large", map[string]any{"path": "big.txt", "content": strings.Repeat("a", workspace.DefaultMaxFileBytes+1)}, `path "big.txt": content is larger than 2000000 bytes`},
+		{"parent", map[string]any{"path": "../x.txt", "content": "x"}, `path "../x.txt": outside the workspace`},
+		{"parent inside", map[string]any{"path": "dir/../x.txt", "content": "x"}, `path "dir/../x.txt": ".." elements are not allowed; give a path without them`},
+		{"absolute", map[string]any{"path": filepath.Join(root, "x.txt"), "content": "x"}, "path is absolute; give a path relative to the workspace root"},
+		{"empty", map[string]any{"path": "", "content": "x"}, "path is empty; give a file path relative to the workspace root"},
 	}
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		cs := connect(t, root, nil, version)
-		for _, tt := range tests {
-			t.Run(version+"/"+tt.name, func(t *testing.T) {
-				got := toolError(t, callTool(t, cs, "write_file", map[string]any{"path": tt.path, "content": tt.content}))
-				if got != tt.want {
-					t.Errorf("got %q, want %q", got, tt.want)
-				}
-				if tt.path != filepath.Join(root, "x.txt") {
-					noHostPaths(t, got, root, outside)
-				}
-			})
-		}
+		t.Run(version, func(t *testing.T) {
+			checkRefusals(t, cs, "write_file", tests, exactly, root, outside)
+		})
 	}
 
 	// Nothing changed, inside or outside.
@@ -236,24 +220,12 @@ func TestWriteFileHardLinks(t *testing.T) {
 func TestWriteFileArguments(t *testing.T) {
 	root, _ := newTree(t)
 	cs := connect(t, root, nil, "")
-	tests := []struct {
-		name     string
-		args     map[string]any
-		mentions string
-	}{
+	checkRefusals(t, cs, "write_file", []refusal{
 		{"content missing", map[string]any{"path": "x.txt"}, "content"},
 		{"content not a string", map[string]any{"path": "x.txt", "content": 3}, "content"},
 		{"path missing", map[string]any{"content": "x"}, "path"},
 		{"unknown argument", map[string]any{"path": "x.txt", "content": "x", "mode": "0755"}, "mode"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := toolError(t, callTool(t, cs, "write_file", tt.args))
-			if !strings.Contains(got, "validating") || !strings.Contains(got, tt.mentions) {
-				t.Errorf("got %q, want a schema validation error naming %s", got, tt.mentions)
-			}
-		})
-	}
+	}, schemaError, root)
 	if _, err := os.Lstat(filepath.Join(root, "x.txt")); err == nil {
 		t.Error("x.txt was created by a call with invalid arguments")
 	}
@@ -268,32 +240,19 @@ func TestWriteFileAtomic(t *testing.T) {
 	writeFile(t, filepath.Join(root, "target.txt"), versions[0])
 	cs := connect(t, root, nil, "")
 
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	stopReading := sync.OnceFunc(func() {
-		close(done)
-		wg.Wait()
-	})
-	defer stopReading()
 	reads := 0
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			b, err := os.ReadFile(filepath.Join(root, "target.txt"))
-			if err != nil {
-				t.Errorf("read: %v", err)
-				return
-			}
-			reads++
-			if !bytes.Equal(b, []byte(versions[0])) && !bytes.Equal(b, []byte(versions[1])) {
-				t.Errorf("read %d bytes that are neither version (first %q)", len(b), b[:min(len(b), 10)])
-				return
-			}
+	stopReading := repeat(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(root, "target.txt"))
+		if err != nil {
+			t.Errorf("read: %v", err)
+			return false
 		}
+		reads++
+		if !bytes.Equal(b, []byte(versions[0])) && !bytes.Equal(b, []byte(versions[1])) {
+			t.Errorf("read %d bytes that are neither version (first %q)", len(b), b[:min(len(b), 10)])
+			return false
+		}
+		return true
 	})
 	for i := range 20 {
 		res := callTool(t, cs, "write_file", map[string]any{"path": "target.txt", "content": versions[(i+1)%2]})
