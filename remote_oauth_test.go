@@ -34,25 +34,7 @@ type oauthWorld struct {
 	opens    atomic.Int64
 	consents atomic.Int64
 	consent  atomic.Bool
-	logs     *syncBuffer
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs     *testenv.Buffer
 }
 
 // freeRedirect returns a loopback redirect URI on a port that was free.
@@ -64,7 +46,7 @@ func newOAuthWorld(t *testing.T, stateful bool) *oauthWorld {
 	// test never writes a key file into the real user's config directory.
 	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	redirect := freeRedirect(t)
-	w := &oauthWorld{logs: &syncBuffer{}}
+	w := &oauthWorld{logs: &testenv.Buffer{}}
 	w.as = oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
 	w.rs = oauthtest.NewResourceServer(t, w.as, &oauthtest.ResourceOptions{Stateful: stateful})
 	srv := remote("prot", w.rs.URL+"/mcp")

@@ -43,7 +43,7 @@ func TestRemoteServerEverything(t *testing.T) {
 		srv := remote("everything", proxy.url+"/mcp")
 		srv.AllowedTools = allowed
 		cfg := devConfig(t, srv)
-		var log syncBuffer
+		var log testenv.Buffer
 		h, err := airlock.Open(context.Background(), cfg, &airlock.Options{
 			StopGrace: 500 * time.Millisecond,
 			Logger:    slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -177,7 +177,7 @@ func startEverythingHTTP(t *testing.T, node, script string) string {
 	cmd.Dir = t.TempDir()
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + cmd.Dir, "PORT=0"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var stdout syncBuffer
+	var stdout testenv.Buffer
 	stderr := &listenWatcher{port: make(chan string, 1)}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	if err := cmd.Start(); err != nil {
@@ -220,7 +220,8 @@ net.Server.prototype.listen = function (...args) {
 // listenWatcher collects a process's stderr and sends the port of the
 // first AIRLOCK_LISTENING line.
 type listenWatcher struct {
-	syncBuffer
+	testenv.Buffer
+	mu   sync.Mutex // guards sent
 	port chan string
 	sent bool
 }
@@ -228,11 +229,11 @@ type listenWatcher struct {
 var listeningLine = regexp.MustCompile(`(?m)^AIRLOCK_LISTENING (\d+)$`)
 
 func (w *listenWatcher) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.Buffer.Write(p)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.sent {
-		if m := listeningLine.FindSubmatch(w.b.Bytes()); m != nil {
+		if m := listeningLine.FindStringSubmatch(w.String()); m != nil {
 			w.sent = true
 			w.port <- string(m[1])
 		}

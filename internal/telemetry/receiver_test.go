@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"io"
@@ -221,23 +220,4 @@ func setEnv(t *testing.T, env map[string]string) {
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-}
-
-// lockedBuffer is a log destination that the exporter's goroutine and the
-// test can share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

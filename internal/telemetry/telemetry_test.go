@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/airlockhq/airlock/internal/telemetry"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 	"github.com/airlockhq/airlock/store/sqlite"
 )
@@ -388,7 +389,7 @@ func TestFromEnvErrors(t *testing.T) {
 // returns, and the failure is logged once.
 func TestCollectorDown(t *testing.T) {
 	setEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": downURL(t)})
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	e := start(t, &telemetry.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	trail := e.Audit(openTrail(t).Audit())
 	for range 3 {
@@ -434,7 +435,7 @@ func TestCollectorRefuses(t *testing.T) {
 		"OTEL_EXPORTER_OTLP_ENDPOINT": url,
 		"OTEL_EXPORTER_OTLP_HEADERS":  "authorization=Bearer%20" + canary,
 	})
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	e := start(t, &telemetry.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	trail := e.Audit(openTrail(t).Audit())
 	if err := trail.Append(t.Context(), store.Event{Event: store.EventServerStart}); err != nil {

@@ -1,7 +1,6 @@
 package issues_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/servers/issues"
 )
 
@@ -25,29 +24,11 @@ const (
 	era2025 = "2025-11-25"
 )
 
-// lockedBuffer is a log sink shared by the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fixture is a running issue server on loopback with its own test issuer.
 type fixture struct {
 	iss      *bearertest.Issuer
 	url      string // http://127.0.0.1:port, also the resource
-	logs     *lockedBuffer
+	logs     *testenv.Buffer
 	srv      *issues.Server
 	verifier *bearer.Verifier
 }
@@ -64,7 +45,7 @@ func start(t *testing.T, fo *fixtureOptions) *fixture {
 	}
 	iss := bearertest.New(t, nil)
 	ln, base := listen(t)
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	vo := &bearer.Options{TenantClaim: "tenant", Logger: logger}
 	if fo.introspection {
