@@ -87,13 +87,13 @@ func (h *Host) setFailed(ctx context.Context, s *server, status string, err *Err
 
 // watch starts those watchers of s that are not running, until its life
 // ends: the supervisor, which replaces a connection that breaks, and the
-// health check when one is configured.
+// health check when one is configured. A supervisor that stops for good
+// (the server gave up, or its life ended) leaves supervised set; one that
+// stops because the server needs a login clears it first, so that the
+// login that connects the server again (relogin) starts a new one.
 func (h *Host) watch(s *server) {
 	if s.supervised.CompareAndSwap(false, true) {
-		s.watchers.Go(func() {
-			defer s.supervised.Store(false)
-			h.supervise(s)
-		})
+		s.watchers.Go(func() { h.supervise(s) })
 	}
 	if s.cfg.HealthCheck.Interval > 0 && s.checked.CompareAndSwap(false, true) {
 		s.watchers.Go(func() { h.checkHealth(s) })
