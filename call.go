@@ -261,18 +261,20 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 // sendCall sends tools/call on q's connection and returns the server's
 // answer, or the result the call ends with. A call that may change the
 // world is written to the journal first (if that fails, nothing is sent)
-// and ends there in exactly one outcome; only a call known not to have
-// run, or one that local policy marks idempotent, is ever sent again:
+// and ends there in exactly one outcome. Once a request has gone out, only
+// the server's own JSON-RPC answer makes its outcome known; a write is sent
+// again only when local policy marks it idempotent:
 //
 //	the send ends                          journal    sent again              the call ends
 //	with an answer                         succeeded  -                       ok
 //	with an answer that isError            failed     -                       tool_error
-//	refused unread: session gone (404)     failed     once, on a new session  connection_error
-//	refused unread: credentials (401/403)  failed     no                      auth_required
 //	with the server's JSON-RPC error       failed     no                      connection_error
-//	with no answer (timeout, broken        unknown    once, if idempotent     outcome_unknown, with
-//	  connection, cancelled, a request                and the connection      the journal record
-//	  that failed on the way)                         failed                  as RecoveryID
+//	refused for credentials (401/403)      failed     no                      auth_required
+//	session gone (HTTP 404), idempotent    failed     once, on a new session  connection_error
+//	session gone (HTTP 404), other writes  unknown    no                      outcome_unknown
+//	any other way: timeout, broken         unknown    once, if idempotent     outcome_unknown, with
+//	  connection, a 5xx or a body that                and the connection      the journal record
+//	  is not JSON-RPC, cancelled                      failed                  as RecoveryID
 //
 // A read has no journal record: it ends with the failure's own class, and
 // is sent again only after a 404.
@@ -295,13 +297,18 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 			return res, nil
 		}
 		e := h.callError(ctx, q, err)
+		gone := errors.Is(err, mcp.ErrSessionMissing)
+		harmless := q.intent == "" || q.decision.Idempotent // to send again
 		var rpcErr *jsonrpc.Error
 		switch {
-		case refusedUnread(err):
+		case gone && harmless:
 			h.endIntent(q.intent, store.OutcomeFailed, e.Msg)
-			if attempt == 1 && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil && h.resendOn(ctx, q, true) {
+			if attempt == 1 && ctx.Err() == nil && h.resendOn(ctx, q, true) {
 				continue
 			}
+			return nil, q.r.fail(e)
+		case refusedUnread(err) && !gone:
+			h.endIntent(q.intent, store.OutcomeFailed, e.Msg)
 			return nil, q.r.fail(e)
 		case q.intent == "":
 			return nil, q.r.fail(e)

@@ -111,9 +111,11 @@ func authError(server, tool string, err error) *Error {
 	return newError(ConnectionError, server, tool, err, "%s", oe.Error())
 }
 
-// refusedUnread reports whether a failed call is known not to have been
-// acted on: the server refused it for its session (HTTP 404, the session
-// was gone) or for its credentials (401, 403), or it was never sent.
+// refusedUnread reports whether the server refused a request before
+// acting on it as a call: for its credentials (401, 403, which the OAuth
+// transport turns into an oauth.Error), or for its session (HTTP 404, the
+// session was gone). A 404 is taken at its word only where sending the
+// call again is harmless (see sendCall).
 func refusedUnread(err error) bool {
 	var oe *oauth.Error
 	return errors.Is(err, mcp.ErrSessionMissing) || errors.As(err, &oe)

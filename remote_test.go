@@ -323,8 +323,9 @@ func TestSessionRebuild(t *testing.T) {
 		endStreams bool
 	}{
 		// The old streams stay open: the next call is refused by the
-		// server for its session (404), so it ran nowhere and goes once
-		// more on a new session, and the call in flight on the old
+		// server for its session (404); it is an idempotent write, so it
+		// goes once more on a new session (TestSessionGoneAfterAWrite:
+		// other writes do not), and the call in flight on the old
 		// session is given up.
 		{"streams stay open", false},
 		// A restart: every connection is cut, so the call in flight
@@ -347,7 +348,8 @@ func testSessionRebuild(t *testing.T, endStreams bool) {
 	srv := remote("web", hs.url)
 	srv.ProtocolVersions = []string{"2025-11-25"}
 	cfg := devConfig(t, srv)
-	classify(cfg, "web", "write", "note", "wait")
+	classify(cfg, "web", "write", "wait")
+	cfg.Policy.Tools = append(cfg.Policy.Tools, config.ToolClass{Server: "web", Tool: "note", Effect: "write", Idempotent: true, Source: "test"})
 	h := open(t, cfg)
 	ctx := context.Background()
 	wantStatus(t, call(t, h, "web__note", `{"text":"before"}`), airlock.OK)

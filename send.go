@@ -46,10 +46,15 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 	if err != nil && note != nil && ctx.Err() == nil {
 		switch werr := note.WriteErr(); {
 		case werr != nil && refusedUnread(werr):
-			// The server refused the request (its session was gone, or
-			// it wanted credentials). The refusal may also have broken
-			// the connection and so cancelled the call: what counts is
-			// that the request was never taken.
+			// The server refused the request: it wanted credentials, or
+			// its session was gone. The refusal may also have broken the
+			// connection and so cancelled the call: what counts is the
+			// refusal.
+			err = werr
+		case errors.As(werr, new(*upstream.StatusError)):
+			// The server, or a proxy, answered without a JSON-RPC
+			// message (a 5xx, say), which the SDK reports as a JSON-RPC
+			// error of its own: the request reached it.
 			err = werr
 		case werr != nil:
 			// Sending the request failed on the way (the SDK reports
@@ -98,7 +103,7 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 	case ctx.Err() != nil:
 		return e(Cancelled, "%s: cancelled", tool.Name)
 	case errors.Is(err, mcp.ErrSessionMissing):
-		return e(ConnectionError, "%s: the server ended the session before the call reached it; it was not run", tool.Name)
+		return e(ConnectionError, "%s: the server answered that its session is gone (HTTP 404)", tool.Name)
 	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
 	case errors.Is(err, errTooLong):
@@ -106,7 +111,7 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 			tool.Name, srv.cfg.MaxCallDuration)
 	case f != nil && f.Contract():
 		return e(ContractError, "%s: %s", tool.Name, f.Msg)
-	case errors.Is(err, errUndelivered), errors.Is(err, upstream.ErrAnswerLost):
+	case errors.Is(err, errUndelivered), errors.Is(err, upstream.ErrAnswerLost), errors.As(err, new(*upstream.StatusError)):
 		return e(ConnectionError, "%s: %v", tool.Name, err)
 	case f != nil:
 		return e(ConnectionError, "%s: %s", tool.Name, f.Msg)

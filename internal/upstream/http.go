@@ -118,6 +118,11 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
 		t.fault(Fault{Kind: FaultSessionExpired, Msg: "the server ended the session (HTTP 404 for its session id)"})
 		note.wrote(fmt.Errorf("HTTP 404 for the session: %w", mcp.ErrSessionMissing))
+	} else if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		// The request reached the server (or a proxy in front of it),
+		// which answered with no JSON-RPC message; 401 and 403 are the
+		// credentials' business (the OAuth transport below).
+		note.wrote(&StatusError{Code: resp.StatusCode})
 	}
 	if resp.Body == nil || resp.StatusCode/100 != 2 {
 		return resp, nil
@@ -307,6 +312,18 @@ func (b *sseBody) Close() error {
 	return b.closeErr
 }
 
+// A StatusError is an HTTP answer other than 2xx (or 404 for the session,
+// or 401/403) to a request: the server, or a proxy in front of it, got the
+// request and answered without a JSON-RPC message. It may have acted on
+// the request first.
+type StatusError struct {
+	Code int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("the server answered HTTP %d %s instead of a JSON-RPC message", e.Code, http.StatusText(e.Code))
+}
+
 // ErrAnswerLost is the error of a call whose answer stream ended before
 // the answer came: the server may have acted on the request.
 var ErrAnswerLost = errors.New("the server's answer stream ended before the answer")
@@ -336,7 +353,8 @@ func (n *CallNote) wrote(err error) {
 
 // WriteErr reports how sending the request failed: an error of the
 // transport below (the egress guard, the network, the OAuth transport's
-// refusals), or mcp.ErrSessionMissing for a 404 for the session. The SDK
+// refusals), mcp.ErrSessionMissing for a 404 for the session, or a
+// *StatusError for another HTTP answer that is not 2xx. The SDK
 // turns such failures into errors of its own that may look like a JSON-RPC
 // answer of the server, or, when the failure broke the connection, into a
 // cancellation.
