@@ -313,6 +313,7 @@ func (s *Snapshot) Tools() []Tool {
 			InputSchema: t.Input.JSON(),
 			Annotations: t.Annotations,
 			Effect:      t.Effect,
+			Hidden:      t.Hidden,
 		}
 		if t.Output != nil {
 			out[i].OutputSchema = t.Output.JSON()
@@ -335,6 +336,13 @@ type Tool struct {
 	Annotations *mcp.ToolAnnotations
 	// Effect is what local policy says the tool may do.
 	Effect Effect
+	// Hidden counts the characters of the server's title, description and
+	// schema descriptions for the tool that nobody would have seen
+	// (bidirectional overrides, zero-width and tag characters, …). They
+	// are shown as [U+XXXX] in what the model gets; tag characters, which
+	// can spell out an instruction, are removed. A tool with any is worth
+	// a person's look.
+	Hidden int
 }
 
 // resolveSecretEnv reads the host variables a server's secret_env names.

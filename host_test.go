@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
 )
 
 func TestMain(m *testing.M) {
@@ -396,3 +397,41 @@ func TestServerStderrGoesToTheLog(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestHiddenCharactersNeverReachTheModel: a tool whose description and
+// schema hide text is in the catalog with that text shown, flagged, and
+// recorded in the audit trail; calls to it work as before.
+func TestHiddenCharactersNeverReachTheModel(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "sneaky", Version: "1"}, nil)
+	hidden := "Lists files.\u202e" + string([]rune{0xE0069, 0xE0067, 0xE006E}) + "\u200b"
+	s.AddTool(&mcp.Tool{Name: "ls", Description: hidden,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"dir":{"type":"string","description":"where\u2067"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a b"}}}, nil
+		})
+	cfg := newConfig(t, config.Server{ID: "c", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions,
+		RequestTimeout: 10 * time.Second, ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second})
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, nil)
+
+	tool := h.Snapshot().Tools()[0]
+	if want := "Lists files.[U+202E][3 hidden tag characters removed][U+200B]"; tool.Description != want {
+		t.Errorf("description = %q, want %q", tool.Description, want)
+	}
+	if !strings.Contains(string(tool.InputSchema), `where[U+2067]`) {
+		t.Errorf("input schema = %s, want its description shown", tool.InputSchema)
+	}
+	if tool.Hidden != 6 {
+		t.Errorf("Hidden = %d, want 6", tool.Hidden)
+	}
+	for _, text := range []string{tool.Description, string(tool.InputSchema)} {
+		if strings.ContainsAny(text, "\u202e\u200b\u2067") || strings.ContainsRune(text, 0xE0069) {
+			t.Errorf("a hidden character reached the catalog: %q", text)
+		}
+	}
+	wantStatus(t, call(t, h, "c__ls", `{"dir":"x"}`), airlock.OK)
+	h.Close()
+	evs := auditEvents(t, h, store.EventToolFlagged)
+	if len(evs) != 1 || evs[0].Fields["remote_tool"] != "ls" || evs[0].Fields["count"] != 6.0 || evs[0].Fields["flag"] != "hidden_characters" {
+		t.Errorf("tool_flagged events = %v, want one for ls with 6 characters", evs)
+	}
+}

@@ -178,6 +178,11 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	for _, t := range tools {
 		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
 		t.Effect = effect
+		if t.Hidden > 0 {
+			h.log.Warn("tool text had hidden characters; they are shown", "server", s.cfg.ID, "tool", t.Remote, "count", t.Hidden)
+			h.audit(ctx, storepkg.Event{Event: storepkg.EventToolFlagged, Server: s.cfg.ID,
+				Fields: map[string]any{"remote_tool": t.Remote, "flag": catalog.FlagHidden, "count": t.Hidden}})
+		}
 	}
 	h.rememberTools(ctx, s, conn.ProtocolVersion(), lister)
 	return tools, nil

@@ -27,6 +27,7 @@ const (
 	EventRecoveryResolved  = "recovery_resolved"
 	EventHealth            = "health"
 	EventPolicyWarning     = "policy_warning"
+	EventToolFlagged       = "tool_flagged"
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

@@ -675,3 +675,32 @@ policy:
 		}
 	}
 }
+
+// TestHiddenCharactersAreFlagged: a tool whose description hides text is
+// listed with the text shown, and flagged in text and JSON output.
+func TestHiddenCharactersAreFlagged(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`servers:
+  - id: w
+    command: %q
+    env: {%s: "1"}
+    allowed_tools: [sneaky]
+`, exe, envTestServer))
+	r := runCLI(t, dir, "", "tools", "--json").want(t, 0)
+	tools := decode(t, r.stdout)["tools"].([]any)
+	tool := tools[0].(map[string]any)
+	if got, want := tool["description"], "Harmless.[U+202E][15 hidden tag characters removed]"; got != want {
+		t.Errorf("description = %q, want %q", got, want)
+	}
+	if flags, _ := tool["flags"].([]any); len(flags) != 1 || flags[0] != "hidden_characters" || tool["hidden_characters"] != 16.0 {
+		t.Errorf("tool = %v, want it flagged with 16 hidden characters", tool)
+	}
+	r = runCLI(t, dir, "", "tools").want(t, 0)
+	if !strings.Contains(r.stderr, "airlock: warning: tool w__sneaky: server w's text for it had 16 characters nobody would see") {
+		t.Errorf("stderr = %q, want the tool flagged", r.stderr)
+	}
+}

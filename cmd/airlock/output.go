@@ -79,6 +79,11 @@ type toolJSON struct {
 	OutputSchema json.RawMessage `json:"output_schema"`
 	Annotations  any             `json:"annotations"`
 	Effect       airlock.Effect  `json:"effect"`
+	// Flags says what a person should look at: "hidden_characters" when
+	// the server's text for the tool had characters nobody would see.
+	Flags []string `json:"flags,omitempty"`
+	// Hidden counts those characters.
+	Hidden int `json:"hidden_characters,omitempty"`
 }
 
 type toolsJSON struct {
@@ -139,6 +144,9 @@ func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJS
 		}
 		if t.Annotations != nil {
 			tj.Annotations = t.Annotations
+		}
+		if t.Hidden > 0 {
+			tj.Flags, tj.Hidden = []string{"hidden_characters"}, t.Hidden
 		}
 		out.Tools = append(out.Tools, tj)
 	}

@@ -46,6 +46,13 @@ func (e *env) reportServers(c *common,
 		for _, w := range s.Snapshot().Warnings() {
 			fmt.Fprintf(e.stderr, "\nairlock: warning: %s\n", w.Msg)
 		}
+		for _, t := range s.Snapshot().Tools() {
+			if t.Hidden > 0 {
+				fmt.Fprintf(e.stderr, "\nairlock: warning: tool %s: server %s's text for it had %s nobody would see "+
+					"(bidirectional, zero-width or tag characters); the model gets them shown as [U+XXXX], tag characters removed\n",
+					t.Name, t.Server, plural(t.Hidden, "character"))
+			}
+		}
 	}
 	return exitCode(serversExit(servers))
 }

@@ -54,6 +54,10 @@ type Tool struct {
 	// Effect is what local policy says the tool may do; discovery sets
 	// External, the default for every MCP tool.
 	Effect policy.Effect
+	// Hidden counts the characters of its title, description and schema
+	// descriptions that nobody would have seen (see reveal): they are
+	// shown as [U+XXXX], or removed for tag characters.
+	Hidden int
 }
 
 // A ContractError says how a server's catalog broke the rules. The server
@@ -157,15 +161,27 @@ func bind(server string, t *mcp.Tool, lim Limits) (*Tool, error) {
 	if title == "" && t.Annotations != nil {
 		title = t.Annotations.Title
 	}
+	// What the model reads is what a person can read.
+	title, hiddenTitle := reveal(title)
+	description, hiddenDescription := reveal(t.Description)
+	input, hiddenInput, err := revealSchema(input, &in)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	output, hiddenOutput, err := revealSchema(output, &in)
+	if err != nil {
+		return nil, fmt.Errorf("outputSchema: %w", err)
+	}
 	return &Tool{
 		Server:      server,
 		Remote:      t.Name,
 		Title:       cut(title, lim.MaxDescription),
-		Description: cut(t.Description, lim.MaxDescription),
+		Description: cut(description, lim.MaxDescription),
 		Input:       input,
 		Output:      output,
 		Annotations: t.Annotations,
 		Effect:      policy.External,
+		Hidden:      hiddenTitle + hiddenDescription + hiddenInput + hiddenOutput,
 	}, nil
 }
 
