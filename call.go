@@ -12,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/schema"
 	"github.com/airlockhq/airlock/internal/telemetry"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
 )
@@ -31,10 +32,11 @@ type request struct {
 	info     *CallInfo       // what hooks see
 	decision policy.Decision // policy's own, before hooks
 
-	route  route  // where the call goes
-	link   *link  // the route's live connection, which the call goes out on
-	sent   *link  // the connection it was last sent on; nil until sent
-	intent string // its journal record; "" for a read, which has none
+	route  route               // where the call goes
+	link   *link               // the route's live connection, which the call goes out on
+	sent   *link               // the connection it was last sent on; nil until sent
+	late   *upstream.LateWatch // catches an answer that comes after the host stopped waiting
+	intent string              // its journal record; "" for a read, which has none
 }
 
 // fail ends q with an error about its tool.
@@ -317,6 +319,7 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 			return nil, q.r.fail(e)
 		}
 		h.endIntent(q.intent, store.OutcomeUnknown, e.Msg)
+		h.awaitLate(q)
 		if attempt == 1 && q.decision.Idempotent && e.Kind == ConnectionError && ctx.Err() == nil && h.resendOn(ctx, q, false) {
 			continue
 		}

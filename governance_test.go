@@ -638,3 +638,45 @@ func TestDecisionsGoToOpenTelemetry(t *testing.T) {
 		t.Errorf("the trail's events (-want +got):\n%s", diff)
 	}
 }
+
+// TestLateAnswerIsKeptAsEvidence: a write that timed out is unknown; when
+// the server's answer comes afterwards, the journal record keeps what it
+// said, for the person resolving it, and stays unknown and unresolved.
+func TestLateAnswerIsKeptAsEvidence(t *testing.T) {
+	release := make(chan struct{})
+	s := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "slow_write", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-release // it does the work whatever the client says
+			return &mcp.CallToolResult{Content: text("wrote it, sk-live-canary0123456789abcdef")}, nil
+		})
+	srv := inProcess
+	srv.RequestTimeout = 200 * time.Millisecond
+	cfg := newConfig(t, srv)
+	classify(cfg, "c", "write", "slow_write")
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, &airlock.Options{Secrets: []string{"sk-live-canary0123456789abcdef"}})
+
+	r := call(t, h, "c__slow_write", `{}`)
+	wantStatus(t, r, airlock.OutcomeUnknown)
+	close(release)
+
+	st, err := airlock.OpenStore(h.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var rec store.Record
+	waitFor(t, 10*time.Second, "the late answer on the record", func() bool {
+		rec, err = st.Journal().Get(context.Background(), r.RecoveryID)
+		return err == nil && rec.LateAnswer != ""
+	})
+	if want := `the server answered that the call succeeded: "wrote it, `; !strings.HasPrefix(rec.LateAnswer, want) {
+		t.Errorf("late answer = %q, want it to start %q", rec.LateAnswer, want)
+	}
+	if strings.Contains(rec.LateAnswer, "sk-live-canary") {
+		t.Errorf("late answer %q holds a secret", rec.LateAnswer)
+	}
+	if rec.Status != store.OutcomeUnknown || rec.Resolved {
+		t.Errorf("record = %+v, want it unknown and unresolved", rec)
+	}
+}

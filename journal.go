@@ -2,13 +2,18 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/canonical"
 	"github.com/airlockhq/airlock/internal/redact"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ResolveRecovery records what a person found out about a call whose
@@ -73,4 +78,61 @@ func (h *Host) recoverOpen(ctx context.Context) {
 	if n > 0 {
 		h.log.Warn("calls of a process that died have unknown outcomes: see airlock recovery list", "count", n)
 	}
+}
+
+// lateAnswerWait is how long the host keeps listening for the answer to a
+// call whose outcome it recorded unknown.
+const lateAnswerWait = 10 * time.Minute
+
+// awaitLate keeps listening, on a connection that can catch it, for the
+// answer to q's call, whose outcome was just recorded unknown: if it comes
+// within lateAnswerWait, what it says is kept on the journal record, as
+// evidence for the person who resolves it (never as a resolution).
+func (h *Host) awaitLate(q *request) {
+	intent, server, tool := q.intent, q.tool.Server, q.tool.Name
+	q.link.conn.AwaitLate(q.late, lateAnswerWait, func(a upstream.LateAnswer) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := h.gov.store.Journal().LateAnswer(ctx, intent, h.describeLate(a), a.At); err != nil {
+			h.log.Warn("cannot keep a late answer", "intent", intent, "error", err)
+			return
+		}
+		h.audit(ctx, store.Event{Event: store.EventLateAnswer, Server: server, Tool: tool, Fields: map[string]any{"recovery": intent}})
+	})
+}
+
+// describeLate says what a late answer says, for a person: whether the
+// server reported success, a tool error or a JSON-RPC error, and the start
+// of its text, quoted. Secrets are redacted.
+func (h *Host) describeLate(a upstream.LateAnswer) string {
+	var s string
+	var res mcp.CallToolResult
+	switch {
+	case a.Err != nil:
+		s = "the server answered with a JSON-RPC error: " + quoteCut(a.Err.Error())
+	case json.Unmarshal(a.Result, &res) != nil:
+		s = "the server answered with something that is not a tools/call result"
+	default:
+		var text string
+		for _, c := range res.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				text = t.Text
+				break
+			}
+		}
+		s = "the server answered that the call succeeded: " + quoteCut(text)
+		if res.IsError {
+			s = "the server answered that the call failed (isError): " + quoteCut(text)
+		}
+	}
+	return h.gov.redactor.String(h.gov.scrub(s))
+}
+
+// quoteCut quotes the start of a server's text for a person: escaped, so
+// that it cannot move the terminal's cursor, and at most 300 bytes of it.
+func quoteCut(s string) string {
+	if len(s) > 300 {
+		s = strings.ToValidUTF8(s[:300], "") + "…"
+	}
+	return strconv.Quote(s)
 }

@@ -34,6 +34,10 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
 		defer stop()
 		sendCtx, note = upstream.WithCallNote(callCtx)
+	} else {
+		// An answer that comes after the host stopped waiting can still
+		// be caught on such a connection (see awaitLate).
+		sendCtx, q.late = upstream.WithLateWatch(callCtx)
 	}
 	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })

@@ -28,6 +28,7 @@ const (
 	EventHealth            = "health"
 	EventPolicyWarning     = "policy_warning"
 	EventToolFlagged       = "tool_flagged"
+	EventLateAnswer        = "late_answer"
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

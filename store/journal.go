@@ -98,6 +98,10 @@ type Record struct {
 	Note       string     `json:"note,omitempty"`
 	ResolvedBy string     `json:"resolved_by,omitempty"`
 	ResolvedAt time.Time  `json:"resolved_at,omitzero"`
+	// LateAnswer is what the server answered after the host had stopped
+	// waiting (see Journal.LateAnswer): evidence, not a resolution.
+	LateAnswer   string    `json:"late_answer,omitempty"`
+	LateAnswerAt time.Time `json:"late_answer_at,omitzero"`
 }
 
 // RecordFilter selects journal records. The zero value selects what needs a

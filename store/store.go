@@ -94,6 +94,13 @@ type Journal interface {
 	// the call was applied. Only OutcomeUnknown records can be resolved,
 	// and only once; anything else is ErrConflict.
 	Resolve(ctx context.Context, id string, r Resolution, note, by string) error
+	// LateAnswer keeps, as evidence for the person resolving it, what the
+	// server answered to an OutcomeUnknown record's call after the host
+	// had stopped waiting (answer says it, without secrets). It changes
+	// neither the outcome nor a resolution. Only the first late answer is
+	// kept: a record that has one, or whose outcome is not unknown, is
+	// ErrConflict; an unknown id is ErrNotFound.
+	LateAnswer(ctx context.Context, id, answer string, at time.Time) error
 }
 
 // Approvals keeps approval requests. A grant is bound to an action digest

@@ -166,6 +166,9 @@ func printRecord(w io.Writer, r store.Record) {
 	if r.Detail != "" {
 		fmt.Fprintf(w, "  %s\n", r.Detail)
 	}
+	if r.LateAnswer != "" {
+		fmt.Fprintf(w, "  later, at %s, %s (evidence, not a resolution)\n", r.LateAnswerAt.Local().Format(time.DateTime), r.LateAnswer)
+	}
 	if r.Resolved {
 		fmt.Fprintf(w, "  resolved as %s by %s: %s\n", r.Resolution, r.ResolvedBy, r.Note)
 	} else if r.Status == store.OutcomeUnknown {

@@ -131,6 +131,10 @@ type Conn struct {
 	progress   map[string]func() // progress token → called on each notification
 	tokens     atomic.Uint64
 
+	// late catches answers that come after their callers stopped waiting
+	// (late.go); nil on a remote connection.
+	late *lateAnswers
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -193,17 +197,19 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	fail := func(contract bool, err error, format string, args ...any) *StartError {
 		return &StartError{Server: srv.ID, Contract: contract, Msg: fmt.Sprintf(format, args...), Err: err, probeTimedOut: probeTimedOut.Load()}
 	}
-	var transport mcp.Transport = &guardedTransport{
-		inner: t,
-		fault: func(f Fault) {
-			c.setFault(f)
-			if c.stdout != nil {
-				c.stdout.Close()
-			}
-		},
-	}
-	if srv.Remote() {
-		transport = t // checked in its round tripper (http.go)
+	var transport mcp.Transport = t // a remote one is checked in its round tripper (http.go)
+	if !srv.Remote() {
+		c.late = &lateAnswers{}
+		transport = &guardedTransport{
+			inner: t,
+			late:  c.late,
+			fault: func(f Fault) {
+				c.setFault(f)
+				if c.stdout != nil {
+					c.stdout.Close()
+				}
+			},
+		}
 	}
 	info := opts.ClientInfo
 	if info == nil {
@@ -447,6 +453,7 @@ var errOversize = fmt.Errorf("message too large")
 // through an unexported method, which a wrapper would hide.
 type guardedTransport struct {
 	inner mcp.Transport
+	late  *lateAnswers
 	fault func(Fault)
 }
 
@@ -455,7 +462,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Connection: c, fault: t.fault}, nil
+	return &guardedConn{Connection: c, late: t.late, fault: t.fault}, nil
 }
 
 // A guardedConn rejects responses that are not strict JSON: duplicate keys,
@@ -465,6 +472,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // connection is closed with a contract fault rather than trusting any of it.
 type guardedConn struct {
 	mcp.Connection
+	late  *lateAnswers
 	fault func(Fault)
 }
 
@@ -479,7 +487,13 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.ErrUnexpectedEOF
 		}
 	}
+	c.late.answered(msg)
 	return msg, nil
+}
+
+func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.late.sent(ctx, msg)
+	return c.Connection.Write(ctx, msg)
 }
 
 // Fingerprint stands for an identifier in logs and audit events without

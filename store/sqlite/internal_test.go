@@ -28,7 +28,7 @@ func TestPragmas(t *testing.T) {
 		{db.w, "journal_mode", "wal"},
 		{db.w, "synchronous", "2"}, // FULL
 		{db.w, "busy_timeout", "10000"},
-		{db.w, "user_version", "2"},
+		{db.w, "user_version", "3"},
 		{db.r, "journal_mode", "wal"},
 		{db.r, "query_only", "1"},
 		{db.r, "busy_timeout", "10000"},
@@ -41,7 +41,7 @@ func TestPragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s: got %q, want %q", tc.pragma, got, tc.want)
 		}
 	}
-	if len(migrations) != 2 {
+	if len(migrations) != 3 {
 		t.Errorf("update the user_version this test expects to %d", len(migrations))
 	}
 }

@@ -109,18 +109,19 @@ WHERE writer = ? AND outcome IS NULL`,
 }
 
 const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent,
-	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at`
+	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
+	late_answer, late_answer_at`
 
 func scanRecord(row interface{ Scan(...any) error }) (store.Record, error) {
 	var (
-		r                  store.Record
-		created            int64
-		outcome, resolved  sql.NullString
-		endedAt, resolveAt sql.NullInt64
+		r                          store.Record
+		created                    int64
+		outcome, resolved          sql.NullString
+		endedAt, resolveAt, lateAt sql.NullInt64
 	)
 	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &r.Snapshot, &r.Effect,
 		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
-		&r.ResolvedBy, &resolveAt)
+		&r.ResolvedBy, &resolveAt, &r.LateAnswer, &lateAt)
 	if err != nil {
 		return store.Record{}, err
 	}
@@ -133,6 +134,7 @@ func scanRecord(row interface{ Scan(...any) error }) (store.Record, error) {
 	r.Resolved = resolved.Valid
 	r.Resolution = store.Resolution(resolved.String)
 	r.ResolvedAt = fromNullMicros(resolveAt)
+	r.LateAnswerAt = fromNullMicros(lateAt)
 	return r, nil
 }
 
@@ -195,4 +197,25 @@ WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
 		return fmt.Errorf("resolve %s: it was already resolved as %s: %w", id, r.Resolution, store.ErrConflict)
 	}
 	return fmt.Errorf("resolve %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
+}
+
+func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
+	out, err := j.db.w.ExecContext(ctx, `
+UPDATE intents SET late_answer = ?, late_answer_at = ?
+WHERE id = ? AND outcome = 'unknown' AND late_answer_at IS NULL`,
+		answer, micros(at), id)
+	if err != nil {
+		return fmt.Errorf("late answer %s: cannot write the journal: %w", id, err)
+	}
+	if n, _ := out.RowsAffected(); n == 1 {
+		return nil
+	}
+	r, err := j.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("late answer: %w", err)
+	}
+	if !r.LateAnswerAt.IsZero() {
+		return fmt.Errorf("late answer %s: it already has one: %w", id, store.ErrConflict)
+	}
+	return fmt.Errorf("late answer %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
 }

@@ -88,6 +88,10 @@ CREATE TABLE tool_lists (
 	expires_at INTEGER NOT NULL  -- 0: until invalidated
 ) STRICT;
 `,
+	`
+ALTER TABLE intents ADD COLUMN late_answer TEXT NOT NULL DEFAULT '';
+ALTER TABLE intents ADD COLUMN late_answer_at INTEGER;
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

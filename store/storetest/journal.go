@@ -394,3 +394,52 @@ func testResolveRace(t *testing.T, h *harness) {
 		t.Errorf("16 racing Resolves: got %d nil and %d ErrConflict, want 1 and 15", ok, conflicts)
 	}
 }
+
+// testLateAnswer: a late answer is kept on an unknown record, once, as
+// evidence: the outcome stays unknown and a person still resolves it.
+func testLateAnswer(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	for id, o := range map[string]store.Outcome{"unk": store.OutcomeUnknown, "ok": store.OutcomeSucceeded, "open": ""} {
+		if err := j.Begin(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		if o != "" {
+			if err := j.End(t.Context(), id, o, ""); err != nil {
+				t.Fatalf("End: %v", err)
+			}
+		}
+	}
+	at := base().Add(time.Minute)
+	if err := j.LateAnswer(t.Context(), "none", "succeeded", at); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LateAnswer of an unknown id: got %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{"ok", "open"} {
+		if err := j.LateAnswer(t.Context(), id, "succeeded", at); !errors.Is(err, store.ErrConflict) {
+			t.Errorf("LateAnswer of a %s record: got %v, want ErrConflict", id, err)
+		}
+	}
+	if err := j.LateAnswer(t.Context(), "unk", "succeeded: done", at); err != nil {
+		t.Fatalf("LateAnswer: %v", err)
+	}
+	if err := j.LateAnswer(t.Context(), "unk", "isError: other", at.Add(time.Second)); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("a second LateAnswer: got %v, want ErrConflict", err)
+	}
+	got, err := j.Get(t.Context(), "unk")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.LateAnswer != "succeeded: done" || !got.LateAnswerAt.Equal(store.UTC(at)) || got.Status != store.OutcomeUnknown || got.Resolved {
+		t.Errorf("after LateAnswer: got %+v", got)
+	}
+	// Still a person's to resolve, and listed as such.
+	recs, err := j.Records(t.Context(), store.RecordFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"unk"}, ids(recs)); diff != "" {
+		t.Errorf("unresolved records (-want +got):\n%s", diff)
+	}
+	if err := j.Resolve(t.Context(), "unk", store.ResolutionApplied, "the late answer says so", "ada"); err != nil {
+		t.Errorf("Resolve after a late answer: %v", err)
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Journal/RecoverOpen", testRecoverOpen},
 		{"Journal/Resolve", testResolve},
 		{"Journal/ResolveRace", testResolveRace},
+		{"Journal/LateAnswer", testLateAnswer},
 		{"Approvals/CreateGet", testApprovalCreateGet},
 		{"Approvals/CreateRefuses", testApprovalCreateRefuses},
 		{"Approvals/Lifecycle", testApprovalLifecycle},
