@@ -8,12 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/airlockhq/airlock/internal/canonical"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ResolveRecovery records what a person found out about a call whose
