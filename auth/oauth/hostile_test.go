@@ -68,13 +68,7 @@ func newTokenProxy(t *testing.T) *tokenProxy {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		if status == stall {
-			w.WriteHeader(http.StatusOK)
-			io.WriteString(w, `{"access_token":`)
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
+			stallAfter(w, r, `{"access_token":`, release)
 			return
 		}
 		w.WriteHeader(status)
@@ -264,6 +258,18 @@ func TestRefreshInvalidGrant(t *testing.T) {
 	}
 }
 
+// stallAfter answers 200 with the start of a body, then sends nothing more
+// until the client gives up or release is closed.
+func stallAfter(w http.ResponseWriter, r *http.Request, start string, release <-chan struct{}) {
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, start)
+	w.(http.Flusher).Flush()
+	select {
+	case <-r.Context().Done():
+	case <-release:
+	}
+}
+
 // stallingServer is a resource server whose metadata documents are named
 // by path: each is served, stalls after its headers, or is too large.
 func stallingServer(t *testing.T, stallPath, hugePath string) *httptest.Server {
@@ -274,13 +280,7 @@ func stallingServer(t *testing.T, stallPath, hugePath string) *httptest.Server {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case stallPath:
-			w.WriteHeader(http.StatusOK)
-			io.WriteString(w, `{"resource":`)
-			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-			case <-release:
-			}
+			stallAfter(w, r, `{"resource":`, release)
 		case hugePath:
 			io.WriteString(w, `{"resource":"`+srv.URL+`","x":"`)
 			for range 2048 {
