@@ -17,7 +17,10 @@
 //     never serve as an HMAC secret;
 //   - header "typ" at+jwt (or application/at+jwt), "iss" equal to the issuer,
 //     "aud" naming this resource under [SameResource], "exp" required,
-//     "nbf" and "iat" with a bounded clock skew, "sub" required;
+//     "nbf" and "iat" with a bounded clock skew, "sub" required; "exp",
+//     "nbf" and "iat" JSON numbers (RFC 7519 NumericDate, never numeric
+//     strings) and "scope" RFC 6749 scope tokens separated by single
+//     spaces ([ParseScope]), nothing more lenient;
 //   - the scope, client id and tenant claims as a [Principal] in the request
 //     context and in the SDK's [auth.TokenInfo];
 //   - RFC 6750 challenges: 401 with resource_metadata and scope (and

@@ -77,6 +77,7 @@ const (
 	descAudience       = "token audience does not include this resource"
 	descClaims         = "token claims are malformed"
 	descScope          = "token scope claim must be a space-separated string"
+	descNumericDate    = "token exp, nbf and iat claims must be numbers"
 	descTenant         = "token has no tenant claim"
 	descInactive       = "token is not active"
 	descKeysDown       = "the issuer's signing keys are unavailable"

@@ -3,6 +3,7 @@ package bearer
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -266,11 +267,13 @@ func (v *Verifier) Ready(ctx context.Context) error {
 //
 // The checks, in order: size and compact form; the protected header
 // (strict JSON, "typ" at+jwt, "alg" in the allowlist, no "crit", no nested
-// token); the key (by "kid" from the issuer's keys, of the algorithm's type);
-// the signature; the claims ("iss" equal to the issuer; "aud" naming the
-// resource under [SameResource]; "exp", "iss", "aud" and "sub" present; "exp",
-// "nbf" and "iat" within the clock skew; "scope" a string; the tenant claim
-// when configured); and last, when configured, introspection.
+// token); the form of the claims set (strict JSON; "exp", "nbf" and "iat"
+// JSON numbers; "scope" scope tokens separated by single spaces, see
+// [ParseScope]); the key (by "kid" from the issuer's keys, of the
+// algorithm's type); the signature; the claims ("iss" equal to the issuer;
+// "aud" naming the resource under [SameResource]; "exp", "iss", "aud" and
+// "sub" present; "exp", "nbf" and "iat" within the clock skew; the tenant
+// claim when configured); and last, when configured, introspection.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Principal, error) {
 	p, err := v.verify(ctx, token)
 	if err != nil {
@@ -301,8 +304,12 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Principal, *Error
 	if err != nil {
 		return nil, invalid(descMalformed, err)
 	}
-	if err := schema.Check(payload, &schema.DecodeOptions{MaxDepth: 16, MaxBytes: v.maxToken}); err != nil {
+	claims, err := schema.Decode(payload, &schema.DecodeOptions{MaxDepth: 16, MaxBytes: v.maxToken})
+	if err != nil {
 		return nil, invalid(descClaims, err)
+	}
+	if cerr := checkClaimForms(claims); cerr != nil {
+		return nil, cerr
 	}
 
 	key, kerr := v.keys.lookup(ctx, kid, alg)
@@ -394,6 +401,36 @@ func (v *Verifier) checkHeader(segment string) (alg, kid string, _ *Error) {
 	return alg, kid, nil
 }
 
+// checkClaimForms refuses claims in forms that RFC 7519 and RFC 9068 do
+// not define but a lenient reader would take: "exp", "nbf" and "iat" must
+// be JSON numbers (a NumericDate; the JWT library also takes a numeric
+// string), and "scope" a string of scope tokens separated by single spaces
+// ([ParseScope]; splitting on any whitespace would also take tabs and
+// newlines).
+func checkClaimForms(claims any) *Error {
+	obj, ok := claims.(map[string]any)
+	if !ok {
+		return invalid(descClaims, nil)
+	}
+	for _, name := range []string{jwt.ExpirationKey, jwt.NotBeforeKey, jwt.IssuedAtKey} {
+		if c, present := obj[name]; present {
+			if _, ok := c.(json.Number); !ok {
+				return invalid(descNumericDate, nil)
+			}
+		}
+	}
+	if c, present := obj["scope"]; present {
+		s, ok := c.(string)
+		if !ok {
+			return invalid(descScope, nil)
+		}
+		if _, ok := ParseScope(s); !ok {
+			return invalid(descScope, nil)
+		}
+	}
+	return nil
+}
+
 // isAccessTokenType reports whether a "typ" header names an RFC 9068
 // access token. Media types compare case-insensitively and the
 // "application/" prefix may be omitted (RFC 7515 §4.1.9).
@@ -425,7 +462,7 @@ func (v *Verifier) principal(tok jwt.Token) (*Principal, *Error) {
 		if err := tok.Get("scope", &scope); err != nil {
 			return nil, invalid(descScope, err)
 		}
-		p.Scopes = strings.Fields(scope)
+		p.Scopes, _ = ParseScope(scope) // checked by checkClaimForms
 	}
 	for _, name := range []string{"client_id", "azp"} {
 		if !tok.Has(name) {

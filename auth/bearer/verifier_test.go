@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -164,6 +165,18 @@ func TestClaimsMatrix(t *testing.T) {
 		{name: "missing aud", token: iss.Mint(t, with(func(c map[string]any) { delete(c, "aud") }), nil), want: refused("token lacks the required claim aud")},
 		{name: "missing tenant", token: iss.Mint(t, with(func(c map[string]any) { delete(c, "tenant") }), nil), want: refused("token has no tenant claim")},
 		{name: "scope not a string", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = []string{readScope} }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope separated by a tab", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = readScope + "\t" + writeScope }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope separated by a newline", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = readScope + "\n" + writeScope }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope separated by two spaces", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = readScope + "  " + writeScope }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope with a leading space", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = " " + readScope }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope empty", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = "" }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope with a quote", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = readScope + ` a"b` }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "scope with a non-ASCII space", token: iss.Mint(t, with(func(c map[string]any) { c["scope"] = readScope + "\u00a0" + writeScope }), nil), want: refused("token scope claim must be a space-separated string")},
+		{name: "exp a numeric string", token: iss.Mint(t, with(func(c map[string]any) { c["exp"] = fmt.Sprint(now.Add(5 * time.Minute).Unix()) }), nil), want: refused("token exp, nbf and iat claims must be numbers")},
+		{name: "nbf a numeric string", token: iss.Mint(t, with(func(c map[string]any) { c["nbf"] = fmt.Sprint(now.Unix()) }), nil), want: refused("token exp, nbf and iat claims must be numbers")},
+		{name: "iat a numeric string", token: iss.Mint(t, with(func(c map[string]any) { c["iat"] = fmt.Sprint(now.Unix()) }), nil), want: refused("token exp, nbf and iat claims must be numbers")},
+		{name: "exp null", token: iss.Mint(t, with(func(c map[string]any) { c["exp"] = nil }), nil), want: refused("token exp, nbf and iat claims must be numbers")},
+		{name: "exp with a fraction", token: iss.Mint(t, with(func(c map[string]any) { c["exp"] = float64(now.Add(5*time.Minute).Unix()) + 0.5 }), nil), want: response{200, "", "acme/alice"}},
 		{name: "alg none", token: iss.Mint(t, good(), &bearertest.Header{Alg: "none"}), want: refused("token signing algorithm is not allowed")},
 		{name: "RS256 public key as HS256 secret", token: iss.Mint(t, good(), &bearertest.Header{Alg: "HS256", HMAC: iss.Key().PublicPEM()}), want: refused("token signing algorithm is not allowed")},
 		{name: "RS256 key named for ES256", token: iss.Mint(t, good(), &bearertest.Header{Alg: "ES256", Key: ecKey, Kid: "key-1"}), want: refused("token signing algorithm is not allowed")},
@@ -558,4 +571,33 @@ func decodeParts(token string) [2]string {
 		out[i] = string(b)
 	}
 	return out
+}
+
+func TestParseScope(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"a", []string{"a"}},
+		{"mcp:read mcp:write", []string{"mcp:read", "mcp:write"}},
+		{"a!#[]^~ b", []string{"a!#[]^~", "b"}},
+		{"", nil},
+		{" a", nil},
+		{"a ", nil},
+		{"a  b", nil},
+		{"a\tb", nil},
+		{"a\nb", nil},
+		{"a\rb", nil},
+		{`a"b`, nil},
+		{`a\b`, nil},
+		{"a\x7fb", nil},
+		{"a\u00a0b", nil},
+		{"caf\u00e9", nil},
+	}
+	for _, tt := range tests {
+		got, ok := bearer.ParseScope(tt.in)
+		if ok != (tt.want != nil) || !cmp.Equal(got, tt.want) {
+			t.Errorf("ParseScope(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
+		}
+	}
 }

@@ -47,6 +47,12 @@ type Options struct {
 	// means ten minutes.
 	LoginTimeout time.Duration
 
+	// FetchTimeout bounds each request to a metadata endpoint or an
+	// authorization server (discovery, registration, the token endpoint),
+	// from sending it to the last byte of its answer. Zero means
+	// DefaultFetchTimeout.
+	FetchTimeout time.Duration
+
 	// Now is the clock for token expiry. Nil means time.Now.
 	Now func() time.Time
 }
@@ -86,6 +92,9 @@ func New(opts *Options) (*Client, error) {
 	o := *opts
 	if o.LoginTimeout <= 0 {
 		o.LoginTimeout = 10 * time.Minute
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -33,9 +33,10 @@ type discovery struct {
 }
 
 // discover finds and checks the server's protected resource metadata and
-// its authorization server's metadata. hc must be the login's pinning
-// client, so that the SDK later sees the very documents checked here.
-func (c *Client) discover(ctx context.Context, hc *http.Client, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
+// its authorization server's metadata. pin must be the login's, so that the
+// SDK later sees the very documents checked here.
+func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
+	hc := pin.client()
 	var candidates []string
 	add := func(u string, err error) {
 		if err == nil && u != "" && !slices.Contains(candidates, u) {
@@ -57,6 +58,11 @@ func (c *Client) discover(ctx context.Context, hc *http.Client, g *egress.Guard,
 	var firstErr error
 	for _, mu := range candidates {
 		prm, err := fetchResourceMetadata(ctx, hc, mu)
+		if e := fetchFailed(srv.ID, "the protected resource metadata", err); e != nil {
+			// A server that stalls is not asked again at the next
+			// candidate: the login would only wait that much longer.
+			return nil, e
+		}
 		if err == nil && !bearer.SameResource(prm.Resource, srv.Resource) {
 			err = fmt.Errorf("%s describes resource %q, not %q", mu, prm.Resource, srv.Resource)
 		}
@@ -79,6 +85,10 @@ func (c *Client) discover(ctx context.Context, hc *http.Client, g *egress.Guard,
 	issuer := d.prm.AuthorizationServers[0]
 	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
 	if err != nil {
+		// The SDK keeps only the text of the errors it meets.
+		if e := fetchFailed(srv.ID, "the authorization server's metadata", pin.failure()); e != nil {
+			return nil, e
+		}
 		return nil, refused(srv.ID, "the authorization server's metadata is not acceptable", err)
 	}
 	if asm == nil {
@@ -155,12 +165,14 @@ func fetchResourceMetadata(ctx context.Context, hc *http.Client, metadataURL str
 
 // pinned serves each GET from the first answer it got for that URL, so that
 // the metadata checked before a login is exactly what the SDK's login flow
-// reads afterwards. Other methods pass through.
+// reads afterwards. Other methods pass through. It remembers the first GET
+// that stalled or was too large, for errors the SDK reports only as text.
 type pinned struct {
 	base http.RoundTripper
 
-	mu   sync.Mutex
-	docs map[string]*pinnedDoc
+	mu     sync.Mutex
+	docs   map[string]*pinnedDoc
+	failed *fetchError
 }
 
 type pinnedDoc struct {
@@ -173,6 +185,21 @@ func newPinned(base http.RoundTripper) *pinned {
 	return &pinned{base: base, docs: map[string]*pinnedDoc{}}
 }
 
+// client returns an HTTP client over p that follows no redirects.
+func (p *pinned) client() *http.Client {
+	return &http.Client{Transport: p, CheckRedirect: egress.RefuseRedirect}
+}
+
+// failure returns the first GET that stalled or was too large, or nil.
+func (p *pinned) failure() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.failed == nil {
+		return nil
+	}
+	return p.failed
+}
+
 func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet {
 		return p.base.RoundTrip(req)
@@ -183,6 +210,14 @@ func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 	p.mu.Unlock()
 	if doc == nil {
 		resp, err := p.base.RoundTrip(req)
+		var fe *fetchError
+		if errors.As(err, &fe) {
+			p.mu.Lock()
+			if p.failed == nil {
+				p.failed = fe
+			}
+			p.mu.Unlock()
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -26,6 +26,16 @@
 //     that advertises PKCE S256, the resource metadata must name the
 //     configured resource, and the documents the SDK then uses are the ones
 //     that were checked (they are fetched once per login).
+//   - Bounded fetches: every request to a metadata endpoint or an
+//     authorization server is answered in full, body included, within
+//     [Options.FetchTimeout] and 1 MiB, or the login or refresh fails
+//     naming what it fetched.
+//   - Strict token responses: a token that is not an RFC 6750 b64token, a
+//     refresh token that is not RFC 6749 text, or an expires_in that is
+//     not a lifetime is the authorization server's mistake; nothing of
+//     such a response is stored. A refresh answered invalid_grant drops
+//     the partition's tokens for good ([Status].LoginAgain), so that the
+//     dead refresh token is never sent again.
 //   - Egress: every connection (metadata, authorization server, token
 //     endpoint) goes through an [egress.Guard], so metadata that points a
 //     token endpoint at a private address is refused before anyone is asked

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/airlockhq/airlock/auth/bearer"
-	"github.com/airlockhq/airlock/auth/egress"
 	"github.com/airlockhq/airlock/auth/secrets"
 )
 
@@ -68,15 +67,16 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 	go hs.Serve(ln)
 	defer hs.Close()
 
-	base, err := c.transport(srv)
+	base, err := c.fetcher(srv)
 	if err != nil {
 		return nil, err
 	}
-	hc := &http.Client{Transport: newPinned(base), CheckRedirect: egress.RefuseRedirect}
+	pin := newPinned(base)
+	hc := pin.client()
 	if challengeURL == "" {
 		challengeURL = challenge(ctx, hc, srv)
 	}
-	d, err := c.discover(ctx, hc, c.guard(srv), srv, challengeURL)
+	d, err := c.discover(ctx, pin, c.guard(srv), srv, challengeURL)
 	if err != nil {
 		return nil, err
 	}
@@ -148,8 +148,8 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 		if oc.Endpoint.TokenURL != d.asm.TokenEndpoint {
 			return nil, refused(srv.ID, "the token came from an endpoint other than the one checked", nil)
 		}
-		if !strings.EqualFold(tok.Type(), "Bearer") {
-			return nil, refused(srv.ID, "the authorization server issued a "+printable(tok.Type(), 32)+" token; only bearer tokens are supported", nil)
+		if err := checkTokenResponse(srv.ID, tok); err != nil {
+			return nil, err
 		}
 		got = &record{
 			Issuer:       p.Issuer,
@@ -195,6 +195,9 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 		}
 		if ctx.Err() != nil {
 			return nil, loginFailed(srv.ID, "the login did not finish", ctx.Err())
+		}
+		if e := fetchFailed(srv.ID, "an answer of the authorization server", err); e != nil {
+			return nil, e
 		}
 		return nil, loginFailed(srv.ID, "the login failed", clean(err))
 	}

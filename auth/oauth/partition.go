@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/airlockhq/airlock/auth/bearer"
 )
 
 // Owner is who a credential belongs to: the tenancy the host acts for.
@@ -105,7 +107,7 @@ func (s *Server) validate() error {
 		return fmt.Errorf("server %s needs oauth.client_id, oauth.client_metadata_url or oauth.dynamic_registration", s.ID)
 	}
 	for _, sc := range s.Scopes {
-		if !validScope(sc) {
+		if !bearer.IsScopeToken(sc) {
 			return fmt.Errorf("server %s: scope %q is not a valid OAuth scope", s.ID, sc)
 		}
 	}
@@ -134,20 +136,6 @@ func redirectAddr(raw string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("redirect_uri must be http://127.0.0.1:PORT/PATH (a loopback IP address and an explicit port)")
 	}
 	return ap, nil
-}
-
-// validScope reports whether s is an RFC 6749 scope token.
-func validScope(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c == 0x22 || c == 0x5c || c > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // union returns the scopes of a followed by those of b not in a.

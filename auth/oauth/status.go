@@ -24,6 +24,10 @@ type Status struct {
 	Expired bool `json:"expired"`
 	// Refreshable is true when a refresh token is stored.
 	Refreshable bool `json:"refreshable"`
+	// LoginAgain is true when the authorization server refused the
+	// refresh token (invalid_grant: the grant was revoked or ran out):
+	// the tokens were dropped, and a person must log in again.
+	LoginAgain bool `json:"login_again"`
 	// Registration is how the client identified itself:
 	// "metadata_document", "preregistered" or "dynamic".
 	Registration string `json:"registration,omitempty"`
@@ -54,7 +58,8 @@ func (c *Client) Status(ctx context.Context, srv *Server, who Owner) (*Status, e
 func (c *Client) status(srv *Server, p Partition, rec *record) *Status {
 	return &Status{
 		Server:       srv.ID,
-		LoggedIn:     true,
+		LoggedIn:     !rec.RefreshRefused,
+		LoginAgain:   rec.RefreshRefused,
 		Issuer:       rec.Issuer,
 		Partition:    p.Key()[:12],
 		Scopes:       append([]string(nil), rec.Scopes...),

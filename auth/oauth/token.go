@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -35,6 +34,9 @@ type record struct {
 	Expiry       time.Time `json:"expiry,omitzero"`
 	Scopes       []string  `json:"scopes"`
 	ObtainedAt   time.Time `json:"obtained_at"`
+	// RefreshRefused is set when the authorization server refused the
+	// refresh token (invalid_grant); both tokens are then dropped.
+	RefreshRefused bool `json:"refresh_refused,omitempty"`
 }
 
 func (r *record) valid(now time.Time) bool {
@@ -177,10 +179,13 @@ func (c *Client) loadLocked(ctx context.Context, srv *Server, ps *partState) err
 // is saved before anyone uses it, so a rotated refresh token is not lost.
 func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) (string, error) {
 	rec := ps.rec
+	if rec.RefreshRefused {
+		return "", authRequired(srv.ID, refreshRefused)
+	}
 	if rec.RefreshToken == "" {
 		return "", authRequired(srv.ID, "the access token expired and there is no refresh token")
 	}
-	base, err := c.transport(srv)
+	base, err := c.fetcher(srv)
 	if err != nil {
 		return "", err
 	}
@@ -202,13 +207,19 @@ func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) 
 				if stored.valid(c.opts.Now()) {
 					return stored.AccessToken, nil
 				}
+				if stored.RefreshRefused {
+					return "", authRequired(srv.ID, refreshRefused)
+				}
 			}
-			return "", authRequired(srv.ID, "the authorization server refused the refresh token")
+			return "", c.refreshRefusedLocked(ctx, srv, ps)
+		}
+		if e := fetchFailed(srv.ID, "a refreshed access token", err); e != nil {
+			return "", e
 		}
 		return "", unavailable(srv.ID, "cannot refresh the access token", clean(err))
 	}
-	if !strings.EqualFold(tok.Type(), "Bearer") {
-		return "", refused(srv.ID, "the authorization server issued a "+printable(tok.Type(), 32)+" token; only bearer tokens are supported", nil)
+	if err := checkTokenResponse(srv.ID, tok); err != nil {
+		return "", err
 	}
 	next := *rec
 	next.AccessToken = tok.AccessToken
@@ -222,6 +233,28 @@ func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) 
 	}
 	ps.dirty = false
 	return next.AccessToken, nil
+}
+
+// refreshRefused is why a partition whose refresh token the authorization
+// server refused needs a login.
+const refreshRefused = "the authorization server refused the refresh token"
+
+// refreshRefusedLocked records that the authorization server refused the
+// partition's refresh token (invalid_grant: revoked, expired, or spent):
+// the record keeps who logged in where, with which scopes, and drops both
+// tokens, so that the dead refresh token is never sent again, by this
+// process or another, and status can say why a login is needed. A record
+// that cannot be saved stays marked in memory (dirty) and is saved at the
+// next use. The caller holds ps's lock.
+func (c *Client) refreshRefusedLocked(ctx context.Context, srv *Server, ps *partState) error {
+	next := *ps.rec
+	next.AccessToken, next.RefreshToken, next.Expiry = "", "", time.Time{}
+	next.RefreshRefused = true
+	ps.rec, ps.dirty = &next, true
+	if err := c.putJSON(ctx, tokenKey(ps.p), &next); err == nil {
+		ps.dirty = false
+	}
+	return authRequired(srv.ID, refreshRefused)
 }
 
 // resourceParam adds the RFC 8707 resource parameter to refresh requests:

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/airlockhq/airlock/auth/bearer"
 )
 
 // Transport returns a round tripper for requests to srv on behalf of who.
@@ -129,7 +131,7 @@ func insufficientScope(h http.Header) (scopes []string, metadata string, ok bool
 			continue
 		}
 		for _, s := range strings.Fields(ch.Params["scope"]) {
-			if validScope(s) {
+			if bearer.IsScopeToken(s) {
 				scopes = append(scopes, s)
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/airlockhq/airlock/auth/bearer"
 )
 
 // FuzzInsufficientScope feeds arbitrary WWW-Authenticate headers (a remote
@@ -21,7 +23,7 @@ func FuzzInsufficientScope(f *testing.F) {
 			t.Fatalf("scopes %q without insufficient_scope", scopes)
 		}
 		for _, s := range scopes {
-			if !validScope(s) {
+			if !bearer.IsScopeToken(s) {
 				t.Fatalf("invalid scope %q from %q", s, header)
 			}
 		}

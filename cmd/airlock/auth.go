@@ -24,6 +24,7 @@ type authStatusJSON struct {
 	Expiry       *string  `json:"expiry"`
 	Expired      bool     `json:"expired"`
 	Refreshable  bool     `json:"refreshable"`
+	LoginAgain   bool     `json:"login_again"`
 	Registration string   `json:"registration"`
 	Error        *string  `json:"error"`
 }
@@ -133,7 +134,7 @@ func statusJSON(st *oauth.Status, who airlock.Principal, err error) authStatusJS
 		return j
 	}
 	j.Server, j.LoggedIn, j.Issuer, j.Partition = st.Server, st.LoggedIn, st.Issuer, st.Partition
-	j.Expired, j.Refreshable, j.Registration = st.Expired, st.Refreshable, st.Registration
+	j.Expired, j.Refreshable, j.LoginAgain, j.Registration = st.Expired, st.Refreshable, st.LoginAgain, st.Registration
 	if st.Scopes != nil {
 		j.Scopes = st.Scopes
 	}
@@ -152,6 +153,8 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 		switch {
 		case s.Error != nil:
 			state = col.red("error")
+		case s.LoginAgain:
+			state = col.paint("33", "log in again")
 		case !s.LoggedIn:
 			state = col.paint("33", "not logged in")
 		case s.Expired && s.Refreshable:
@@ -172,6 +175,8 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 		switch {
 		case s.Error != nil:
 			fmt.Fprintf(w, "\nairlock: %s\n", *s.Error)
+		case s.LoginAgain:
+			fmt.Fprintf(w, "\n%s: the authorization server refused the refresh token: run airlock auth login %s\n", s.Server, s.Server)
 		case !s.LoggedIn || (s.Expired && !s.Refreshable):
 			fmt.Fprintf(w, "\n%s: run airlock auth login %s\n", s.Server, s.Server)
 		}

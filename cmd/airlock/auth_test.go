@@ -26,29 +26,7 @@ import (
 // opened "in a browser" (played by the test), and the binary's loopback
 // redirect receives the answer.
 func TestAuthCommands(t *testing.T) {
-	// The store's key comes from the environment, so that no key file is
-	// written into the real user's configuration directory.
-	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-	redirect := testenv.RedirectURI(t)
-	as := oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
-	rs := oauthtest.NewResourceServer(t, as, nil)
-
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`development: true
-tenancy: {tenant: acme, user: alice}
-servers:
-  - id: prot
-    transport: http
-    url: %s/mcp
-    resource: %s
-    allowed_hosts: [127.0.0.1]
-    scopes: [%s]
-    oauth: {client_id: airlock, redirect_uri: "%s"}
-    allowed_tools: ["*"]
-policy:
-  tools:
-    - {server: prot, tool: read, effect: read}
-`, rs.URL, rs.URL, oauthtest.ScopeRead, redirect))
+	dir, as, rs := oauthWorld(t)
 
 	// Before any login.
 	r := runCLI(t, dir, "", "auth", "status", "--json").want(t, exitAuth)
@@ -245,4 +223,78 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 	if ok, err := a.consent(ctx, &oauth.StepUp{Server: "issues"}); ok || err == nil {
 		t.Errorf("cancelled consent = %v, %v", ok, err)
 	}
+}
+
+// oauthWorld is a real authorization server (zitadel's OpenID provider),
+// a protected MCP server on loopback, and a directory whose airlock.yaml
+// names that server "prot", for the tenant acme and the user alice.
+func oauthWorld(t *testing.T) (dir string, as *oauthtest.Server, rs *oauthtest.ResourceServer) {
+	t.Helper()
+	// The store's key comes from the environment, so that no key file is
+	// written into the real user's configuration directory.
+	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	redirect := testenv.RedirectURI(t)
+	as = oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
+	rs = oauthtest.NewResourceServer(t, as, nil)
+
+	dir = t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`development: true
+tenancy: {tenant: acme, user: alice}
+servers:
+  - id: prot
+    transport: http
+    url: %s/mcp
+    resource: %s
+    allowed_hosts: [127.0.0.1]
+    scopes: [%s]
+    oauth: {client_id: airlock, redirect_uri: "%s"}
+    allowed_tools: ["*"]
+policy:
+  tools:
+    - {server: prot, tool: read, effect: read}
+`, rs.URL, rs.URL, oauthtest.ScopeRead, redirect))
+	return dir, as, rs
+}
+
+// TestAuthRefreshRefused: the authorization server revokes the grant (a
+// refresh is answered invalid_grant). The call that meets it ends
+// auth_required saying what to run, the dead refresh token is never sent
+// again by any later command, and auth status says to log in again, until
+// a new login.
+func TestAuthRefreshRefused(t *testing.T) {
+	dir, as, rs := oauthWorld(t)
+	login(t, dir, as)
+	runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitOK)
+
+	as.RevokeAccessTokens()
+	as.RevokeGrants()
+	for i := range 2 {
+		r := runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitAuth)
+		if out := decode(t, r.stdout); out["status"] != "auth_required" || !strings.Contains(r.stdout+r.stderr, "run airlock auth login prot") {
+			t.Errorf("call %d after the grant was revoked: stdout %s, stderr %s", i, r.stdout, r.stderr)
+		}
+		r = runCLI(t, dir, "", "auth", "status", "--json").want(t, exitAuth)
+		s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any)
+		if s["login_again"] != true || s["logged_in"] != false || s["refreshable"] != false || s["issuer"] != as.URL {
+			t.Errorf("status after the refused refresh = %v", s)
+		}
+		r = runCLI(t, dir, "", "auth", "status").want(t, exitAuth)
+		if !strings.Contains(r.stdout, "log in again") || !strings.Contains(r.stdout, "prot: the authorization server refused the refresh token: run airlock auth login prot") {
+			t.Errorf("status text = %q", r.stdout)
+		}
+	}
+	if st := as.Stats(); st.RevokedRefreshTokens != 1 {
+		t.Errorf("refreshes with the revoked refresh token = %d, want 1", st.RevokedRefreshTokens)
+	}
+	if n := rs.Calls("read"); n != 1 {
+		t.Errorf("the tool ran %d times, want once (before the revocation)", n)
+	}
+
+	// A new login starts afresh.
+	login(t, dir, as)
+	r := runCLI(t, dir, "", "auth", "status", "--json").want(t, exitOK)
+	if s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any); s["login_again"] != false || s["logged_in"] != true {
+		t.Errorf("status after a new login = %v", s)
+	}
+	runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitOK)
 }

@@ -26,5 +26,7 @@
 // another tenant's issue is indistinguishable from a missing one. The
 // caller's token never leaves the server: the Authorization header is
 // removed before the MCP handler runs, and the server calls nothing
-// downstream with it.
+// downstream with it. No answer repeats more than a bounded part of its
+// request: error messages, error data and error bodies cut every value
+// they quote, and a request id too long to repeat is refused.
 package issues

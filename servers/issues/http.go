@@ -41,8 +41,11 @@ const CodeInsufficientScope = -32003
 // listener the Host header must be a loopback name). Requests to /mcp then
 // pass, in order: the Origin allowlist (403), CORS, the body limit (413),
 // bearer authentication (401, or 503 when the issuer cannot be reached), the
-// per-tool scope check (403 insufficient_scope), and the SDK's handler, which
-// applies its own DNS-rebinding check and protocol checks.
+// per-tool scope check (403 insufficient_scope; 400 for a request id longer
+// than 128 bytes), and the SDK's handler, which applies its own
+// DNS-rebinding check and protocol checks. Whatever answers, an error's
+// message, data or body that repeats the request is bounded
+// ([boundEchoes]).
 func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) buildHandler() http.Handler {
@@ -74,6 +77,7 @@ func (s *Server) buildHandler() http.Handler {
 		MaxAge:           600,
 	}).Handler(chain)
 	chain = s.checkOrigin(chain)
+	chain = boundEchoes(chain)
 	mux.Handle(Endpoint, chain)
 
 	return s.logRequests(s.checkHost(mux))
@@ -118,7 +122,7 @@ func (s *Server) checkHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
 			if bearer.IsLoopbackHostPort(la.String()) && !bearer.IsLoopbackHostPort(r.Host) {
-				s.logger.Warn("refused host", "host", r.Host, "remote", r.RemoteAddr)
+				s.logger.Warn("refused host", "host", clip(r.Host), "remote", r.RemoteAddr)
 				http.Error(w, "host not allowed", http.StatusForbidden)
 				return
 			}
@@ -133,7 +137,7 @@ func (s *Server) checkOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if vals := r.Header.Values("Origin"); len(vals) > 0 {
 			if len(vals) != 1 || !slices.Contains(s.origins, strings.ToLower(vals[0])) {
-				s.logger.Warn("refused origin", "origin", vals[0], "remote", r.RemoteAddr)
+				s.logger.Warn("refused origin", "origin", clip(vals[0]), "remote", r.RemoteAddr)
 				http.Error(w, "origin not allowed", http.StatusForbidden)
 				return
 			}
@@ -182,8 +186,13 @@ func (s *Server) scopeGate(next http.Handler) http.Handler {
 			return
 		}
 		calls, err := toolCalls(body)
+		if errors.Is(err, errLongID) {
+			// An id is echoed whole in its answer: refuse it instead.
+			writeRPCError(w, http.StatusBadRequest, nil, -32600, err.Error())
+			return
+		}
 		if err != nil {
-			writeRPCError(w, http.StatusBadRequest, nil, -32700, "the request is not strict JSON: "+err.Error())
+			writeRPCError(w, http.StatusBadRequest, nil, -32700, shorten("the request is not strict JSON: "+err.Error()))
 			return
 		}
 		var missing []string
@@ -214,9 +223,13 @@ type toolCall struct {
 	name string
 }
 
+// errLongID refuses a message whose id is longer than maxEcho bytes.
+var errLongID = fmt.Errorf("a request id is longer than %d bytes; use a shorter one", maxEcho)
+
 // toolCalls decodes a JSON-RPC message or batch strictly and returns its
-// tools/call requests. Anything else about the messages is left for the SDK
-// to judge.
+// tools/call requests. A message whose id (a string, or a number's text) is
+// longer than maxEcho bytes is refused with errLongID. Anything else about
+// the messages is left for the SDK to judge.
 func toolCalls(body []byte) ([]toolCall, error) {
 	v, err := schema.Decode(body, &schema.DecodeOptions{MaxBytes: len(body) + 1, CaseFold: true})
 	if err != nil {
@@ -229,7 +242,20 @@ func toolCalls(body []byte) ([]toolCall, error) {
 	var calls []toolCall
 	for _, m := range msgs {
 		obj, ok := m.(map[string]any)
-		if !ok || obj["method"] != "tools/call" {
+		if !ok {
+			continue
+		}
+		switch id := obj["id"].(type) {
+		case string:
+			if len(id) > maxEcho {
+				return nil, errLongID
+			}
+		case json.Number:
+			if len(id) > maxEcho {
+				return nil, errLongID
+			}
+		}
+		if obj["method"] != "tools/call" {
 			continue
 		}
 		c := toolCall{}
@@ -297,7 +323,7 @@ func (ri *requestInfo) setTool(name string) {
 	ri.mu.Lock()
 	defer ri.mu.Unlock()
 	if len(ri.tools) < 8 {
-		ri.tools = append(ri.tools, name)
+		ri.tools = append(ri.tools, clip(name))
 	}
 }
 

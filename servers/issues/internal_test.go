@@ -267,3 +267,28 @@ func countTrue(bs []bool) int {
 	}
 	return n
 }
+
+func TestShorten(t *testing.T) {
+	z := func(n int) string { return strings.Repeat("z", n) }
+	tests := []struct{ in, want string }{
+		{"short message", "short message"},
+		{`unknown tool "` + z(300) + `"`, `unknown tool "` + z(127) + `…"`},
+		{"enum: " + z(300) + " does not equal any of", "enum: " + z(128) + "… does not equal any of"},
+		{z(200) + "\n", z(128) + "…\n"},
+		// A cut never splits a character.
+		{"é" + strings.Repeat("é", 100), strings.Repeat("é", 64) + "…"},
+		// Many short words: the whole message is cut.
+		{strings.Repeat("ab ", 1000), strings.Repeat("ab ", 341) + "a…"},
+	}
+	for _, tt := range tests {
+		if got := shorten(tt.in); got != tt.want {
+			t.Errorf("shorten(%.40q…) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := clip(z(129)); got != z(128)+"…" {
+		t.Errorf("clip = %q", got)
+	}
+	if got := clip("ISSUE-42"); got != "ISSUE-42" {
+		t.Errorf("clip of a short value = %q", got)
+	}
+}

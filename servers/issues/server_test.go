@@ -265,6 +265,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"wrong issuer", f.iss.Mint(t, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" }), nil), getIssue, 0, "token issuer is not accepted"},
 		{"wrong audience", f.iss.Mint(t, with(func(c map[string]any) { c["aud"] = "https://other.example.com" }), nil), getIssue, 0, "token audience does not include this resource"},
 		{"missing exp", f.iss.Mint(t, with(func(c map[string]any) { delete(c, "exp") }), nil), getIssue, 0, "token lacks the required claim exp"},
+		{"exp a numeric string", f.iss.Mint(t, with(func(c map[string]any) { c["exp"] = fmt.Sprint(time.Now().Add(time.Hour).Unix()) }), nil), getIssue, 0, "token exp, nbf and iat claims must be numbers"},
+		{"scopes separated by a tab", f.iss.Mint(t, with(func(c map[string]any) { c["scope"] = issues.ScopeRead + "\t" + issues.ScopeWrite }), nil), createIssue, 0, "token scope claim must be a space-separated string"},
 		{"alg none", f.iss.Mint(t, good(), &bearertest.Header{Alg: "none"}), getIssue, 0, "token signing algorithm is not allowed"},
 		{"RS256 public key as HS256 secret", f.iss.Mint(t, good(), &bearertest.Header{Alg: "HS256", HMAC: f.iss.Key().PublicPEM()}), getIssue, 0, "token signing algorithm is not allowed"},
 		{"unknown kid", f.iss.Mint(t, good(), &bearertest.Header{Key: bearertest.NewRSAKey(t, "stranger")}), getIssue, 0, "token signing key is not one of the issuer's keys"},

@@ -289,7 +289,7 @@ func (s *Server) closeIssue(ctx context.Context, req *mcp.CallToolRequest, in Cl
 // notFound is the one answer for an issue the caller cannot see, whether it
 // belongs to another tenant or to nobody.
 func notFound(id string) error {
-	return fmt.Errorf("issue %s does not exist", id)
+	return fmt.Errorf("issue %s does not exist", clip(id))
 }
 
 // toolError turns a store error into what the caller sees: not found as

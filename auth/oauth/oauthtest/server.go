@@ -93,7 +93,7 @@ func New(t testing.TB, opts *Options) *Server {
 		key: key, keyID: "k1", clientID: o.ClientID, redirect: o.RedirectURIs, tenant: o.Tenant, withhold: o.Withhold,
 		users: map[string]string{User: Password}, ttl: o.AccessTokenTTL,
 		requests: map[string]*authRequest{}, codes: map[string]string{},
-		refresh: map[string]*refreshGrant{}, revoked: map[string]bool{},
+		refresh: map[string]*refreshGrant{}, revokedR: map[string]bool{}, revoked: map[string]bool{},
 	}
 	s := &Server{storage: st}
 	mux := http.NewServeMux()
@@ -219,6 +219,19 @@ func (s *Server) RevokeAccessTokens() {
 	for _, id := range s.storage.issued {
 		s.storage.revoked[id] = true
 	}
+}
+
+// RevokeGrants revokes every refresh token issued so far, as an
+// authorization server does when a person withdraws a client's access: a
+// refresh with one of them is answered invalid_grant (and counted in
+// [Stats].RevokedRefreshTokens).
+func (s *Server) RevokeGrants() {
+	s.storage.mu.Lock()
+	defer s.storage.mu.Unlock()
+	for rt := range s.storage.refresh {
+		s.storage.revokedR[rt] = true
+	}
+	clear(s.storage.refresh)
 }
 
 // Claims are the checked claims of an access token.

@@ -34,6 +34,7 @@ type storage struct {
 	requests map[string]*authRequest
 	codes    map[string]string // code → request id
 	refresh  map[string]*refreshGrant
+	revokedR map[string]bool // refresh tokens revoked by RevokeGrants
 	issued   []string        // access token ids
 	revoked  map[string]bool // access token ids
 	stats    Stats
@@ -46,6 +47,9 @@ type Stats struct {
 	// ReusedRefreshTokens counts refresh requests with a refresh token
 	// that had already been rotated away.
 	ReusedRefreshTokens int
+	// RevokedRefreshTokens counts refresh requests with a refresh token
+	// that RevokeGrants revoked.
+	RevokedRefreshTokens int
 	// MissingResource counts authorization and token requests without a
 	// resource parameter (refused).
 	MissingResource int
@@ -232,7 +236,11 @@ func (s *storage) TokenRequestByRefreshToken(ctx context.Context, rt string) (op
 	defer s.mu.Unlock()
 	g, ok := s.refresh[rt]
 	if !ok {
-		s.stats.ReusedRefreshTokens++
+		if s.revokedR[rt] {
+			s.stats.RevokedRefreshTokens++
+		} else {
+			s.stats.ReusedRefreshTokens++
+		}
 		return nil, op.ErrInvalidRefreshToken
 	}
 	res, err := s.oneResource(ctx)
