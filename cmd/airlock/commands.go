@@ -145,12 +145,13 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		missing: "server needs a name: airlock server workspace [--root DIR], or airlock server issues --issuer URL --resource URL",
 		unknown: "unknown server %q; the bundled servers are: workspace, issues",
 		subs: []command{
-			{name: "workspace", usage: "airlock server workspace [--root DIR] [--allow-hard-links]",
+			{name: "workspace", usage: "airlock server workspace [--root DIR] [--allow-hard-links] [--protect PATH]...",
 				bare: true, got: gotFirst,
 				flags: func(fs *flag.FlagSet, o *options) {
 					fs.StringVar(&o.root, "root", "", "the directory to serve (default: $AGENT_WORKSPACE_ROOT, else the working directory)")
 					fs.BoolVar(&o.allowHardLinks, "allow-hard-links", false,
 						"read, search and replace files with more than one hard link (another name for such a file may be outside the root)")
+					fs.Var(&o.protect, "protect", "a file or directory the tools refuse, as they do Airlock's own (repeatable)")
 				},
 				run: (*env).serveWorkspace},
 			{name: "issues", usage: serveIssuesUsage, bare: true, got: gotFirst,

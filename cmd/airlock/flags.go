@@ -33,6 +33,7 @@ type options struct {
 	noBrowser      bool          // auth login
 	root           string        // server workspace
 	allowHardLinks bool          // server workspace
+	protect        pathsFlag     // server workspace
 	issues         issuesFlags   // server issues
 }
 

@@ -146,6 +146,13 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if cfg.Path == "" {
+		// The built-in default serves the working directory, which
+		// nobody chose; before anything is created there.
+		if err := checkDefaultRoot(cfg.Dir); err != nil {
+			return nil, nil, err
+		}
+	}
 	// Notices explain what the configuration leaves out (an mcpServers
 	// server without an allowlist exposes no tools); stderr carries them in
 	// --json mode too, where stdout stays pure JSON.
@@ -153,6 +160,9 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 		fmt.Fprintln(e.stderr, "airlock: "+n)
 	}
 	state := stateDir(c, cfg)
+	if cfg, err = protectOwnFiles(cfg, state); err != nil {
+		return nil, nil, err
+	}
 	logger, closeLog, err := openLog(state, c.verbose, e.stderr)
 	if err != nil {
 		return nil, nil, err

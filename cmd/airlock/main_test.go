@@ -53,8 +53,17 @@ type result struct {
 // runCLI runs the binary in dir with args and stdin.
 func runCLI(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
+	return runCLIEnv(t, dir, nil, stdin, args...)
+}
+
+// runCLIEnv runs the binary in dir with env added to the environment.
+func runCLIEnv(t *testing.T, dir string, env []string, stdin string, args ...string) result {
+	t.Helper()
 	cmd := exec.Command(airlockBin, args...)
 	cmd.Dir = dir
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -75,14 +84,24 @@ func (r result) want(t *testing.T, code int) result {
 	return r
 }
 
-// workdir makes a directory with a text file to serve.
+// workdir makes a project (a git repository, which the built-in default
+// serves) with a text file to serve.
 func workdir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	gitInit(t, dir)
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello\nworld\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// gitInit makes dir a git repository.
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
 }
 
 func writeFile(t *testing.T, path, content string) {

@@ -21,9 +21,16 @@ func (e *env) serveWorkspace(o *options, _ []string) error {
 		if root, err = os.Getwd(); err != nil {
 			return usageError("cannot determine the working directory: %v", err)
 		}
+		if err := checkImplicitRoot(root); err != nil {
+			return err
+		}
+	}
+	protect, err := protectedPaths(o.protect)
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, nil))
-	srv, err := workspace.New(root, &workspace.Options{Logger: logger, Version: version(), AllowHardLinks: o.allowHardLinks})
+	srv, err := workspace.New(root, &workspace.Options{Logger: logger, Version: version(), AllowHardLinks: o.allowHardLinks, Protect: protect})
 	if err != nil {
 		return usageError("%v", err)
 	}

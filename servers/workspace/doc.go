@@ -44,6 +44,14 @@
 //     read; read_file refuses files that are not valid UTF-8.
 //   - write_file refuses paths inside .git, whose hooks and configuration
 //     steer commands run on the host.
+//   - Airlock's own state and configuration are out of reach of every tool:
+//     a path with an element .airlock, airlock.yaml or airlock.yml (in any
+//     letter case, and as case-insensitive, normalising file systems spell
+//     it), or inside a path of [Options.Protect], is refused by read_file,
+//     list_dir, search_text and write_file, and left out of listings and
+//     searches. Links are resolved before the check, so a link into the
+//     state directory is refused too, and another name for a protected
+//     entry (a hard link, a second mount) is recognised by its identity.
 //
 // A refusal is a tool error (a result with isError set) whose text names the
 // path as the client gave it and says what is wrong; it never contains host

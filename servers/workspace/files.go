@@ -27,19 +27,26 @@ func (s *Server) readText(shown, name string) (string, error) {
 	// Looking before opening keeps the common case from ever opening a
 	// device or FIFO, where open itself can have effects. It is only a
 	// shortcut: openRegular checks the opened file again.
-	fi, err := s.root.Stat(name)
+	g := s.newGuard()
+	real, fi, err := g.resolve(shown, name)
 	if err != nil {
-		return "", s.resolveError(shown, err)
+		return "", err
 	}
 	if err := s.checkFile(shown, fi); err != nil {
 		return "", err
 	}
+	if err := g.checkLinked(shown, fi); err != nil {
+		return "", err
+	}
 
-	f, _, err := s.openRegular(shown, name)
+	f, opened, err := s.openRegular(shown, real)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if !os.SameFile(opened, fi) {
+		return "", changed(shown)
+	}
 	data, err := s.readAll(shown, f)
 	if err != nil {
 		return "", err

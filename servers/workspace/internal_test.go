@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // TestOpenRegularFIFO opens a FIFO the way a call would if the file were
@@ -248,6 +250,8 @@ func TestInGit(t *testing.T) {
 		{".git", true},
 		{".git/hooks/pre-commit", true},
 		{"sub/.GIT/config", true},
+		{".git./hooks", true},
+		{"\u200d.git/config", true},
 		{".gitignore", false},
 		{"a.git/x", false},
 		{"src/git/x", false},
@@ -255,6 +259,39 @@ func TestInGit(t *testing.T) {
 	for _, tt := range tests {
 		if got := inGit(filepath.FromSlash(tt.name)); got != tt.want {
 			t.Errorf("inGit(%q) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestFoldName checks the spellings under which a file system may open a
+// protected name.
+func TestFoldName(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{".airlock", ".airlock"},
+		{".AirLock", ".airlock"},
+		{"AIRLOCK.YAML", "airlock.yaml"},
+		{"airlock.yaml.", "airlock.yaml"},
+		{"airlock.yaml . ", "airlock.yaml"},
+		{"airlock.yaml:stream", "airlock.yaml"},
+		{"airlock.yaml::$DATA", "airlock.yaml"},
+		{"\u200c.air\u200flock\ufeff", ".airlock"},
+		{"\u202e.airlock", ".airlock"},
+		{".airloc\u212a", ".airlock"},
+		{"e\u0301tat", "\u00e9tat"},
+		{"\u00c9TAT", "\u00e9tat"},
+		{"\u017ftate", "state"},
+		{"", ""},
+		{"...", ""},
+	}
+	for _, tt := range tests {
+		if got := foldName(tt.in); got != tt.want {
+			t.Errorf("foldName(%+q) = %+q, want %+q", tt.in, got, tt.want)
+		}
+	}
+	// The shortcut for plain ASCII agrees with the full folding.
+	for _, in := range []string{"a.txt", "Makefile", "AIRLOCK.YML", "x_Y-z"} {
+		if got, want := foldName(in), cases.Fold().String(norm.NFC.String(in)); got != want {
+			t.Errorf("foldName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -414,7 +451,7 @@ func TestSearchReplacedDirectory(t *testing.T) {
 		dir  string
 		want int
 	}{{"listed", 1}, {"other", 0}} {
-		sr := &search{s: s, match: func([]byte) int { return 0 }, out: searchTextOutput{Matches: []searchMatch{}}}
+		sr := &search{s: s, g: s.newGuard(), from: tt.dir, fromReal: tt.dir, match: func([]byte) int { return 0 }, out: searchTextOutput{Matches: []searchMatch{}}}
 		if err := sr.dir(context.Background(), tt.dir, tt.dir, listed); err != nil {
 			t.Fatal(err)
 		}

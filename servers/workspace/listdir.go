@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -71,7 +72,7 @@ func (s *Server) addListDir() {
 			"path is relative to the workspace root (default \".\"). pattern, if given, is a glob in Go path.Match "+
 			"syntax matched against entry names only (for example \"*.go\" or \"test_?.py\"). Symbolic links in the "+
 			"listing are reported as symlink and never followed. Refused: paths that are not a directory inside the "+
-			"workspace, with the same path rules as read_file.", maxDirEntries),
+			"workspace, with the same path rules as read_file. Left out of the listing: %s.", maxDirEntries, protectedRule),
 		InputSchema:  listDirInputSchema(),
 		OutputSchema: listDirOutputSchema(),
 		Annotations:  readOnly("List directory"),
@@ -97,18 +98,22 @@ func (s *Server) listDir(ctx context.Context, _ *mcp.CallToolRequest, in listDir
 	}
 
 	// A look first gives a clear message for a file; the open checks again.
-	fi, err := s.root.Stat(name)
+	g := s.newGuard()
+	real, fi, err := g.resolve(shown, name)
 	if err != nil {
-		return nil, listDirOutput{}, s.resolveError(shown, err)
+		return nil, listDirOutput{}, err
 	}
 	if !fi.IsDir() {
 		return nil, listDirOutput{}, refuse(shown, "not a directory")
 	}
-	f, err := s.openDir(shown, name)
+	f, err := s.openDir(shown, real)
 	if err != nil {
 		return nil, listDirOutput{}, err
 	}
 	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(opened, fi) {
+		return nil, listDirOutput{}, changed(shown)
+	}
 
 	// Keep the smallest names seen so far, trimming now and then, so the
 	// memory used stays bounded however large the directory is.
@@ -121,6 +126,11 @@ func (s *Server) listDir(ctx context.Context, _ *mcp.CallToolRequest, in listDir
 				if ok, _ := path.Match(in.Pattern, de.Name()); !ok {
 					continue
 				}
+			}
+			// Airlock's own files are not there as far as the model is
+			// concerned: naming them is refused anyway.
+			if g.hides(real, de) {
+				continue
 			}
 			total++
 			kept = append(kept, de)

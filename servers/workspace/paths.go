@@ -97,6 +97,9 @@ func escapeError(r *os.Root) error {
 	return pe.Err
 }
 
+// escapedReason is what a refusal of a path that leads out of the root says.
+const escapedReason = "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)"
+
 // resolveError turns an error from looking up shown in the root into a
 // refusal. The os error itself embeds paths, so it goes to the log only.
 func (s *Server) resolveError(shown string, err error) error {
@@ -105,7 +108,7 @@ func (s *Server) resolveError(shown string, err error) error {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return refuse(shown, "no such file")
 	case s.escapeErr != nil && errors.Is(err, s.escapeErr):
-		return refuse(shown, "resolves outside the workspace (symbolic links are followed only when relative and inside the workspace)")
+		return refuse(shown, escapedReason)
 	case errors.Is(err, syscall.ELOOP):
 		return refuse(shown, "too many levels of symbolic links")
 	case errors.Is(err, fs.ErrPermission):

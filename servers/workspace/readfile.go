@@ -57,8 +57,8 @@ func (s *Server) addReadFile() {
 			"to read the next page. Refused: absolute paths, \"..\" elements, "+
 			"absolute symbolic links, symbolic links that lead outside the workspace, anything but a regular file, "+
 			"files larger than %d bytes, binary files (a NUL byte in the first 8 KB), "+
-			"and files that are not valid UTF-8.%s",
-			defaultLineLimit, maxLineLimit, s.maxFile, s.hardLinkRule()),
+			"files that are not valid UTF-8, and %s.%s",
+			defaultLineLimit, maxLineLimit, s.maxFile, protectedRule, s.hardLinkRule()),
 		InputSchema: readFileInputSchema(),
 		Annotations: readOnly("Read file"),
 	}, s.readFile)

@@ -72,9 +72,9 @@ func (s *Server) addSearchText() {
 			"syntax, for example \"(?i)todo\") when regex is true. Returns {path, line, text} for at most %d matching "+
 			"lines, one per line, in path order; truncated and note say when the search stopped early. Lines are "+
 			"matched one at a time without their line endings, so ^ and $ match at line boundaries. Not searched: "+
-			".git directories, symbolic links (never followed), anything but a regular file, binary files (a NUL "+
+			".git directories, %s, symbolic links (never followed), anything but a regular file, binary files (a NUL "+
 			"byte in the first 8 KB),%s and files larger than %d bytes. One call reads at most %d bytes of files.",
-			maxMatches, s.hardLinkSkip(), s.maxFile, s.maxSearch),
+			maxMatches, protectedRule, s.hardLinkSkip(), s.maxFile, s.maxSearch),
 		InputSchema:  searchTextInputSchema(),
 		OutputSchema: searchTextOutputSchema(),
 		Annotations:  readOnly("Search text"),
@@ -132,12 +132,13 @@ func (s *Server) searchText(ctx context.Context, _ *mcp.CallToolRequest, in sear
 	}
 	// The starting path follows the rules of every other lookup; links met
 	// during the walk are never followed.
-	fi, err := s.root.Stat(name)
+	g := s.newGuard()
+	real, fi, err := g.resolve(shown, name)
 	if err != nil {
-		return nil, searchTextOutput{}, s.resolveError(shown, err)
+		return nil, searchTextOutput{}, err
 	}
 
-	sr := &search{s: s, match: match, out: searchTextOutput{Matches: []searchMatch{}}}
+	sr := &search{s: s, g: g, from: name, fromReal: real, fromInfo: fi, out: searchTextOutput{Matches: []searchMatch{}}, match: match}
 	switch {
 	case fi.IsDir():
 		err = sr.dir(ctx, shown, name, nil)
@@ -157,10 +158,26 @@ func (s *Server) searchText(ctx context.Context, _ *mcp.CallToolRequest, in sear
 // A search is the state of one search_text call.
 type search struct {
 	s       *Server
+	g       *guard
 	match   func([]byte) int
 	out     searchTextOutput
 	bytes   int64 // file content read so far
 	entries int   // directory entries visited so far
+
+	// The starting path as the model named it (matches are reported
+	// under it), as resolve found it, without links (protected entries
+	// are recognised by it), and what it names.
+	from, fromReal string
+	fromInfo       fs.FileInfo
+}
+
+// real returns the path without links of name, a path under sr.from.
+func (sr *search) real(name string) string {
+	rel, err := filepath.Rel(sr.from, name)
+	if err != nil {
+		return name
+	}
+	return filepath.Join(sr.fromReal, rel)
 }
 
 // stop ends the search early with note as the reason.
@@ -185,17 +202,25 @@ func (sr *search) dir(ctx context.Context, shown, name string, listed fs.FileInf
 		}
 		return nil
 	}
+	if listed == nil {
+		// The starting directory must be the one resolve found.
+		if opened, err := f.Stat(); err != nil || !os.SameFile(opened, sr.fromInfo) {
+			f.Close()
+			return changed(shown)
+		}
+	}
 	entries, err := sr.readDir(ctx, shown, f, listed)
 	f.Close()
 	if err != nil || entries == nil {
 		return err
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	real := sr.real(name)
 	for _, de := range entries {
 		if sr.out.Truncated {
 			return nil
 		}
-		if de.Name() == ".git" {
+		if de.Name() == ".git" || sr.g.hides(real, de) {
 			continue
 		}
 		child := filepath.Join(name, de.Name())
@@ -261,6 +286,9 @@ func (sr *search) file(ctx context.Context, shown, name string, listed fs.FileIn
 		return err
 	}
 	if err := sr.s.checkFile(shown, listed); err != nil {
+		return err
+	}
+	if err := sr.g.checkLinked(shown, listed); err != nil {
 		return err
 	}
 	if sr.bytes+listed.Size() > sr.s.maxSearch {

@@ -44,6 +44,19 @@ type Options struct {
 	// writes a new file and renames it into place), so the link is broken.
 	AllowHardLinks bool
 
+	// Protect lists host paths (absolute, or relative to the working
+	// directory) of files and directories that the tools treat as
+	// Airlock's own, as they do .airlock, airlock.yaml and airlock.yml
+	// anywhere in the tree: refused by read_file, list_dir, search_text
+	// and write_file, and left out of listings and searches. The host
+	// names its state directory, its configuration file and the files
+	// the configuration imports here. A path that does not exist yet is protected once
+	// it does. A path outside the root, or one that contains the root (a
+	// task's worktree lives in the state directory), has no name inside,
+	// so only hard links into it are refused (see AllowHardLinks). A path
+	// that is the root itself makes New fail.
+	Protect []string
+
 	// Logger receives the server's diagnostics, including the underlying
 	// causes of refusals. Nil discards them. It must not write to the
 	// stream the protocol uses (stdout for the stdio transport).
@@ -66,6 +79,7 @@ type Server struct {
 	maxSearch      int64 // bytes of content one search reads
 	maxEntries     int   // directory entries one search visits
 	allowHardLinks bool
+	protect        *protection
 }
 
 // New returns a Server whose tools are confined to root, which must be an
@@ -89,6 +103,10 @@ func New(root string, opts *Options) (*Server, error) {
 		o.Version = "dev"
 	}
 
+	protect, err := newProtection(root, o.Protect)
+	if err != nil {
+		return nil, err
+	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace root: %w", err)
@@ -101,6 +119,7 @@ func New(root string, opts *Options) (*Server, error) {
 		maxSearch:      o.MaxSearchBytes,
 		maxEntries:     defaultMaxEntries,
 		allowHardLinks: o.AllowHardLinks,
+		protect:        protect,
 	}
 	s.mcp = mcp.NewServer(
 		&mcp.Implementation{Name: Name, Title: "Airlock workspace", Version: o.Version},

@@ -24,6 +24,13 @@ import (
 // serveEnv makes the test binary serve a workspace over stdio (see TestMain).
 const serveEnv = "WORKSPACE_TEST_SERVE_ROOT"
 
+// Options of the server serveEnv starts: protectEnv holds a JSON array of
+// Options.Protect, hardLinksEnv set to anything sets AllowHardLinks.
+const (
+	protectEnv   = "WORKSPACE_TEST_PROTECT"
+	hardLinksEnv = "WORKSPACE_TEST_HARD_LINKS"
+)
+
 func TestMain(m *testing.M) {
 	if root := os.Getenv(serveEnv); root != "" {
 		os.Exit(serveStdio(root))
@@ -33,7 +40,14 @@ func TestMain(m *testing.M) {
 
 func serveStdio(root string) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s, err := workspace.New(root, &workspace.Options{Logger: logger})
+	opts := &workspace.Options{Logger: logger, AllowHardLinks: os.Getenv(hardLinksEnv) != ""}
+	if v := os.Getenv(protectEnv); v != "" {
+		if err := json.Unmarshal([]byte(v), &opts.Protect); err != nil {
+			logger.Error("protect", "error", err)
+			return 1
+		}
+	}
+	s, err := workspace.New(root, opts)
 	if err != nil {
 		logger.Error("new", "error", err)
 		return 1
@@ -366,7 +380,7 @@ func TestListTools(t *testing.T) {
 				"path": str, "content": str, "truncated": boolean, "start_line": integer, "total_lines": integer, "next_offset": integer,
 			}),
 			annotations: readOnly("Read file"),
-			mentions:    []string{"absolute symbolic links", "next_offset", "more than one hard link are refused", "binary"},
+			mentions:    []string{"absolute symbolic links", "next_offset", "more than one hard link are refused", "binary", "Airlock's own state", "airlock.yaml"},
 		},
 		{
 			name: "list_dir",
@@ -385,7 +399,7 @@ func TestListTools(t *testing.T) {
 				"truncated": boolean,
 			}),
 			annotations: readOnly("List directory"),
-			mentions:    []string{"path.Match", "never followed", "1000"},
+			mentions:    []string{"path.Match", "never followed", "1000", "Left out of the listing: Airlock's own state"},
 		},
 		{
 			name: "search_text",
@@ -404,7 +418,7 @@ func TestListTools(t *testing.T) {
 				"files_skipped":  integer,
 			}),
 			annotations: readOnly("Search text"),
-			mentions:    []string{"RE2", ".git", "binary", "never followed", "64000000 bytes", "more than one hard link"},
+			mentions:    []string{"RE2", ".git", "binary", "never followed", "64000000 bytes", "more than one hard link", "Airlock's own state"},
 		},
 		{
 			name: "write_file",
@@ -415,7 +429,7 @@ func TestListTools(t *testing.T) {
 				"path": str, "bytes": integer, "created": boolean,
 			}),
 			annotations: &mcp.ToolAnnotations{Title: "Write file", DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)},
-			mentions:    []string{"atomically", "symbolic link", ".git", "must already exist", "0644"},
+			mentions:    []string{"atomically", "symbolic link", ".git", "must already exist", "0644", "Airlock's own state"},
 		},
 	}
 

@@ -40,8 +40,8 @@ func (s *Server) addWriteFile() {
 			"exist. The file is replaced atomically: readers see the old content or the new, never a mix. "+
 			"A replaced file keeps its permissions; a new file gets mode 0644. Refused: absolute paths, \"..\" "+
 			"elements, any symbolic link on the way (write to the real path instead), paths inside .git, "+
-			"directories and other files that are not regular files.%s",
-			s.maxFile, s.hardLinkRule()),
+			"%s, directories and other files that are not regular files.%s",
+			s.maxFile, protectedRule, s.hardLinkRule()),
 		Annotations: &mcp.ToolAnnotations{
 			Title:        "Write file",
 			ReadOnlyHint: false,
@@ -62,6 +62,8 @@ func (s *Server) writeFile(_ context.Context, _ *mcp.CallToolRequest, in writeFi
 		return nil, writeFileOutput{}, err
 	}
 	switch {
+	case s.isProtected(name):
+		return nil, writeFileOutput{}, refuse(in.Path, protectedReason)
 	case name == "." || strings.HasSuffix(filepath.ToSlash(in.Path), "/"):
 		return nil, writeFileOutput{}, refuse(in.Path, "names a directory; give the path of a file")
 	case inGit(name):
@@ -74,13 +76,16 @@ func (s *Server) writeFile(_ context.Context, _ *mcp.CallToolRequest, in writeFi
 		return nil, writeFileOutput{}, refuse(in.Path, "content is not valid UTF-8")
 	}
 
+	// write_file follows no link, so name is the path written, and the
+	// guard only has to recognise other names for protected entries.
+	g := s.newGuard()
 	dir, base := filepath.Split(name)
-	parent, err := s.openParent(in.Path, filepath.Clean(dir))
+	parent, err := s.openParent(g, in.Path, filepath.Clean(dir))
 	if err != nil {
 		return nil, writeFileOutput{}, err
 	}
 	defer parent.Close()
-	perm, created, err := s.checkTarget(in.Path, parent, base)
+	perm, created, err := s.checkTarget(g, in.Path, parent, base)
 	if err != nil {
 		return nil, writeFileOutput{}, err
 	}
@@ -90,16 +95,10 @@ func (s *Server) writeFile(_ context.Context, _ *mcp.CallToolRequest, in writeFi
 	return nil, writeFileOutput{Path: filepath.ToSlash(name), Bytes: len(in.Content), Created: created}, nil
 }
 
-// inGit reports whether an element of name is .git, in any case, since a
-// case-insensitive file system treats .GIT as the same directory.
-func inGit(name string) bool {
-	for elem := range strings.SplitSeq(filepath.ToSlash(name), "/") {
-		if strings.EqualFold(elem, ".git") {
-			return true
-		}
-	}
-	return false
-}
+// inGit reports whether an element of name is .git as a file system may
+// spell it (see foldName): a case-insensitive one treats .GIT as the same
+// directory.
+func inGit(name string) bool { return hasElement(name, ".git") }
 
 // openParent opens dir, the directory a written file goes in, one element
 // at a time. Unlike lookups for reading, it refuses symbolic links to
@@ -107,7 +106,7 @@ func inGit(name string) bool {
 // the one its path names lexically and the .git rule cannot be bypassed.
 // Each directory opened is checked to be the one just looked at, so
 // replacing an element by a link meanwhile is caught too.
-func (s *Server) openParent(shown, dir string) (*os.Root, error) {
+func (s *Server) openParent(g *guard, shown, dir string) (*os.Root, error) {
 	cur, err := s.root.OpenRoot(".")
 	if err != nil {
 		return nil, s.resolveError(shown, err)
@@ -132,6 +131,9 @@ func (s *Server) openParent(shown, dir string) (*os.Root, error) {
 		case !fi.IsDir():
 			cur.Close()
 			return nil, refuse(shown, fmt.Sprintf("%q is not a directory", walked))
+		case g.is(fi):
+			cur.Close()
+			return nil, refuse(shown, protectedReason)
 		}
 		next, err := cur.OpenRoot(dirName(elem))
 		cur.Close()
@@ -149,13 +151,15 @@ func (s *Server) openParent(shown, dir string) (*os.Root, error) {
 
 // checkTarget looks at what base names in parent and returns the mode the
 // written file gets and whether it is new.
-func (s *Server) checkTarget(shown string, parent *os.Root, base string) (fs.FileMode, bool, error) {
+func (s *Server) checkTarget(g *guard, shown string, parent *os.Root, base string) (fs.FileMode, bool, error) {
 	fi, err := parent.Lstat(base)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return newFileMode, true, nil
 	case err != nil:
 		return 0, false, s.resolveError(shown, err)
+	case g.is(fi):
+		return 0, false, refuse(shown, protectedReason)
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return 0, false, refuse(shown, "is a symbolic link; write_file does not write through links, so give the real path")
 	case fi.IsDir():
