@@ -675,3 +675,87 @@ policy:
 		}
 	}
 }
+
+// TestApprovalsActForTheirPrincipal: two command lines on one state
+// directory, for two tenancies. Each sees and decides only its own
+// requests, a grant runs only its own principal's call, and an operator's
+// --all-principals acts on any request and is in the audit trail.
+func TestApprovalsActForTheirPrincipal(t *testing.T) {
+	dir := workdir(t)
+	for name, tenancy := range map[string]string{"carol.yaml": "{tenant: acme, user: carol}", "eve.yaml": "{tenant: evilcorp, user: eve}"} {
+		writeFile(t, filepath.Join(dir, name), "tenancy: "+tenancy+`
+servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .]
+    allowed_tools: [read_file]
+`)
+	}
+	as := func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
+	callArgs := func(path string) []string {
+		return []string{"call", "ws__read_file", "--args", `{"path":"` + path + `"}`, "--json"}
+	}
+	r := runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 5)
+	id, _ := decode(t, r.stdout)["approval_id"].(string)
+	if id == "" {
+		t.Fatalf("carol's call = %s, want an approval id", r.stdout)
+	}
+
+	// Eve sees none of carol's requests and cannot act on them.
+	r = runCLI(t, dir, "", as("eve", "approvals", "list", "--all", "--json")...).want(t, 0)
+	if list := decode(t, r.stdout)["approvals"].([]any); len(list) != 0 {
+		t.Errorf("eve's list = %v, want nothing", list)
+	}
+	for _, cmd := range [][]string{{"show", id}, {"approve", id}, {"deny", id}} {
+		r = runCLI(t, dir, "", as("eve", append([]string{"approvals"}, cmd...)...)...).want(t, 2)
+		for _, want := range []string{"approval " + id + " was not asked for evilcorp/eve", "tenancy:", "--all-principals"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("eve's approvals %s: stderr = %q, want %q", cmd[0], r.stderr, want)
+			}
+		}
+		if strings.Contains(r.stderr, "carol") || strings.Contains(r.stderr, "acme") {
+			t.Errorf("eve's approvals %s tells whose request it is: %q", cmd[0], r.stderr)
+		}
+	}
+
+	// Carol's list has tenant and user; she approves, and only her call
+	// runs on the grant.
+	r = runCLI(t, dir, "", as("carol", "approvals", "list", "--json")...).want(t, 0)
+	list := decode(t, r.stdout)["approvals"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["id"] != id || list[0].(map[string]any)["tenant"] != "acme" ||
+		list[0].(map[string]any)["user"] != "carol" {
+		t.Fatalf("carol's list = %v, want her request with tenant and user", list)
+	}
+	runCLI(t, dir, "", as("carol", "approvals", "approve", id)...).want(t, 0)
+	r = runCLI(t, dir, "", as("eve", callArgs("hello.txt")...)...).want(t, 5)
+	if other := decode(t, r.stdout)["approval_id"]; other == id {
+		t.Errorf("eve's call was asked on carol's request %s", id)
+	}
+	r = runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 0)
+	if !strings.Contains(r.stdout, id) {
+		t.Errorf("carol's approved call = %s, want it to run on %s", r.stdout, id)
+	}
+
+	// An operator acts on anyone's request, on the record.
+	r = runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 5)
+	id2, _ := decode(t, r.stdout)["approval_id"].(string)
+	r = runCLI(t, dir, "", as("eve", "approvals", "list", "--all-principals", "--json")...).want(t, 0)
+	if !strings.Contains(r.stdout, id2) {
+		t.Errorf("the operator's list = %s, want carol's %s", r.stdout, id2)
+	}
+	runCLI(t, dir, "", as("eve", "approvals", "show", id2, "--all-principals")...).want(t, 0)
+	runCLI(t, dir, "", as("eve", "approvals", "approve", id2, "--all-principals", "--note", "on call")...).want(t, 0)
+	runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 0)
+	r = runCLI(t, dir, "", as("eve", "audit", "--json")...).want(t, 0)
+	var actions []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		ev := decode(t, line)
+		if ev["event"] == "approval_operator" && ev["acting_user"] == "eve" {
+			actions = append(actions, fmt.Sprint(ev["action"], " ", ev["approval"], " ", ev["user"]))
+		}
+	}
+	want := []string{"list <nil> <nil>", "show " + id2 + " carol", "approve " + id2 + " carol"}
+	if diff := cmp.Diff(want, actions); diff != "" {
+		t.Errorf("approval_operator events (-want +got):\n%s", diff)
+	}
+}
