@@ -15,12 +15,16 @@ import (
 )
 
 // An ApprovalRequest is what a person is asked to approve: one call, bound
-// by its digest to these arguments and this definition of the tool.
+// by its digest to these arguments, this definition of the tool and this
+// launch of its server.
 type ApprovalRequest struct {
-	ID        string
-	Server    string
-	Tool      string // local name
-	Summary   string // for people; secrets in the arguments are redacted
+	ID      string
+	Server  string
+	Tool    string // local name
+	Summary string // for people; secrets in the arguments are redacted
+	// Target is where the call goes: the server's command line or URL
+	// (config.Server.Target), secrets redacted.
+	Target    string
 	Digest    string
 	ExpiresAt time.Time
 	// Principal is whom the call is made for: only that tenant's and
@@ -43,10 +47,11 @@ type Approver interface {
 // call's own tenant and user, was used), else the result to return:
 // approval_required, or denied.
 func (h *Host) approve(ctx context.Context, q *request) *Result {
-	snap, tool, args, d, r := q.snap, q.tool, q.args, q.decision, q.r
+	snap, tool, args, d, r, cfg := q.snap, q.tool, q.args, q.decision, q.r, &q.srv.cfg
 	reason, fail := r.Decision.Reason, q.fail
 	digest, err := policy.Digest(policy.DigestInput{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: args, WorkDir: q.srv.cfg.Cwd})
+		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: args, WorkDir: cfg.Cwd,
+		Launch: cfg.LaunchFingerprint()})
 	if err != nil {
 		return fail(Denied, err, "%s refused: cannot bind an approval to these arguments: %v", tool.Name, err)
 	}
@@ -85,7 +90,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 			summary += "\nalso: " + reason // a hook asked
 		}
 		req = store.Approval{ID: store.NewID("apr_"), Server: tool.Server, Tool: tool.Name, Digest: digest,
-			Summary: h.gov.redactor.String(summary), Status: store.ApprovalPending,
+			Summary: h.gov.redactor.String(summary), Target: h.gov.redactor.String(cfg.Target()), Status: store.ApprovalPending,
 			CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: who.Tenant, User: who.User}
 		if err := approvals.Create(ctx, req); err != nil {
 			return fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
@@ -99,7 +104,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 	// principal the call is made for.
 	if h.gov.approver != nil {
 		answer, err := h.gov.approver.Approve(ctx, ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
-			Summary: req.Summary, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who})
+			Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who})
 		switch {
 		case err != nil:
 			h.log.Warn("approver failed", "approval", req.ID, "error", err)

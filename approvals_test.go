@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -259,5 +262,85 @@ func TestApproverDecidesForTheCallsPrincipal(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{r.ApprovalID + " for eve", r2.ApprovalID + " for carol"}, got); diff != "" {
 		t.Errorf("approval_granted events (-want +got):\n%s", diff)
+	}
+}
+
+// copyFile copies the file at src to dst, executable.
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGrantDoesNotSurviveALaunchChange: a grant is for the server as it
+// was launched when the person approved. The same call to the same tools
+// from a server started another way (another binary or arguments under
+// the server's name, another environment: MCPoison) needs a new approval,
+// and the snapshot id changes; the server launched as approved still
+// runs the call on the grant.
+func TestGrantDoesNotSurviveALaunchChange(t *testing.T) {
+	other := filepath.Join(t.TempDir(), "server")
+	copyFile(t, testServer(t, "s", "sdk").Command, other)
+	for _, tc := range []struct {
+		name   string
+		change func(*config.Server)
+	}{
+		{"arguments", func(s *config.Server) { s.Args = []string{"--unsafe", "yes"} }},
+		{"command", func(s *config.Server) { s.Command = other }},
+		{"env", func(s *config.Server) { s.Env["NODE_OPTIONS"] = "--require /tmp/x.js" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := testServer(t, "s", "sdk")
+			st := sharedStore(t)
+			ctx := context.Background()
+			const args = `{"text":"rotate keys"}`
+			h := openAs(t, governed(t, srv), st, carol, nil)
+			r := call(t, h, "s__echo", args)
+			wantStatus(t, r, airlock.ApprovalRequired)
+			id, approved := r.ApprovalID, h.Snapshot().ID()
+			if err := h.Decide(ctx, id, true, "carol", ""); err != nil {
+				t.Fatal(err)
+			}
+			if a, _ := st.Approvals().Get(ctx, id); a.Target != srv.Target() {
+				t.Errorf("the request's target = %q, want the command line %q", a.Target, srv.Target())
+			}
+			h.Close()
+
+			changed := srv
+			changed.Env = maps.Clone(srv.Env)
+			tc.change(&changed)
+			h2 := openAs(t, governed(t, changed), st, carol, nil)
+			if got := h2.Snapshot().ID(); got == approved {
+				t.Errorf("the snapshot id %s did not change with the server's %s", got, tc.name)
+			}
+			r = call(t, h2, "s__echo", args)
+			wantStatus(t, r, airlock.ApprovalRequired)
+			if r.ApprovalID == id {
+				t.Errorf("the changed server's call is asked on the old request %s", id)
+			}
+			if a, _ := st.Approvals().Get(ctx, r.ApprovalID); a.Target != changed.Target() {
+				t.Errorf("the new request's target = %q, want %q", a.Target, changed.Target())
+			}
+			if n := len(calls(t, srv)); n != 0 {
+				t.Errorf("the server got %d calls, want none before a new approval", n)
+			}
+			h2.Close()
+
+			// Launched as approved, the call runs on the grant.
+			h3 := openAs(t, governed(t, srv), st, carol, nil)
+			if got := h3.Snapshot().ID(); got != approved {
+				t.Errorf("the snapshot id of the server launched as before = %s, want %s", got, approved)
+			}
+			r = call(t, h3, "s__echo", args)
+			wantStatus(t, r, airlock.OK)
+			if r.ApprovalID != id {
+				t.Errorf("ran on %s, want %s", r.ApprovalID, id)
+			}
+		})
 	}
 }

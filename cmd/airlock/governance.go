@@ -107,6 +107,9 @@ func (e *env) approvalsShow(st store.Store, as airlock.ApprovalActor, o *options
 	}
 	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n", a.ID, a.Status, a.Tool, a.Server, a.ExpiresAt.Local().Format(time.DateTime))
 	fmt.Fprintf(e.stdout, "  asked for %s/%s\n", a.Tenant, a.User)
+	if a.Target != "" {
+		fmt.Fprintf(e.stdout, "  server %s: %s\n", a.Server, a.Target)
+	}
 	fmt.Fprintf(e.stdout, "\n%s\n", a.Summary)
 	return nil
 }

@@ -122,10 +122,35 @@ func golden(t *testing.T, name, got string) {
 
 var durations = regexp.MustCompile(`\b[0-9.]+(ms|µs|s)\b|"duration_ms":[0-9]+`)
 
+// snapshotIDs matches snapshot ids. They cover how each server is
+// launched, its working directory included, so the built-in default's id
+// depends on the directory it serves; golden files have snap_ID instead,
+// and tests check that the ids of one directory agree.
+var snapshotIDs = regexp.MustCompile(`snap_[0-9a-f]{16}`)
+
+// sameSnapshot returns s with its snapshot ids replaced by snap_ID, after
+// checking that they are all want (or, if want is "", all one).
+func sameSnapshot(t *testing.T, s, want string) string {
+	t.Helper()
+	for _, id := range snapshotIDs.FindAllString(s, -1) {
+		if want == "" {
+			want = id
+		}
+		if id != want {
+			t.Errorf("snapshot id %s, want %s", id, want)
+		}
+	}
+	return snapshotIDs.ReplaceAllString(s, "snap_ID")
+}
+
 func TestToolsOnTheBuiltInDefault(t *testing.T) {
 	dir := workdir(t)
 	r := runCLI(t, dir, "", "tools", "--json").want(t, 0)
-	golden(t, "tools.json", r.stdout)
+	snap, _ := decode(t, r.stdout)["snapshot"].(string)
+	if !snapshotIDs.MatchString(snap) {
+		t.Fatalf("snapshot = %q, want snap_ and 16 hex digits", snap)
+	}
+	golden(t, "tools.json", sameSnapshot(t, r.stdout, snap))
 	if r.stderr != "" {
 		t.Errorf("stderr = %q, want nothing in --json mode", r.stderr)
 	}
@@ -134,7 +159,7 @@ func TestToolsOnTheBuiltInDefault(t *testing.T) {
 	}
 
 	r = runCLI(t, dir, "", "tools").want(t, 0)
-	golden(t, "tools.txt", durations.ReplaceAllString(r.stdout, "DURATION"))
+	golden(t, "tools.txt", sameSnapshot(t, durations.ReplaceAllString(r.stdout, "DURATION"), snap))
 	if !strings.Contains(r.stderr, "built-in default") {
 		t.Errorf("stderr = %q, want a notice about the built-in default", r.stderr)
 	}
@@ -145,8 +170,9 @@ func TestToolsOnTheBuiltInDefault(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	dir := workdir(t)
+	snap, _ := decode(t, runCLI(t, dir, "", "tools", "--json").want(t, 0).stdout)["snapshot"].(string)
 	r := runCLI(t, dir, "", "call", "workspace__read_file", "--args", `{"path":"hello.txt","line_limit":1}`, "--json").want(t, 0)
-	golden(t, "call.json", durations.ReplaceAllString(r.stdout, `"duration_ms":0`))
+	golden(t, "call.json", sameSnapshot(t, durations.ReplaceAllString(r.stdout, `"duration_ms":0`), snap))
 
 	// Flags may come first; arguments from a file or stdin.
 	writeFile(t, filepath.Join(dir, "args.json"), `{"path":"hello.txt"}`)
@@ -625,7 +651,8 @@ func TestShellApprovals(t *testing.T) {
 		t.Fatalf("shell on a terminal: %v\n%s", err, b)
 	}
 	got := string(b)
-	for _, want := range []string{"ws__read_file needs your approval", `"path": "hello.txt"`, `hello\nworld`, "denied: ws__read_file refused: a person denied approval"} {
+	for _, want := range []string{"ws__read_file needs your approval", `"path": "hello.txt"`, "server ws: airlock server workspace\r\n",
+		`hello\nworld`, "denied: ws__read_file refused: a person denied approval"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("terminal shell lacks %q:\n%s", want, got)
 		}
@@ -757,5 +784,63 @@ servers:
 	want := []string{"list <nil> <nil>", "show " + id2 + " carol", "approve " + id2 + " carol"}
 	if diff := cmp.Diff(want, actions); diff != "" {
 		t.Errorf("approval_operator events (-want +got):\n%s", diff)
+	}
+}
+
+// TestApprovalIsForTheServerAsLaunched: `approvals show` says what the
+// approved call goes to, and after the server's arguments change in the
+// configuration the same call needs a new approval and the snapshot id
+// changes; put back, the server runs the call on the grant.
+func TestApprovalIsForTheServerAsLaunched(t *testing.T) {
+	dir := workdir(t)
+	config := func(extra string) {
+		writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .`+extra+`]
+    allowed_tools: [read_file]
+`)
+	}
+	snapshot := func() string {
+		t.Helper()
+		s, _ := decode(t, runCLI(t, dir, "", "tools", "--json").want(t, 0).stdout)["snapshot"].(string)
+		return s
+	}
+	callArgs := []string{"call", "ws__read_file", "--args", `{"path":"hello.txt"}`, "--json"}
+	config("")
+	approved := snapshot()
+	r := runCLI(t, dir, "", callArgs...).want(t, 5)
+	id, _ := decode(t, r.stdout)["approval_id"].(string)
+	r = runCLI(t, dir, "", "approvals", "show", id).want(t, 0)
+	if !strings.Contains(r.stdout, "server ws: airlock server workspace --root .\n") {
+		t.Errorf("approvals show:\n%s\nwant the server's command line", r.stdout)
+	}
+	r = runCLI(t, dir, "", "approvals", "show", id, "--json").want(t, 0)
+	if got := decode(t, r.stdout)["target"]; got != "airlock server workspace --root ." {
+		t.Errorf("approvals show --json: target = %v, want the command line", got)
+	}
+	runCLI(t, dir, "", "approvals", "approve", id).want(t, 0)
+
+	config(", --allow-hard-links")
+	if got := snapshot(); got == approved {
+		t.Errorf("the snapshot id %s did not change with the server's arguments", got)
+	}
+	r = runCLI(t, dir, "", callArgs...).want(t, 5)
+	id2, _ := decode(t, r.stdout)["approval_id"].(string)
+	if id2 == id {
+		t.Fatalf("the changed server's call is asked on the old request %s", id)
+	}
+	r = runCLI(t, dir, "", "approvals", "show", id2).want(t, 0)
+	if !strings.Contains(r.stdout, "server ws: airlock server workspace --root . --allow-hard-links\n") {
+		t.Errorf("approvals show of the new request:\n%s\nwant the new command line", r.stdout)
+	}
+
+	config("")
+	if got := snapshot(); got != approved {
+		t.Errorf("the snapshot id of the server launched as before = %s, want %s", got, approved)
+	}
+	r = runCLI(t, dir, "", callArgs...).want(t, 0)
+	if !strings.Contains(r.stdout, id) {
+		t.Errorf("the call to the server launched as approved = %s, want it to run on %s", r.stdout, id)
 	}
 }
