@@ -19,6 +19,17 @@ func approvalIDs(as []store.Approval) []string {
 	return out
 }
 
+// grant creates a through one handle and grants it through another.
+func grant(t *testing.T, create, decide store.Approvals, a store.Approval) {
+	t.Helper()
+	if err := create.Create(t.Context(), a); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if err := decide.Decide(t.Context(), a.ID, true, "ada", ""); err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+}
+
 func testApprovalCreateGet(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
@@ -211,12 +222,7 @@ func testApprovalDigestBinding(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
 	for i, id := range []string{"apr_1", "apr_2", "apr_3"} {
-		if err := ap.Create(t.Context(), approval(id, "same", now.Add(time.Duration(i)*time.Second))); err != nil {
-			t.Fatalf("Create: %v", err)
-		}
-		if err := ap.Decide(t.Context(), id, true, "ada", ""); err != nil {
-			t.Fatalf("Decide: %v", err)
-		}
+		grant(t, ap, ap, approval(id, "same", now.Add(time.Duration(i)*time.Second)))
 	}
 	for _, d := range []string{"other", "Same", "same ", ""} {
 		if _, err := ap.Consume(t.Context(), d, "acme", "ada", now); !errors.Is(err, store.ErrNotFound) {
@@ -245,18 +251,7 @@ func testApprovalDigestBinding(t *testing.T, h *harness) {
 func testApprovalPrincipalBinding(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
-	grant := func(id, tenant, user string, created time.Time) {
-		t.Helper()
-		a := approval(id, "same", created)
-		a.Tenant, a.User = tenant, user
-		if err := ap.Create(t.Context(), a); err != nil {
-			t.Fatalf("Create: %v", err)
-		}
-		if err := ap.Decide(t.Context(), id, true, "ada", ""); err != nil {
-			t.Fatalf("Decide: %v", err)
-		}
-	}
-	grant("apr_ada", "acme", "ada", now)
+	grant(t, ap, ap, approval("apr_ada", "same", now))
 	for _, p := range []struct{ tenant, user string }{
 		{"evilcorp", "eve"}, {"acme", "eve"}, {"evilcorp", "ada"}, {"ACME", "ada"}, {"acme", "Ada"},
 		{"acme ", "ada"}, {"acmea", "da"}, {"acme", ""}, {"", "ada"}, {"", ""},
@@ -271,7 +266,9 @@ func testApprovalPrincipalBinding(t *testing.T, h *harness) {
 
 	// An older grant of another principal for the same digest is passed
 	// over, and stays for its own principal.
-	grant("apr_eve", "evilcorp", "eve", now.Add(-time.Minute))
+	eve := approval("apr_eve", "same", now.Add(-time.Minute))
+	eve.Tenant, eve.User = "evilcorp", "eve"
+	grant(t, ap, ap, eve)
 	var got []string
 	for _, p := range []struct{ tenant, user string }{{"acme", "ada"}, {"acme", "ada"}, {"evilcorp", "eve"}, {"evilcorp", "eve"}} {
 		a, err := ap.Consume(t.Context(), "same", p.tenant, p.user, now)
@@ -305,12 +302,7 @@ func testApprovalPrincipalRace(t *testing.T, h *harness) {
 		winners int
 	}{{"mixed", true, 1}, {"others only", false, 0}} {
 		id, digest := "apr_"+round.name, "d_"+round.name
-		if err := as[0].Create(t.Context(), approval(id, digest, now)); err != nil {
-			t.Fatalf("Create: %v", err)
-		}
-		if err := as[1].Decide(t.Context(), id, true, "ada", ""); err != nil {
-			t.Fatalf("Decide: %v", err)
-		}
+		grant(t, as[0], as[1], approval(id, digest, now))
 		won := make([]string, 32)
 		errs := race(len(won), func(i int) error {
 			tenant, user := "evilcorp", "eve"
@@ -347,13 +339,7 @@ func testApprovalSingleUseRace(t *testing.T, h *harness) {
 	for _, grants := range []int{1, 3} {
 		digest := fmt.Sprintf("d_%d", grants)
 		for i := range grants {
-			id := fmt.Sprintf("apr_%d_%d", grants, i)
-			if err := as[0].Create(t.Context(), approval(id, digest, now)); err != nil {
-				t.Fatalf("Create: %v", err)
-			}
-			if err := as[1].Decide(t.Context(), id, true, "ada", ""); err != nil {
-				t.Fatalf("Decide: %v", err)
-			}
+			grant(t, as[0], as[1], approval(fmt.Sprintf("apr_%d_%d", grants, i), digest, now))
 		}
 		won := make([]string, 32)
 		errs := race(len(won), func(i int) error {
