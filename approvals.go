@@ -127,7 +127,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 
 // ErrOtherPrincipal is returned (wrapped) for an approval request that was
 // made for another tenant or user than the one acting on it.
-var ErrOtherPrincipal = errors.New("the approval request was made for another tenant or user")
+var ErrOtherPrincipal = errors.New("it was asked for another tenant or user")
 
 // An ApprovalActor is who acts on approval requests outside a call: the
 // principal whose requests a person may list, show and decide, and the
@@ -216,8 +216,7 @@ func GetApproval(ctx context.Context, st store.Store, id string, as ApprovalActo
 // otherPrincipal is the error for a request id that as may not act on. It
 // does not say whose the request is.
 func otherPrincipal(id string, as ApprovalActor) error {
-	return fmt.Errorf("approval %s was not asked for %s/%s, the tenant and user acting: %w",
-		id, as.Principal.Tenant, as.Principal.User, ErrOtherPrincipal)
+	return fmt.Errorf("approval %s: %w than %s/%s", id, ErrOtherPrincipal, as.Principal.Tenant, as.Principal.User)
 }
 
 // Decide grants or denies a pending approval request, once, and records it

@@ -228,7 +228,7 @@ func (e *env) printAudit(st store.Store, o *options, _ []string) error {
 			continue
 		}
 		var extra []string
-		for _, k := range []string{"decision", "reason", "approval", "recovery", "error"} {
+		for _, k := range []string{"decision", "reason", "action", "approval", "by", "recovery", "error"} {
 			if v, ok := ev.Fields[k]; ok {
 				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
 			}

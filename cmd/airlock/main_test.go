@@ -735,7 +735,7 @@ servers:
 	}
 	for _, cmd := range [][]string{{"show", id}, {"approve", id}, {"deny", id}} {
 		r = runCLI(t, dir, "", as("eve", append([]string{"approvals"}, cmd...)...)...).want(t, 2)
-		for _, want := range []string{"approval " + id + " was not asked for evilcorp/eve", "tenancy:", "--all-principals"} {
+		for _, want := range []string{"approval " + id + ": it was asked for another tenant or user than evilcorp/eve", "tenancy:", "--all-principals"} {
 			if !strings.Contains(r.stderr, want) {
 				t.Errorf("eve's approvals %s: stderr = %q, want %q", cmd[0], r.stderr, want)
 			}
