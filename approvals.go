@@ -158,9 +158,9 @@ func principalFields(fields map[string]any, prefix string, who Principal) map[st
 	return fields
 }
 
-// operatorEvent records that as acted on approval requests beyond its own
-// principal: action is list, show, approve or deny; a is the request, or
-// the zero Approval for a list.
+// operatorEvent records a use of as.AllPrincipals: action is list, show,
+// approve or deny; a is the request acted on, or the zero Approval for a
+// list.
 func operatorEvent(as ApprovalActor, action string, a store.Approval) store.Event {
 	fields := principalFields(map[string]any{"action": action, "by": as.By}, "acting_", as.Principal)
 	if a.ID != "" {
