@@ -604,11 +604,12 @@ func TestDecisionsGoToOpenTelemetry(t *testing.T) {
 	}
 	defer st.Close()
 	ctx := context.Background()
+	ada := airlock.Principal{Tenant: "acme", User: "ada"}
 	if err := st.Approvals().Create(ctx, store.Approval{ID: "apr_cli", Server: "c", Tool: "c__note", Digest: "d",
-		ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		ExpiresAt: time.Now().Add(time.Hour), Tenant: ada.Tenant, User: ada.User}); err != nil {
 		t.Fatal(err)
 	}
-	if err := airlock.DecideApproval(ctx, st, "apr_cli", false, "tester", ""); err != nil {
+	if err := airlock.DecideApproval(ctx, st, "apr_cli", false, "", airlock.ApprovalActor{Principal: ada, By: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_cli", Server: "c", Tool: "c__note", Effect: "write"}); err != nil {

@@ -27,6 +27,11 @@ func principalFor(cfg *config.Config, p Principal) Principal {
 	return p
 }
 
+// ConfigPrincipal returns who the command line acts for under cfg: the
+// tenant and user of tenancy:, with the defaults of a host opened without
+// Options.Principal.
+func ConfigPrincipal(cfg *config.Config) Principal { return principalFor(cfg, Principal{}) }
+
 // A Principal is who the host, or a task, acts for: its tenant and user.
 type Principal = policy.Principal
 

@@ -27,18 +27,23 @@ type DigestInput struct {
 	// WorkDir is the working directory of the call: the task's worktree for
 	// a task server, else the server's cwd.
 	WorkDir string
+	// Launch is the fingerprint of how the server is started or reached
+	// (config.Server.LaunchFingerprint). A server whose command, arguments,
+	// environment or URL changed after an approval (MCPoison) changes the
+	// digest.
+	Launch string
 }
 
 // digestVersion names the layout hashed by Digest. A change of layout
 // changes it, so that no old grant matches a new digest by accident.
-const digestVersion = "airlock-action/1"
+const digestVersion = "airlock-action/2"
 
 // Digest returns the action digest of a call, "sha256:" and 64 hex digits:
 // the SHA-256 of the canonical JSON (see [canonical.JSON]) of an object
 // holding every field of in. Arguments that are equal as JSON values give
 // the same digest whatever their key order or number spelling; any other
-// difference, in the arguments, the tool's definition or the working
-// directory, gives another.
+// difference, in the arguments, the tool's definition, the working
+// directory or the server's launch, gives another.
 //
 // It fails only for values that are not JSON (NaN, a string that is not
 // UTF-8, an input schema that does not parse); a caller refuses the call
@@ -64,6 +69,7 @@ func Digest(in DigestInput) (string, error) {
 		"input_schema": schema,
 		"arguments":    args,
 		"workdir":      in.WorkDir,
+		"launch":       in.Launch,
 	})
 	if err != nil {
 		return "", fmt.Errorf("action digest: %w", err)

@@ -16,6 +16,7 @@ func TestDigest(t *testing.T) {
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`),
 		Arguments:   args(t, `{"path": "src/a.go", "content": "package a", "mode": 420, "opts": {"a": 1, "b": [1, 2]}}`),
 		WorkDir:     "/work/task-1",
+		Launch:      "sha256:0000000000000000000000000000000000000000000000000000000000000001",
 	}
 	d0, err := Digest(base)
 	if err != nil {
@@ -27,10 +28,10 @@ func TestDigest(t *testing.T) {
 	// The layout is part of every stored grant: a change must be deliberate
 	// (and change digestVersion). The value is the SHA-256 of
 	// {"arguments":{"content":"package a","mode":420,"opts":{"a":1,"b":[1,2]},"path":"src/a.go"},
-	// "description":"Write a file.","digest":"airlock-action/1","input_schema":{…},
-	// "remote_tool":"write_file","server":"fs","tool":"fs__write_file","workdir":"/work/task-1"},
-	// as any JSON library with sorted keys writes it.
-	if want := "sha256:6bf8a75aba0eee616a785f37eca1a7e6f778b80060ab24a7c365c2b529983c28"; d0 != want {
+	// "description":"Write a file.","digest":"airlock-action/2","input_schema":{…},
+	// "launch":"sha256:00…01","remote_tool":"write_file","server":"fs","tool":"fs__write_file",
+	// "workdir":"/work/task-1"}, as any JSON library with sorted keys writes it.
+	if want := "sha256:d85981cfbd5c481a43a2a260604b41e2f85db85da0879a7f1ffa157cd070c769"; d0 != want {
 		t.Errorf("Digest(base) = %s, want %s", d0, want)
 	}
 
@@ -69,6 +70,10 @@ func TestDigest(t *testing.T) {
 		}, false},
 		{"no schema", func(in *DigestInput) { in.InputSchema = nil }, false},
 		{"the working directory", func(in *DigestInput) { in.WorkDir = "/work/task-2" }, false},
+		{"the server's launch", func(in *DigestInput) {
+			in.Launch = "sha256:0000000000000000000000000000000000000000000000000000000000000002"
+		}, false},
+		{"no launch", func(in *DigestInput) { in.Launch = "" }, false},
 		{"the server", func(in *DigestInput) { in.Server = "fs2" }, false},
 		{"the local name", func(in *DigestInput) { in.Tool = "fs__write_file_2" }, false},
 		{"the remote name", func(in *DigestInput) { in.RemoteTool = "write" }, false},
@@ -118,7 +123,7 @@ func TestDigestAgreesWithArgsHash(t *testing.T) {
 		// the journal's hash encodes it.
 		want := canonical.Hash(map[string]any{
 			"digest": digestVersion, "server": "fs", "tool": "fs__write", "remote_tool": "write",
-			"description": "Write.", "input_schema": nil, "arguments": a, "workdir": "/w",
+			"description": "Write.", "input_schema": nil, "arguments": a, "workdir": "/w", "launch": "",
 		})
 		if digest != want {
 			t.Errorf("n %v: Digest = %s, canonical.Hash of the same object = %s", a["n"], digest, want)

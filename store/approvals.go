@@ -18,28 +18,36 @@ const (
 	ApprovalExpired ApprovalStatus = "expired"
 )
 
-// An Approval is a request for a person to allow one call. Its JSON is the
-// element of `airlock approvals list --json` ("approvals"): id, server,
-// tool, summary, status, created_at and expires_at, plus the other fields.
+// An Approval is a request for a person to allow one call, made for one
+// principal (Tenant and User): only that principal's calls may use the
+// grant it becomes. Its JSON is the element of `airlock approvals list
+// --json` ("approvals"): id, server, tool, summary, status, created_at,
+// expires_at, tenant and user, plus the other fields.
 type Approval struct {
 	ID     string `json:"id"`
 	Server string `json:"server"`
 	Tool   string `json:"tool"` // the local name
 	// Digest binds a grant to one action: the tool, its definition in the
-	// snapshot, the arguments and the working directory. A grant is
-	// consumed only by a call with the same digest.
+	// snapshot, the arguments, the working directory and the server's
+	// launch configuration. A grant is consumed only by a call with the
+	// same digest, made for the same tenant and user.
 	Digest string `json:"digest"`
 	// Summary is what the person is asked about, already redacted.
-	Summary   string         `json:"summary"`
+	Summary string `json:"summary"`
+	// Target is where the call goes, for the person: the server's command
+	// line or URL as configured (config.Server.Target), already redacted.
+	// The digest covers the server's whole launch configuration.
+	Target    string         `json:"target,omitempty"`
 	Status    ApprovalStatus `json:"status"`
 	CreatedAt time.Time      `json:"created_at"`
 	ExpiresAt time.Time      `json:"expires_at"`
-	Tenant    string         `json:"tenant,omitempty"`
-	User      string         `json:"user,omitempty"`
-	DecidedBy string         `json:"decided_by,omitempty"`
-	DecidedAt time.Time      `json:"decided_at,omitzero"`
-	Note      string         `json:"note,omitempty"`
-	UsedAt    time.Time      `json:"used_at,omitzero"`
+	// Tenant and User are the principal the call was made for.
+	Tenant    string    `json:"tenant"`
+	User      string    `json:"user"`
+	DecidedBy string    `json:"decided_by,omitempty"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	Note      string    `json:"note,omitempty"`
+	UsedAt    time.Time `json:"used_at,omitzero"`
 }
 
 // Check reports what is missing from an approval that Create would refuse.
@@ -64,6 +72,9 @@ type ApprovalFilter struct {
 	Status ApprovalStatus
 	// Tenant, if set, selects only that tenant's approvals.
 	Tenant string
+	// User, if set, selects only that user's approvals (of any tenant,
+	// unless Tenant is set too).
+	User string
 	// Limit caps how many approvals are returned, the oldest first; <= 0
 	// is no cap.
 	Limit int

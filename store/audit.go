@@ -20,6 +20,7 @@ const (
 	EventApprovalGranted   = "approval_granted"
 	EventApprovalDenied    = "approval_denied"
 	EventApprovalUsed      = "approval_used"
+	EventApprovalOperator  = "approval_operator" // a person acted on any principal's requests (--all-principals)
 	EventCallSent          = "call_sent"
 	EventResult            = "result"
 	EventArtifactStored    = "artifact_stored"

@@ -104,7 +104,8 @@ type Journal interface {
 }
 
 // Approvals keeps approval requests. A grant is bound to an action digest
-// and is used at most once.
+// and to the principal (tenant and user) the request was made for, and is
+// used at most once.
 type Approvals interface {
 	// Create stores a new request with status pending (a.Status is
 	// ignored). ID, Digest and ExpiresAt are required; a zero CreatedAt is
@@ -120,11 +121,13 @@ type Approvals interface {
 	// that has expired, or deciding one that is not pending, is
 	// ErrConflict.
 	Decide(ctx context.Context, id string, grant bool, by, note string) error
-	// Consume takes one granted, unused approval for digest that has not
-	// expired at now, marks it used and returns it. Of any number of
-	// concurrent callers, in any number of processes, exactly one gets a
-	// given grant. No such grant is ErrNotFound.
-	Consume(ctx context.Context, digest string, now time.Time) (Approval, error)
+	// Consume takes one granted, unused approval for digest, requested for
+	// exactly this tenant and user, that has not expired at now, marks it
+	// used and returns it. Another principal's grant is never taken, even
+	// for the same digest. Of any number of concurrent callers, in any
+	// number of processes, exactly one gets a given grant. No such grant
+	// is ErrNotFound.
+	Consume(ctx context.Context, digest, tenant, user string, now time.Time) (Approval, error)
 }
 
 // Audit is the append-only trail of what the host did.

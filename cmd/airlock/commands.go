@@ -51,7 +51,7 @@ const (
 
 // The usage lines a group's subcommands share.
 const (
-	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT]"
+	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT], each [--all-principals]"
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
 )
@@ -93,13 +93,13 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		unknown: "unknown approvals subcommand %q: use list, show ID, approve ID, or deny ID",
 		subs: []command{
 			{name: "list", usage: approvalsUsage,
-				flags: allFlag("every request, not only pending ones"), run: inStore((*env).approvalsList)},
+				flags: operatorFlag(allFlag("every request, not only pending ones")), run: inApprovals((*env).approvalsList)},
 			{name: "show", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				run: inStore((*env).approvalsShow)},
+				flags: operatorFlag(nil), run: inApprovals((*env).approvalsShow)},
 			{name: "approve", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				flags: noteFlag("why, for the audit trail"), run: inStore((*env).approve)},
+				flags: operatorFlag(noteFlag("why, for the audit trail")), run: inApprovals((*env).approve)},
 			{name: "deny", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				flags: noteFlag("why, for the audit trail"), run: inStore((*env).deny)},
+				flags: operatorFlag(noteFlag("why, for the audit trail")), run: inApprovals((*env).deny)},
 		}},
 
 	{name: "recovery",
@@ -163,6 +163,18 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 // allFlag defines --all, for a list of more than what awaits a person.
 func allFlag(usage string) func(fs *flag.FlagSet, o *options) {
 	return func(fs *flag.FlagSet, o *options) { fs.BoolVar(&o.all, "all", false, usage) }
+}
+
+// operatorFlag adds --all-principals to flags (which may be nil): act on
+// the approval requests of every tenant and user, not only tenancy:'s.
+func operatorFlag(flags func(fs *flag.FlagSet, o *options)) func(fs *flag.FlagSet, o *options) {
+	return func(fs *flag.FlagSet, o *options) {
+		if flags != nil {
+			flags(fs, o)
+		}
+		fs.BoolVar(&o.allPrincipals, "all-principals", false,
+			"as an operator, act on the requests of every tenant and user, not only those of tenancy: (written to the audit trail)")
+	}
 }
 
 // noteFlag defines --note, the person's words for the audit trail.

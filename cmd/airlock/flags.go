@@ -26,6 +26,7 @@ type options struct {
 	callArgs       string        // call --args
 	repo, base     string        // task open
 	all            bool          // approvals list, recovery list
+	allPrincipals  bool          // approvals list, show, approve and deny
 	note           string        // approvals approve and deny, recovery resolve
 	outcome        string        // recovery resolve
 	since          time.Duration // audit

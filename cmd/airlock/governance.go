@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -18,6 +19,11 @@ func (e *env) openStore(c *common) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.openStoreOf(c, cfg)
+}
+
+// openStoreOf opens the store of cfg's state directory (or --state).
+func (e *env) openStoreOf(c *common, cfg *config.Config) (store.Store, error) {
 	st, err := airlock.OpenStore(stateDir(c, cfg))
 	if err != nil {
 		return nil, usageError("%v", err)
@@ -38,60 +44,88 @@ func whoami() string {
 	return "unknown"
 }
 
-// storeError maps a store error: unknown ids and settled records are
-// usage errors, anything else is a failure to reach the store.
+// storeError maps a store error: unknown ids, settled records and another
+// principal's approval requests are usage errors, anything else is a
+// failure to reach the store.
 func storeError(err error) error {
+	if errors.Is(err, airlock.ErrOtherPrincipal) {
+		return usageError("%v: set tenancy: in the configuration to the tenant and user it was asked for, or act as an operator with --all-principals", err)
+	}
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict) {
 		return usageError("%v", err)
 	}
 	return &exitError{code: exitServer, msg: err.Error()}
 }
 
+// inApprovals runs an approvals command on the state directory's store,
+// acting for the tenant and user of tenancy: (for every principal with
+// --all-principals) in the name of the person running it.
+func inApprovals(run func(e *env, st store.Store, as airlock.ApprovalActor, o *options, pos []string) error) func(*env, *options, []string) error {
+	return func(e *env, o *options, pos []string) error {
+		cfg, err := e.loadConfig(&o.common)
+		if err != nil {
+			return err
+		}
+		st, err := e.openStoreOf(&o.common, cfg)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		as := airlock.ApprovalActor{Principal: airlock.ConfigPrincipal(cfg), By: whoami(), AllPrincipals: o.allPrincipals}
+		return run(e, st, as, o, pos)
+	}
+}
+
 var approvalsListing = listing[store.Approval]{
 	key:    "approvals",
 	none:   "No approval requests are pending.",
-	header: []string{"ID", "STATUS", "SERVER", "TOOL", "EXPIRES"},
+	header: []string{"ID", "STATUS", "SERVER", "TOOL", "FOR", "EXPIRES"},
 	row: func(a store.Approval) []string {
-		return []string{a.ID, string(a.Status), a.Server, a.Tool, a.ExpiresAt.Local().Format(time.DateTime)}
+		return []string{a.ID, string(a.Status), a.Server, a.Tool, a.Tenant + "/" + a.User, a.ExpiresAt.Local().Format(time.DateTime)}
 	},
 }
 
-func (e *env) approvalsList(st store.Store, o *options, _ []string) error {
+func (e *env) approvalsList(st store.Store, as airlock.ApprovalActor, o *options, _ []string) error {
 	f := store.ApprovalFilter{Status: store.ApprovalPending}
 	if o.all {
 		f.Status = ""
 	}
-	list, err := st.Approvals().List(e.ctx, f)
+	list, err := airlock.ListApprovals(e.ctx, st, f, as)
 	if err != nil {
 		return storeError(err)
 	}
 	return approvalsListing.print(e.stdout, o.json, list)
 }
 
-func (e *env) approvalsShow(st store.Store, o *options, pos []string) error {
-	a, err := st.Approvals().Get(e.ctx, pos[0])
+func (e *env) approvalsShow(st store.Store, as airlock.ApprovalActor, o *options, pos []string) error {
+	a, err := airlock.GetApproval(e.ctx, st, pos[0], as)
 	if err != nil {
 		return storeError(err)
 	}
 	if o.json {
 		return writeJSON(e.stdout, a)
 	}
-	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n\n%s\n", a.ID, a.Status, a.Tool, a.Server, a.ExpiresAt.Local().Format(time.DateTime), a.Summary)
+	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n", a.ID, a.Status, a.Tool, a.Server, a.ExpiresAt.Local().Format(time.DateTime))
+	fmt.Fprintf(e.stdout, "  asked for %s/%s\n", a.Tenant, a.User)
+	if a.Target != "" {
+		fmt.Fprintf(e.stdout, "  server %s: %s\n", a.Server, a.Target)
+	}
+	fmt.Fprintf(e.stdout, "\n%s\n", a.Summary)
 	return nil
 }
 
-func (e *env) approve(st store.Store, o *options, pos []string) error {
-	return e.decide(st, o, pos[0], true)
+func (e *env) approve(st store.Store, as airlock.ApprovalActor, o *options, pos []string) error {
+	return e.decide(st, as, o, pos[0], true)
 }
 
-func (e *env) deny(st store.Store, o *options, pos []string) error {
-	return e.decide(st, o, pos[0], false)
+func (e *env) deny(st store.Store, as airlock.ApprovalActor, o *options, pos []string) error {
+	return e.decide(st, as, o, pos[0], false)
 }
 
 // decide grants or denies an approval request in the name of the user
 // running the command.
-func (e *env) decide(st store.Store, o *options, id string, grant bool) error {
-	if err := airlock.DecideApproval(e.ctx, st, id, grant, whoami(), o.note); err != nil {
+func (e *env) decide(st store.Store, as airlock.ApprovalActor, o *options, id string, grant bool) error {
+	if err := airlock.DecideApproval(e.ctx, st, id, grant, o.note, as); err != nil {
 		return storeError(err)
 	}
 	a, _ := st.Approvals().Get(e.ctx, id)
@@ -197,7 +231,7 @@ func (e *env) printAudit(st store.Store, o *options, _ []string) error {
 			continue
 		}
 		var extra []string
-		for _, k := range []string{"decision", "reason", "approval", "recovery", "error"} {
+		for _, k := range []string{"decision", "reason", "action", "approval", "by", "recovery", "error"} {
 			if v, ok := ev.Fields[k]; ok {
 				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
 			}

@@ -89,8 +89,9 @@ Usage:
                                               a git worktree and task-scoped servers for one task
   airlock task list [--json]                  the open tasks, including those left by a crash
   airlock task close ID [--json]              stop its servers, save uncommitted work, remove the worktree
-  airlock approvals list|show ID|approve ID|deny ID
-                                              the calls policy wants a person to approve
+  airlock approvals list|show ID|approve ID|deny ID [--all-principals]
+                                              the calls policy wants a person to approve, of
+                                              tenancy's tenant and user (operators: everyone's)
   airlock recovery list|show ID|resolve ID --outcome applied|not-applied
                                               calls that were sent and whose outcome is unknown
   airlock audit [--since DUR] [--json]        the audit trail

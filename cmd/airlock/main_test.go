@@ -141,10 +141,35 @@ func golden(t *testing.T, name, got string) {
 
 var durations = regexp.MustCompile(`\b[0-9.]+(ms|µs|s)\b|"duration_ms":[0-9]+`)
 
+// snapshotIDs matches snapshot ids. They cover how each server is
+// launched, its working directory included, so the built-in default's id
+// depends on the directory it serves; golden files have snap_ID instead,
+// and tests check that the ids of one directory agree.
+var snapshotIDs = regexp.MustCompile(`snap_[0-9a-f]{16}`)
+
+// sameSnapshot returns s with its snapshot ids replaced by snap_ID, after
+// checking that they are all want (or, if want is "", all one).
+func sameSnapshot(t *testing.T, s, want string) string {
+	t.Helper()
+	for _, id := range snapshotIDs.FindAllString(s, -1) {
+		if want == "" {
+			want = id
+		}
+		if id != want {
+			t.Errorf("snapshot id %s, want %s", id, want)
+		}
+	}
+	return snapshotIDs.ReplaceAllString(s, "snap_ID")
+}
+
 func TestToolsOnTheBuiltInDefault(t *testing.T) {
 	dir := workdir(t)
 	r := runCLI(t, dir, "", "tools", "--json").want(t, 0)
-	golden(t, "tools.json", r.stdout)
+	snap, _ := decode(t, r.stdout)["snapshot"].(string)
+	if !snapshotIDs.MatchString(snap) {
+		t.Fatalf("snapshot = %q, want snap_ and 16 hex digits", snap)
+	}
+	golden(t, "tools.json", sameSnapshot(t, r.stdout, snap))
 	if r.stderr != "" {
 		t.Errorf("stderr = %q, want nothing in --json mode", r.stderr)
 	}
@@ -153,7 +178,7 @@ func TestToolsOnTheBuiltInDefault(t *testing.T) {
 	}
 
 	r = runCLI(t, dir, "", "tools").want(t, 0)
-	golden(t, "tools.txt", durations.ReplaceAllString(r.stdout, "DURATION"))
+	golden(t, "tools.txt", sameSnapshot(t, durations.ReplaceAllString(r.stdout, "DURATION"), snap))
 	if !strings.Contains(r.stderr, "built-in default") {
 		t.Errorf("stderr = %q, want a notice about the built-in default", r.stderr)
 	}
@@ -164,8 +189,9 @@ func TestToolsOnTheBuiltInDefault(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	dir := workdir(t)
+	snap, _ := decode(t, runCLI(t, dir, "", "tools", "--json").want(t, 0).stdout)["snapshot"].(string)
 	r := runCLI(t, dir, "", "call", "workspace__read_file", "--args", `{"path":"hello.txt","line_limit":1}`, "--json").want(t, 0)
-	golden(t, "call.json", durations.ReplaceAllString(r.stdout, `"duration_ms":0`))
+	golden(t, "call.json", sameSnapshot(t, durations.ReplaceAllString(r.stdout, `"duration_ms":0`), snap))
 
 	// Flags may come first; arguments from a file or stdin.
 	writeFile(t, filepath.Join(dir, "args.json"), `{"path":"hello.txt"}`)
@@ -644,7 +670,8 @@ func TestShellApprovals(t *testing.T) {
 		t.Fatalf("shell on a terminal: %v\n%s", err, b)
 	}
 	got := string(b)
-	for _, want := range []string{"ws__read_file needs your approval", `"path": "hello.txt"`, `hello\nworld`, "denied: ws__read_file refused: a person denied approval"} {
+	for _, want := range []string{"ws__read_file needs your approval", `"path": "hello.txt"`, "server ws: airlock server workspace\r\n",
+		`hello\nworld`, "denied: ws__read_file refused: a person denied approval"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("terminal shell lacks %q:\n%s", want, got)
 		}
@@ -721,5 +748,147 @@ func TestHiddenCharactersAreFlagged(t *testing.T) {
 	r = runCLI(t, dir, "", "tools").want(t, 0)
 	if !strings.Contains(r.stderr, "airlock: warning: tool w__sneaky: server w's text for it had 16 characters nobody would see") {
 		t.Errorf("stderr = %q, want the tool flagged", r.stderr)
+}
+}
+
+// TestApprovalsActForTheirPrincipal: two command lines on one state
+// directory, for two tenancies. Each sees and decides only its own
+// requests, a grant runs only its own principal's call, and an operator's
+// --all-principals acts on any request and is in the audit trail.
+func TestApprovalsActForTheirPrincipal(t *testing.T) {
+	dir := workdir(t)
+	for name, tenancy := range map[string]string{"carol.yaml": "{tenant: acme, user: carol}", "eve.yaml": "{tenant: evilcorp, user: eve}"} {
+		writeFile(t, filepath.Join(dir, name), "tenancy: "+tenancy+`
+servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .]
+    allowed_tools: [read_file]
+`)
+	}
+	as := func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
+	callArgs := func(path string) []string {
+		return []string{"call", "ws__read_file", "--args", `{"path":"` + path + `"}`, "--json"}
+	}
+	r := runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 5)
+	id, _ := decode(t, r.stdout)["approval_id"].(string)
+	if id == "" {
+		t.Fatalf("carol's call = %s, want an approval id", r.stdout)
+	}
+
+	// Eve sees none of carol's requests and cannot act on them.
+	r = runCLI(t, dir, "", as("eve", "approvals", "list", "--all", "--json")...).want(t, 0)
+	if list := decode(t, r.stdout)["approvals"].([]any); len(list) != 0 {
+		t.Errorf("eve's list = %v, want nothing", list)
+	}
+	for _, cmd := range [][]string{{"show", id}, {"approve", id}, {"deny", id}} {
+		r = runCLI(t, dir, "", as("eve", append([]string{"approvals"}, cmd...)...)...).want(t, 2)
+		for _, want := range []string{"approval " + id + ": it was asked for another tenant or user than evilcorp/eve", "tenancy:", "--all-principals"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("eve's approvals %s: stderr = %q, want %q", cmd[0], r.stderr, want)
+			}
+		}
+		if strings.Contains(r.stderr, "carol") || strings.Contains(r.stderr, "acme") {
+			t.Errorf("eve's approvals %s tells whose request it is: %q", cmd[0], r.stderr)
+		}
+	}
+
+	// Carol's list has tenant and user; she approves, and only her call
+	// runs on the grant.
+	r = runCLI(t, dir, "", as("carol", "approvals", "list", "--json")...).want(t, 0)
+	list := decode(t, r.stdout)["approvals"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["id"] != id || list[0].(map[string]any)["tenant"] != "acme" ||
+		list[0].(map[string]any)["user"] != "carol" {
+		t.Fatalf("carol's list = %v, want her request with tenant and user", list)
+	}
+	runCLI(t, dir, "", as("carol", "approvals", "approve", id)...).want(t, 0)
+	r = runCLI(t, dir, "", as("eve", callArgs("hello.txt")...)...).want(t, 5)
+	if other := decode(t, r.stdout)["approval_id"]; other == id {
+		t.Errorf("eve's call was asked on carol's request %s", id)
+	}
+	r = runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 0)
+	if !strings.Contains(r.stdout, id) {
+		t.Errorf("carol's approved call = %s, want it to run on %s", r.stdout, id)
+	}
+
+	// An operator acts on anyone's request, on the record.
+	r = runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 5)
+	id2, _ := decode(t, r.stdout)["approval_id"].(string)
+	r = runCLI(t, dir, "", as("eve", "approvals", "list", "--all-principals", "--json")...).want(t, 0)
+	if !strings.Contains(r.stdout, id2) {
+		t.Errorf("the operator's list = %s, want carol's %s", r.stdout, id2)
+	}
+	runCLI(t, dir, "", as("eve", "approvals", "show", id2, "--all-principals")...).want(t, 0)
+	runCLI(t, dir, "", as("eve", "approvals", "approve", id2, "--all-principals", "--note", "on call")...).want(t, 0)
+	runCLI(t, dir, "", as("carol", callArgs("hello.txt")...)...).want(t, 0)
+	r = runCLI(t, dir, "", as("eve", "audit", "--json")...).want(t, 0)
+	var actions []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		ev := decode(t, line)
+		if ev["event"] == "approval_operator" && ev["acting_user"] == "eve" {
+			actions = append(actions, fmt.Sprint(ev["action"], " ", ev["approval"], " ", ev["user"]))
+		}
+	}
+	want := []string{"list <nil> <nil>", "show " + id2 + " carol", "approve " + id2 + " carol"}
+	if diff := cmp.Diff(want, actions); diff != "" {
+		t.Errorf("approval_operator events (-want +got):\n%s", diff)
+	}
+}
+
+// TestApprovalIsForTheServerAsLaunched: `approvals show` says what the
+// approved call goes to, and after the server's arguments change in the
+// configuration the same call needs a new approval and the snapshot id
+// changes; put back, the server runs the call on the grant.
+func TestApprovalIsForTheServerAsLaunched(t *testing.T) {
+	dir := workdir(t)
+	config := func(extra string) {
+		writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .`+extra+`]
+    allowed_tools: [read_file]
+`)
+	}
+	snapshot := func() string {
+		t.Helper()
+		s, _ := decode(t, runCLI(t, dir, "", "tools", "--json").want(t, 0).stdout)["snapshot"].(string)
+		return s
+	}
+	callArgs := []string{"call", "ws__read_file", "--args", `{"path":"hello.txt"}`, "--json"}
+	config("")
+	approved := snapshot()
+	r := runCLI(t, dir, "", callArgs...).want(t, 5)
+	id, _ := decode(t, r.stdout)["approval_id"].(string)
+	r = runCLI(t, dir, "", "approvals", "show", id).want(t, 0)
+	if !strings.Contains(r.stdout, "server ws: airlock server workspace --root .\n") {
+		t.Errorf("approvals show:\n%s\nwant the server's command line", r.stdout)
+	}
+	r = runCLI(t, dir, "", "approvals", "show", id, "--json").want(t, 0)
+	if got := decode(t, r.stdout)["target"]; got != "airlock server workspace --root ." {
+		t.Errorf("approvals show --json: target = %v, want the command line", got)
+	}
+	runCLI(t, dir, "", "approvals", "approve", id).want(t, 0)
+
+	config(", --allow-hard-links")
+	if got := snapshot(); got == approved {
+		t.Errorf("the snapshot id %s did not change with the server's arguments", got)
+	}
+	r = runCLI(t, dir, "", callArgs...).want(t, 5)
+	id2, _ := decode(t, r.stdout)["approval_id"].(string)
+	if id2 == id {
+		t.Fatalf("the changed server's call is asked on the old request %s", id)
+	}
+	r = runCLI(t, dir, "", "approvals", "show", id2).want(t, 0)
+	if !strings.Contains(r.stdout, "server ws: airlock server workspace --root . --allow-hard-links\n") {
+		t.Errorf("approvals show of the new request:\n%s\nwant the new command line", r.stdout)
+	}
+
+	config("")
+	if got := snapshot(); got != approved {
+		t.Errorf("the snapshot id of the server launched as before = %s, want %s", got, approved)
+	}
+	r = runCLI(t, dir, "", callArgs...).want(t, 0)
+	if !strings.Contains(r.stdout, id) {
+		t.Errorf("the call to the server launched as approved = %s, want it to run on %s", r.stdout, id)
 	}
 }

@@ -305,8 +305,8 @@ type terminalApprover struct {
 func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequest) (airlock.Verdict, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	fmt.Fprintf(a.out, "\n%s needs your approval (%s, until %s):\n  %s\nApprove this call once? [y/N] ",
-		req.Tool, req.ID, req.ExpiresAt.Local().Format(time.TimeOnly), strings.ReplaceAll(req.Summary, "\n", "\n  "))
+	fmt.Fprintf(a.out, "\n%s needs your approval (%s, until %s):\n  %s\n  server %s: %s\nApprove this call once? [y/N] ",
+		req.Tool, req.ID, req.ExpiresAt.Local().Format(time.TimeOnly), strings.ReplaceAll(req.Summary, "\n", "\n  "), req.Server, req.Target)
 	select {
 	case <-ctx.Done():
 		return "", ctx.Err()

@@ -105,25 +105,38 @@ func TestSnapshotID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	build := func(desc string, pairs ...string) *Snapshot {
+	launches := map[string]string{"fs": "sha256:fs", "gh": "sha256:gh"}
+	build := func(desc string, launches map[string]string, pairs ...string) *Snapshot {
 		tools := bindings(pairs...)
 		for _, tool := range tools {
 			tool.Input, tool.Description = obj, desc
 		}
-		s, err := Build(tools, 1)
+		s, err := Build(tools, 1, launches)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
-	a := build("d", "fs", "read", "gh", "list")
-	b := build("d", "gh", "list", "fs", "read")
-	c := build("changed", "fs", "read", "gh", "list")
+	a := build("d", launches, "fs", "read", "gh", "list")
+	b := build("d", map[string]string{"gh": "sha256:gh", "fs": "sha256:fs"}, "gh", "list", "fs", "read")
+	c := build("changed", launches, "fs", "read", "gh", "list")
 	if a.ID() != b.ID() {
 		t.Errorf("same tools, ids %s and %s", a.ID(), b.ID())
 	}
 	if a.ID() == c.ID() {
 		t.Errorf("a changed description keeps the id %s", a.ID())
+	}
+	// A server launched another way (MCPoison: the same tools from another
+	// command) is another snapshot, as is one more or one fewer server.
+	for name, other := range map[string]map[string]string{
+		"a changed launch":       {"fs": "sha256:evil", "gh": "sha256:gh"},
+		"launches swapped":       {"fs": "sha256:gh", "gh": "sha256:fs"},
+		"a server without tools": {"fs": "sha256:fs", "gh": "sha256:gh", "x": "sha256:x"},
+		"no launches":            nil,
+	} {
+		if d := build("d", other, "fs", "read", "gh", "list"); d.ID() == a.ID() {
+			t.Errorf("%s keeps the id %s", name, a.ID())
+		}
 	}
 	if got, ok := a.Lookup("gh__list"); !ok || got.Remote != "list" {
 		t.Errorf("Lookup(gh__list) = %v, %v", got, ok)

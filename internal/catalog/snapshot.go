@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/airlockhq/airlock/policy"
 )
@@ -17,9 +19,11 @@ type Snapshot struct {
 	byName     map[string]*Tool
 }
 
-// Build names tools and freezes them into a snapshot. The same tools give
-// the same id, whatever order they come in.
-func Build(tools []*Tool, generation uint64) (*Snapshot, error) {
+// Build names tools and freezes them into a snapshot. launches maps the id
+// of each server the snapshot is built over to its launch fingerprint
+// ([config.Server.LaunchFingerprint]). The same tools of servers launched
+// the same way give the same id, whatever order they come in.
+func Build(tools []*Tool, generation uint64, launches map[string]string) (*Snapshot, error) {
 	tools = append([]*Tool(nil), tools...)
 	if err := assignNames(tools); err != nil {
 		return nil, err
@@ -29,11 +33,13 @@ func Build(tools []*Tool, generation uint64) (*Snapshot, error) {
 	for _, t := range tools {
 		s.byName[t.Name] = t
 	}
-	s.id = s.hash()
+	s.id = s.hash(launches)
 	return s, nil
 }
 
-// ID identifies the snapshot's content: a hash of every binding and schema.
+// ID identifies the snapshot's content: a hash of every binding and schema,
+// and of how each server is launched, so that a server started another
+// way (another command, arguments or URL) is another snapshot.
 func (s *Snapshot) ID() string { return s.id }
 
 // Generation counts the snapshots a host has built; a newer snapshot has a
@@ -50,7 +56,7 @@ func (s *Snapshot) Lookup(name string) (*Tool, bool) {
 	return t, ok
 }
 
-func (s *Snapshot) hash() string {
+func (s *Snapshot) hash(launches map[string]string) string {
 	type binding struct {
 		Name        string          `json:"name"`
 		Server      string          `json:"server"`
@@ -74,6 +80,13 @@ func (s *Snapshot) hash() string {
 			b.Annotations = t.Annotations
 		}
 		enc.Encode(b) // cannot fail: every field marshals
+	}
+	type launch struct {
+		Server string `json:"server"`
+		Launch string `json:"launch"`
+	}
+	for _, id := range slices.Sorted(maps.Keys(launches)) {
+		enc.Encode(launch{Server: id, Launch: launches[id]})
 	}
 	return "snap_" + hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -26,9 +26,9 @@ func (a approvals) Create(ctx context.Context, ap store.Approval) error {
 		}
 	}
 	_, err := a.db.w.ExecContext(ctx, `
-INSERT INTO approvals (id, server, tool, digest, summary, status, created_at, expires_at, tenant, user_name)
-VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
-		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
+INSERT INTO approvals (id, server, tool, digest, summary, target, status, created_at, expires_at, tenant, user_name)
+VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
 	if isUnique(err) {
 		return fmt.Errorf("create approval %s: the id is taken: %w", ap.ID, store.ErrConflict)
 	}
@@ -42,7 +42,7 @@ VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
 // granted request past its expiry reads as expired.
 const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= ?1 THEN 'expired' ELSE status END`
 
-const approvalColumns = `id, server, tool, digest, summary, ` + statusAt + `,
+const approvalColumns = `id, server, tool, digest, summary, target, ` + statusAt + `,
 	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
 
 func scanApproval(row interface{ Scan(...any) error }) (store.Approval, error) {
@@ -52,7 +52,7 @@ func scanApproval(row interface{ Scan(...any) error }) (store.Approval, error) {
 		decidedAt, usedAt sql.NullInt64
 		status            string
 	)
-	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &status, &created, &expires,
+	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &status, &created, &expires,
 		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
 	if err != nil {
 		return store.Approval{}, err
@@ -80,10 +80,10 @@ func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
 func (a approvals) List(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
 	rows, err := a.db.r.QueryContext(ctx, `
 SELECT `+approvalColumns+` FROM approvals
-WHERE (?2 = '' OR tenant = ?2) AND (?3 = '' OR `+statusAt+` = ?3)
+WHERE (?2 = '' OR tenant = ?2) AND (?3 = '' OR user_name = ?3) AND (?4 = '' OR `+statusAt+` = ?4)
 ORDER BY created_at, seq
-LIMIT ?4`,
-		micros(now()), f.Tenant, string(f.Status), limit(f.Limit))
+LIMIT ?5`,
+		micros(now()), f.Tenant, f.User, string(f.Status), limit(f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
 	}
@@ -125,7 +125,7 @@ WHERE id = ? AND status = 'pending' AND (NOT ? OR expires_at > ?)`,
 	return fmt.Errorf("%s approval %s: it is %s: %w", verb, id, ap.Status, store.ErrConflict)
 }
 
-func (a approvals) Consume(ctx context.Context, digest string, at time.Time) (store.Approval, error) {
+func (a approvals) Consume(ctx context.Context, digest, tenant, user string, at time.Time) (store.Approval, error) {
 	// One statement: SQLite runs it under the write lock, so the grant it
 	// picks cannot be picked by anyone else.
 	at = store.UTC(at)
@@ -133,10 +133,10 @@ func (a approvals) Consume(ctx context.Context, digest string, at time.Time) (st
 UPDATE approvals SET status = 'used', used_at = ?1
 WHERE seq = (
 	SELECT seq FROM approvals
-	WHERE digest = ?2 AND status = 'granted' AND expires_at > ?1
+	WHERE digest = ?2 AND tenant = ?3 AND user_name = ?4 AND status = 'granted' AND expires_at > ?1
 	ORDER BY created_at, seq LIMIT 1)
 RETURNING `+approvalColumns,
-		micros(at), digest))
+		micros(at), digest, tenant, user))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Approval{}, fmt.Errorf("no usable grant for this action: %w", store.ErrNotFound)
 	}

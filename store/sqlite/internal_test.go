@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/store"
 )
 
 // TestPragmas: the settings the package documents are the ones in force on
@@ -28,7 +31,7 @@ func TestPragmas(t *testing.T) {
 		{db.w, "journal_mode", "wal"},
 		{db.w, "synchronous", "2"}, // FULL
 		{db.w, "busy_timeout", "10000"},
-		{db.w, "user_version", "3"},
+		{db.w, "user_version", "4"},
 		{db.r, "journal_mode", "wal"},
 		{db.r, "query_only", "1"},
 		{db.r, "busy_timeout", "10000"},
@@ -41,7 +44,49 @@ func TestPragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s: got %q, want %q", tc.pragma, got, tc.want)
 		}
 	}
-	if len(migrations) != 3 {
+	if len(migrations) != 4 {
 		t.Errorf("update the user_version this test expects to %d", len(migrations))
+	}
+}
+
+// TestMigrateKeepsApprovals: a database of schema version 2 (approvals
+// without a target) opens, and its requests keep working: listed by
+// principal, decided and consumed only by the principal they were asked
+// for.
+func TestMigrateKeepsApprovals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, expires := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
+	for _, q := range append(migrations[:2:2], fmt.Sprintf(`
+INSERT INTO approvals (id, server, tool, digest, summary, status, created_at, expires_at, tenant, user_name)
+VALUES ('apr_old', 'fs', 'fs__write_file', 'd', 'write_file', 'pending', %d, %d, 'acme', 'ada');
+PRAGMA user_version = 2;`, micros(created), micros(expires))) {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+
+	db, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open of a version 2 database: %v", err)
+	}
+	defer db.Close()
+	ap := db.Approvals()
+	got, err := ap.List(t.Context(), store.ApprovalFilter{Tenant: "acme", User: "ada"})
+	if err != nil || len(got) != 1 || got[0].ID != "apr_old" || got[0].Target != "" || got[0].Status != store.ApprovalPending {
+		t.Fatalf("List after the migration: got %+v, %v; want apr_old, pending, no target", got, err)
+	}
+	if err := ap.Decide(t.Context(), "apr_old", true, "ada", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ap.Consume(t.Context(), "d", "evilcorp", "eve", time.Now()); err == nil {
+		t.Error("another principal consumed a grant made before the migration")
+	}
+	if _, err := ap.Consume(t.Context(), "d", "acme", "ada", time.Now()); err != nil {
+		t.Errorf("Consume by the principal that asked: %v", err)
 	}
 }

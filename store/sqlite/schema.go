@@ -92,6 +92,14 @@ CREATE TABLE tool_lists (
 ALTER TABLE intents ADD COLUMN late_answer TEXT NOT NULL DEFAULT '';
 ALTER TABLE intents ADD COLUMN late_answer_at INTEGER;
 `,
+	// Where an approved call goes (the server's command line or URL), and
+	// grants looked up by principal as well as digest. Requests made
+	// before have no target.
+	`
+ALTER TABLE approvals ADD COLUMN target TEXT NOT NULL DEFAULT '';
+DROP INDEX approvals_grants;
+CREATE INDEX approvals_grants ON approvals (digest, tenant, user_name, created_at, seq) WHERE status = 'granted';
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

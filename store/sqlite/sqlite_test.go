@@ -89,7 +89,8 @@ type childResult struct {
 //	begin:    begin intent "child", say "begun", wait for stdin to close, exit without End
 //	exit:     begin intent "child" and exit at once, without End or Close
 //	idle:     begin and end an intent, say "begun", wait for stdin to close
-//	consume:  say "ready", wait for a line, then race 8 goroutines for grants of digest "d"
+//	consume:  say "ready", wait for a line, then race 8 goroutines for grants of digest "d",
+//	          half of them for acme/ada and half for evilcorp/eve (whose wins say "eve:ID")
 //	readonly: try to open, read and begin, and report what failed
 func child(role, path string) int {
 	var res childResult
@@ -133,14 +134,18 @@ func child(role, path string) int {
 		bufio.NewReader(os.Stdin).ReadString('\n')
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		for range 8 {
+		for i := range 8 {
+			tenant, user, prefix := "acme", "ada", ""
+			if i%2 == 1 {
+				tenant, user, prefix = "evilcorp", "eve", "eve:"
+			}
 			wg.Go(func() {
-				a, err := db.Approvals().Consume(ctx, "d", time.Now())
+				a, err := db.Approvals().Consume(ctx, "d", tenant, user, time.Now())
 				mu.Lock()
 				defer mu.Unlock()
 				switch {
 				case err == nil:
-					res.Won = append(res.Won, a.ID)
+					res.Won = append(res.Won, prefix+a.ID)
 				case !errors.Is(err, store.ErrNotFound):
 					res.ConsumeErr = err.Error()
 				}
@@ -292,14 +297,16 @@ func TestSweepWriters(t *testing.T) {
 }
 
 // TestConsumeAcrossProcesses: processes racing for grants of one digest
-// use each grant exactly once.
+// use each grant exactly once, and only for the principal it was asked
+// for.
 func TestConsumeAcrossProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "airlock.db")
 	ap := open(t, path).Approvals()
 	const grants = 3
 	for i := range grants {
 		id := fmt.Sprintf("apr_%d", i)
-		if err := ap.Create(t.Context(), store.Approval{ID: id, Digest: "d", ExpiresAt: time.Now().Add(time.Hour)}); err != nil {
+		if err := ap.Create(t.Context(), store.Approval{ID: id, Digest: "d", ExpiresAt: time.Now().Add(time.Hour),
+			Tenant: "acme", User: "ada"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ap.Decide(t.Context(), id, true, "ada", ""); err != nil {

@@ -19,6 +19,17 @@ func approvalIDs(as []store.Approval) []string {
 	return out
 }
 
+// grant creates a through one handle and grants it through another.
+func grant(t *testing.T, create, decide store.Approvals, a store.Approval) {
+	t.Helper()
+	if err := create.Create(t.Context(), a); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if err := decide.Decide(t.Context(), a.ID, true, "ada", ""); err != nil {
+		t.Fatalf("Decide: %v", err)
+	}
+}
+
 func testApprovalCreateGet(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
@@ -102,7 +113,7 @@ func testApprovalLifecycle(t *testing.T, h *harness) {
 		if err := a.Create(t.Context(), approval(id, digest, now)); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
-		if _, err := a.Consume(t.Context(), digest, now); !errors.Is(err, store.ErrNotFound) {
+		if _, err := a.Consume(t.Context(), digest, "acme", "ada", now); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Consume of a pending request: got %v, want ErrNotFound", err)
 		}
 		before := store.UTC(time.Now())
@@ -130,7 +141,7 @@ func testApprovalLifecycle(t *testing.T, h *harness) {
 		}
 
 		use := now.Add(time.Minute).Add(456 * time.Nanosecond)
-		used, err := b.Consume(t.Context(), digest, use)
+		used, err := b.Consume(t.Context(), digest, "acme", "ada", use)
 		if !grant {
 			if !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("Consume of a denied request: got %v, want ErrNotFound", err)
@@ -149,7 +160,7 @@ func testApprovalLifecycle(t *testing.T, h *harness) {
 		if got, _ := a.Get(t.Context(), id); got.Status != store.ApprovalUsed {
 			t.Errorf("Get after Consume: got status %q, want used", got.Status)
 		}
-		if _, err := a.Consume(t.Context(), digest, use); !errors.Is(err, store.ErrNotFound) {
+		if _, err := a.Consume(t.Context(), digest, "acme", "ada", use); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("second Consume of a grant: got %v, want ErrNotFound", err)
 		}
 		if err := a.Decide(t.Context(), id, true, "ada", ""); !errors.Is(err, store.ErrConflict) {
@@ -185,11 +196,11 @@ func testApprovalExpiry(t *testing.T, h *harness) {
 		t.Fatalf("Decide: %v", err)
 	}
 	for _, at := range []time.Time{g.ExpiresAt, g.ExpiresAt.Add(time.Hour)} {
-		if _, err := ap.Consume(t.Context(), "d_g", at); !errors.Is(err, store.ErrNotFound) {
+		if _, err := ap.Consume(t.Context(), "d_g", "acme", "ada", at); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Consume at %v of a grant expiring at %v: got %v, want ErrNotFound", at, g.ExpiresAt, err)
 		}
 	}
-	if _, err := ap.Consume(t.Context(), "d_g", g.ExpiresAt.Add(-time.Microsecond)); err != nil {
+	if _, err := ap.Consume(t.Context(), "d_g", "acme", "ada", g.ExpiresAt.Add(-time.Microsecond)); err != nil {
 		t.Errorf("Consume just before expiry: %v", err)
 	}
 
@@ -211,22 +222,17 @@ func testApprovalDigestBinding(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
 	for i, id := range []string{"apr_1", "apr_2", "apr_3"} {
-		if err := ap.Create(t.Context(), approval(id, "same", now.Add(time.Duration(i)*time.Second))); err != nil {
-			t.Fatalf("Create: %v", err)
-		}
-		if err := ap.Decide(t.Context(), id, true, "ada", ""); err != nil {
-			t.Fatalf("Decide: %v", err)
-		}
+		grant(t, ap, ap, approval(id, "same", now.Add(time.Duration(i)*time.Second)))
 	}
 	for _, d := range []string{"other", "Same", "same ", ""} {
-		if _, err := ap.Consume(t.Context(), d, now); !errors.Is(err, store.ErrNotFound) {
+		if _, err := ap.Consume(t.Context(), d, "acme", "ada", now); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("Consume(%q) with only grants for \"same\": got %v, want ErrNotFound", d, err)
 		}
 	}
 	// Grants for one digest are used oldest first, each once.
 	var got []string
 	for range 4 {
-		a, err := ap.Consume(t.Context(), "same", now.Add(time.Minute))
+		a, err := ap.Consume(t.Context(), "same", "acme", "ada", now.Add(time.Minute))
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
@@ -240,23 +246,104 @@ func testApprovalDigestBinding(t *testing.T, h *harness) {
 	}
 }
 
+// testApprovalPrincipalBinding: a grant is used only by a call of the
+// tenant and user it was asked for, whatever the digest.
+func testApprovalPrincipalBinding(t *testing.T, h *harness) {
+	ap := h.store().Approvals()
+	now := store.UTC(time.Now())
+	grant(t, ap, ap, approval("apr_ada", "same", now))
+	for _, p := range []struct{ tenant, user string }{
+		{"evilcorp", "eve"}, {"acme", "eve"}, {"evilcorp", "ada"}, {"ACME", "ada"}, {"acme", "Ada"},
+		{"acme ", "ada"}, {"acmea", "da"}, {"acme", ""}, {"", "ada"}, {"", ""},
+	} {
+		if a, err := ap.Consume(t.Context(), "same", p.tenant, p.user, now); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Consume for %q/%q of acme/ada's grant: got %s, %v; want ErrNotFound", p.tenant, p.user, a.ID, err)
+		}
+	}
+	if got, _ := ap.Get(t.Context(), "apr_ada"); got.Status != store.ApprovalGranted {
+		t.Errorf("acme/ada's grant after other principals tried it: got %q, want granted", got.Status)
+	}
+
+	// An older grant of another principal for the same digest is passed
+	// over, and stays for its own principal.
+	eve := approval("apr_eve", "same", now.Add(-time.Minute))
+	eve.Tenant, eve.User = "evilcorp", "eve"
+	grant(t, ap, ap, eve)
+	var got []string
+	for _, p := range []struct{ tenant, user string }{{"acme", "ada"}, {"acme", "ada"}, {"evilcorp", "eve"}, {"evilcorp", "eve"}} {
+		a, err := ap.Consume(t.Context(), "same", p.tenant, p.user, now)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			got = append(got, p.user+": none")
+		case err != nil:
+			t.Fatalf("Consume: %v", err)
+		default:
+			if a.Tenant != p.tenant || a.User != p.user {
+				t.Errorf("Consume for %s/%s returned a grant of %s/%s", p.tenant, p.user, a.Tenant, a.User)
+			}
+			got = append(got, p.user+": "+a.ID)
+		}
+	}
+	want := []string{"ada: apr_ada", "ada: none", "eve: apr_eve", "eve: none"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("grants used (-want +got):\n%s", diff)
+	}
+}
+
+// testApprovalPrincipalRace: of callers racing for one grant, only the
+// principal it was asked for wins, once; another principal racing alone
+// never does, and leaves the grant as it was.
+func testApprovalPrincipalRace(t *testing.T, h *harness) {
+	as := []store.Approvals{h.store().Approvals(), h.store().Approvals()}
+	now := store.UTC(time.Now())
+	for _, round := range []struct {
+		name    string
+		mixed   bool // acme/ada races too; else only evilcorp/eve
+		winners int
+	}{{"mixed", true, 1}, {"others only", false, 0}} {
+		id, digest := "apr_"+round.name, "d_"+round.name
+		grant(t, as[0], as[1], approval(id, digest, now))
+		won := make([]string, 32)
+		errs := race(len(won), func(i int) error {
+			tenant, user := "evilcorp", "eve"
+			if round.mixed && i%2 == 0 {
+				tenant, user = "acme", "ada"
+			}
+			_, err := as[i%2].Consume(t.Context(), digest, tenant, user, now)
+			won[i] = tenant + "/" + user
+			return err
+		})
+		ok, missed := count(t, errs, store.ErrNotFound)
+		if ok != round.winners || missed != len(errs)-round.winners {
+			t.Errorf("%s: %d goroutines racing for a grant of acme/ada: got %d wins and %d ErrNotFound, want %d wins",
+				round.name, len(errs), ok, missed, round.winners)
+		}
+		for i, who := range won {
+			if errs[i] == nil && who != "acme/ada" {
+				t.Errorf("%s: %s used a grant of acme/ada", round.name, who)
+			}
+		}
+		want := store.ApprovalUsed
+		if round.winners == 0 {
+			want = store.ApprovalGranted
+		}
+		if got, _ := as[0].Get(t.Context(), id); got.Status != want {
+			t.Errorf("%s: the grant after the race: got %q, want %q", round.name, got.Status, want)
+		}
+	}
+}
+
 func testApprovalSingleUseRace(t *testing.T, h *harness) {
 	as := []store.Approvals{h.store().Approvals(), h.store().Approvals()}
 	now := store.UTC(time.Now())
 	for _, grants := range []int{1, 3} {
 		digest := fmt.Sprintf("d_%d", grants)
 		for i := range grants {
-			id := fmt.Sprintf("apr_%d_%d", grants, i)
-			if err := as[0].Create(t.Context(), approval(id, digest, now)); err != nil {
-				t.Fatalf("Create: %v", err)
-			}
-			if err := as[1].Decide(t.Context(), id, true, "ada", ""); err != nil {
-				t.Fatalf("Decide: %v", err)
-			}
+			grant(t, as[0], as[1], approval(fmt.Sprintf("apr_%d_%d", grants, i), digest, now))
 		}
 		won := make([]string, 32)
 		errs := race(len(won), func(i int) error {
-			a, err := as[i%2].Consume(t.Context(), digest, now)
+			a, err := as[i%2].Consume(t.Context(), digest, "acme", "ada", now)
 			won[i] = a.ID
 			return err
 		})
@@ -281,21 +368,21 @@ func testApprovalList(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
 	create := []struct {
-		id     string
-		at     time.Duration
-		tenant string
-		decide string // grant, deny, use
+		id           string
+		at           time.Duration
+		tenant, user string
+		decide       string // grant, deny, use
 	}{
-		{"p1", -3 * time.Minute, "acme", ""},
-		{"g1", -5 * time.Minute, "acme", "grant"},
-		{"d1", -4 * time.Minute, "other", "deny"},
-		{"u1", -5 * time.Minute, "acme", "use"}, // ties with g1: creation order
-		{"x1", -2 * time.Hour, "other", ""},     // expired
-		{"p2", -1 * time.Minute, "other", ""},
+		{"p1", -3 * time.Minute, "acme", "ada", ""},
+		{"g1", -5 * time.Minute, "acme", "ada", "grant"},
+		{"d1", -4 * time.Minute, "other", "eve", "deny"},
+		{"u1", -5 * time.Minute, "acme", "ada", "use"}, // ties with g1: creation order
+		{"x1", -2 * time.Hour, "other", "ada", ""},     // expired
+		{"p2", -1 * time.Minute, "other", "eve", ""},
 	}
 	for _, c := range create {
 		a := approval(c.id, "d_"+c.id, now.Add(c.at))
-		a.Tenant = c.tenant
+		a.Tenant, a.User = c.tenant, c.user
 		if err := ap.Create(t.Context(), a); err != nil {
 			t.Fatalf("Create: %v", err)
 		}
@@ -305,7 +392,7 @@ func testApprovalList(t *testing.T, h *harness) {
 			}
 		}
 		if c.decide == "use" {
-			if _, err := ap.Consume(t.Context(), "d_"+c.id, now); err != nil {
+			if _, err := ap.Consume(t.Context(), "d_"+c.id, "acme", "ada", now); err != nil {
 				t.Fatalf("Consume: %v", err)
 			}
 		}
@@ -323,6 +410,10 @@ func testApprovalList(t *testing.T, h *harness) {
 		{"expired", store.ApprovalFilter{Status: store.ApprovalExpired}, []string{"x1"}},
 		{"tenant", store.ApprovalFilter{Tenant: "other"}, []string{"x1", "d1", "p2"}},
 		{"tenant and status", store.ApprovalFilter{Tenant: "other", Status: store.ApprovalPending}, []string{"p2"}},
+		{"user", store.ApprovalFilter{User: "eve"}, []string{"d1", "p2"}},
+		{"tenant and user", store.ApprovalFilter{Tenant: "other", User: "ada"}, []string{"x1"}},
+		{"user and status", store.ApprovalFilter{User: "eve", Status: store.ApprovalPending}, []string{"p2"}},
+		{"a user of another tenant", store.ApprovalFilter{Tenant: "acme", User: "eve"}, []string{}},
 		{"limit", store.ApprovalFilter{Limit: 2}, []string{"x1", "g1"}},
 		{"nothing", store.ApprovalFilter{Tenant: "none"}, []string{}},
 	} {

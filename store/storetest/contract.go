@@ -78,11 +78,11 @@ func testRecoveryJSON(t *testing.T, h *harness) {
 }
 
 // testApprovalJSON checks the fields of `approvals list --json` through
-// every status.
+// every status: tenant and user are there whatever they are.
 func testApprovalJSON(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
-	keys := []string{"id", "server", "tool", "summary", "status", "created_at", "expires_at"}
+	keys := []string{"id", "server", "tool", "summary", "status", "created_at", "expires_at", "tenant", "user", "target"}
 	check := func(id string, created time.Time, status store.ApprovalStatus) {
 		t.Helper()
 		a, err := ap.Get(t.Context(), id)
@@ -92,6 +92,7 @@ func testApprovalJSON(t *testing.T, h *harness) {
 		want := map[string]any{
 			"id": id, "server": "fs", "tool": "fs__write_file", "summary": "write_file path=src/a.go",
 			"status": string(status), "created_at": rfc3339(created), "expires_at": rfc3339(created.Add(time.Hour)),
+			"tenant": "acme", "user": "ada", "target": "fs-server --root /srv",
 		}
 		if diff := cmp.Diff(want, pick(fields(t, a), keys...)); diff != "" {
 			t.Errorf("approval JSON when %s (-want +got):\n%s", status, diff)
@@ -110,7 +111,7 @@ func testApprovalJSON(t *testing.T, h *harness) {
 			if err := ap.Decide(t.Context(), id, true, "ada", ""); err != nil {
 				return err
 			}
-			_, err := ap.Consume(t.Context(), "d_apr_u", now)
+			_, err := ap.Consume(t.Context(), "d_apr_u", "acme", "ada", now)
 			return err
 		}, store.ApprovalUsed},
 		{"apr_x", now.Add(-2 * time.Hour), func(string) error { return nil }, store.ApprovalExpired},
