@@ -82,7 +82,11 @@ type childResult struct {
 	ReadErr    string   `json:"read_err,omitempty"`
 	Won        []string `json:"won,omitempty"`
 	ConsumeErr string   `json:"consume_err,omitempty"`
+	AppendErr  string   `json:"append_err,omitempty"`
 }
+
+// childAppends is how many batches of 5 events the audit role appends.
+const childAppends = 10
 
 // child runs one role against the database at path.
 //
@@ -91,6 +95,7 @@ type childResult struct {
 //	idle:     begin and end an intent, say "begun", wait for stdin to close
 //	consume:  say "ready", wait for a line, then race 8 goroutines for grants of digest "d"
 //	readonly: try to open, read and begin, and report what failed
+//	audit:    say "ready", wait for a line, then append childAppends batches of 5 events
 func child(role, path string) int {
 	var res childResult
 	db, err := sqlite.Open(path)
@@ -147,6 +152,23 @@ func child(role, path string) int {
 			})
 		}
 		wg.Wait()
+	case "audit":
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("ready")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		for b := range childAppends {
+			batch := make([]store.Event, 5)
+			for i := range batch {
+				batch[i] = store.Event{Event: store.EventCallSent, Server: "fs", Tool: fmt.Sprint("tool_", os.Getpid(), "_", b, "_", i)}
+			}
+			if err := db.Audit().Append(ctx, batch...); err != nil {
+				res.AppendErr = err.Error()
+				break
+			}
+		}
 	case "readonly":
 		if err == nil {
 			if _, err := db.Journal().Get(ctx, "before"); err != nil {
@@ -456,7 +478,11 @@ func TestFileModes(t *testing.T) {
 	if err := db.Journal().Begin(t.Context(), intent("rec_1")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-writers", filepath.Dir(path)} {
+	if err := db.Audit().Append(t.Context(), store.Event{Event: store.EventCallSent}); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(filepath.Dir(path), "audit.key")
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-writers", key, filepath.Dir(path)} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)
