@@ -70,6 +70,9 @@ func TestAuditVerify(t *testing.T) {
 			if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
 				t.Fatal(err)
 			}
+			if err := os.Chmod(filepath.Join(copyDir, ".airlock", "audit.key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			db, err := sql.Open("sqlite", filepath.Join(copyDir, ".airlock", "airlock.db"))
 			if err != nil {
 				t.Fatal(err)

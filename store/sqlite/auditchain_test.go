@@ -1,14 +1,9 @@
 package sqlite_test
 
 import (
-	"bufio"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -258,11 +253,29 @@ func TestAuditKey(t *testing.T) {
 		t.Errorf("detail = %q, want it to name the key as a cause", r.Break.Detail)
 	}
 
-	if err := os.WriteFile(keyPath, []byte("not hex\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := open(t, path).Audit().Verify(t.Context()); err == nil || !strings.Contains(err.Error(), "malformed") {
-		t.Errorf("Verify with a malformed key: got %v, want an error that says so", err)
+	for _, tc := range []struct {
+		content string
+		mode    os.FileMode
+		want    string
+	}{
+		{"not hex\n", 0o600, "malformed"},
+		{strings.Repeat("ab", 32), 0o644, "chmod 600"},
+	} {
+		if err := os.Remove(keyPath); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyPath, []byte(tc.content), tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(keyPath, tc.mode)
+		for _, err := range []error{
+			open(t, path).Audit().Append(t.Context(), store.Event{Event: store.EventCallSent}),
+			func() error { _, err := open(t, path).Audit().Verify(t.Context()); return err }(),
+		} {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), keyPath) {
+				t.Errorf("with a key file %q, mode %v: got %v, want an error that says %q without the path", tc.content, tc.mode, err, tc.want)
+			}
+		}
 	}
 }
 
@@ -272,29 +285,10 @@ func TestAuditChainAcrossProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "airlock.db")
 	db := open(t, path)
 	const procs = 3
-	type proc struct {
-		cmd   *exec.Cmd
-		stdin io.WriteCloser
-		out   *bufio.Reader
-	}
-	var outs []proc
-	for range procs {
-		cmd, stdin, out := startChild(t, "audit", path, nil, "")
-		if got := readLine(t, out); got != "ready" {
-			t.Fatalf("child said %q, want ready", got)
-		}
-		outs = append(outs, proc{cmd, stdin, out})
-	}
-	for _, c := range outs {
-		fmt.Fprintln(c.stdin, "go")
-	}
+	children := race(t, "audit", path, procs)
 	appendEvents(t, db, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5)
-	for _, c := range outs {
-		var res childResult
-		if err := json.Unmarshal([]byte(readLine(t, c.out)), &res); err != nil {
-			t.Fatal(err)
-		}
-		if res.AppendErr != "" {
+	for _, c := range children {
+		if res := c.result(t); res.AppendErr != "" {
 			t.Errorf("a child's Append failed: %s", res.AppendErr)
 		}
 		c.cmd.Wait()

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/airlockhq/airlock/store"
@@ -46,14 +47,26 @@ func (db *DB) auditKey(create bool) (store.ChainKey, error) {
 	return key, nil
 }
 
+// readKey reads the key file. A key that others may read or write is
+// refused: whoever reads it can forge the chain.
 func readKey(path string) (store.ChainKey, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, keyError("cannot read", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("the audit key %s is not a regular file", keyFile)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("the audit key %s may be read or written by others (mode %04o): make it readable only by its owner (chmod 600)", keyFile, fi.Mode().Perm())
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read the audit key: %w", err)
+		return nil, keyError("cannot read", err)
 	}
 	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
 	if err != nil || len(key) != keyLen {
-		return nil, fmt.Errorf("the audit key file %s is malformed: it must hold %d bytes in hex", keyFile, keyLen)
+		return nil, fmt.Errorf("the audit key %s is malformed: it must hold %d bytes in hex", keyFile, keyLen)
 	}
 	return key, nil
 }
@@ -67,7 +80,7 @@ func createKey(path string) (store.ChainKey, error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+keyFile+"-*") // mode 0600
 	if err != nil {
-		return nil, fmt.Errorf("cannot create the audit key: %w", err)
+		return nil, keyError("cannot create", err)
 	}
 	defer os.Remove(f.Name())
 	_, err = f.WriteString(hex.EncodeToString(key) + "\n")
@@ -78,13 +91,13 @@ func createKey(path string) (store.ChainKey, error) {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cannot create the audit key: %w", err)
+		return nil, keyError("cannot create", err)
 	}
 	switch err := os.Link(f.Name(), path); {
 	case errors.Is(err, fs.ErrExist):
 		return readKey(path)
 	case err != nil:
-		return nil, fmt.Errorf("cannot create the audit key: %w", err)
+		return nil, keyError("cannot create", err)
 	}
 	// Events chained with the key must not outlive it in a power loss.
 	if d, err := os.Open(dir); err == nil {
@@ -92,4 +105,19 @@ func createKey(path string) (store.ChainKey, error) {
 		d.Close()
 	}
 	return key, nil
+}
+
+// keyError says what failed with the key file, naming it without its
+// directory (store errors reach logs and people, never a model, but
+// need no host paths either).
+func keyError(what string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("%s the audit key %s: %w", what, keyFile, err)
 }

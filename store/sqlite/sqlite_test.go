@@ -103,6 +103,16 @@ func child(role, path string) int {
 		res.OpenErr = err.Error()
 	}
 	ctx := context.Background()
+	// The racing roles start together: each says "ready" and waits for a
+	// line.
+	if role == "consume" || role == "audit" {
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("ready")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	}
 	switch role {
 	case "begin", "exit", "idle":
 		if err != nil {
@@ -130,12 +140,6 @@ func child(role, path string) int {
 		io.Copy(io.Discard, os.Stdin)
 		return 0
 	case "consume":
-		if err != nil {
-			fmt.Println(err)
-			return 1
-		}
-		fmt.Println("ready")
-		bufio.NewReader(os.Stdin).ReadString('\n')
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for range 8 {
@@ -153,12 +157,6 @@ func child(role, path string) int {
 		}
 		wg.Wait()
 	case "audit":
-		if err != nil {
-			fmt.Println(err)
-			return 1
-		}
-		fmt.Println("ready")
-		bufio.NewReader(os.Stdin).ReadString('\n')
 		for b := range childAppends {
 			batch := make([]store.Event, 5)
 			for i := range batch {
@@ -218,6 +216,41 @@ func startChild(t *testing.T, role, path string, cred *syscall.Credential, exe s
 		cmd.Wait()
 	})
 	return cmd, stdin, bufio.NewReader(stdout)
+}
+
+// A racer is a child process in one of the racing roles.
+type racer struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// race starts n children in role on the database at path and, once every
+// one is ready, lets them all go at once.
+func race(t *testing.T, role, path string, n int) []racer {
+	t.Helper()
+	var rs []racer
+	for range n {
+		cmd, stdin, out := startChild(t, role, path, nil, "")
+		if got := readLine(t, out); got != "ready" {
+			t.Fatalf("child said %q, want ready", got)
+		}
+		rs = append(rs, racer{cmd, stdin, out})
+	}
+	for _, r := range rs {
+		io.WriteString(r.stdin, "go\n")
+	}
+	return rs
+}
+
+// result reads what the child reports on its last line.
+func (r racer) result(t *testing.T) childResult {
+	t.Helper()
+	var res childResult
+	if err := json.Unmarshal([]byte(readLine(t, r.out)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func readLine(t *testing.T, r *bufio.Reader) string {
@@ -328,28 +361,9 @@ func TestConsumeAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type proc struct {
-		cmd   *exec.Cmd
-		stdin io.WriteCloser
-		out   *bufio.Reader
-	}
-	var procs []proc
-	for range 4 {
-		cmd, stdin, out := startChild(t, "consume", path, nil, "")
-		if got := readLine(t, out); got != "ready" {
-			t.Fatalf("child said %q, want ready", got)
-		}
-		procs = append(procs, proc{cmd, stdin, out})
-	}
-	for _, p := range procs {
-		io.WriteString(p.stdin, "go\n")
-	}
 	won := map[string]int{}
-	for _, p := range procs {
-		var res childResult
-		if err := json.Unmarshal([]byte(readLine(t, p.out)), &res); err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range race(t, "consume", path, 4) {
+		res := p.result(t)
 		if res.ConsumeErr != "" {
 			t.Errorf("a child's Consume failed: %s", res.ConsumeErr)
 		}
