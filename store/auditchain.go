@@ -135,11 +135,16 @@ func (k ChainKey) Head(l ChainLink) ChainHead {
 }
 
 func (k ChainKey) sum(n int64, prev []byte, e Event, fields []byte) []byte {
-	b := []byte(eventDomain)
+	strs := []string{e.Event, e.Server, e.Tool, e.Snapshot, e.Class}
+	size := len(eventDomain) + 3*8 + 7*binary.MaxVarintLen64 + 1 + len(prev) + len(fields)
+	for _, s := range strs {
+		size += len(s)
+	}
+	b := append(make([]byte, 0, size), eventDomain...)
 	b = binary.BigEndian.AppendUint64(b, uint64(n))
 	b = appendBytes(b, prev)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.Time.UnixMicro()))
-	for _, s := range []string{e.Event, e.Server, e.Tool, e.Snapshot, e.Class} {
+	for _, s := range strs {
 		b = appendBytes(b, []byte(s))
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(e.DurationMS))
