@@ -130,7 +130,9 @@ type Approvals interface {
 	Consume(ctx context.Context, digest, tenant, user string, now time.Time) (Approval, error)
 }
 
-// Audit is the append-only trail of what the host did.
+// Audit is the append-only trail of what the host did. It is
+// tamper-evident: its events form one chain (see ChainLink), whoever
+// appends them.
 type Audit interface {
 	// Append adds events, in order, in one transaction: all of them or
 	// none. A zero Time is set to the current time. An event that Check
@@ -138,9 +140,19 @@ type Audit interface {
 	// Event) fails the call before anything is written. The host writes
 	// its trail in the background, in batches: one sync for many events
 	// keeps calls from waiting on the disk.
+	//
+	// In the same transaction Append links each event to the one before it
+	// (ChainKey.Next, from the link ChainKey.Base chooses) and seals the
+	// new head (ChainKey.Head), so that appends from any number of
+	// processes make one linear chain. The first Append creates the key if
+	// the trail has none.
 	Append(ctx context.Context, events ...Event) error
 	// Events returns the events at or after since, oldest first (by Time,
 	// then in the order they were appended), at most limit of them (all
 	// if limit <= 0).
 	Events(ctx context.Context, since time.Time, limit int) ([]Event, error)
+	// Verify walks the whole trail, in the order it was appended, with a
+	// consistent view of it, and reports the first break (VerifyChain). A
+	// chained trail whose key is missing is ErrNoChainKey.
+	Verify(ctx context.Context) (ChainReport, error)
 }

@@ -12,7 +12,8 @@ import (
 
 // A command is one entry of the command table: what `airlock NAME …`
 // takes and what it runs. A group (task, approvals, …) has subcommands
-// instead of flags and a run function.
+// instead of flags and a run function; a group that has them too (audit)
+// runs them when its first argument names no subcommand.
 type command struct {
 	name  string
 	usage string // what -h prints after "usage: "
@@ -54,6 +55,7 @@ const (
 	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT], each [--all-principals]"
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
+	auditUsage     = "airlock audit [--since DUR] [--limit N] [--json] | verify [--json]"
 )
 
 // commands is the command table, the group of every command of the CLI
@@ -118,12 +120,15 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 				run: (*env).recoveryResolve},
 		}},
 
-	{name: "audit", usage: "airlock audit [--since DUR] [--limit N] [--json]",
+	{name: "audit", usage: auditUsage,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.DurationVar(&o.since, "since", 24*time.Hour, "how far back, such as 30m or 48h")
 			fs.IntVar(&o.limit, "limit", 1000, "at most this many events, the oldest first")
 		},
-		run: (*env).audit},
+		run: (*env).audit,
+		subs: []command{
+			{name: "verify", usage: auditUsage, run: inStore((*env).auditVerify)},
+		}},
 
 	{name: "auth",
 		missing: "auth needs a subcommand: login SERVER, status [SERVER] or logout SERVER",
@@ -201,20 +206,25 @@ func (e *env) dispatch(group *command, path string, args []string) error {
 	if len(args) == 0 {
 		return usageError("%s", group.missing)
 	}
-	var cmd *command
-	for i := range group.subs {
-		if group.subs[i].name == args[0] {
-			cmd = &group.subs[i]
-		}
-	}
+	cmd := group.sub(args[0])
 	if cmd == nil {
 		return usageError(group.unknown, args[0])
 	}
 	path = strings.TrimPrefix(path+" "+cmd.name, " ")
-	if cmd.subs != nil {
+	if cmd.subs != nil && (cmd.run == nil || len(args) > 1 && cmd.sub(args[1]) != nil) {
 		return e.dispatch(cmd, path, args[1:])
 	}
 	return e.runCommand(cmd, path, args[1:])
+}
+
+// sub returns the subcommand of group called name, or nil.
+func (group *command) sub(name string) *command {
+	for i := range group.subs {
+		if group.subs[i].name == name {
+			return &group.subs[i]
+		}
+	}
+	return nil
 }
 
 // runCommand parses the flags and checks the positionals of cmd, then runs

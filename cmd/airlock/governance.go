@@ -240,3 +240,55 @@ func (e *env) printAudit(st store.Store, o *options, _ []string) error {
 	}
 	return nil
 }
+
+// auditVerify checks the audit trail's chain and reports the first break:
+// exit 0 when it holds, 1 when it is broken (a check that failed, as with
+// cmp(1)), 3 when the trail or its key cannot be read.
+func (e *env) auditVerify(st store.Store, o *options, _ []string) error {
+	r, err := st.Audit().Verify(e.ctx)
+	if err != nil {
+		return storeError(err)
+	}
+	if o.json {
+		if err := writeJSON(e.stdout, r); err != nil {
+			return err
+		}
+	} else {
+		printChainReport(e.stdout, r)
+	}
+	if !r.Intact {
+		return exitCode(exitBroken)
+	}
+	return nil
+}
+
+func printChainReport(w io.Writer, r store.ChainReport) {
+	unchained := ""
+	if r.Unchained > 0 {
+		unchained = fmt.Sprintf("; %d written before the trail was chained, which the chain does not protect", r.Unchained)
+	}
+	if b := r.Break; b != nil {
+		where := ""
+		if b.At != nil {
+			where = " at " + chainPoint(b.At)
+		}
+		fmt.Fprintf(w, "The audit trail is broken: %s%s: %s.\n", b.Kind, where, b.Detail)
+		fmt.Fprintf(w, "Before the break: %d of %d events chained in order%s.\n", r.Verified, r.Events, unchained)
+		return
+	}
+	fmt.Fprintf(w, "The audit trail is intact: %d events, %d chained%s.\n", r.Events, r.Verified, unchained)
+	if r.Head != nil {
+		fmt.Fprintf(w, "Head: %s, sum %s.\n", chainPoint(r.Head), r.Head.Sum)
+		fmt.Fprintln(w, "Keep the head elsewhere and compare: newest events cut off together with the head record, and an older copy of it put back, do not show in the trail itself.")
+	}
+}
+
+// chainPoint names an event of the trail for a person.
+func chainPoint(p *store.ChainPoint) string {
+	s := fmt.Sprintf("seq %d", p.Seq)
+	if p.Position > 0 {
+		s += fmt.Sprintf(" (#%d)", p.Position)
+	}
+	s += fmt.Sprintf(", %s %s", p.Time.Local().Format(time.DateTime), p.Event)
+	return s + strings.TrimRight(" "+p.Server+" "+p.Tool, " ")
+}

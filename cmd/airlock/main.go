@@ -28,6 +28,7 @@ func main() {
 const (
 	exitOK          = 0
 	exitModel       = 1 // a failure the model is shown
+	exitBroken      = 1 // audit verify: the audit trail is broken
 	exitUsage       = 2 // usage or configuration error
 	exitServer      = 3 // server contract or connection failure
 	exitUnknown     = 4 // outcome unknown
@@ -95,6 +96,7 @@ Usage:
   airlock recovery list|show ID|resolve ID --outcome applied|not-applied
                                               calls that were sent and whose outcome is unknown
   airlock audit [--since DUR] [--json]        the audit trail
+  airlock audit verify [--json]               check that no audit event was edited, deleted, reordered or inserted
   airlock auth login SERVER [--no-browser]    log in to a remote server (OAuth) for tenancy's tenant and user
   airlock auth status [SERVER] [--json]       who is logged in where, and until when (never the tokens)
   airlock auth logout SERVER                  delete this machine's tokens for a server

@@ -144,6 +144,11 @@ func (a *audit) Events(ctx context.Context, since time.Time, limit int) ([]store
 	return a.next.Events(ctx, since, limit)
 }
 
+// Verify verifies next's chain.
+func (a *audit) Verify(ctx context.Context) (store.ChainReport, error) {
+	return a.next.Verify(ctx)
+}
+
 // reportingExporter logs the errors of exp's exports through rep and
 // returns none, so that nothing reaches OpenTelemetry's global handler.
 type reportingExporter struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,55 +16,117 @@ type audit struct{ db *DB }
 var _ store.Audit = audit{}
 
 // Append appends events in one transaction, in order: one sync for all.
-// Every event is checked and encoded before anything is written.
+// Every event is checked and encoded before anything is written; the
+// links are computed inside the transaction, which holds SQLite's write
+// lock, so that every writer extends the newest link.
 func (a audit) Append(ctx context.Context, events ...store.Event) error {
-	type row struct {
-		time   int64
-		fields sql.NullString
-	}
 	if len(events) == 0 {
 		return nil
 	}
-	rows := make([]row, len(events))
+	rows := make([]eventRow, len(events))
 	now := time.Now()
 	for i, e := range events {
-		if err := e.Check(); err != nil {
+		r, err := encodeEvent(e, now)
+		if err != nil {
 			return fmt.Errorf("append: %w", err)
 		}
-		if len(e.Fields) > 0 {
-			b, err := json.Marshal(e.Fields)
-			if err != nil {
-				return fmt.Errorf("append %s: %w", e.Event, err)
-			}
-			rows[i].fields = sql.NullString{String: string(b), Valid: true}
-		}
-		t := e.Time
-		if t.IsZero() {
-			t = now
-		}
-		rows[i].time = micros(t)
+		rows[i] = r
+	}
+	key, err := a.db.auditKey(true)
+	if err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	tx, err := a.db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	defer tx.Rollback()
+	head, err := readHead(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
+	}
+	var last store.ChainLink
+	err = tx.QueryRowContext(ctx, `SELECT chain_n, chain_sum FROM events WHERE chain_n IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+		Scan(&last.N, &last.Sum)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
+	}
+	link, broken := key.Base(head, last, now)
+	if broken != nil {
+		r, err := encodeEvent(*broken, now)
+		if err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+		rows = append([]eventRow{r}, rows...)
+	}
 	stmt, err := tx.PrepareContext(ctx, `
-INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	defer stmt.Close()
-	for i, e := range events {
-		if _, err := stmt.ExecContext(ctx, rows[i].time, e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, rows[i].fields); err != nil {
+	for _, r := range rows {
+		link = key.Next(link, r.e, r.fields)
+		e := r.e
+		fields := sql.NullString{String: string(r.fields), Valid: r.fields != nil}
+		if _, err := stmt.ExecContext(ctx, micros(e.Time), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields,
+			link.N, link.Prev, link.Sum); err != nil {
 			return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
 		}
+	}
+	h := key.Head(link)
+	if _, err := tx.ExecContext(ctx, `
+INSERT INTO audit_head (id, n, sum, seal) VALUES (1, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = excluded.seal`,
+		h.N, h.Sum, h.Seal); err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	return nil
+}
+
+// An eventRow is an event as it is stored: its time to the microsecond and
+// its fields as JSON text (nil for none), which is what its link covers.
+type eventRow struct {
+	e      store.Event
+	fields []byte
+}
+
+// encodeEvent checks e and encodes it for the events table; a zero time
+// becomes now.
+func encodeEvent(e store.Event, now time.Time) (eventRow, error) {
+	if err := e.Check(); err != nil {
+		return eventRow{}, err
+	}
+	var r eventRow
+	if len(e.Fields) > 0 {
+		b, err := json.Marshal(e.Fields)
+		if err != nil {
+			return eventRow{}, fmt.Errorf("%s: %w", e.Event, err)
+		}
+		r.fields = b
+	}
+	if e.Time.IsZero() {
+		e.Time = now
+	}
+	e.Time = fromMicros(micros(e.Time))
+	r.e = e
+	return r, nil
+}
+
+func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {
+	var h store.ChainHead
+	err := q.QueryRowContext(ctx, `SELECT n, sum, seal FROM audit_head WHERE id = 1`).Scan(&h.N, &h.Sum, &h.Seal)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
 }
 
 func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {
@@ -103,4 +166,67 @@ LIMIT ?`,
 		return nil, fmt.Errorf("read the audit trail: %w", err)
 	}
 	return out, nil
+}
+
+// Verify reads the head and the events in one read transaction, which
+// sees the trail as one commit left it while writers go on appending.
+func (a audit) Verify(ctx context.Context) (store.ChainReport, error) {
+	key, err := a.db.auditKey(false)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	tx, err := a.db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	defer tx.Rollback()
+	head, err := readHead(ctx, tx)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, `
+SELECT seq, time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum
+FROM events ORDER BY seq`)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	defer rows.Close()
+	entries := func(yield func(store.ChainEntry, error) bool) {
+		for rows.Next() {
+			var (
+				c      store.ChainEntry
+				t      int64
+				fields sql.NullString
+				n      sql.NullInt64
+				l      store.ChainLink
+			)
+			if err := rows.Scan(&c.Seq, &t, &c.Event.Event, &c.Event.Server, &c.Event.Tool, &c.Event.Snapshot, &c.Event.Class,
+				&c.Event.DurationMS, &fields, &n, &l.Prev, &l.Sum); err != nil {
+				yield(c, err)
+				return
+			}
+			c.Event.Time = fromMicros(t)
+			if fields.Valid {
+				c.Fields = []byte(fields.String)
+			}
+			if n.Valid {
+				l.N = n.Int64
+				c.Link = &l
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(store.ChainEntry{}, err)
+		}
+	}
+	r, err := store.VerifyChain(key, entries, head)
+	if errors.Is(err, store.ErrNoChainKey) {
+		return r, fmt.Errorf("verify the audit trail: %w: put %s back beside the database, from a backup; without it no link can be checked", err, keyFile)
+	}
+	if err != nil {
+		return r, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	return r, nil
 }

@@ -100,6 +100,20 @@ ALTER TABLE approvals ADD COLUMN target TEXT NOT NULL DEFAULT '';
 DROP INDEX approvals_grants;
 CREATE INDEX approvals_grants ON approvals (digest, tenant, user_name, created_at, seq) WHERE status = 'granted';
 `,
+	// The audit trail's chain (store.ChainLink). Events written before
+	// have no link: VerifyChain counts them as unchained.
+	`
+ALTER TABLE events ADD COLUMN chain_n    INTEGER; -- the place in the chain, from 1
+ALTER TABLE events ADD COLUMN chain_prev BLOB;    -- the sum of event chain_n - 1
+ALTER TABLE events ADD COLUMN chain_sum  BLOB;
+
+CREATE TABLE audit_head (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	n    INTEGER NOT NULL,
+	sum  BLOB    NOT NULL,
+	seal BLOB    NOT NULL
+) STRICT;
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -19,6 +19,10 @@
 //     when the process dies, which is how RecoverOpen tells an intent left
 //     by a crashed process from one that is still in flight.
 //   - The database and its -wal and -shm files are created with mode 0600.
+//   - The audit trail is chained (store.ChainLink) under a key kept in the
+//     file audit.key beside the database (mode 0600), made by the first
+//     Append. Links are computed inside the appending transaction, under
+//     the write lock, so that every process extends the same chain.
 //
 // A database that cannot be written (a read-only file or directory) can
 // still be opened if it can be read and its schema is current; Begin then
@@ -63,7 +67,8 @@ type DB struct {
 	path string
 
 	mu     sync.Mutex
-	writer *writerLock // taken by the first Begin
+	writer *writerLock    // taken by the first Begin
+	key    store.ChainKey // the audit trail's, read by the first Append or Verify
 	closed bool
 }
 

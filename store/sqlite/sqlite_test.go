@@ -82,7 +82,11 @@ type childResult struct {
 	ReadErr    string   `json:"read_err,omitempty"`
 	Won        []string `json:"won,omitempty"`
 	ConsumeErr string   `json:"consume_err,omitempty"`
+	AppendErr  string   `json:"append_err,omitempty"`
 }
+
+// childAppends is how many batches of 5 events the audit role appends.
+const childAppends = 10
 
 // child runs one role against the database at path.
 //
@@ -92,6 +96,7 @@ type childResult struct {
 //	consume:  say "ready", wait for a line, then race 8 goroutines for grants of digest "d",
 //	          half of them for acme/ada and half for evilcorp/eve (whose wins say "eve:ID")
 //	readonly: try to open, read and begin, and report what failed
+//	audit:    say "ready", wait for a line, then append childAppends batches of 5 events
 func child(role, path string) int {
 	var res childResult
 	db, err := sqlite.Open(path)
@@ -99,6 +104,16 @@ func child(role, path string) int {
 		res.OpenErr = err.Error()
 	}
 	ctx := context.Background()
+	// The racing roles start together: each says "ready" and waits for a
+	// line.
+	if role == "consume" || role == "audit" {
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("ready")
+		bufio.NewReader(os.Stdin).ReadString('\n')
+	}
 	switch role {
 	case "begin", "exit", "idle":
 		if err != nil {
@@ -126,12 +141,6 @@ func child(role, path string) int {
 		io.Copy(io.Discard, os.Stdin)
 		return 0
 	case "consume":
-		if err != nil {
-			fmt.Println(err)
-			return 1
-		}
-		fmt.Println("ready")
-		bufio.NewReader(os.Stdin).ReadString('\n')
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for i := range 8 {
@@ -152,6 +161,17 @@ func child(role, path string) int {
 			})
 		}
 		wg.Wait()
+	case "audit":
+		for b := range childAppends {
+			batch := make([]store.Event, 5)
+			for i := range batch {
+				batch[i] = store.Event{Event: store.EventCallSent, Server: "fs", Tool: fmt.Sprint("tool_", os.Getpid(), "_", b, "_", i)}
+			}
+			if err := db.Audit().Append(ctx, batch...); err != nil {
+				res.AppendErr = err.Error()
+				break
+			}
+		}
 	case "readonly":
 		if err == nil {
 			if _, err := db.Journal().Get(ctx, "before"); err != nil {
@@ -201,6 +221,41 @@ func startChild(t *testing.T, role, path string, cred *syscall.Credential, exe s
 		cmd.Wait()
 	})
 	return cmd, stdin, bufio.NewReader(stdout)
+}
+
+// A racer is a child process in one of the racing roles.
+type racer struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// race starts n children in role on the database at path and, once every
+// one is ready, lets them all go at once.
+func race(t *testing.T, role, path string, n int) []racer {
+	t.Helper()
+	var rs []racer
+	for range n {
+		cmd, stdin, out := startChild(t, role, path, nil, "")
+		if got := readLine(t, out); got != "ready" {
+			t.Fatalf("child said %q, want ready", got)
+		}
+		rs = append(rs, racer{cmd, stdin, out})
+	}
+	for _, r := range rs {
+		io.WriteString(r.stdin, "go\n")
+	}
+	return rs
+}
+
+// result reads what the child reports on its last line.
+func (r racer) result(t *testing.T) childResult {
+	t.Helper()
+	var res childResult
+	if err := json.Unmarshal([]byte(readLine(t, r.out)), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func readLine(t *testing.T, r *bufio.Reader) string {
@@ -313,28 +368,9 @@ func TestConsumeAcrossProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type proc struct {
-		cmd   *exec.Cmd
-		stdin io.WriteCloser
-		out   *bufio.Reader
-	}
-	var procs []proc
-	for range 4 {
-		cmd, stdin, out := startChild(t, "consume", path, nil, "")
-		if got := readLine(t, out); got != "ready" {
-			t.Fatalf("child said %q, want ready", got)
-		}
-		procs = append(procs, proc{cmd, stdin, out})
-	}
-	for _, p := range procs {
-		io.WriteString(p.stdin, "go\n")
-	}
 	won := map[string]int{}
-	for _, p := range procs {
-		var res childResult
-		if err := json.Unmarshal([]byte(readLine(t, p.out)), &res); err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range race(t, "consume", path, 4) {
+		res := p.result(t)
 		if res.ConsumeErr != "" {
 			t.Errorf("a child's Consume failed: %s", res.ConsumeErr)
 		}
@@ -463,7 +499,11 @@ func TestFileModes(t *testing.T) {
 	if err := db.Journal().Begin(t.Context(), intent("rec_1")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-writers", filepath.Dir(path)} {
+	if err := db.Audit().Append(t.Context(), store.Event{Event: store.EventCallSent}); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(filepath.Dir(path), "audit.key")
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-writers", key, filepath.Dir(path)} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatal(err)

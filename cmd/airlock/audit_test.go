@@ -1,0 +1,120 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	_ "modernc.org/sqlite"
+)
+
+// TestAuditVerify: `audit verify` exits 0 on an untouched trail and 1,
+// naming the first broken event and how, after the database was edited
+// with SQL; 3 when the key is gone.
+func TestAuditVerify(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`servers:
+  - id: w
+    command: %q
+    env: {%s: "1"}
+    allowed_tools: ["*"]
+`, exe, envTestServer))
+	for range 3 {
+		runCLI(t, dir, "", "status").want(t, 0)
+	}
+	r := runCLI(t, dir, "", "audit", "--json").want(t, 0)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	n := len(lines)
+	if n < 6 {
+		t.Fatalf("three status runs wrote %d audit events, want at least 6:\n%s", n, r.stdout)
+	}
+	eventAt := func(seq int) string { return decode(t, lines[seq-1])["event"].(string) }
+
+	r = runCLI(t, dir, "", "audit", "verify").want(t, 0)
+	if want := fmt.Sprintf("The audit trail is intact: %d events, %d chained.\nHead: seq %d (#%d)", n, n, n, n); !strings.HasPrefix(r.stdout, want) {
+		t.Errorf("audit verify = %q, want it to start with %q", r.stdout, want)
+	}
+	v := decode(t, runCLI(t, dir, "", "audit", "verify", "--json").want(t, 0).stdout)
+	head, _ := v["head"].(map[string]any)
+	if v["intact"] != true || v["events"] != float64(n) || v["verified"] != float64(n) || v["break"] != nil ||
+		head["position"] != float64(n) || head["event"] != eventAt(n) || len(head["sum"].(string)) != 64 {
+		t.Errorf("audit verify --json = %v, want intact with %d events and its head", v, n)
+	}
+	runCLI(t, dir, "", "audit", "verify", "extra").want(t, 2)
+
+	for _, tc := range []struct {
+		name string
+		sql  string
+		text string         // in the text output
+		want map[string]any // the break in --json; "at" is checked by seq
+		seq  int
+	}{
+		{"changed", `UPDATE events SET server = 'elsewhere' WHERE seq = 5`,
+			"The audit trail is broken: changed at seq 5 (#5)", map[string]any{"kind": "changed"}, 5},
+		{"deleted", `DELETE FROM events WHERE seq = 5`,
+			"The audit trail is broken: deleted at seq 6 (#6)", map[string]any{"kind": "deleted", "missing_from": 5.0, "missing_to": 5.0}, 6},
+		{"newest deleted", fmt.Sprintf(`DELETE FROM events WHERE seq = %d`, n),
+			fmt.Sprintf("The audit trail is broken: deleted at seq %d (#%d)", n-1, n-1), map[string]any{"kind": "deleted", "missing_from": float64(n), "missing_to": float64(n)}, n - 1},
+		{"inserted", `INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms) VALUES (0, 'approval_granted', 'w', '', '', '', 0)`,
+			fmt.Sprintf("The audit trail is broken: inserted at seq %d,", n+1), map[string]any{"kind": "inserted"}, n + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			copyDir := t.TempDir()
+			if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Join(copyDir, ".airlock", "audit.key"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", filepath.Join(copyDir, ".airlock", "airlock.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(tc.sql)
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := runCLI(t, copyDir, "", "audit", "verify").want(t, 1)
+			if !strings.HasPrefix(r.stdout, tc.text) {
+				t.Errorf("audit verify = %q, want it to start with %q", r.stdout, tc.text)
+			}
+			v := decode(t, runCLI(t, copyDir, "", "audit", "verify", "--json").want(t, 1).stdout)
+			b, _ := v["break"].(map[string]any)
+			if v["intact"] != false || b == nil {
+				t.Fatalf("audit verify --json = %v, want a break", v)
+			}
+			for k, want := range tc.want {
+				if b[k] != want {
+					t.Errorf("break[%q] = %v, want %v", k, b[k], want)
+				}
+			}
+			at, _ := b["at"].(map[string]any)
+			wantEvent := "approval_granted"
+			if tc.seq <= n {
+				wantEvent = eventAt(tc.seq)
+			}
+			if at["seq"] != float64(tc.seq) || at["event"] != wantEvent || at["time"] == nil {
+				t.Errorf("break at %v, want seq %d, event %s and its time", at, tc.seq, wantEvent)
+			}
+			if d, _ := b["detail"].(string); d == "" {
+				t.Error("the break has no detail")
+			}
+		})
+	}
+
+	if err := os.Remove(filepath.Join(dir, ".airlock", "audit.key")); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, dir, "", "audit", "verify").want(t, 3)
+	if !strings.Contains(r.stderr, "key is missing") {
+		t.Errorf("audit verify without the key: stderr = %q, want it to say the key is missing", r.stderr)
+	}
+}
