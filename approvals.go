@@ -109,7 +109,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 		case err != nil:
 			h.log.Warn("approver failed", "approval", req.ID, "error", err)
 		case answer == Allow || answer == Deny:
-			as := ApprovalActor{Principal: who, By: who.User}
+			as := Actor{Principal: who, By: who.User}
 			if err := decideApproval(ctx, h.gov.store, h.trail, req.ID, answer == Allow, "answered when asked", as); err != nil {
 				return fail(Denied, err, "%s refused: %v", tool.Name, err)
 			}
@@ -125,23 +125,43 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 		tool.Name, reason, req.ID)
 }
 
-// ErrOtherPrincipal is returned (wrapped) for an approval request that was
-// made for another tenant or user than the one acting on it.
+// ErrOtherPrincipal is returned (wrapped) for an approval request or a
+// journal record that was made for another tenant or user than the one
+// acting on it.
 var ErrOtherPrincipal = errors.New("it was asked for another tenant or user")
 
-// An ApprovalActor is who acts on approval requests outside a call: the
-// principal whose requests a person may list, show and decide, and the
-// person, for the audit trail.
-type ApprovalActor struct {
-	// Principal is the tenant and user whose requests may be acted on.
+// An Actor is who acts, outside a call, on what the host keeps for a
+// principal (approval requests, journal records): the principal whose
+// requests and records a person may list, show, decide and resolve, and
+// the person, for the audit trail.
+type Actor struct {
+	// Principal is the tenant and user whose requests and records may be
+	// acted on.
 	Principal Principal
-	// By names the person deciding (an account, a login), for the audit
+	// By names the person acting (an account, a login), for the audit
 	// trail.
 	By string
-	// AllPrincipals lets an operator act on the requests of every tenant
-	// and user. Every use is written to the audit trail
-	// (store.EventApprovalOperator: who acted, as whom, on whose request).
+	// AllPrincipals lets an operator act on the requests and records of
+	// every tenant and user. Every use is written to the audit trail
+	// (store.EventApprovalOperator, store.EventRecoveryOperator: who
+	// acted, as whom, on whose request or record).
 	AllPrincipals bool
+}
+
+// An owned thing is an approval request or a journal record, for the
+// audit trail of an operator acting on it: its id (under field), where
+// its call goes, and whose it is.
+type owned struct {
+	field, id, server, tool string
+	who                     Principal
+}
+
+func ownedApproval(a store.Approval) owned {
+	return owned{"approval", a.ID, a.Server, a.Tool, Principal{Tenant: a.Tenant, User: a.User}}
+}
+
+func ownedRecord(r store.Record) owned {
+	return owned{"recovery", r.ID, r.Server, r.Tool, Principal{Tenant: r.Tenant, User: r.User}}
 }
 
 // owns reports whether a was asked for who.
@@ -158,22 +178,23 @@ func principalFields(fields map[string]any, prefix string, who Principal) map[st
 	return fields
 }
 
-// operatorEvent records a use of as.AllPrincipals: action is list, show,
-// approve or deny; a is the request acted on, or the zero Approval for a
-// list.
-func operatorEvent(as ApprovalActor, action string, a store.Approval) store.Event {
+// operatorEvent records a use of as.AllPrincipals: event names what was
+// acted on (approvals or recovery records), action what was done (list,
+// show, approve, deny, resolve), and o the request or record, or the zero
+// owned for a list.
+func operatorEvent(as Actor, event, action string, o owned) store.Event {
 	fields := principalFields(map[string]any{"action": action, "by": as.By}, "acting_", as.Principal)
-	if a.ID != "" {
-		fields["approval"] = a.ID
-		principalFields(fields, "", Principal{Tenant: a.Tenant, User: a.User})
+	if o.id != "" {
+		fields[o.field] = o.id
+		principalFields(fields, "", o.who)
 	}
-	return store.Event{Event: store.EventApprovalOperator, Server: a.Server, Tool: a.Tool, Fields: fields}
+	return store.Event{Event: event, Server: o.server, Tool: o.tool, Fields: fields}
 }
 
 // ListApprovals lists the approval requests of st that f selects and as
 // may see: its principal's own, or, with AllPrincipals, every principal's
 // (which is written to the audit trail).
-func ListApprovals(ctx context.Context, st store.Store, f store.ApprovalFilter, as ApprovalActor) ([]store.Approval, error) {
+func ListApprovals(ctx context.Context, st store.Store, f store.ApprovalFilter, as Actor) ([]store.Approval, error) {
 	if !as.AllPrincipals {
 		if as.Principal.Tenant == "" || as.Principal.User == "" {
 			return nil, fmt.Errorf("list approvals: no tenant and user to act for")
@@ -187,7 +208,7 @@ func ListApprovals(ctx context.Context, st store.Store, f store.ApprovalFilter, 
 		if list, err = st.Approvals().List(ctx, f); err != nil {
 			return err
 		}
-		t.w.Append(ctx, operatorEvent(as, "list", store.Approval{}))
+		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "list", owned{}))
 		return nil
 	})
 	return list, err
@@ -196,7 +217,7 @@ func ListApprovals(ctx context.Context, st store.Store, f store.ApprovalFilter, 
 // GetApproval returns the approval request id of st, if as may see it: one
 // asked for its principal, or, with AllPrincipals, any (which is written
 // to the audit trail). Another principal's request is ErrOtherPrincipal.
-func GetApproval(ctx context.Context, st store.Store, id string, as ApprovalActor) (store.Approval, error) {
+func GetApproval(ctx context.Context, st store.Store, id string, as Actor) (store.Approval, error) {
 	a, err := st.Approvals().Get(ctx, id)
 	if err != nil {
 		return store.Approval{}, err
@@ -208,14 +229,14 @@ func GetApproval(ctx context.Context, st store.Store, id string, as ApprovalActo
 		return a, nil
 	}
 	return a, withTrail(ctx, st, func(t *auditTrail) error {
-		t.w.Append(ctx, operatorEvent(as, "show", a))
+		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "show", ownedApproval(a)))
 		return nil
 	})
 }
 
 // otherPrincipal is the error for a request id that as may not act on. It
 // does not say whose the request is.
-func otherPrincipal(id string, as ApprovalActor) error {
+func otherPrincipal(id string, as Actor) error {
 	return fmt.Errorf("approval %s: %w than %s/%s", id, ErrOtherPrincipal, as.Principal.Tenant, as.Principal.User)
 }
 
@@ -224,7 +245,7 @@ func otherPrincipal(id string, as ApprovalActor) error {
 // tenant's or user's request is ErrOtherPrincipal.
 func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note string) error {
 	return decideApproval(ctx, h.gov.store, h.trail, id, grant, h.gov.redactor.String(note),
-		ApprovalActor{Principal: h.gov.principal, By: by})
+		Actor{Principal: h.gov.principal, By: by})
 }
 
 // DecideApproval grants or denies a pending approval request in st, once,
@@ -235,7 +256,7 @@ func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note strin
 // environment is an error, and nothing is decided). A grant lets exactly
 // one call with the approved arguments, made for the request's tenant and
 // user, run, until the request expires.
-func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, note string, as ApprovalActor) error {
+func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, note string, as Actor) error {
 	return withTrail(ctx, st, func(t *auditTrail) error {
 		var r *redact.Redactor // the built-in credential formats
 		return decideApproval(ctx, st, t, id, grant, r.String(note), as)
@@ -244,7 +265,7 @@ func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, 
 
 // decideApproval decides for as and writes the events to t; note is
 // redacted. The decision event names the request's principal.
-func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, note string, as ApprovalActor) error {
+func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, note string, as Actor) error {
 	ev, action, verb := store.EventApprovalDenied, "deny", "deny"
 	if grant {
 		ev, action, verb = store.EventApprovalGranted, "approve", "grant"
@@ -262,7 +283,7 @@ func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id strin
 		return fmt.Errorf("approval %s: %w", id, err)
 	}
 	if as.AllPrincipals {
-		t.w.Append(ctx, operatorEvent(as, action, a))
+		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, action, ownedApproval(a)))
 	}
 	t.w.Append(ctx, store.Event{Event: ev, Server: a.Server, Tool: a.Tool,
 		Fields: principalFields(map[string]any{"approval": id, "by": as.By}, "", Principal{Tenant: a.Tenant, User: a.User})})

@@ -86,7 +86,7 @@ func TestGrantIsBoundToThePrincipal(t *testing.T) {
 	}
 
 	// Eve cannot decide, show or list carol's request.
-	asEve := airlock.ApprovalActor{Principal: eve, By: "eve"}
+	asEve := airlock.Actor{Principal: eve, By: "eve"}
 	if err := he.Decide(ctx, id, true, "eve", ""); !errors.Is(err, airlock.ErrOtherPrincipal) {
 		t.Errorf("eve's host deciding carol's request = %v, want ErrOtherPrincipal", err)
 	}
@@ -156,7 +156,7 @@ func TestOperatorActsOnAnyPrincipal(t *testing.T) {
 	wantStatus(t, r, airlock.ApprovalRequired)
 	id := r.ApprovalID
 
-	op := airlock.ApprovalActor{Principal: eve, By: "root", AllPrincipals: true}
+	op := airlock.Actor{Principal: eve, By: "root", AllPrincipals: true}
 	list, err := airlock.ListApprovals(ctx, st, store.ApprovalFilter{Status: store.ApprovalPending}, op)
 	if err != nil || !slices.Contains(approvalIDs(list), id) {
 		t.Fatalf("the operator's list = %v, %v; want carol's %s", approvalIDs(list), err, id)

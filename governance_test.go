@@ -609,16 +609,17 @@ func TestDecisionsGoToOpenTelemetry(t *testing.T) {
 		ExpiresAt: time.Now().Add(time.Hour), Tenant: ada.Tenant, User: ada.User}); err != nil {
 		t.Fatal(err)
 	}
-	if err := airlock.DecideApproval(ctx, st, "apr_cli", false, "", airlock.ApprovalActor{Principal: ada, By: "tester"}); err != nil {
+	if err := airlock.DecideApproval(ctx, st, "apr_cli", false, "", airlock.Actor{Principal: ada, By: "tester"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_cli", Server: "c", Tool: "c__note", Effect: "write"}); err != nil {
+	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_cli", Server: "c", Tool: "c__note", Effect: "write",
+		Tenant: ada.Tenant, User: ada.User}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Journal().End(ctx, "rec_cli", store.OutcomeUnknown, "lost"); err != nil {
 		t.Fatal(err)
 	}
-	if err := airlock.ResolveRecovery(ctx, st, "rec_cli", store.ResolutionApplied, "checked", "tester"); err != nil {
+	if err := airlock.ResolveRecovery(ctx, st, "rec_cli", store.ResolutionApplied, "checked", airlock.Actor{Principal: ada, By: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 	// Both are written and exported before the functions return.

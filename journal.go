@@ -17,18 +17,74 @@ import (
 	"github.com/airlockhq/airlock/store"
 )
 
+// ListRecoveries lists the journal records of st that f selects and as
+// may see: those of calls made for its principal, or, with AllPrincipals,
+// every principal's (which is written to the audit trail).
+func ListRecoveries(ctx context.Context, st store.Store, f store.RecordFilter, as Actor) ([]store.Record, error) {
+	if !as.AllPrincipals {
+		if as.Principal.Tenant == "" || as.Principal.User == "" {
+			return nil, fmt.Errorf("list recovery records: no tenant and user to act for")
+		}
+		f.Tenant, f.User = as.Principal.Tenant, as.Principal.User
+		return st.Journal().Records(ctx, f)
+	}
+	var recs []store.Record
+	err := withTrail(ctx, st, func(t *auditTrail) error {
+		var err error
+		if recs, err = st.Journal().Records(ctx, f); err != nil {
+			return err
+		}
+		t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "list", owned{}))
+		return nil
+	})
+	return recs, err
+}
+
+// GetRecovery returns the journal record id of st, if as may see it (see
+// ListRecoveries). Another principal's record is ErrOtherPrincipal.
+func GetRecovery(ctx context.Context, st store.Store, id string, as Actor) (store.Record, error) {
+	rec, err := recordFor(ctx, st, id, as)
+	if err != nil || !as.AllPrincipals {
+		return rec, err
+	}
+	return rec, withTrail(ctx, st, func(t *auditTrail) error {
+		t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "show", ownedRecord(rec)))
+		return nil
+	})
+}
+
+// recordFor reads a journal record that as may act on.
+func recordFor(ctx context.Context, st store.Store, id string, as Actor) (store.Record, error) {
+	rec, err := st.Journal().Get(ctx, id)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("recovery record %s: %w", id, err)
+	}
+	if !as.AllPrincipals && (rec.Tenant != as.Principal.Tenant || rec.User != as.Principal.User) {
+		return store.Record{}, fmt.Errorf("recovery record %s: %w than %s/%s", id, ErrOtherPrincipal, as.Principal.Tenant, as.Principal.User)
+	}
+	return rec, nil
+}
+
 // ResolveRecovery records what a person found out about a call whose
-// outcome was unknown: applied or not-applied, once. The audit trail is
+// outcome was unknown: applied or not-applied, once, for as: a record of a
+// call made for its principal, or, with AllPrincipals, any (another
+// principal's record is otherwise ErrOtherPrincipal). The audit trail is
 // written as DecideApproval writes it.
-func ResolveRecovery(ctx context.Context, st store.Store, id string, r store.Resolution, note, by string) error {
+func ResolveRecovery(ctx context.Context, st store.Store, id string, r store.Resolution, note string, as Actor) error {
 	return withTrail(ctx, st, func(t *auditTrail) error {
+		rec, err := recordFor(ctx, st, id, as)
+		if err != nil {
+			return err
+		}
 		var red *redact.Redactor // the built-in credential formats
-		if err := st.Journal().Resolve(ctx, id, r, red.String(note), by); err != nil {
+		if err := st.Journal().Resolve(ctx, id, r, red.String(note), as.By); err != nil {
 			return fmt.Errorf("recovery record %s: %w", id, err)
 		}
-		rec, _ := st.Journal().Get(ctx, id)
+		if as.AllPrincipals {
+			t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "resolve", ownedRecord(rec)))
+		}
 		t.w.Append(ctx, store.Event{Event: store.EventRecoveryResolved, Server: rec.Server, Tool: rec.Tool,
-			Fields: map[string]any{"recovery": id, "resolution": string(r), "by": by}})
+			Fields: principalFields(map[string]any{"recovery": id, "resolution": string(r), "by": as.By}, "", Principal{Tenant: rec.Tenant, User: rec.User})})
 		return nil
 	})
 }

@@ -30,6 +30,7 @@ const (
 	EventPolicyWarning     = "policy_warning"
 	EventToolFlagged       = "tool_flagged"
 	EventLateAnswer        = "late_answer"
+	EventRecoveryOperator  = "recovery_operator"
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

@@ -109,8 +109,10 @@ type Record struct {
 type RecordFilter struct {
 	// All selects every record, open and ended, resolved or not.
 	All bool
-	// Tenant, if set, selects only that tenant's records.
+	// Tenant and User, if set, select only the records of calls made for
+	// that tenant and user.
 	Tenant string
+	User   string
 	// Limit caps how many records are returned, the oldest first; <= 0 is
 	// no cap.
 	Limit int

@@ -53,7 +53,7 @@ const (
 // The usage lines a group's subcommands share.
 const (
 	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT], each [--all-principals]"
-	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT]"
+	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--json] | verify [--json]"
 )
@@ -95,13 +95,13 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		unknown: "unknown approvals subcommand %q: use list, show ID, approve ID, or deny ID",
 		subs: []command{
 			{name: "list", usage: approvalsUsage,
-				flags: operatorFlag(allFlag("every request, not only pending ones")), run: inApprovals((*env).approvalsList)},
+				flags: operatorFlag(allFlag("every request, not only pending ones")), run: asActor((*env).approvalsList)},
 			{name: "show", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				flags: operatorFlag(nil), run: inApprovals((*env).approvalsShow)},
+				flags: operatorFlag(nil), run: asActor((*env).approvalsShow)},
 			{name: "approve", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				flags: operatorFlag(noteFlag("why, for the audit trail")), run: inApprovals((*env).approve)},
+				flags: operatorFlag(noteFlag("why, for the audit trail")), run: asActor((*env).approve)},
 			{name: "deny", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				flags: operatorFlag(noteFlag("why, for the audit trail")), run: inApprovals((*env).deny)},
+				flags: operatorFlag(noteFlag("why, for the audit trail")), run: asActor((*env).deny)},
 		}},
 
 	{name: "recovery",
@@ -109,14 +109,14 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		unknown: "unknown recovery subcommand %q: use list, show ID, or resolve ID",
 		subs: []command{
 			{name: "list", usage: recoveryUsage,
-				flags: allFlag("every record of the journal, not only unresolved unknown outcomes"), run: inStore((*env).recoveryList)},
+				flags: operatorFlag(allFlag("every record of the journal, not only unresolved unknown outcomes")), run: asActor((*env).recoveryList)},
 			{name: "show", usage: recoveryUsage, args: []string{"ID"}, takes: "exactly one record id",
-				run: inStore((*env).recoveryShow)},
+				flags: operatorFlag(nil), run: asActor((*env).recoveryShow)},
 			{name: "resolve", usage: recoveryUsage, args: []string{"ID"}, takes: "exactly one record id",
-				flags: func(fs *flag.FlagSet, o *options) {
+				flags: operatorFlag(func(fs *flag.FlagSet, o *options) {
 					fs.StringVar(&o.outcome, "outcome", "", "what you found: applied or not-applied")
 					noteFlag("how you found out, for the audit trail")(fs, o)
-				},
+				}),
 				run: (*env).recoveryResolve},
 		}},
 
@@ -171,14 +171,15 @@ func allFlag(usage string) func(fs *flag.FlagSet, o *options) {
 }
 
 // operatorFlag adds --all-principals to flags (which may be nil): act on
-// the approval requests of every tenant and user, not only tenancy:'s.
+// the approval requests and journal records of every tenant and user, not
+// only tenancy:'s.
 func operatorFlag(flags func(fs *flag.FlagSet, o *options)) func(fs *flag.FlagSet, o *options) {
 	return func(fs *flag.FlagSet, o *options) {
 		if flags != nil {
 			flags(fs, o)
 		}
 		fs.BoolVar(&o.allPrincipals, "all-principals", false,
-			"as an operator, act on the requests of every tenant and user, not only those of tenancy: (written to the audit trail)")
+			"as an operator, act on the requests and records of every tenant and user, not only those of tenancy: (written to the audit trail)")
 	}
 }
 

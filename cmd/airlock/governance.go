@@ -57,10 +57,10 @@ func storeError(err error) error {
 	return &exitError{code: exitServer, msg: err.Error()}
 }
 
-// inApprovals runs an approvals command on the state directory's store,
-// acting for the tenant and user of tenancy: (for every principal with
-// --all-principals) in the name of the person running it.
-func inApprovals(run func(e *env, st store.Store, as airlock.ApprovalActor, o *options, pos []string) error) func(*env, *options, []string) error {
+// asActor runs an approvals or recovery command on the state directory's
+// store, acting for the tenant and user of tenancy: (for every principal
+// with --all-principals) in the name of the person running it.
+func asActor(run func(e *env, st store.Store, as airlock.Actor, o *options, pos []string) error) func(*env, *options, []string) error {
 	return func(e *env, o *options, pos []string) error {
 		cfg, err := e.loadConfig(&o.common)
 		if err != nil {
@@ -71,7 +71,7 @@ func inApprovals(run func(e *env, st store.Store, as airlock.ApprovalActor, o *o
 			return err
 		}
 		defer st.Close()
-		as := airlock.ApprovalActor{Principal: airlock.ConfigPrincipal(cfg), By: whoami(), AllPrincipals: o.allPrincipals}
+		as := airlock.Actor{Principal: airlock.ConfigPrincipal(cfg), By: whoami(), AllPrincipals: o.allPrincipals}
 		return run(e, st, as, o, pos)
 	}
 }
@@ -85,7 +85,7 @@ var approvalsListing = listing[store.Approval]{
 	},
 }
 
-func (e *env) approvalsList(st store.Store, as airlock.ApprovalActor, o *options, _ []string) error {
+func (e *env) approvalsList(st store.Store, as airlock.Actor, o *options, _ []string) error {
 	f := store.ApprovalFilter{Status: store.ApprovalPending}
 	if o.all {
 		f.Status = ""
@@ -97,7 +97,7 @@ func (e *env) approvalsList(st store.Store, as airlock.ApprovalActor, o *options
 	return approvalsListing.print(e.stdout, o.json, list)
 }
 
-func (e *env) approvalsShow(st store.Store, as airlock.ApprovalActor, o *options, pos []string) error {
+func (e *env) approvalsShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	a, err := airlock.GetApproval(e.ctx, st, pos[0], as)
 	if err != nil {
 		return storeError(err)
@@ -114,17 +114,17 @@ func (e *env) approvalsShow(st store.Store, as airlock.ApprovalActor, o *options
 	return nil
 }
 
-func (e *env) approve(st store.Store, as airlock.ApprovalActor, o *options, pos []string) error {
+func (e *env) approve(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	return e.decide(st, as, o, pos[0], true)
 }
 
-func (e *env) deny(st store.Store, as airlock.ApprovalActor, o *options, pos []string) error {
+func (e *env) deny(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	return e.decide(st, as, o, pos[0], false)
 }
 
 // decide grants or denies an approval request in the name of the user
 // running the command.
-func (e *env) decide(st store.Store, as airlock.ApprovalActor, o *options, id string, grant bool) error {
+func (e *env) decide(st store.Store, as airlock.Actor, o *options, id string, grant bool) error {
 	if err := airlock.DecideApproval(e.ctx, st, id, grant, o.note, as); err != nil {
 		return storeError(err)
 	}
@@ -153,16 +153,16 @@ var recordsListing = listing[store.Record]{
 	},
 }
 
-func (e *env) recoveryList(st store.Store, o *options, _ []string) error {
-	recs, err := st.Journal().Records(e.ctx, store.RecordFilter{All: o.all})
+func (e *env) recoveryList(st store.Store, as airlock.Actor, o *options, _ []string) error {
+	recs, err := airlock.ListRecoveries(e.ctx, st, store.RecordFilter{All: o.all}, as)
 	if err != nil {
 		return storeError(err)
 	}
 	return recordsListing.print(e.stdout, o.json, recs)
 }
 
-func (e *env) recoveryShow(st store.Store, o *options, pos []string) error {
-	r, err := st.Journal().Get(e.ctx, pos[0])
+func (e *env) recoveryShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
+	r, err := airlock.GetRecovery(e.ctx, st, pos[0], as)
 	if err != nil {
 		return storeError(err)
 	}
@@ -177,13 +177,13 @@ func (e *env) recoveryResolve(o *options, pos []string) error {
 	if !store.Resolution(o.outcome).Valid() {
 		return usageError("recovery resolve needs --outcome applied or --outcome not-applied: check whether the call took effect first")
 	}
-	return inStore((*env).resolve)(e, o, pos)
+	return asActor((*env).resolve)(e, o, pos)
 }
 
 // resolve records what a person found out about a call whose outcome was
 // unknown.
-func (e *env) resolve(st store.Store, o *options, pos []string) error {
-	if err := airlock.ResolveRecovery(e.ctx, st, pos[0], store.Resolution(o.outcome), o.note, whoami()); err != nil {
+func (e *env) resolve(st store.Store, as airlock.Actor, o *options, pos []string) error {
+	if err := airlock.ResolveRecovery(e.ctx, st, pos[0], store.Resolution(o.outcome), o.note, as); err != nil {
 		return storeError(err)
 	}
 	r, _ := st.Journal().Get(e.ctx, pos[0])

@@ -93,8 +93,9 @@ Usage:
   airlock approvals list|show ID|approve ID|deny ID [--all-principals]
                                               the calls policy wants a person to approve, of
                                               tenancy's tenant and user (operators: everyone's)
-  airlock recovery list|show ID|resolve ID --outcome applied|not-applied
-                                              calls that were sent and whose outcome is unknown
+  airlock recovery list|show ID|resolve ID --outcome applied|not-applied [--all-principals]
+                                              calls that were sent and whose outcome is unknown,
+                                              of tenancy's tenant and user (operators: everyone's)
   airlock audit [--since DUR] [--json]        the audit trail
   airlock audit verify [--json]               check that no audit event was edited, deleted, reordered or inserted
   airlock auth login SERVER [--no-browser]    log in to a remote server (OAuth) for tenancy's tenant and user

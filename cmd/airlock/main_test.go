@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -748,7 +752,7 @@ func TestHiddenCharactersAreFlagged(t *testing.T) {
 	r = runCLI(t, dir, "", "tools").want(t, 0)
 	if !strings.Contains(r.stderr, "airlock: warning: tool w__sneaky: server w's text for it had 16 characters nobody would see") {
 		t.Errorf("stderr = %q, want the tool flagged", r.stderr)
-}
+	}
 }
 
 // TestApprovalsActForTheirPrincipal: two command lines on one state
@@ -890,5 +894,68 @@ func TestApprovalIsForTheServerAsLaunched(t *testing.T) {
 	r = runCLI(t, dir, "", callArgs...).want(t, 0)
 	if !strings.Contains(r.stdout, id) {
 		t.Errorf("the call to the server launched as approved = %s, want it to run on %s", r.stdout, id)
+	}
+}
+
+// TestRecoveryActsForItsPrincipal: journal records are listed, shown and
+// resolved only for the principal their call was made for; an operator's
+// --all-principals acts on any and is in the audit trail.
+func TestRecoveryActsForItsPrincipal(t *testing.T) {
+	dir := workdir(t)
+	for name, tenancy := range map[string]string{"carol.yaml": "{tenant: acme, user: carol}", "eve.yaml": "{tenant: evilcorp, user: eve}"} {
+		writeFile(t, filepath.Join(dir, name), "tenancy: "+tenancy+`
+servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .]
+    allowed_tools: [write_file]
+`)
+	}
+	// Carol's write whose outcome is unknown.
+	st, err := airlock.OpenStore(filepath.Join(dir, ".airlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_carol", Server: "ws", Tool: "ws__write_file", Effect: "write",
+		Tenant: "acme", User: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().End(ctx, "rec_carol", store.OutcomeUnknown, "no answer"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	as := func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
+
+	r := runCLI(t, dir, "", as("eve", "recovery", "list", "--all", "--json")...).want(t, 0)
+	if recs := decode(t, r.stdout)["records"].([]any); len(recs) != 0 {
+		t.Errorf("eve's list = %v, want nothing", recs)
+	}
+	for _, cmd := range [][]string{{"show", "rec_carol"}, {"resolve", "rec_carol", "--outcome", "applied"}} {
+		r = runCLI(t, dir, "", as("eve", append([]string{"recovery"}, cmd...)...)...).want(t, 2)
+		if !strings.Contains(r.stderr, "recovery record rec_carol: it was asked for another tenant or user than evilcorp/eve") ||
+			strings.Contains(r.stderr, "carol/") || strings.Contains(r.stderr, "acme") {
+			t.Errorf("eve's recovery %s: stderr = %q, want a refusal that does not say whose it is", cmd[0], r.stderr)
+		}
+	}
+	r = runCLI(t, dir, "", as("carol", "recovery", "list", "--json")...).want(t, 0)
+	if recs := decode(t, r.stdout)["records"].([]any); len(recs) != 1 {
+		t.Errorf("carol's list = %v, want her record", recs)
+	}
+	// An operator sees and resolves it, on the record.
+	r = runCLI(t, dir, "", as("eve", "recovery", "list", "--all-principals", "--json")...).want(t, 0)
+	if recs := decode(t, r.stdout)["records"].([]any); len(recs) != 1 {
+		t.Errorf("the operator's list = %v, want carol's record", recs)
+	}
+	runCLI(t, dir, "", as("eve", "recovery", "resolve", "rec_carol", "--outcome", "not-applied", "--all-principals")...).want(t, 0)
+	r = runCLI(t, dir, "", as("carol", "audit", "--json")...).want(t, 0)
+	var actions []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if e := decode(t, line); e["event"] == "recovery_operator" {
+			actions = append(actions, e["action"].(string))
+		}
+	}
+	if strings.Join(actions, ",") != "list,resolve" {
+		t.Errorf("recovery_operator events: %v, want list and resolve", actions)
 	}
 }

@@ -143,9 +143,10 @@ func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Rec
 SELECT `+recordColumns+` FROM intents
 WHERE (? OR (outcome = 'unknown' AND resolution IS NULL))
 	AND (? = '' OR tenant = ?)
+	AND (? = '' OR user_name = ?)
 ORDER BY created_at, seq
 LIMIT ?`,
-		f.All, f.Tenant, f.Tenant, limit(f.Limit))
+		f.All, f.Tenant, f.Tenant, f.User, f.User, limit(f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
 	}
