@@ -56,6 +56,16 @@ func serveTestServer(mode string) {
 		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "flood":
+		// A chatty server: 20 MB of stderr, then its last words.
+		w := bufio.NewWriter(os.Stderr)
+		noise := strings.Repeat("x", 90)
+		for i := range 200_000 {
+			fmt.Fprintf(w, "noise %06d %s\n", i, noise)
+		}
+		w.Flush()
+		fmt.Fprintln(os.Stderr, "fatal: cannot open the database")
+		os.Exit(7)
 	case "stubborn":
 		// Keeps running when stdin closes, so Close has to escalate.
 		mark(fmt.Sprintf("pid %d", os.Getpid()))

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -131,27 +130,6 @@ func (c *Conn) spawn(path string, env []string) error {
 	go c.drainStderr(stderrR)
 	go c.wait()
 	return nil
-}
-
-// drainStderr copies the server's stderr into the tail and the host's log,
-// line by line, until every process holding the pipe is gone.
-func (c *Conn) drainStderr(r *os.File) {
-	defer close(c.stderrDone)
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 4096)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			c.stderr.Write(line)
-			if err == bufio.ErrBufferFull {
-				c.stderr.Write([]byte("\n"))
-			}
-			c.log.Info("stderr", "line", strings.TrimRight(string(line), "\r\n"))
-		}
-		if err != nil && err != bufio.ErrBufferFull {
-			return
-		}
-	}
 }
 
 // wait reaps the process. When the server exits on its own, the connection
