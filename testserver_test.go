@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/servers/workspace"
@@ -23,6 +25,8 @@ const (
 	envMode = "AIRLOCK_TEST_SERVER"
 	envMark = "AIRLOCK_TEST_MARK" // a file the server appends what it saw to
 	envRaw  = "AIRLOCK_TEST_RAW"  // for mode "raw": method → result JSON, or "ignore"
+	// envAsk lists the requests mode "raw" sends the client.
+	envAsk = "AIRLOCK_TEST_ASK"
 )
 
 func serveTestServer(mode string) {
@@ -232,6 +236,31 @@ func newTestServer() *mcp.Server {
 		return &mcp.CallToolResult{Content: text(fmt.Sprintf("HOME=%s\nTMPDIR=%s\nCWD=%s\nGREETING=%s\nSECRET=%v\nAPI_KEY=%s",
 			os.Getenv("HOME"), os.Getenv("TMPDIR"), wd, os.Getenv("GREETING"), secret, os.Getenv("API_KEY")))}, nil
 	})
+	add(&mcp.Tool{
+		Name:        "ask",
+		Description: "Ask the client for its roots or a sample, and say how it answered.",
+		InputSchema: obj(`{"type":"object","properties":{"what":{"enum":["roots","sampling"]}},"required":["what"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ What string }
+		json.Unmarshal(req.Params.Arguments, &in)
+		// Roots and sampling are deprecated: servers may still ask, and the
+		// host must refuse them.
+		var err error
+		if in.What == "roots" {
+			//lint:ignore SA1019 asking on purpose
+			res, rerr := req.Session.ListRoots(ctx, nil)
+			if err = rerr; err == nil {
+				return &mcp.CallToolResult{Content: text(fmt.Sprintf("%d roots", len(res.Roots)))}, nil
+			}
+		} else {
+			//lint:ignore SA1019 asking on purpose
+			_, err = req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		}
+		if werr := (*jsonrpc.Error)(nil); errors.As(err, &werr) {
+			return &mcp.CallToolResult{Content: text(fmt.Sprintf("error %d", werr.Code))}, nil
+		}
+		return &mcp.CallToolResult{Content: text(fmt.Sprintf("answered: %v", err))}, nil
+	})
 	add(&mcp.Tool{Name: "fail", Description: "Fail as a tool."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: text("the disk is full")}, nil
 	})
@@ -256,7 +285,8 @@ var pngBytes = []byte{0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00
 // duplicate keys, oversized lines. AIRLOCK_TEST_RAW maps a method to the
 // raw text of its result, optionally prefixed "delay:MS:" (answer late), or
 // to "ignore" (never answer); methods it does not name get a "method not
-// found" error.
+// found" error. Once initialized, it sends the client a request for each
+// method AIRLOCK_TEST_ASK lists, and marks each answer "reply ANSWER".
 func serveRaw() {
 	var script map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(envRaw)), &script); err != nil {
@@ -273,7 +303,18 @@ func serveRaw() {
 		if json.Unmarshal(in.Bytes(), &msg) != nil {
 			continue
 		}
+		if msg.Method == "" {
+			mark("reply " + in.Text()) // an answer to one of our requests
+			continue
+		}
 		mark(msg.Method)
+		if msg.Method == "notifications/initialized" {
+			var ask []string
+			json.Unmarshal([]byte(os.Getenv(envAsk)), &ask)
+			for i, method := range ask {
+				fmt.Printf(`{"jsonrpc":"2.0","id":"ask-%d","method":%q,"params":{}}`+"\n", i, method)
+			}
+		}
 		if len(msg.ID) == 0 {
 			continue // a notification
 		}

@@ -224,6 +224,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	}
 	client := mcp.NewClient(info, clientOpts)
 	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut))
+	client.AddReceivingMiddleware(offerNothing)
 
 	connectCtx, cancel := context.WithTimeout(ctx, srv.ConnectTimeout)
 	defer cancel()
@@ -249,6 +250,22 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		return fail(true, nil, "server %s: does not advertise the tools capability", srv.ID)
 	}
 	return nil
+}
+
+// offerNothing answers every request a server sends but ping (roots/list,
+// sampling/createMessage, elicitation/create) with the standard JSON-RPC
+// error for a method the client does not have, -32601: the host offers
+// servers no client features, and says so as the protocol expects, where
+// the SDK would answer roots/list with an empty list and the others with
+// errors of its own. A method the SDK does not know at all never gets
+// here; the SDK answers it with -32601 too. Notifications pass.
+func offerNothing(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "ping" || strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
+	}
 }
 
 // firstVersion picks the version the handshake starts with: the newest the
