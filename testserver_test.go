@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,8 +26,12 @@ const (
 	envMode = "AIRLOCK_TEST_SERVER"
 	envMark = "AIRLOCK_TEST_MARK" // a file the server appends what it saw to
 	envRaw  = "AIRLOCK_TEST_RAW"  // for mode "raw": method → result JSON, or "ignore"
+	// envStubborn makes mode "escaper" ignore the end of stdin.
+	envStubborn = "AIRLOCK_TEST_STUBBORN"
 	// envAsk lists the requests mode "raw" sends the client.
 	envAsk = "AIRLOCK_TEST_ASK"
+	// envKind says what a leftover is: in the group, setsid, or a daemon.
+	envKind = "AIRLOCK_TEST_KIND"
 )
 
 func serveTestServer(mode string) {
@@ -60,6 +65,38 @@ func serveTestServer(mode string) {
 		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "escaper":
+		// Leave behind what a careless or hostile server may: a child in
+		// our process group, one that left it (setsid), and a daemon whose
+		// parent exits at once (a double fork); then serve. With
+		// AIRLOCK_TEST_STUBBORN set, keep running when stdin closes.
+		mark(fmt.Sprintf("pid %d", os.Getpid()))
+		spawn("leftover", "group")
+		spawn("leftover", "setsid")
+		spawn("daemonize", "daemon")
+		if os.Getenv(envStubborn) != "" {
+			go newTestServer().Run(ctx, &mcp.StdioTransport{})
+			time.Sleep(time.Hour)
+		}
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
+	case "daemonize":
+		spawn("leftover", "daemon")
+		// Exit at once: the leftover is orphaned.
+	case "leftover":
+		// Sleep AIRLOCK_TEST_LIFETIME (default an hour), in a session of
+		// our own unless in the group.
+		kind := os.Getenv(envKind)
+		if kind != "group" {
+			syscall.Setsid()
+		}
+		mark(fmt.Sprintf("leftover %d %s", os.Getpid(), kind))
+		d, err := time.ParseDuration(os.Getenv("AIRLOCK_TEST_LIFETIME"))
+		if err != nil {
+			d = time.Hour
+		}
+		time.Sleep(d)
+	case "host":
+		serveAsHost()
 	case "flood":
 		// A chatty server: 20 MB of stderr, then its last words.
 		w := bufio.NewWriter(os.Stderr)
@@ -103,6 +140,17 @@ func serveTestServer(mode string) {
 		os.Exit(2)
 	}
 	os.Exit(0)
+}
+
+// spawn starts this test binary in mode, as a child that is not waited for;
+// kind is its AIRLOCK_TEST_KIND.
+func spawn(mode, kind string) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), envMode+"="+mode, envKind+"="+kind)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "test server:", err)
+		os.Exit(1)
+	}
 }
 
 // mark appends a line to the mark file, so that a test can see what the

@@ -46,6 +46,12 @@ type Options struct {
 	// SecretEnv holds secret environment values for the server (NAME to
 	// value). They are added last and appear nowhere else.
 	SecretEnv map[string]string
+	// Track, when set, is told about a stdio server's process: running
+	// true as soon as it has started (before the handshake), false once it
+	// and everything it started have stopped. The host records them, so
+	// that a host process that dies first leaves the next one what it
+	// needs to stop them (StopLeftover).
+	Track func(rec ProcessRecord, running bool)
 }
 
 // FaultKind says why a connection broke.
@@ -333,6 +339,10 @@ func (c *Conn) ProtocolVersion() string { return c.session.InitializeResult().Pr
 // PGID returns the process group of the server.
 func (c *Conn) PGID() int { return c.pgid }
 
+// ProcessRecord identifies a stdio server's processes; its PGID is 0 for a
+// connection without a process.
+func (c *Conn) ProcessRecord() ProcessRecord { return c.record }
+
 // SessionID returns the session id the server assigned, or "" (a stdio or
 // stateless server).
 func (c *Conn) SessionID() string {
@@ -375,9 +385,9 @@ func (c *Conn) noteProgress(token any) {
 
 // Close ends the server: it closes stdin (the polite request to exit),
 // waits, sends SIGTERM to the whole process group, waits, then SIGKILL; and
-// finally sweeps the group for processes the server left behind. It is
-// idempotent, safe for concurrent use, and returns within about three times
-// the grace period.
+// finally ends what the server left behind, in its group or out of it
+// (family.stop). It is idempotent, safe for concurrent use, and returns
+// within about five times the grace period.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.close() })
 	return c.closeErr
