@@ -162,3 +162,59 @@ func TestMalformedCallResponse(t *testing.T) {
 		t.Errorf("content = %q reaches the model", r.Content)
 	}
 }
+
+func TestServerRequestsForClientFeaturesAreRefused(t *testing.T) {
+	// The host offers servers no client features: asked in the middle of a
+	// call for its roots or a sample, it answers "method not found".
+	srv := testServer(t, "sdk", "sdk")
+	srv.ProtocolVersions = []string{"2025-11-25"} // later servers ask through the call's result
+	h := open(t, newConfig(t, srv))
+	for _, what := range []string{"roots", "sampling"} {
+		r := call(t, h, "sdk__ask", `{"what":"`+what+`"}`)
+		wantStatus(t, r, airlock.OK)
+		if r.Content != "error -32601" {
+			t.Errorf("asked for %s, the server saw %q; want error -32601 (method not found)", what, r.Content)
+		}
+	}
+}
+
+func TestServerRequestsTheHostDoesNotServe(t *testing.T) {
+	srv := rawServer(t, "raw", map[string]string{"initialize": legacyInit, "tools/list": helloTools})
+	asks := []string{"x/unknown", "roots/list", "sampling/createMessage", "elicitation/create", "ping"}
+	b, _ := json.Marshal(asks)
+	srv.Env[envAsk] = string(b)
+	open(t, newConfig(t, srv))
+	answers := map[string]string{}
+	waitFor(t, 10*time.Second, "the host to answer every request", func() bool {
+		for _, m := range marks(t, srv) {
+			reply, ok := strings.CutPrefix(m, "reply ")
+			if !ok {
+				continue
+			}
+			var a struct {
+				ID     string
+				Result json.RawMessage
+				Error  *struct{ Code int }
+			}
+			if err := json.Unmarshal([]byte(reply), &a); err != nil {
+				t.Fatalf("reply %s: %v", reply, err)
+			}
+			switch {
+			case a.Error != nil:
+				answers[a.ID] = "error " + strconv.Itoa(a.Error.Code)
+			default:
+				answers[a.ID] = "result " + string(a.Result)
+			}
+		}
+		return len(answers) == len(asks)
+	})
+	for i, method := range asks {
+		want := "error -32601"
+		if method == "ping" {
+			want = "result {}"
+		}
+		if got := answers["ask-"+strconv.Itoa(i)]; got != want {
+			t.Errorf("%s: the host answered %s, want %s", method, got, want)
+		}
+	}
+}

@@ -112,6 +112,7 @@ type Host struct {
 	artifacts *artifact.Store
 	creds     *Credentials    // remote servers' OAuth logins, opened on first use
 	tenants   tenantLimit     // calls in flight per tenant
+	procs     *procRecord     // the host-scoped stdio servers running, on disk
 	servers   []*server       // scope: host, shared by every task
 	perTask   []config.Server // scope: task, started by each task
 	line      *lineage        // the host's snapshots
@@ -165,6 +166,8 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	}
 	// Secrets never reach the log either.
 	h.log = slog.New(redact.NewHandler(h.log.Handler(), h.gov.redactor))
+	stopLeftovers(h.opts.StateDir, h.opts.StopGrace, h.log)
+	h.procs = newProcRecord(h.opts.StateDir, h.log)
 	// With the standard OpenTelemetry environment set, audit events are
 	// also exported as OTLP log records.
 	if h.trail, err = openTrail(ctx, h.gov.store, audit.Options{Logger: h.log, Redactor: h.gov.redactor,

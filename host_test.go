@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -391,6 +393,29 @@ func TestServerStderrGoesToTheLog(t *testing.T) {
 	defer mu.Unlock()
 	if !strings.Contains(log.String(), "cannot open the database") || !strings.Contains(log.String(), "server=bad") {
 		t.Errorf("host log:\n%s\nwant the server's stderr, tagged with the server", log.String())
+	}
+}
+
+func TestServerStderrIsBounded(t *testing.T) {
+	// The server writes 20 MB on stderr in a second or two, then its last
+	// words, and exits.
+	var log testenv.Buffer
+	h, err := airlock.Open(context.Background(), newConfig(t, testServer(t, "flood", "flood")),
+		&airlock.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := h.Servers()[0]
+	h.Close()
+	if st.Status != airlock.StatusFailed || st.Err == nil || !strings.Contains(st.Err.Msg, "fatal: cannot open the database") {
+		t.Errorf("server = %+v (%v), want it failed, with its last words from stderr", st, st.Err)
+	}
+	out := log.String()
+	if len(out) > 2<<20 {
+		t.Errorf("the host log took %d bytes of the server's stderr; want it bounded", len(out))
+	}
+	if !regexp.MustCompile(`dropped \d+ lines / \d+ bytes of stderr from server flood`).MatchString(out) {
+		t.Errorf("the host log does not count what it dropped:\n%.3000s", out)
 	}
 }
 

@@ -286,7 +286,12 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 	if version == "" {
 		version = "dev"
 	}
+	var track func(upstream.ProcessRecord, bool)
+	if !s.cfg.TaskScoped() { // a task records its own (task.go)
+		track = h.procs.track(s.cfg.ID)
+	}
 	return &upstream.Options{
+		Track:           track,
 		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
 		Logger:          h.log,
 		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},

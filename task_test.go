@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -275,12 +276,16 @@ func TestUncommittedWorkIsSaved(t *testing.T) {
 
 func TestTaskLeftByACrashedProcess(t *testing.T) {
 	repo := gitRepo(t)
-	srv := taskServer(t, "stubborn", "stubborn")
+	srv := taskServer(t, "stubborn", "escaper")
+	srv.Env[envStubborn] = "1"
+	t.Cleanup(func() { killMarked(t, srv) })
 	h, state := taskHost(t, repo, srv)
 	openTask(t, h, "orphan").Release()
 
-	// Another process attaches and dies without releasing: its server
-	// ignores the closed stdin and stays.
+	// Another process attaches and dies without releasing. Its server
+	// ignores the closed stdin but dies with that process (the parent-death
+	// signal); what the server started stays: a child in its group, one
+	// that left the group (setsid), a daemon.
 	cfg := newConfig(t, srv)
 	cfg.Dir = repo
 	spec, _ := json.Marshal(map[string]any{"config": cfg, "state": state, "task": "orphan"})
@@ -315,6 +320,13 @@ func TestTaskLeftByACrashedProcess(t *testing.T) {
 	for _, g := range groups {
 		if procs, _ := testenv.ProcsInGroup(g); len(procs) > 0 {
 			t.Errorf("group %d still has %v", g, procs)
+		}
+	}
+	for _, m := range marks(t, srv) {
+		if f := strings.Fields(m); len(f) == 3 && f[0] == "leftover" {
+			if pid, _ := strconv.Atoi(f[1]); running(srv, pid) {
+				t.Errorf("the %s leftover %d still runs", f[2], pid)
+			}
 		}
 	}
 }

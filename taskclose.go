@@ -73,7 +73,7 @@ func (t *Task) recordProcesses() error {
 	var groups []worktree.Group
 	for _, s := range t.servers {
 		if conn := s.current(); conn != nil && conn.PGID() > 0 {
-			groups = append(groups, worktree.Group{Server: s.cfg.ID, PGID: conn.PGID()})
+			groups = append(groups, worktree.Group{Server: s.cfg.ID, ProcessRecord: conn.ProcessRecord()})
 		}
 	}
 	return worktree.RecordProcesses(t.dir, t.attachment(), groups)

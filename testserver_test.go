@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/servers/workspace"
@@ -23,6 +26,12 @@ const (
 	envMode = "AIRLOCK_TEST_SERVER"
 	envMark = "AIRLOCK_TEST_MARK" // a file the server appends what it saw to
 	envRaw  = "AIRLOCK_TEST_RAW"  // for mode "raw": method → result JSON, or "ignore"
+	// envStubborn makes mode "escaper" ignore the end of stdin.
+	envStubborn = "AIRLOCK_TEST_STUBBORN"
+	// envAsk lists the requests mode "raw" sends the client.
+	envAsk = "AIRLOCK_TEST_ASK"
+	// envKind says what a leftover is: in the group, setsid, or a daemon.
+	envKind = "AIRLOCK_TEST_KIND"
 )
 
 func serveTestServer(mode string) {
@@ -56,6 +65,48 @@ func serveTestServer(mode string) {
 		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "escaper":
+		// Leave behind what a careless or hostile server may: a child in
+		// our process group, one that left it (setsid), and a daemon whose
+		// parent exits at once (a double fork); then serve. With
+		// AIRLOCK_TEST_STUBBORN set, keep running when stdin closes.
+		mark(fmt.Sprintf("pid %d", os.Getpid()))
+		spawn("leftover", "group")
+		spawn("leftover", "setsid")
+		spawn("daemonize", "daemon")
+		if os.Getenv(envStubborn) != "" {
+			go newTestServer().Run(ctx, &mcp.StdioTransport{})
+			time.Sleep(time.Hour)
+		}
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
+	case "daemonize":
+		spawn("leftover", "daemon")
+		// Exit at once: the leftover is orphaned.
+	case "leftover":
+		// Sleep AIRLOCK_TEST_LIFETIME (default an hour), in a session of
+		// our own unless in the group.
+		kind := os.Getenv(envKind)
+		if kind != "group" {
+			syscall.Setsid()
+		}
+		mark(fmt.Sprintf("leftover %d %s", os.Getpid(), kind))
+		d, err := time.ParseDuration(os.Getenv("AIRLOCK_TEST_LIFETIME"))
+		if err != nil {
+			d = time.Hour
+		}
+		time.Sleep(d)
+	case "host":
+		serveAsHost()
+	case "flood":
+		// A chatty server: 20 MB of stderr, then its last words.
+		w := bufio.NewWriter(os.Stderr)
+		noise := strings.Repeat("x", 90)
+		for i := range 200_000 {
+			fmt.Fprintf(w, "noise %06d %s\n", i, noise)
+		}
+		w.Flush()
+		fmt.Fprintln(os.Stderr, "fatal: cannot open the database")
+		os.Exit(7)
 	case "stubborn":
 		// Keeps running when stdin closes, so Close has to escalate.
 		mark(fmt.Sprintf("pid %d", os.Getpid()))
@@ -89,6 +140,17 @@ func serveTestServer(mode string) {
 		os.Exit(2)
 	}
 	os.Exit(0)
+}
+
+// spawn starts this test binary in mode, as a child that is not waited for;
+// kind is its AIRLOCK_TEST_KIND.
+func spawn(mode, kind string) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), envMode+"="+mode, envKind+"="+kind)
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "test server:", err)
+		os.Exit(1)
+	}
 }
 
 // mark appends a line to the mark file, so that a test can see what the
@@ -222,6 +284,31 @@ func newTestServer() *mcp.Server {
 		return &mcp.CallToolResult{Content: text(fmt.Sprintf("HOME=%s\nTMPDIR=%s\nCWD=%s\nGREETING=%s\nSECRET=%v\nAPI_KEY=%s",
 			os.Getenv("HOME"), os.Getenv("TMPDIR"), wd, os.Getenv("GREETING"), secret, os.Getenv("API_KEY")))}, nil
 	})
+	add(&mcp.Tool{
+		Name:        "ask",
+		Description: "Ask the client for its roots or a sample, and say how it answered.",
+		InputSchema: obj(`{"type":"object","properties":{"what":{"enum":["roots","sampling"]}},"required":["what"]}`),
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ What string }
+		json.Unmarshal(req.Params.Arguments, &in)
+		// Roots and sampling are deprecated: servers may still ask, and the
+		// host must refuse them.
+		var err error
+		if in.What == "roots" {
+			//lint:ignore SA1019 asking on purpose
+			res, rerr := req.Session.ListRoots(ctx, nil)
+			if err = rerr; err == nil {
+				return &mcp.CallToolResult{Content: text(fmt.Sprintf("%d roots", len(res.Roots)))}, nil
+			}
+		} else {
+			//lint:ignore SA1019 asking on purpose
+			_, err = req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		}
+		if werr := (*jsonrpc.Error)(nil); errors.As(err, &werr) {
+			return &mcp.CallToolResult{Content: text(fmt.Sprintf("error %d", werr.Code))}, nil
+		}
+		return &mcp.CallToolResult{Content: text(fmt.Sprintf("answered: %v", err))}, nil
+	})
 	add(&mcp.Tool{Name: "fail", Description: "Fail as a tool."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: text("the disk is full")}, nil
 	})
@@ -246,7 +333,8 @@ var pngBytes = []byte{0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00
 // duplicate keys, oversized lines. AIRLOCK_TEST_RAW maps a method to the
 // raw text of its result, optionally prefixed "delay:MS:" (answer late), or
 // to "ignore" (never answer); methods it does not name get a "method not
-// found" error.
+// found" error. Once initialized, it sends the client a request for each
+// method AIRLOCK_TEST_ASK lists, and marks each answer "reply ANSWER".
 func serveRaw() {
 	var script map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv(envRaw)), &script); err != nil {
@@ -263,7 +351,18 @@ func serveRaw() {
 		if json.Unmarshal(in.Bytes(), &msg) != nil {
 			continue
 		}
+		if msg.Method == "" {
+			mark("reply " + in.Text()) // an answer to one of our requests
+			continue
+		}
 		mark(msg.Method)
+		if msg.Method == "notifications/initialized" {
+			var ask []string
+			json.Unmarshal([]byte(os.Getenv(envAsk)), &ask)
+			for i, method := range ask {
+				fmt.Printf(`{"jsonrpc":"2.0","id":"ask-%d","method":%q,"params":{}}`+"\n", i, method)
+			}
+		}
 		if len(msg.ID) == 0 {
 			continue // a notification
 		}

@@ -46,6 +46,12 @@ type Options struct {
 	// SecretEnv holds secret environment values for the server (NAME to
 	// value). They are added last and appear nowhere else.
 	SecretEnv map[string]string
+	// Track, when set, is told about a stdio server's process: running
+	// true as soon as it has started (before the handshake), false once it
+	// and everything it started have stopped. The host records them, so
+	// that a host process that dies first leaves the next one what it
+	// needs to stop them (StopLeftover).
+	Track func(rec ProcessRecord, running bool)
 }
 
 // FaultKind says why a connection broke.
@@ -230,6 +236,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	}
 	client := mcp.NewClient(info, clientOpts)
 	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut))
+	client.AddReceivingMiddleware(offerNothing)
 
 	connectCtx, cancel := context.WithTimeout(ctx, srv.ConnectTimeout)
 	defer cancel()
@@ -255,6 +262,22 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		return fail(true, nil, "server %s: does not advertise the tools capability", srv.ID)
 	}
 	return nil
+}
+
+// offerNothing answers every request a server sends but ping (roots/list,
+// sampling/createMessage, elicitation/create) with the standard JSON-RPC
+// error for a method the client does not have, -32601: the host offers
+// servers no client features, and says so as the protocol expects, where
+// the SDK would answer roots/list with an empty list and the others with
+// errors of its own. A method the SDK does not know at all never gets
+// here; the SDK answers it with -32601 too. Notifications pass.
+func offerNothing(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "ping" || strings.HasPrefix(method, "notifications/") {
+			return next(ctx, method, req)
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
+	}
 }
 
 // firstVersion picks the version the handshake starts with: the newest the
@@ -322,6 +345,10 @@ func (c *Conn) ProtocolVersion() string { return c.session.InitializeResult().Pr
 // PGID returns the process group of the server.
 func (c *Conn) PGID() int { return c.pgid }
 
+// ProcessRecord identifies a stdio server's processes; its PGID is 0 for a
+// connection without a process.
+func (c *Conn) ProcessRecord() ProcessRecord { return c.record }
+
 // SessionID returns the session id the server assigned, or "" (a stdio or
 // stateless server).
 func (c *Conn) SessionID() string {
@@ -364,9 +391,9 @@ func (c *Conn) noteProgress(token any) {
 
 // Close ends the server: it closes stdin (the polite request to exit),
 // waits, sends SIGTERM to the whole process group, waits, then SIGKILL; and
-// finally sweeps the group for processes the server left behind. It is
-// idempotent, safe for concurrent use, and returns within about three times
-// the grace period.
+// finally ends what the server left behind, in its group or out of it
+// (family.stop). It is idempotent, safe for concurrent use, and returns
+// within about five times the grace period.
 func (c *Conn) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.close() })
 	return c.closeErr

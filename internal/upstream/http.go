@@ -78,6 +78,9 @@ func transportOf(c *http.Client) http.RoundTripper {
 //     is checked for strict JSON (no duplicate keys, valid UTF-8, bounded
 //     depth) before the SDK reads it, and bounded by the message cap; a
 //     violation breaks the connection with a contract fault.
+//   - A session id the server assigns must be visible ASCII and at most
+//     maxSessionID bytes long; another breaks the connection with a
+//     contract fault, and is never sent back.
 //   - A 404 for a request that carried the session id is the server saying
 //     it forgot the session: the connection breaks with a
 //     FaultSessionExpired fault, and nothing more is sent on it.
@@ -115,6 +118,12 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 		note.wrote(err)
 		return resp, err
 	}
+	if err := checkSessionID(resp.Header.Values("Mcp-Session-Id")); err != nil {
+		resp.Body.Close()
+		f := Fault{Kind: FaultMalformed, Msg: "server sent an unusable session id (Mcp-Session-Id): " + err.Error()}
+		t.fault(f)
+		return nil, &f
+	}
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
 		t.fault(Fault{Kind: FaultSessionExpired, Msg: "the server ended the session (HTTP 404 for its session id)"})
 		note.wrote(fmt.Errorf("HTTP 404 for the session: %w", mcp.ErrSessionMissing))
@@ -135,6 +144,33 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &jsonBody{body: resp.Body, check: check}
 	}
 	return resp, nil
+}
+
+// maxSessionID bounds the session id a server may assign, in bytes. The
+// protocol says only that it is visible ASCII; the host sends it back with
+// every request, so it is bounded too, generously: a UUID takes 36 bytes,
+// a signed token a few hundred.
+const maxSessionID = 1024
+
+// checkSessionID checks the session ids a response carries: at most one,
+// of at most maxSessionID bytes, each a visible ASCII character (0x21 to
+// 0x7E), as the protocol requires. Its error names the problem without
+// quoting the id, which may be anything, of any size.
+func checkSessionID(ids []string) error {
+	switch {
+	case len(ids) == 0:
+		return nil
+	case len(ids) > 1:
+		return fmt.Errorf("%d session ids in one response; at most one is allowed", len(ids))
+	case len(ids[0]) > maxSessionID:
+		return fmt.Errorf("%d bytes long; at most %d are allowed", len(ids[0]), maxSessionID)
+	}
+	for i := 0; i < len(ids[0]); i++ {
+		if c := ids[0][i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("byte %d is 0x%02x; only visible ASCII (0x21 to 0x7E) is allowed", i, c)
+		}
+	}
+	return nil
 }
 
 // CloseIdleConnections passes the call on, so that closing the SDK's

@@ -7,7 +7,9 @@ import (
 
 // A tail keeps the last bytes written to it. It holds a server's stderr so
 // that a failure report can show what the server said before it died, while a
-// chatty server can never make the host's memory grow.
+// chatty server can never make the host's memory grow. It holds up to twice
+// its size, so that dropping the front costs one copy per size bytes written
+// rather than one per write.
 type tail struct {
 	mu   sync.Mutex
 	buf  []byte
@@ -26,21 +28,25 @@ func (t *tail) Write(p []byte) (int, error) {
 		t.cut = true
 		return n, nil
 	}
-	if over := len(t.buf) + len(p) - t.size; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
+	if len(t.buf)+len(p) > 2*t.size {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)+len(p)-t.size:]...)
 		t.cut = true
 	}
 	t.buf = append(t.buf, p...)
 	return n, nil
 }
 
-// String returns the kept bytes, starting at a line boundary when the front
-// was cut, and without a trailing newline.
+// String returns the last size bytes kept, starting at a line boundary when
+// the front was cut, and without a trailing newline.
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := string(t.buf)
-	if t.cut {
+	b, cut := t.buf, t.cut
+	if len(b) > t.size {
+		b, cut = b[len(b)-t.size:], true
+	}
+	s := string(b)
+	if cut {
 		if i := strings.IndexByte(s, '\n'); i >= 0 {
 			s = s[i+1:]
 		}

@@ -1,8 +1,8 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -26,6 +26,11 @@ type process struct {
 	stdout *os.File
 	stderr *tail
 
+	marker string        // its markerEnv value
+	family family        // its processes, for closing
+	record ProcessRecord // what a later host needs to stop it
+	track  func(ProcessRecord, bool)
+
 	exited     chan struct{} // closed once the process has been reaped
 	stderrDone chan struct{} // closed once stderr is drained
 }
@@ -34,6 +39,8 @@ type process struct {
 func newProcess(opts *Options) process {
 	return process{
 		stderr:     newTail(orDefault(opts.StderrBytes, 64<<10)),
+		marker:     rand.Text(),
+		track:      opts.Track,
 		exited:     make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
@@ -105,6 +112,9 @@ func (c *Conn) spawn(path string, env []string) error {
 		stdoutW.Close()
 		return err
 	}
+	// The marker comes last, so that it wins over a configured variable of
+	// the same name (exec keeps the last of duplicates).
+	env = append(slices.Clip(env), markerEnv+"="+c.marker)
 	cmd := &exec.Cmd{
 		Path:   path,
 		Args:   append([]string{c.cfg.Command}, c.cfg.Args...),
@@ -115,7 +125,8 @@ func (c *Conn) spawn(path string, env []string) error {
 		Stderr: stderrW,
 	}
 	setGroup(cmd)
-	err = cmd.Start()
+	c.family.marker = c.marker
+	err = startProcess(cmd, &c.family)
 	// The child has its own copies of these ends now (or never will).
 	stdinR.Close()
 	stdoutW.Close()
@@ -128,30 +139,19 @@ func (c *Conn) spawn(path string, env []string) error {
 	}
 	c.cmd, c.pgid = cmd, cmd.Process.Pid
 	c.stdin, c.stdout = stdinW, stdoutR
+	c.record = ProcessRecord{PGID: c.pgid, Marker: c.marker}
+	if p, err := readProc(c.pgid); err == nil {
+		c.record.Start, c.record.Command = p.start, commandHash(c.pgid)
+	}
+	if c.record.Command == "" {
+		c.record.Command = argsHash(cmd.Args)
+	}
+	if c.track != nil {
+		c.track(c.record, true)
+	}
 	go c.drainStderr(stderrR)
 	go c.wait()
 	return nil
-}
-
-// drainStderr copies the server's stderr into the tail and the host's log,
-// line by line, until every process holding the pipe is gone.
-func (c *Conn) drainStderr(r *os.File) {
-	defer close(c.stderrDone)
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 4096)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			c.stderr.Write(line)
-			if err == bufio.ErrBufferFull {
-				c.stderr.Write([]byte("\n"))
-			}
-			c.log.Info("stderr", "line", strings.TrimRight(string(line), "\r\n"))
-		}
-		if err != nil && err != bufio.ErrBufferFull {
-			return
-		}
-	}
 }
 
 // wait reaps the process. When the server exits on its own, the connection
@@ -207,15 +207,18 @@ func (c *Conn) closeProcess() error {
 			}
 		}
 	}
-	// The leader is gone; whatever it started in its group goes too.
-	if groupAlive(c.pgid) {
-		signalGroup(c.pgid, syscall.SIGTERM)
-		if !waitUntil(c.grace, func() bool { return !groupAlive(c.pgid) }) {
-			signalGroup(c.pgid, syscall.SIGKILL)
-			if !waitUntil(c.grace, func() bool { return !groupAlive(c.pgid) }) {
-				errs = append(errs, fmt.Errorf("server %s: processes of group %d survived SIGKILL", c.cfg.ID, c.pgid))
-			}
-		}
+	// The leader is gone; whatever it started goes too: what is left in its
+	// group, what left the group but carries its marker (reparented to this
+	// process, a child subreaper), and what those started.
+	if found, err := c.family.stop(c.grace); err != nil {
+		errs = append(errs, fmt.Errorf("server %s: %v", c.cfg.ID, err))
+	} else if found {
+		c.log.Warn("ended processes the server left behind")
+	}
+	stopped := len(errs) == 0
+	forgetProcess(&c.family)
+	if stopped && c.track != nil {
+		c.track(c.record, false)
 	}
 	// Anything still holding stdout (a process that left the group) must not
 	// keep the SDK's reader alive.

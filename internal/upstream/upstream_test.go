@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,13 @@ func TestTail(t *testing.T) {
 	tl.Write([]byte("a\nb\nc\nd\n"))
 	if got := tl.lastLines(2); got != "c\nd" {
 		t.Errorf("lastLines(2) = %q", got)
+	}
+	tl = newTail(64)
+	for i := range 1000 {
+		fmt.Fprintf(tl, "line %d\n", i)
+	}
+	if got, s := tl.lastLines(2), tl.String(); got != "line 998\nline 999" || len(s) > 64 {
+		t.Errorf("after many writes: lastLines(2) = %q, String() = %q (%d bytes, want at most 64)", got, s, len(s))
 	}
 }
 
