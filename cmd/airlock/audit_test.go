@@ -16,16 +16,7 @@ import (
 // with SQL; 3 when the key is gone.
 func TestAuditVerify(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`servers:
-  - id: w
-    command: %q
-    env: {%s: "1"}
-    allowed_tools: ["*"]
-`, exe, envTestServer))
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`))
 	for range 3 {
 		runCLI(t, dir, "", "status").want(t, 0)
 	}

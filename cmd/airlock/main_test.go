@@ -557,20 +557,11 @@ func TestTaskCommandErrors(t *testing.T) {
 
 func TestKilledHostLeavesAnUnknownRecord(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	mark := filepath.Join(t.TempDir(), "mark")
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`servers:
-  - id: w
-    command: %q
-    env: {%s: "1", %s: %q}
-    allowed_tools: ["*"]
-policy:
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`, envTestMark, mark)+`policy:
   rules:
     - {server: w, tool: "*", decision: allow}
-`, exe, envTestServer, envTestMark, mark))
+`)
 
 	// The host sends the write, then dies before any answer.
 	cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
@@ -730,16 +721,7 @@ policy:
 // listed with the text shown, and flagged in text and JSON output.
 func TestHiddenCharactersAreFlagged(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), fmt.Sprintf(`servers:
-  - id: w
-    command: %q
-    env: {%s: "1"}
-    allowed_tools: [sneaky]
-`, exe, envTestServer))
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, "[sneaky]"))
 	r := runCLI(t, dir, "", "tools", "--json").want(t, 0)
 	tools := decode(t, r.stdout)["tools"].([]any)
 	tool := tools[0].(map[string]any)
@@ -761,16 +743,7 @@ func TestHiddenCharactersAreFlagged(t *testing.T) {
 // --all-principals acts on any request and is in the audit trail.
 func TestApprovalsActForTheirPrincipal(t *testing.T) {
 	dir := workdir(t)
-	for name, tenancy := range map[string]string{"carol.yaml": "{tenant: acme, user: carol}", "eve.yaml": "{tenant: evilcorp, user: eve}"} {
-		writeFile(t, filepath.Join(dir, name), "tenancy: "+tenancy+`
-servers:
-  - id: ws
-    command: airlock
-    args: [server, workspace, --root, .]
-    allowed_tools: [read_file]
-`)
-	}
-	as := func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
+	as := twoTenancies(t, dir, "read_file")
 	callArgs := func(path string) []string {
 		return []string{"call", "ws__read_file", "--args", `{"path":"` + path + `"}`, "--json"}
 	}
@@ -902,15 +875,7 @@ func TestApprovalIsForTheServerAsLaunched(t *testing.T) {
 // --all-principals acts on any and is in the audit trail.
 func TestRecoveryActsForItsPrincipal(t *testing.T) {
 	dir := workdir(t)
-	for name, tenancy := range map[string]string{"carol.yaml": "{tenant: acme, user: carol}", "eve.yaml": "{tenant: evilcorp, user: eve}"} {
-		writeFile(t, filepath.Join(dir, name), "tenancy: "+tenancy+`
-servers:
-  - id: ws
-    command: airlock
-    args: [server, workspace, --root, .]
-    allowed_tools: [write_file]
-`)
-	}
+	as := twoTenancies(t, dir, "write_file")
 	// Carol's write whose outcome is unknown.
 	st, err := airlock.OpenStore(filepath.Join(dir, ".airlock"))
 	if err != nil {
@@ -925,7 +890,6 @@ servers:
 		t.Fatal(err)
 	}
 	st.Close()
-	as := func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
 
 	r := runCLI(t, dir, "", as("eve", "recovery", "list", "--all", "--json")...).want(t, 0)
 	if recs := decode(t, r.stdout)["records"].([]any); len(recs) != 0 {
@@ -958,4 +922,21 @@ servers:
 	if strings.Join(actions, ",") != "list,resolve" {
 		t.Errorf("recovery_operator events: %v, want list and resolve", actions)
 	}
+}
+
+// twoTenancies writes two configurations of the workspace server (exposing
+// tool) in dir, carol.yaml for acme/carol and eve.yaml for evilcorp/eve,
+// sharing one state directory, and returns how to run a command as either.
+func twoTenancies(t *testing.T, dir, tool string) func(who string, args ...string) []string {
+	t.Helper()
+	for name, tenancy := range map[string]string{"carol.yaml": "{tenant: acme, user: carol}", "eve.yaml": "{tenant: evilcorp, user: eve}"} {
+		writeFile(t, filepath.Join(dir, name), "tenancy: "+tenancy+`
+servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .]
+    allowed_tools: [`+tool+`]
+`)
+	}
+	return func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -45,4 +46,20 @@ func tags(s string) string {
 		out = append(out, 0xE0000+r)
 	}
 	return string(out)
+}
+
+// testServerYAML is the servers: section of a configuration that runs the
+// test binary as server w (see serveTestServer), exposing allowed (a YAML
+// list) and with more environment (NAME, VALUE pairs) set.
+func testServerYAML(t *testing.T, allowed string, env ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := fmt.Sprintf("%s: \"1\"", envTestServer)
+	for i := 0; i+1 < len(env); i += 2 {
+		vars += fmt.Sprintf(", %s: %q", env[i], env[i+1])
+	}
+	return fmt.Sprintf("servers:\n  - id: w\n    command: %q\n    env: {%s}\n    allowed_tools: %s\n", exe, vars, allowed)
 }

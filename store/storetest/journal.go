@@ -324,16 +324,7 @@ func testRecoverOpen(t *testing.T, h *harness) {
 
 func testResolve(t *testing.T, h *harness) {
 	j := h.store().Journal()
-	for id, o := range map[string]store.Outcome{"unk": store.OutcomeUnknown, "ok": store.OutcomeSucceeded, "open": ""} {
-		if err := j.Begin(t.Context(), intent(id, base())); err != nil {
-			t.Fatalf("Begin: %v", err)
-		}
-		if o != "" {
-			if err := j.End(t.Context(), id, o, ""); err != nil {
-				t.Fatalf("End: %v", err)
-			}
-		}
-	}
+	unknownOKOpen(t, j)
 	for _, r := range []store.Resolution{"", "applied ", "maybe", "Applied"} {
 		if err := j.Resolve(t.Context(), "unk", r, "", "ada"); err == nil {
 			t.Errorf("Resolve(%q): got nil error", r)
@@ -399,16 +390,7 @@ func testResolveRace(t *testing.T, h *harness) {
 // evidence: the outcome stays unknown and a person still resolves it.
 func testLateAnswer(t *testing.T, h *harness) {
 	j := h.store().Journal()
-	for id, o := range map[string]store.Outcome{"unk": store.OutcomeUnknown, "ok": store.OutcomeSucceeded, "open": ""} {
-		if err := j.Begin(t.Context(), intent(id, base())); err != nil {
-			t.Fatalf("Begin: %v", err)
-		}
-		if o != "" {
-			if err := j.End(t.Context(), id, o, ""); err != nil {
-				t.Fatalf("End: %v", err)
-			}
-		}
-	}
+	unknownOKOpen(t, j)
 	at := base().Add(time.Minute)
 	if err := j.LateAnswer(t.Context(), "none", "succeeded", at); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LateAnswer of an unknown id: got %v, want ErrNotFound", err)
@@ -441,5 +423,21 @@ func testLateAnswer(t *testing.T, h *harness) {
 	}
 	if err := j.Resolve(t.Context(), "unk", store.ResolutionApplied, "the late answer says so", "ada"); err != nil {
 		t.Errorf("Resolve after a late answer: %v", err)
+	}
+}
+
+// unknownOKOpen begins three records: "unk" ended unknown, "ok" ended
+// succeeded, and "open".
+func unknownOKOpen(t *testing.T, j store.Journal) {
+	t.Helper()
+	for id, o := range map[string]store.Outcome{"unk": store.OutcomeUnknown, "ok": store.OutcomeSucceeded, "open": ""} {
+		if err := j.Begin(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("Begin: %v", err)
+		}
+		if o != "" {
+			if err := j.End(t.Context(), id, o, ""); err != nil {
+				t.Fatalf("End: %v", err)
+			}
+		}
 	}
 }
