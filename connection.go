@@ -188,6 +188,7 @@ func (h *Host) restart(s *server, f *upstream.Fault, rebuild bool) bool {
 		if s.afterRestart != nil {
 			s.afterRestart()
 		}
+		h.catalogChanged()
 		return true
 	}
 	h.setFailed(life, s, StatusFailed, newError(ConnectionError, s.cfg.ID, "", f,
@@ -334,6 +335,7 @@ func (h *Host) relogin(ctx context.Context, s *server, tool string) (*link, *Err
 	}
 	h.install(ctx, s, conn, tools, began, 0)
 	h.watch(s)
+	h.catalogChanged()
 	return s.currentLink(), nil
 }
 

@@ -75,6 +75,13 @@ type Options struct {
 	StopGrace time.Duration
 	// Auth configures the credentials of remote servers.
 	Auth AuthOptions
+	// CatalogChanged, when set, is called when the catalog may have
+	// changed: a server said its tools changed, or got a new connection
+	// (restarted, or connected after a login). Nothing changes until the
+	// next safe point (BeginTurn), which builds the new snapshot. Calls
+	// come from several goroutines, may come in bursts, and must not
+	// block.
+	CatalogChanged func()
 }
 
 // Server states, as `airlock tools --json` and `status` report them.
@@ -208,6 +215,12 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		return nil, err
 	}
 	return h, nil
+}
+
+func (h *Host) catalogChanged() {
+	if h.opts.CatalogChanged != nil {
+		h.opts.CatalogChanged()
+	}
 }
 
 func (h *Host) progress(st ServerStatus) {

@@ -342,3 +342,28 @@ func TestWithoutMaxCallDurationProgressDoesNotExtend(t *testing.T) {
 		t.Errorf("error = %q", r.Err.Msg)
 	}
 }
+
+// TestCatalogChangedIsCalled: a server saying its tools changed calls
+// Options.CatalogChanged, and the next turn has the new tool; the
+// snapshot did not change before that turn.
+func TestCatalogChangedIsCalled(t *testing.T) {
+	c := newChanging()
+	changed := make(chan struct{}, 100)
+	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server}, &airlock.Options{
+		CatalogChanged: func() { changed <- struct{}{} },
+	})
+	ctx := context.Background()
+	turn := h.BeginTurn(ctx)
+	wantStatus(t, h.Call(ctx, turn, airlock.Call{Name: "c__grow"}), airlock.OK)
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("CatalogChanged was not called")
+	}
+	if h.Snapshot().ID() != turn.ID() {
+		t.Error("the snapshot changed before the next turn")
+	}
+	if got := toolNames(h.BeginTurn(ctx)); len(got) != 2 {
+		t.Errorf("tools at the next turn = %v, want the new one too", got)
+	}
+}

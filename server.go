@@ -304,6 +304,7 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		OnToolsChanged: func() {
 			if !s.dirty.Swap(true) {
 				h.forgetTools(s)
+				h.catalogChanged()
 			}
 		},
 	}
