@@ -52,6 +52,20 @@ type Event struct {
 	Fields map[string]any
 }
 
+// An EventPage is what Audit.Tail returns.
+type EventPage struct {
+	// Events are the newest of the events selected, oldest first.
+	Events []Event
+	// Omitted counts the events selected but left out for the limit: all
+	// of them older than those returned.
+	Omitted int
+	// Next is the position of the newest event the trail held when it was
+	// read (or the after given, if there was none). Positions number the
+	// events in the order their appends committed, so that every event
+	// appended later has a greater one, whichever process appends it.
+	Next int64
+}
+
 // reserved are the fixed names, which Fields may not use.
 var reserved = []string{"time", "event", "server", "tool", "snapshot", "class", "duration_ms"}
 

@@ -151,6 +151,14 @@ type Audit interface {
 	// then in the order they were appended), at most limit of them (all
 	// if limit <= 0).
 	Events(ctx context.Context, since time.Time, limit int) ([]Event, error)
+	// Tail returns the newest events, as tail(1) does lines: of the events
+	// at or after since that were appended after position after (0: from
+	// the first), the newest limit (all if limit <= 0), oldest first (by
+	// Time, then in the order they were appended). The page says how many
+	// it left out and where to go on from: Tail with after = page.Next
+	// returns only events appended since, which is how a reader follows
+	// the trail.
+	Tail(ctx context.Context, since time.Time, after int64, limit int) (EventPage, error)
 	// Verify walks the whole trail, in the order it was appended, with a
 	// consistent view of it, and reports the first break (VerifyChain). A
 	// chained trail whose key is missing is ErrNoChainKey.

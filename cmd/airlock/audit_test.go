@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 )
@@ -107,5 +111,100 @@ func TestAuditVerify(t *testing.T) {
 	r = runCLI(t, dir, "", "audit", "verify").want(t, 3)
 	if !strings.Contains(r.stderr, "key is missing") {
 		t.Errorf("audit verify without the key: stderr = %q, want it to say the key is missing", r.stderr)
+	}
+}
+
+// TestAuditNewest: audit shows the newest events, oldest first, as tail
+// does, and says on stderr how many older ones it left out and how to see
+// them; nothing is said when nothing was left out.
+func TestAuditNewest(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`))
+	for range 3 {
+		runCLI(t, dir, "", "status").want(t, 0)
+	}
+	all := runCLI(t, dir, "", "audit", "--json").want(t, 0)
+	lines := strings.Split(strings.TrimSpace(all.stdout), "\n")
+	n := len(lines)
+	if n < 6 || all.stderr != "" {
+		t.Fatalf("three status runs: %d audit events, stderr %q; want at least 6 and nothing said", n, all.stderr)
+	}
+	r := runCLI(t, dir, "", "audit", "--json", "--limit", "2").want(t, 0)
+	if got, want := strings.TrimSpace(r.stdout), strings.Join(lines[n-2:], "\n"); got != want {
+		t.Errorf("audit --limit 2:\n%s\nwant the newest two:\n%s", got, want)
+	}
+	if want := fmt.Sprintf("airlock: %d older events since ", n-2); !strings.HasPrefix(r.stderr, want) ||
+		!strings.Contains(r.stderr, fmt.Sprintf("airlock audit --since 24h0m0s --limit %d\n", n)) {
+		t.Errorf("audit --limit 2: stderr = %q, want it to say %q and how to see them all", r.stderr, want)
+	}
+	r = runCLI(t, dir, "", "audit", "--limit", "1").want(t, 0)
+	if got := strings.Count(r.stdout, "\n"); got != 1 || !strings.Contains(r.stderr, "older events") {
+		t.Errorf("audit --limit 1 (text): %d lines, stderr %q; want one line and a note", got, r.stderr)
+	}
+}
+
+// TestAuditFollow: audit --follow prints the newest events, then each new
+// one as another process writes it, and ends with exit 0 when
+// interrupted.
+func TestAuditFollow(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`))
+	runCLI(t, dir, "", "status").want(t, 0)
+	before := strings.Count(runCLI(t, dir, "", "audit", "--json").want(t, 0).stdout, "\n")
+
+	cmd := exec.Command(airlockBin, "audit", "--follow", "--json", "--limit", "1")
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	next := func(what string) map[string]any {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("audit --follow ended before %s; stderr: %s", what, stderr.String())
+			}
+			return decode(t, l)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("audit --follow printed no %s", what)
+		}
+		return nil
+	}
+	next("newest event")
+	runCLI(t, dir, "", "call", "w__sneaky").want(t, 5) // approval required
+	var got []string
+	for !strings.Contains(strings.Join(got, ","), "result") {
+		got = append(got, next("new event")["event"].(string))
+	}
+	for _, want := range []string{"server_start", "decision", "approval_requested", "result"} {
+		if !strings.Contains(strings.Join(got, ","), want) {
+			t.Errorf("audit --follow printed %v, want %s among them", got, want)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("audit --follow after an interrupt: %v, want exit 0; stderr: %s", err, stderr.String())
+	}
+	if want := fmt.Sprintf("airlock: %d older events", before-1); !strings.HasPrefix(stderr.String(), want) {
+		t.Errorf("stderr = %q, want it to start with %q", stderr.String(), want)
 	}
 }

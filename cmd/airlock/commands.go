@@ -55,7 +55,7 @@ const (
 	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT], each [--all-principals]"
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
-	auditUsage     = "airlock audit [--since DUR] [--limit N] [--json] | verify [--json]"
+	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
 )
 
 // commands is the command table, the group of every command of the CLI
@@ -123,7 +123,8 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 	{name: "audit", usage: auditUsage,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.DurationVar(&o.since, "since", 24*time.Hour, "how far back, such as 30m or 48h")
-			fs.IntVar(&o.limit, "limit", 1000, "at most this many events, the oldest first")
+			fs.IntVar(&o.limit, "limit", 1000, "at most this many events, the newest (printed oldest first)")
+			fs.BoolVar(&o.follow, "follow", false, "then keep printing new events as they are written, until interrupted")
 		},
 		run: (*env).audit,
 		subs: []command{

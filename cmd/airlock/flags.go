@@ -31,6 +31,7 @@ type options struct {
 	outcome        string        // recovery resolve
 	since          time.Duration // audit
 	limit          int           // audit
+	follow         bool          // audit
 	noBrowser      bool          // auth login
 	root           string        // server workspace
 	allowHardLinks bool          // server workspace

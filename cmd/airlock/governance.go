@@ -217,12 +217,61 @@ func (e *env) audit(o *options, _ []string) error {
 	return inStore((*env).printAudit)(e, o, nil)
 }
 
-// printAudit prints the audit trail since --since, --limit events at most.
+// followEvery is how often audit --follow looks for new events: each look
+// is two indexed queries that read only what is new.
+const followEvery = 500 * time.Millisecond
+
+// followPage bounds the events one look of audit --follow takes in; more
+// than that in followEvery are left out, and it says so.
+const followPage = 10000
+
+// printAudit prints the newest --limit events of the audit trail since
+// --since, oldest first, and says on stderr how many older ones it left
+// out. With --follow it then prints new events as they are written, until
+// interrupted.
 func (e *env) printAudit(st store.Store, o *options, _ []string) error {
-	events, err := st.Audit().Events(e.ctx, time.Now().Add(-o.since), o.limit)
+	since := time.Now().Add(-o.since)
+	page, err := st.Audit().Tail(e.ctx, since, 0, o.limit)
 	if err != nil {
 		return storeError(err)
 	}
+	if err := e.printEvents(o, page.Events); err != nil {
+		return err
+	}
+	if page.Omitted > 0 {
+		fmt.Fprintf(e.stderr, "airlock: %d older events since %s are not shown; to see them too: airlock audit --since %s --limit %d\n",
+			page.Omitted, since.Local().Format(time.DateTime), o.since, page.Omitted+len(page.Events))
+	}
+	if !o.follow {
+		return nil
+	}
+	tick := time.NewTicker(followEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return nil // interrupted: the way following ends
+		case <-tick.C:
+		}
+		if page, err = st.Audit().Tail(e.ctx, since, page.Next, followPage); err != nil {
+			if e.ctx.Err() != nil {
+				return nil
+			}
+			return storeError(err)
+		}
+		if page.Omitted > 0 {
+			fmt.Fprintf(e.stderr, "airlock: %d events were written faster than they could be shown and are left out; see them with airlock audit --since %s\n",
+				page.Omitted, o.since)
+		}
+		if err := e.printEvents(o, page.Events); err != nil {
+			return err
+		}
+	}
+}
+
+// printEvents prints audit events, one a line: JSON with --json, else the
+// time, the event, the server, the tool, the class and what else matters.
+func (e *env) printEvents(o *options, events []store.Event) error {
 	for _, ev := range events {
 		if o.json {
 			if err := writeJSON(e.stdout, ev); err != nil {

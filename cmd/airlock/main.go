@@ -96,7 +96,8 @@ Usage:
   airlock recovery list|show ID|resolve ID --outcome applied|not-applied [--all-principals]
                                               calls that were sent and whose outcome is unknown,
                                               of tenancy's tenant and user (operators: everyone's)
-  airlock audit [--since DUR] [--json]        the audit trail
+  airlock audit [--since DUR] [--limit N] [--follow] [--json]
+                                              the newest events of the audit trail (--follow: and new ones)
   airlock audit verify [--json]               check that no audit event was edited, deleted, reordered or inserted
   airlock auth login SERVER [--no-browser]    log in to a remote server (OAuth) for tenancy's tenant and user
   airlock auth status [SERVER] [--json]       who is logged in where, and until when (never the tokens)

@@ -144,6 +144,11 @@ func (a *audit) Events(ctx context.Context, since time.Time, limit int) ([]store
 	return a.next.Events(ctx, since, limit)
 }
 
+// Tail returns next's newest events.
+func (a *audit) Tail(ctx context.Context, since time.Time, after int64, limit int) (store.EventPage, error) {
+	return a.next.Tail(ctx, since, after, limit)
+}
+
 // Verify verifies next's chain.
 func (a *audit) Verify(ctx context.Context) (store.ChainReport, error) {
 	return a.next.Verify(ctx)

@@ -130,19 +130,77 @@ func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {
 }
 
 func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {
-	var from int64 = -1 << 63
-	if !since.IsZero() {
-		from = micros(since)
-	}
 	rows, err := a.db.r.QueryContext(ctx, `
-SELECT time, event, server, tool, snapshot, class, duration_ms, fields FROM events
+SELECT `+eventColumns+` FROM events
 WHERE time >= ?
 ORDER BY time, seq
 LIMIT ?`,
-		from, limit(n))
+		sinceMicros(since), limit(n))
 	if err != nil {
 		return nil, fmt.Errorf("read the audit trail: %w", err)
 	}
+	return scanEvents(rows)
+}
+
+// Tail reads the newest position first, then only events up to it, so
+// that the page and Next agree without a transaction: an event appended
+// meanwhile has a greater position and comes with the next page. The
+// position is seq, which Append assigns while it holds the write lock.
+func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (store.EventPage, error) {
+	page := store.EventPage{Next: after}
+	var newest int64
+	if err := a.db.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&newest); err != nil {
+		return page, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if newest <= after {
+		return page, nil
+	}
+	page.Next = newest
+	// A reader that follows the trail asks often for the few events after
+	// a recent position: then seq, not the time index, finds them (the
+	// unary + keeps SQLite from using the index on time).
+	where := `WHERE time >= ? AND seq > ? AND seq <= ?`
+	if after > 0 {
+		where = `WHERE +time >= ? AND seq > ? AND seq <= ?`
+	}
+	from := sinceMicros(since)
+	rows, err := a.db.r.QueryContext(ctx, `
+SELECT `+eventColumns+` FROM (
+	SELECT seq, `+eventColumns+` FROM events `+where+`
+	ORDER BY time DESC, seq DESC
+	LIMIT ?
+) ORDER BY time, seq`,
+		from, after, newest, limit(n))
+	if err != nil {
+		return page, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if page.Events, err = scanEvents(rows); err != nil {
+		return page, err
+	}
+	if n > 0 && len(page.Events) == n {
+		var all int
+		if err := a.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM events `+where, from, after, newest).Scan(&all); err != nil {
+			return page, fmt.Errorf("read the audit trail: %w", err)
+		}
+		page.Omitted = all - n
+	}
+	return page, nil
+}
+
+// eventColumns are the columns scanEvents reads, in its order.
+const eventColumns = `time, event, server, tool, snapshot, class, duration_ms, fields`
+
+// sinceMicros is the lower bound of a query for events at or after since;
+// the zero time is no bound.
+func sinceMicros(since time.Time) int64 {
+	if since.IsZero() {
+		return -1 << 63
+	}
+	return micros(since)
+}
+
+// scanEvents reads rows that start with eventColumns, and closes them.
+func scanEvents(rows *sql.Rows) ([]store.Event, error) {
 	defer rows.Close()
 	var out []store.Event
 	for rows.Next() {

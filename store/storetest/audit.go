@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,6 +56,93 @@ func testAuditAppendEvents(t *testing.T, h *harness) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Events(%s) (-want +got):\n%s", tc.name, diff)
 		}
+	}
+}
+
+// testAuditTail checks Tail: the newest events, oldest first, how many
+// were left out, and a position from which only events appended later
+// are read, whichever handle appends them and whatever time they carry.
+func testAuditTail(t *testing.T, h *harness) {
+	a, b := h.store().Audit(), h.store().Audit()
+	t0 := base()
+	var events []store.Event
+	for i := range 5 {
+		// Appended out of time order: 0 is the oldest, 4 the newest.
+		at := t0.Add(time.Duration([]int{3, 0, 4, 1, 2}[i]) * time.Second)
+		events = append(events, store.Event{Time: at, Event: fmt.Sprintf("e%d", []int{3, 0, 4, 1, 2}[i])})
+	}
+	for i, e := range events {
+		if err := []store.Audit{a, b}[i%2].Append(t.Context(), e); err != nil {
+			t.Fatalf("Append(%s): %v", e.Event, err)
+		}
+	}
+	names := func(events []store.Event) []string {
+		var out []string
+		for _, e := range events {
+			out = append(out, e.Event)
+		}
+		return out
+	}
+	type page struct {
+		Events  []string
+		Omitted int
+	}
+	var next int64
+	for _, tc := range []struct {
+		name  string
+		since time.Time
+		limit int
+		want  page
+	}{
+		{"all", time.Time{}, 0, page{[]string{"e0", "e1", "e2", "e3", "e4"}, 0}},
+		{"the newest two", time.Time{}, 2, page{[]string{"e3", "e4"}, 3}},
+		{"a limit above the count", time.Time{}, 9, page{[]string{"e0", "e1", "e2", "e3", "e4"}, 0}},
+		{"the limit exactly", time.Time{}, 5, page{[]string{"e0", "e1", "e2", "e3", "e4"}, 0}},
+		{"since and limit", t0.Add(time.Second), 1, page{[]string{"e4"}, 3}},
+		{"since after the last", t0.Add(5 * time.Second), 1, page{nil, 0}},
+	} {
+		p, err := b.Tail(t.Context(), tc.since, 0, tc.limit)
+		if err != nil {
+			t.Fatalf("Tail(%s): %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, page{names(p.Events), p.Omitted}); diff != "" {
+			t.Errorf("Tail(%s) (-want +got):\n%s", tc.name, diff)
+		}
+		if next != 0 && p.Next != next {
+			t.Errorf("Tail(%s).Next = %d, want %d as before: nothing was appended", tc.name, p.Next, next)
+		}
+		next = p.Next
+	}
+	p, err := a.Tail(t.Context(), time.Time{}, 0, 1)
+	if err != nil || len(p.Events) != 1 || !p.Events[0].Time.Equal(store.UTC(t0.Add(4*time.Second))) {
+		t.Fatalf("Tail(1) = %+v, %v; want e4 with its time", p, err)
+	}
+
+	// Following: nothing new, then what either handle appends, even an
+	// event older than everything before it.
+	if p, err := a.Tail(t.Context(), time.Time{}, next, 0); err != nil || len(p.Events) != 0 || p.Next != next {
+		t.Errorf("Tail after the newest = %+v, %v; want nothing, and the same position %d", p, err, next)
+	}
+	if err := b.Append(t.Context(), store.Event{Time: t0.Add(-time.Hour), Event: "late"}, store.Event{Time: t0.Add(time.Hour), Event: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(t.Context(), store.Event{Time: t0.Add(2 * time.Hour), Event: "newer"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err = a.Tail(t.Context(), time.Time{}, next, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"late", "new", "newer"}, names(p.Events)); diff != "" || p.Next <= next {
+		t.Errorf("Tail after %d: next %d, events (-want +got):\n%s", next, p.Next, diff)
+	}
+	q, err := a.Tail(t.Context(), time.Time{}, next, 2)
+	if err != nil || !cmp.Equal(names(q.Events), []string{"new", "newer"}) || q.Omitted != 1 || q.Next != p.Next {
+		t.Errorf("Tail after %d, limit 2 = %v omitted %d next %d, %v; want new, newer, one left out, next %d",
+			next, names(q.Events), q.Omitted, q.Next, err, p.Next)
+	}
+	if q, err := a.Tail(t.Context(), t0, next, 0); err != nil || !cmp.Equal(names(q.Events), []string{"new", "newer"}) {
+		t.Errorf("Tail since t0 after %d = %v, %v; want new and newer (late is older than since)", next, names(q.Events), err)
 	}
 }
 

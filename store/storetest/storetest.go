@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Approvals/PrincipalRace", testApprovalPrincipalRace},
 		{"Approvals/List", testApprovalList},
 		{"Audit/AppendEvents", testAuditAppendEvents},
+		{"Audit/Tail", testAuditTail},
 		{"Audit/DefaultTime", testAuditDefaultTime},
 		{"Audit/Refuses", testAuditRefuses},
 		{"Audit/AppendBatch", testAuditAppendBatch},
