@@ -325,6 +325,7 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 		}
 		q.r.RecoveryID = q.intent
 		return nil, q.fail(OutcomeUnknown, err,
-			"%s: %s; it may or may not have taken effect, and will not be sent again: check, then run airlock recovery resolve %s", tool.Name, e.Msg, q.intent)
+			"%s: %s; it may or may not have taken effect, and will not be sent again: check (airlock recovery show %s), then record what you found: airlock recovery resolve %s --outcome applied (or --outcome not-applied)",
+			tool.Name, e.Msg, q.intent, q.intent)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,13 +100,71 @@ func (h *Host) beginIntent(ctx context.Context, q *request) error {
 		return nil
 	}
 	in := store.Intent{ID: store.NewID("rec_"), CallID: q.call.ID, Server: q.tool.Server, Tool: q.tool.Name, RemoteTool: q.tool.Remote,
-		ArgsHash: canonical.Hash(q.args), Snapshot: q.snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
+		ArgsHash: canonical.Hash(q.args), Arguments: h.recordArguments(q.args), Snapshot: q.snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
 		Tenant: q.snap.who.Tenant, User: q.snap.who.User, CreatedAt: h.gov.now()}
 	if err := h.gov.store.Journal().Begin(context.WithoutCancel(ctx), in); err != nil {
 		return err
 	}
 	q.intent = in.ID
 	return nil
+}
+
+// Bounds of the arguments a journal record keeps: the person checking
+// whether a write took effect needs to see what it was, not megabytes of
+// it (args_hash covers the whole value).
+const (
+	maxRecordArgs   = 64 << 10 // bytes of a record's arguments
+	maxRecordString = 1 << 10  // bytes of one string, when the whole is more than maxRecordArgs
+)
+
+// recordArguments is how a journal record keeps a call's arguments, for
+// recovery show: redacted as approvals are (secret_env values and
+// credential formats), as JSON that escapes what a terminal would hide,
+// and within maxRecordArgs: long strings are cut, and arguments still too
+// large are replaced by a note. Redaction comes first, so that a cut
+// never leaves part of a secret.
+func (h *Host) recordArguments(args map[string]any) json.RawMessage {
+	red := h.gov.redactor.Value(args)
+	text, err := canonical.Display(red)
+	if err == nil && len(text) > maxRecordArgs {
+		text, err = canonical.Display(cutStrings(red, maxRecordString))
+	}
+	if err != nil || len(text) > maxRecordArgs {
+		// The arguments decoded strictly, so they encode; the one way here
+		// is size.
+		text, _ = canonical.Display(map[string]any{"…": fmt.Sprintf("%d bytes of arguments, too many to keep: args_hash covers them", len(text))})
+	}
+	return json.RawMessage(text)
+}
+
+// cutStrings returns v, a decoded JSON value, with every string longer
+// than max bytes cut there (on a character boundary) and the length of
+// the rest noted.
+func cutStrings(v any, max int) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) <= max {
+			return x
+		}
+		cut := max
+		for cut > 0 && !utf8.RuneStart(x[cut]) {
+			cut--
+		}
+		return fmt.Sprintf("%s… (%d more bytes)", x[:cut], len(x)-cut)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cutStrings(e, max)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = cutStrings(e, max)
+		}
+		return out
+	}
+	return v
 }
 
 // endIntent records a call's outcome. It runs even when the caller's

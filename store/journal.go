@@ -1,12 +1,14 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
 
 // An Intent is what the pipeline is about to send, written before it is
-// sent. It holds hashes, never argument values.
+// sent. It holds the arguments' hash and their redacted form, never a
+// secret.
 type Intent struct {
 	// ID names the intent and, once its outcome is unknown, the recovery
 	// record ("recovery_id").
@@ -18,8 +20,15 @@ type Intent struct {
 	Tool       string `json:"tool"`        // the local name the model used
 	RemoteTool string `json:"remote_tool"` // the name on the server
 	ArgsHash   string `json:"args_hash"`
-	Snapshot   string `json:"snapshot"`
-	Effect     string `json:"effect"` // the tool's effect under local policy: read, write or external
+	// Arguments are the call's arguments as JSON, for the person who
+	// checks whether a call took effect: redacted by the host (no
+	// secret_env value, nothing that looks like a credential), with what
+	// a terminal would hide escaped, and long values cut (so they may not
+	// hash to ArgsHash). Empty for records written before arguments were
+	// kept.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Snapshot  string          `json:"snapshot"`
+	Effect    string          `json:"effect"` // the tool's effect under local policy: read, write or external
 	// Idempotent is true when local policy (never the server) marks the
 	// tool idempotent, so that an unknown outcome may be retried once.
 	Idempotent bool      `json:"idempotent"`
@@ -37,6 +46,8 @@ func (in Intent) Check() error {
 		return fmt.Errorf("intent %s has no server", in.ID)
 	case in.Tool == "":
 		return fmt.Errorf("intent %s has no tool", in.ID)
+	case len(in.Arguments) > 0 && !json.Valid(in.Arguments):
+		return fmt.Errorf("intent %s: its arguments are not JSON", in.ID)
 	}
 	return nil
 }

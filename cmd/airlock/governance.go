@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -197,6 +199,15 @@ func (e *env) resolve(st store.Store, as airlock.Actor, o *options, pos []string
 func printRecord(w io.Writer, r store.Record) {
 	fmt.Fprintf(w, "%s: %s on %s, %s\n", r.ID, r.Tool, r.Server, r.Status)
 	fmt.Fprintf(w, "  effect %s, arguments %s, snapshot %s, sent %s\n", r.Effect, r.ArgsHash, r.Snapshot, r.CreatedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(w, "  made for %s/%s\n", r.Tenant, r.User)
+	// The journal keeps the arguments as JSON that escapes what a terminal
+	// would hide; Indent keeps every string as it is written.
+	var args bytes.Buffer
+	if len(r.Arguments) == 0 || json.Indent(&args, r.Arguments, "  ", "  ") != nil {
+		fmt.Fprintln(w, "  arguments: not kept (the record is older than that); only their hash is known")
+	} else {
+		fmt.Fprintf(w, "  arguments (secrets redacted): %s\n", args.Bytes())
+	}
 	if r.Detail != "" {
 		fmt.Fprintf(w, "  %s\n", r.Detail)
 	}
@@ -206,7 +217,7 @@ func printRecord(w io.Writer, r store.Record) {
 	if r.Resolved {
 		fmt.Fprintf(w, "  resolved as %s by %s: %s\n", r.Resolution, r.ResolvedBy, r.Note)
 	} else if r.Status == store.OutcomeUnknown {
-		fmt.Fprintf(w, "  check whether it took effect, then: airlock recovery resolve %s --outcome applied|not-applied\n", r.ID)
+		fmt.Fprintf(w, "  check whether it took effect, then record what you found, one of:\n    airlock recovery resolve %s --outcome applied\n    airlock recovery resolve %s --outcome not-applied\n", r.ID, r.ID)
 	}
 }
 

@@ -31,7 +31,7 @@ func TestPragmas(t *testing.T) {
 		{db.w, "journal_mode", "wal"},
 		{db.w, "synchronous", "2"}, // FULL
 		{db.w, "busy_timeout", "10000"},
-		{db.w, "user_version", "5"},
+		{db.w, "user_version", "6"},
 		{db.r, "journal_mode", "wal"},
 		{db.r, "query_only", "1"},
 		{db.r, "busy_timeout", "10000"},
@@ -44,7 +44,7 @@ func TestPragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s: got %q, want %q", tc.pragma, got, tc.want)
 		}
 	}
-	if len(migrations) != 5 {
+	if len(migrations) != 6 {
 		t.Errorf("update the user_version this test expects to %d", len(migrations))
 	}
 }
@@ -146,4 +146,39 @@ func TestUnchainedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(4, 2, 2)
+}
+
+// TestMigrateKeepsRecords: a journal of schema version 5 (records without
+// their arguments) opens, and its records read with no arguments and can
+// still be resolved.
+func TestMigrateKeepsRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(migrations[:5:5], fmt.Sprintf(`
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent, tenant, user_name,
+	created_at, writer, outcome, detail, ended_at)
+VALUES ('rec_old', '', 'fs', 'fs__write_file', 'write_file', 'sha256:ab', 's', 'write', 0, 'acme', 'ada',
+	%[1]d, 'gone', 'unknown', 'timeout', %[1]d);
+PRAGMA user_version = 5;`, micros(time.Now()))) {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+
+	db, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open of a version 5 database: %v", err)
+	}
+	defer db.Close()
+	r, err := db.Journal().Get(t.Context(), "rec_old")
+	if err != nil || r.Arguments != nil || r.ArgsHash != "sha256:ab" || r.Status != store.OutcomeUnknown {
+		t.Fatalf("Get after the migration: got %+v, %v; want rec_old, unknown, with its hash and no arguments", r, err)
+	}
+	if err := db.Journal().Resolve(t.Context(), "rec_old", store.ResolutionNotApplied, "", "ada"); err != nil {
+		t.Errorf("Resolve after the migration: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -30,10 +31,10 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 		created = time.Now()
 	}
 	_, err = j.db.w.ExecContext(ctx, `
-INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent,
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
 	tenant, user_name, created_at, writer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, in.Snapshot, in.Effect, in.Idempotent,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
 		in.Tenant, in.User, micros(created), writer)
 	if isUnique(err) {
 		return fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)
@@ -108,22 +109,26 @@ WHERE writer = ? AND outcome IS NULL`,
 	return total, nil
 }
 
-const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent,
+const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
 	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
 	late_answer, late_answer_at`
 
 func scanRecord(row interface{ Scan(...any) error }) (store.Record, error) {
 	var (
 		r                          store.Record
+		args                       string
 		created                    int64
 		outcome, resolved          sql.NullString
 		endedAt, resolveAt, lateAt sql.NullInt64
 	)
-	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &r.Snapshot, &r.Effect,
+	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &args, &r.Snapshot, &r.Effect,
 		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
 		&r.ResolvedBy, &resolveAt, &r.LateAnswer, &lateAt)
 	if err != nil {
 		return store.Record{}, err
+	}
+	if args != "" {
+		r.Arguments = json.RawMessage(args)
 	}
 	r.CreatedAt = fromMicros(created)
 	r.Status = store.OutcomeOpen

@@ -114,6 +114,11 @@ CREATE TABLE audit_head (
 	seal BLOB    NOT NULL
 ) STRICT;
 `,
+	// The redacted arguments of a call (store.Intent.Arguments), as JSON
+	// text; records written before have none.
+	`
+ALTER TABLE intents ADD COLUMN arguments TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -75,6 +75,22 @@ func testRecoveryJSON(t *testing.T, h *harness) {
 	if got := fields(t, r)["resolution"]; got != "applied" {
 		t.Errorf("resolution in record JSON: got %v, want applied", got)
 	}
+	want := map[string]any{"content": "[REDACTED:secret]", "path": "notes/rec_1.txt"}
+	if diff := cmp.Diff(want, fields(t, r)["arguments"]); diff != "" {
+		t.Errorf("arguments in record JSON (-want +got):\n%s", diff)
+	}
+
+	// A record without arguments (written before they were kept) has no
+	// "arguments".
+	in := intent("rec_2", created)
+	in.Arguments = nil
+	if err := j.Begin(t.Context(), in); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	r, _ = j.Get(t.Context(), "rec_2")
+	if got, ok := fields(t, r)["arguments"]; ok || r.Arguments != nil {
+		t.Errorf("a record without arguments: JSON has %v, Arguments %q; want neither", got, r.Arguments)
+	}
 }
 
 // testApprovalJSON checks the fields of `approvals list --json` through

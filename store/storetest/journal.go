@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -66,6 +67,7 @@ func testBeginRefuses(t *testing.T, h *harness) {
 		{"no id", func(in *store.Intent) { in.ID = "" }},
 		{"no server", func(in *store.Intent) { in.Server = "" }},
 		{"no tool", func(in *store.Intent) { in.Tool = "" }},
+		{"arguments that are not JSON", func(in *store.Intent) { in.Arguments = json.RawMessage(`{"path":`) }},
 	} {
 		in := intent("rec_bad", base())
 		tc.change(&in)

@@ -5,6 +5,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -113,6 +114,7 @@ func intent(id string, created time.Time) store.Intent {
 		Tool:       "fs__write_file",
 		RemoteTool: "write_file",
 		ArgsHash:   "sha256:" + id,
+		Arguments:  json.RawMessage(`{"content":"[REDACTED:secret]","path":"notes/` + id + `.txt"}`),
 		Snapshot:   "snap_1",
 		Effect:     "write",
 		Idempotent: false,

@@ -1,0 +1,68 @@
+package airlock_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/store"
+)
+
+// TestJournalKeepsRedactedArguments: a write's journal record keeps its
+// arguments for the person who resolves it: secrets redacted before
+// anything is cut, long strings cut, and arguments too large even then
+// replaced by a note; the hash still covers the whole value.
+func TestJournalKeepsRedactedArguments(t *testing.T) {
+	const secret = "s3cr3t-journal-value-7"
+	c := &counted{}
+	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server()}, &airlock.Options{Secrets: []string{secret}})
+	long := strings.Repeat("x", 70<<10)
+	many := map[string]any{"text": "many"}
+	for i := range 100 {
+		many[fmt.Sprintf("k%03d", i)] = strings.Repeat("y", 2<<10)
+	}
+	manyJSON, _ := json.Marshal(many)
+	for _, args := range []string{
+		`{"text":"short, with ` + secret + `"}`,
+		`{"text":"` + long + secret + `", "path": "a.txt"}`,
+		string(manyJSON),
+	} {
+		wantStatus(t, call(t, h, "c__note", args), airlock.OK)
+	}
+
+	st, err := airlock.OpenStore(h.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(context.Background(), store.RecordFilter{All: true})
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("Records = %d, %v; want 3", len(recs), err)
+	}
+	var got []map[string]any
+	for _, r := range recs {
+		if strings.Contains(string(r.Arguments), secret) || len(r.Arguments) > 64<<10 {
+			t.Errorf("record %s keeps %d bytes of arguments, or the secret", r.ID, len(r.Arguments))
+		}
+		var v map[string]any
+		if err := json.Unmarshal(r.Arguments, &v); err != nil {
+			t.Fatalf("record %s: arguments %q are not a JSON object: %v", r.ID, r.Arguments, err)
+		}
+		got = append(got, v)
+	}
+	if got[0]["text"] != "short, with [REDACTED:secret]" {
+		t.Errorf("short arguments = %v, want them whole, the secret redacted", got[0])
+	}
+	if text, _ := got[1]["text"].(string); got[1]["path"] != "a.txt" || !strings.HasPrefix(text, "xxx") ||
+		!strings.HasSuffix(text, fmt.Sprintf("… (%d more bytes)", len(long)+len("[REDACTED:secret]")-1024)) {
+		t.Errorf("long arguments = %.200v…, want the path and the text cut at 1 KiB, after redaction", got[1])
+	}
+	if note, _ := got[2]["…"].(string); len(got[2]) != 1 || !strings.Contains(note, "too many to keep") {
+		t.Errorf("too many arguments = %.200v…, want a note in their place", got[2])
+	}
+}
