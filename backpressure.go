@@ -18,7 +18,8 @@ type tenantLimit struct {
 	inflight map[string]int
 }
 
-// enter counts a call of tenant in, or says why it may not run.
+// enter counts a call of tenant in, or says why it may not run now: the
+// tenant is at its limit, which the call does not wait for (it is busy).
 func (l *tenantLimit) enter(tenant string) (leave func(), err error) {
 	if l.limit <= 0 {
 		return func() {}, nil
@@ -26,7 +27,7 @@ func (l *tenantLimit) enter(tenant string) (leave func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inflight[tenant] >= l.limit {
-		return nil, fmt.Errorf("tenant %s already has %d calls in flight (limits.max_concurrent_per_tenant)", tenant, l.limit)
+		return nil, fmt.Errorf("tenant %s already has %d calls in flight (limits.max_concurrent_per_tenant); the call was not sent, try again when one has finished", tenant, l.limit)
 	}
 	if l.inflight == nil {
 		l.inflight = map[string]int{}

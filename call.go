@@ -147,11 +147,11 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	}
 
 	// Backpressure: the tenant's calls in flight, then one of the route's
-	// slots, waited for at most queue_timeout. A call that gets none is
-	// busy and was never sent.
+	// slots, waited for at most queue_timeout. Both are capacity: a call
+	// that gets no room is busy, was never sent, and may be tried again.
 	leaveTenant, err := h.tenants.enter(snap.who.Tenant)
 	if err != nil {
-		return q.fail(Denied, err, "%s refused: %v", tool.Name, err)
+		return q.fail(Busy, err, "%s: %v", tool.Name, err)
 	}
 	defer leaveTenant()
 	wait, release, err := q.route.acquire(ctx)

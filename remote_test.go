@@ -308,10 +308,15 @@ func TestTurnAndTenantLimits(t *testing.T) {
 	first := make(chan *airlock.Result, 1)
 	go func() { first <- h.Call(ctx, h.Snapshot(), airlock.Call{Name: "c__wait"}) }()
 	waitFor(t, 10*time.Second, "the first call to reach the server", func() bool { started, _ := g.stats(); return started == 1 })
+	// A capacity limit, like a full server: busy, not denied.
 	r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "c__wait"})
-	wantStatus(t, r, airlock.Denied)
-	if !strings.Contains(r.Content, "tenant acme") || !strings.Contains(r.Content, "limits.max_concurrent_per_tenant") {
-		t.Errorf("denied = %q", r.Content)
+	wantStatus(t, r, airlock.Busy)
+	if !strings.Contains(r.Content, "tenant acme") || !strings.Contains(r.Content, "limits.max_concurrent_per_tenant") ||
+		!strings.Contains(r.Content, "not sent") {
+		t.Errorf("busy = %q", r.Content)
+	}
+	if started, _ := g.stats(); started != 1 {
+		t.Errorf("the server saw %d calls, want only the first", started)
 	}
 	close(g.open)
 	wantStatus(t, <-first, airlock.OK)
