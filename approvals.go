@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock/internal/redact"
-	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
 )
@@ -60,8 +59,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 	who := snap.who
 	used := func(a store.Approval) *Result {
 		r.ApprovalID = a.ID
-		h.audit(ctx, store.Event{Event: store.EventApprovalUsed, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
-			Fields: principalFields(map[string]any{"approval": a.ID}, "", who)})
+		h.audit(ctx, q.event(store.EventApprovalUsed, principalFields(map[string]any{"approval": a.ID}, "", who)))
 		return nil
 	}
 
@@ -95,8 +93,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 		if err := approvals.Create(ctx, req); err != nil {
 			return fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
 		}
-		h.audit(ctx, store.Event{Event: store.EventApprovalRequested, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
-			Fields: principalFields(map[string]any{"approval": req.ID, "rule": d.Rule}, "", who)})
+		h.audit(ctx, q.event(store.EventApprovalRequested, principalFields(map[string]any{"approval": req.ID, "rule": d.Rule}, "", who)))
 	}
 	r.ApprovalID = req.ID
 
@@ -110,7 +107,7 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 			h.log.Warn("approver failed", "approval", req.ID, "error", err)
 		case answer == Allow || answer == Deny:
 			as := Actor{Principal: who, By: who.User}
-			if err := decideApproval(ctx, h.gov.store, h.trail, req.ID, answer == Allow, "answered when asked", as); err != nil {
+			if err := decideApproval(ctx, h.gov.store, h.trail, req.ID, answer == Allow, "answered when asked", as, q.r.CallID); err != nil {
 				return fail(Denied, err, "%s refused: %v", tool.Name, err)
 			}
 			if answer == Deny {
@@ -169,11 +166,13 @@ func owns(who Principal, a store.Approval) bool {
 	return a.Tenant == who.Tenant && a.User == who.User
 }
 
-// principalFields adds to fields whose request an event is about, under
-// names that start with prefix: the tenant as a fingerprint (a tenant name
-// may name a customer, as in the result events), and the user.
+// principalFields adds to fields whose call or request an event is about,
+// under names that start with prefix: the tenant and the user, by the
+// names they have everywhere else (tenancy:, a task's principal, the
+// approvals and recovery commands), so that one principal reads the same
+// in every command and event.
 func principalFields(fields map[string]any, prefix string, who Principal) map[string]any {
-	fields[prefix+"tenant"] = upstream.Fingerprint(who.Tenant)
+	fields[prefix+"tenant"] = who.Tenant
 	fields[prefix+"user"] = who.User
 	return fields
 }
@@ -245,7 +244,7 @@ func otherPrincipal(id string, as Actor) error {
 // tenant's or user's request is ErrOtherPrincipal.
 func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note string) error {
 	return decideApproval(ctx, h.gov.store, h.trail, id, grant, h.gov.redactor.String(note),
-		Actor{Principal: h.gov.principal, By: by})
+		Actor{Principal: h.gov.principal, By: by}, "")
 }
 
 // DecideApproval grants or denies a pending approval request in st, once,
@@ -259,13 +258,14 @@ func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note strin
 func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, note string, as Actor) error {
 	return withTrail(ctx, st, func(t *auditTrail) error {
 		var r *redact.Redactor // the built-in credential formats
-		return decideApproval(ctx, st, t, id, grant, r.String(note), as)
+		return decideApproval(ctx, st, t, id, grant, r.String(note), as, "")
 	})
 }
 
 // decideApproval decides for as and writes the events to t; note is
-// redacted. The decision event names the request's principal.
-func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, note string, as Actor) error {
+// redacted. The decision event names the request's principal, and the
+// call (Result.CallID) when a person answered while it waited.
+func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, note string, as Actor, call string) error {
 	ev, action, verb := store.EventApprovalDenied, "deny", "deny"
 	if grant {
 		ev, action, verb = store.EventApprovalGranted, "approve", "grant"
@@ -285,7 +285,10 @@ func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id strin
 	if as.AllPrincipals {
 		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, action, ownedApproval(a)))
 	}
-	t.w.Append(ctx, store.Event{Event: ev, Server: a.Server, Tool: a.Tool,
-		Fields: principalFields(map[string]any{"approval": id, "by": as.By}, "", Principal{Tenant: a.Tenant, User: a.User})})
+	fields := principalFields(map[string]any{"approval": id, "by": as.By}, "", Principal{Tenant: a.Tenant, User: a.User})
+	if call != "" {
+		fields["call"] = call
+	}
+	t.w.Append(ctx, store.Event{Event: ev, Server: a.Server, Tool: a.Tool, Fields: fields})
 	return nil
 }

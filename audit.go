@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/internal/upstream"
@@ -75,19 +77,37 @@ func withTrail(ctx context.Context, st store.Store, f func(*auditTrail) error) e
 	return f(t)
 }
 
+// event is an audit event of q's call: its server, tool and snapshot,
+// and in "call" the id that every event of one Host.Call carries
+// (Result.CallID).
+func (q *request) event(name string, fields map[string]any) store.Event {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["call"] = q.r.CallID
+	e := store.Event{Event: name, Tool: q.call.Name, Snapshot: q.snap.ID(), Fields: fields}
+	if q.tool != nil {
+		e.Server, e.Tool = q.tool.Server, q.tool.Name
+	}
+	return e
+}
+
 // auditDecision records what hooks and policy decided about q.
 func (h *Host) auditDecision(ctx context.Context, q *request) {
 	d := q.r.Decision
 	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": q.tool.Effect,
 		"generation": q.snap.Generation()}
 	h.argsRecord(q.tool.Name, q.args, "args", fields)
-	h.audit(ctx, store.Event{Event: store.EventDecision, Server: q.tool.Server, Tool: q.tool.Name, Snapshot: q.snap.ID(), Fields: fields})
+	h.audit(ctx, q.event(store.EventDecision, fields))
 }
 
-// recordResult writes the result of a call to the audit trail.
+// recordResult writes the result of a call to the audit trail: its class,
+// whom it was made for, and what the server answered (its structured
+// content and its content, as shape and hash or, where audit.record_values
+// asks, redacted values).
 func (h *Host) recordResult(ctx context.Context, q *request) {
 	snap, r := q.snap, q.r
-	fields := map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID, "tenant": upstream.Fingerprint(snap.who.Tenant)}
+	fields := principalFields(map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID}, "", snap.who)
 	if r.QueueWait > 0 {
 		fields["queue_wait_ms"] = r.QueueWait.Milliseconds()
 	}
@@ -106,13 +126,54 @@ func (h *Host) recordResult(ctx context.Context, q *request) {
 	if r.RecoveryID != "" {
 		fields["recovery"] = r.RecoveryID
 	}
-	server := ""
 	if q.tool != nil {
-		server = q.tool.Server
 		if r.Structured != nil {
 			h.argsRecord(q.tool.Name, r.Structured, "result", fields)
 		}
+		if q.res != nil && len(q.res.Content) > 0 && (r.Status == OK || r.Status == ToolError) {
+			h.argsRecord(q.tool.Name, h.contentRecord(q.res.Content, r.Artifacts), "content", fields)
+		}
 	}
-	h.audit(ctx, store.Event{Event: store.EventResult, Server: server, Tool: q.call.Name, Snapshot: snap.ID(),
-		Class: string(r.Status), DurationMS: r.Duration.Milliseconds(), Fields: fields})
+	e := q.event(store.EventResult, fields)
+	e.Class, e.DurationMS = string(r.Status), r.Duration.Milliseconds()
+	h.audit(ctx, e)
+}
+
+// contentRecord is a result's content as the audit trail records it, one
+// entry a block: text as the caller got it (secrets scrubbed), and media
+// as the artifact it was stored as (artifacts are in the order of their
+// blocks), never its bytes.
+func (h *Host) contentRecord(blocks []mcp.Content, artifacts []Artifact) []any {
+	out := make([]any, 0, len(blocks))
+	stored := func(kind string) map[string]any {
+		b := map[string]any{"type": kind}
+		if len(artifacts) > 0 {
+			a := artifacts[0]
+			artifacts = artifacts[1:]
+			b["artifact"], b["media_type"], b["size"] = a.ID, a.MediaType, a.Size
+		}
+		return b
+	}
+	for _, c := range blocks {
+		var b map[string]any
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b = map[string]any{"type": "text", "text": h.gov.scrub(c.Text)}
+		case *mcp.ImageContent:
+			b = stored("image")
+		case *mcp.AudioContent:
+			b = stored("audio")
+		case *mcp.EmbeddedResource:
+			b = stored("resource")
+			if c.Resource != nil {
+				b["uri"] = c.Resource.URI
+			}
+		case *mcp.ResourceLink:
+			b = map[string]any{"type": "resource_link", "uri": c.URI, "name": c.Name}
+		default:
+			continue // render refused it: the call did not end ok
+		}
+		out = append(out, b)
+	}
+	return out
 }

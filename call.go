@@ -37,6 +37,7 @@ type request struct {
 	sent   *link               // the connection it was last sent on; nil until sent
 	late   *upstream.LateWatch // catches an answer that comes after the host stopped waiting
 	intent string              // its journal record; "" for a read, which has none
+	res    *mcp.CallToolResult // the server's answer; nil until it answers
 }
 
 // fail ends q with an error about its tool.
@@ -55,7 +56,8 @@ func (q *request) fail(kind Kind, cause error, format string, args ...any) *Resu
 // journal first. The value that was checked is the value that is sent.
 func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	began := time.Now()
-	q := &request{call: c, snap: snap, r: &Result{ToolCallID: c.ID, Snapshot: snap.ID(), TraceID: telemetry.TraceID(ctx)}}
+	q := &request{call: c, snap: snap, r: &Result{ToolCallID: c.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(),
+		TraceID: telemetry.TraceID(ctx)}}
 	defer h.finish(ctx, q, began)
 	r := q.r
 
@@ -181,6 +183,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 // declares one. Binary and embedded content goes to the artifact store.
 func (h *Host) answer(ctx context.Context, q *request, res *mcp.CallToolResult) *Result {
 	r := q.r
+	q.res = res
 	if res.IsError {
 		content, artifacts, err := h.render(ctx, q, res.Content)
 		if err != nil {
@@ -286,8 +289,7 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 		if err := h.beginIntent(ctx, q); err != nil {
 			return nil, q.fail(Denied, err, "%s refused: the journal cannot record it (%v)", tool.Name, err)
 		}
-		h.audit(ctx, store.Event{Event: store.EventCallSent, Server: tool.Server, Tool: tool.Name, Snapshot: q.snap.ID(),
-			Fields: map[string]any{"attempt": attempt, "intent": q.intent}})
+		h.audit(ctx, q.event(store.EventCallSent, map[string]any{"attempt": attempt, "intent": q.intent}))
 		q.sent = q.link
 		res, err := h.send(ctx, q)
 		if err == nil {

@@ -15,7 +15,6 @@ import (
 // nor inlined as base64: they go to the artifact store and the model gets a
 // reference with the artifact's id, media type and size.
 func (h *Host) render(ctx context.Context, q *request, blocks []mcp.Content) (string, []Artifact, error) {
-	snap, tool := q.snap, q.tool
 	var (
 		parts     []string
 		artifacts []Artifact
@@ -26,8 +25,7 @@ func (h *Host) render(ctx context.Context, q *request, blocks []mcp.Content) (st
 			return err
 		}
 		artifacts = append(artifacts, Artifact{ID: a.ID, MediaType: a.MediaType, Size: a.Size, Path: a.Path})
-		h.audit(ctx, store.Event{Event: store.EventArtifactStored, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
-			Fields: map[string]any{"artifact": a.ID, "media_type": a.MediaType, "size": a.Size}})
+		h.audit(ctx, q.event(store.EventArtifactStored, map[string]any{"artifact": a.ID, "media_type": a.MediaType, "size": a.Size}))
 		parts = append(parts, fmt.Sprintf("[%s artifact %s: %s, %d bytes%s]", kind, a.ID, a.MediaType, a.Size, label))
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -680,5 +681,15 @@ func TestLateAnswerIsKeptAsEvidence(t *testing.T) {
 	}
 	if rec.Status != store.OutcomeUnknown || rec.Resolved {
 		t.Errorf("record = %+v, want it unknown and unresolved", rec)
+	}
+	// The late_answer event belongs to the call, as its other events do.
+	var late []store.Event
+	waitFor(t, 10*time.Second, "the late_answer event", func() bool {
+		events, err := st.Audit().Events(context.Background(), time.Time{}, 0)
+		late = slices.DeleteFunc(events, func(e store.Event) bool { return err != nil || e.Event != store.EventLateAnswer })
+		return len(late) > 0
+	})
+	if f := late[0].Fields; f["call"] != r.CallID || f["recovery"] != r.RecoveryID {
+		t.Errorf("late_answer fields = %v, want call %s and recovery %s", f, r.CallID, r.RecoveryID)
 	}
 }

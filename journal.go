@@ -205,7 +205,8 @@ const lateAnswerWait = 10 * time.Minute
 // within lateAnswerWait, what it says is kept on the journal record, as
 // evidence for the person who resolves it (never as a resolution).
 func (h *Host) awaitLate(q *request) {
-	intent, server, tool := q.intent, q.tool.Server, q.tool.Name
+	intent := q.intent
+	ev := q.event(store.EventLateAnswer, map[string]any{"recovery": intent})
 	q.link.conn.AwaitLate(q.late, lateAnswerWait, func(a upstream.LateAnswer) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -213,7 +214,7 @@ func (h *Host) awaitLate(q *request) {
 			h.log.Warn("cannot keep a late answer", "intent", intent, "error", err)
 			return
 		}
-		h.audit(ctx, store.Event{Event: store.EventLateAnswer, Server: server, Tool: tool, Fields: map[string]any{"recovery": intent}})
+		h.audit(ctx, ev)
 	})
 }
 

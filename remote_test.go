@@ -176,8 +176,8 @@ func TestRemoteServerOnBothEras(t *testing.T) {
 				t.Fatalf("audit has %d results, want 2", len(results))
 			}
 			f := results[0].Fields
-			if len(f["trace_id"].(string)) != 32 || len(f["tenant"].(string)) != 12 || f["connection"] != float64(1) {
-				t.Errorf("result fields = %v, want a trace id, a tenant fingerprint and connection 1", f)
+			if len(f["trace_id"].(string)) != 32 || f["tenant"] != h.Principal().Tenant || f["user"] != h.Principal().User || f["connection"] != float64(1) {
+				t.Errorf("result fields = %v, want a trace id, the tenant and user %v and connection 1", f, h.Principal())
 			}
 			session, _ := f["session"].(string)
 			if tt.stateless != (session == "") || (session != "" && len(session) != 12) {

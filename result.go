@@ -109,6 +109,11 @@ type Result struct {
 	RecoveryID string
 	// Notes are what after-call hooks added, for the harness.
 	Notes []string
+	// CallID names this one Host.Call ("call_" and 26 hex digits, new
+	// for every call): every audit event of the call carries it as
+	// "call", from its decision to its result, late answer included.
+	// It is not ToolCallID, which the provider chose.
+	CallID string
 	// TraceID is the trace the call's audit events carry: the caller's
 	// OpenTelemetry trace when its context has a span, else a new one.
 	TraceID string

@@ -28,10 +28,11 @@ import (
 // Everything else (errors, a hook's reason, notes) may carry a server's
 // or a person's text and is redacted.
 var hostFields = map[string]bool{
-	"decision": true, "rule": true, "effect": true, "attempt": true, "intent": true, "approval": true,
+	"decision": true, "rule": true, "effect": true, "attempt": true, "intent": true, "approval": true, "call": true,
 	"recovery": true, "generation": true, "tools": true, "task": true, "protocol_version": true,
 	"artifact": true, "media_type": true, "size": true,
 	"args": true, "args_shape": true, "args_hash": true, "result": true, "result_shape": true, "result_hash": true,
+	"content": true, "content_shape": true, "content_hash": true,
 }
 
 // Record puts v, an argument list or a result of tool, into fields under
