@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -146,11 +145,8 @@ func cutStrings(v any, max int) any {
 		if len(x) <= max {
 			return x
 		}
-		cut := max
-		for cut > 0 && !utf8.RuneStart(x[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%s… (%d more bytes)", x[:cut], len(x)-cut)
+		kept := strings.ToValidUTF8(x[:max], "") // not half a character
+		return fmt.Sprintf("%s… (%d more bytes)", kept, len(x)-len(kept))
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {

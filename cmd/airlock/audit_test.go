@@ -15,24 +15,33 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-// TestAuditVerify: `audit verify` exits 0 on an untouched trail and 1,
-// naming the first broken event and how, after the database was edited
-// with SQL; 3 when the key is gone.
-func TestAuditVerify(t *testing.T) {
-	dir := t.TempDir()
+// auditedProject is a project whose audit trail three status runs
+// wrote, and that trail's lines as audit --json prints them, which says
+// nothing on stderr.
+func auditedProject(t *testing.T) (dir string, lines []string) {
+	t.Helper()
+	dir = t.TempDir()
 	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`))
 	for range 3 {
 		runCLI(t, dir, "", "status").want(t, 0)
 	}
 	r := runCLI(t, dir, "", "audit", "--json").want(t, 0)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	n := len(lines)
-	if n < 6 {
-		t.Fatalf("three status runs wrote %d audit events, want at least 6:\n%s", n, r.stdout)
+	lines = strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) < 6 || r.stderr != "" {
+		t.Fatalf("three status runs wrote %d audit events, stderr %q; want at least 6, and nothing said:\n%s", len(lines), r.stderr, r.stdout)
 	}
+	return dir, lines
+}
+
+// TestAuditVerify: `audit verify` exits 0 on an untouched trail and 1,
+// naming the first broken event and how, after the database was edited
+// with SQL; 3 when the key is gone.
+func TestAuditVerify(t *testing.T) {
+	dir, lines := auditedProject(t)
+	n := len(lines)
 	eventAt := func(seq int) string { return decode(t, lines[seq-1])["event"].(string) }
 
-	r = runCLI(t, dir, "", "audit", "verify").want(t, 0)
+	r := runCLI(t, dir, "", "audit", "verify").want(t, 0)
 	if want := fmt.Sprintf("The audit trail is intact: %d events, %d chained.\nHead: seq %d (#%d)", n, n, n, n); !strings.HasPrefix(r.stdout, want) {
 		t.Errorf("audit verify = %q, want it to start with %q", r.stdout, want)
 	}
@@ -118,17 +127,8 @@ func TestAuditVerify(t *testing.T) {
 // does, and says on stderr how many older ones it left out and how to see
 // them; nothing is said when nothing was left out.
 func TestAuditNewest(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`))
-	for range 3 {
-		runCLI(t, dir, "", "status").want(t, 0)
-	}
-	all := runCLI(t, dir, "", "audit", "--json").want(t, 0)
-	lines := strings.Split(strings.TrimSpace(all.stdout), "\n")
+	dir, lines := auditedProject(t)
 	n := len(lines)
-	if n < 6 || all.stderr != "" {
-		t.Fatalf("three status runs: %d audit events, stderr %q; want at least 6 and nothing said", n, all.stderr)
-	}
 	r := runCLI(t, dir, "", "audit", "--json", "--limit", "2").want(t, 0)
 	if got, want := strings.TrimSpace(r.stdout), strings.Join(lines[n-2:], "\n"); got != want {
 		t.Errorf("audit --limit 2:\n%s\nwant the newest two:\n%s", got, want)

@@ -54,27 +54,10 @@ func TestPragmas(t *testing.T) {
 // principal, decided and consumed only by the principal they were asked
 // for.
 func TestMigrateKeepsApprovals(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "airlock.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	created, expires := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	for _, q := range append(migrations[:2:2], fmt.Sprintf(`
+	db := openOld(t, 2, fmt.Sprintf(`
 INSERT INTO approvals (id, server, tool, digest, summary, status, created_at, expires_at, tenant, user_name)
-VALUES ('apr_old', 'fs', 'fs__write_file', 'd', 'write_file', 'pending', %d, %d, 'acme', 'ada');
-PRAGMA user_version = 2;`, micros(created), micros(expires))) {
-		if _, err := raw.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw.Close()
-
-	db, err := Open(path)
-	if err != nil {
-		t.Fatalf("Open of a version 2 database: %v", err)
-	}
-	defer db.Close()
+VALUES ('apr_old', 'fs', 'fs__write_file', 'd', 'write_file', 'pending', %d, %d, 'acme', 'ada');`, micros(created), micros(expires)))
 	ap := db.Approvals()
 	got, err := ap.List(t.Context(), store.ApprovalFilter{Tenant: "acme", User: "ada"})
 	if err != nil || len(got) != 1 || got[0].ID != "apr_old" || got[0].Target != "" || got[0].Status != store.ApprovalPending {
@@ -152,28 +135,11 @@ func TestUnchainedEvents(t *testing.T) {
 // their arguments) opens, and its records read with no arguments and can
 // still be resolved.
 func TestMigrateKeepsRecords(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "airlock.db")
-	raw, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range append(migrations[:5:5], fmt.Sprintf(`
+	db := openOld(t, 5, fmt.Sprintf(`
 INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, snapshot, effect, idempotent, tenant, user_name,
 	created_at, writer, outcome, detail, ended_at)
 VALUES ('rec_old', '', 'fs', 'fs__write_file', 'write_file', 'sha256:ab', 's', 'write', 0, 'acme', 'ada',
-	%[1]d, 'gone', 'unknown', 'timeout', %[1]d);
-PRAGMA user_version = 5;`, micros(time.Now()))) {
-		if _, err := raw.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	raw.Close()
-
-	db, err := Open(path)
-	if err != nil {
-		t.Fatalf("Open of a version 5 database: %v", err)
-	}
-	defer db.Close()
+	%[1]d, 'gone', 'unknown', 'timeout', %[1]d);`, micros(time.Now())))
 	r, err := db.Journal().Get(t.Context(), "rec_old")
 	if err != nil || r.Arguments != nil || r.ArgsHash != "sha256:ab" || r.Status != store.OutcomeUnknown {
 		t.Fatalf("Get after the migration: got %+v, %v; want rec_old, unknown, with its hash and no arguments", r, err)
@@ -181,4 +147,27 @@ PRAGMA user_version = 5;`, micros(time.Now()))) {
 	if err := db.Journal().Resolve(t.Context(), "rec_old", store.ResolutionNotApplied, "", "ada"); err != nil {
 		t.Errorf("Resolve after the migration: %v", err)
 	}
+}
+
+// openOld makes a database of schema version, holding what the SQL rows
+// insert, and opens it, which migrates it to the newest version.
+func openOld(t *testing.T, version int, rows string) *DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	raw, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range append(migrations[:version:version], rows, fmt.Sprintf("PRAGMA user_version = %d", version)) {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	db, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open of a version %d database: %v", version, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
