@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,35 +15,51 @@ import (
 )
 
 // TestJournalKeepsRedactedArguments: a write's journal record keeps its
-// arguments for the person who resolves it: secrets redacted before
-// anything is cut, long strings cut, and arguments too large even then
-// replaced by a note; the hash still covers the whole value.
+// arguments for the person who finds out whether it took effect: secrets
+// redacted before anything is cut, long strings cut, and arguments too
+// large even then replaced by a note; the hash still covers the whole
+// value. A write whose outcome is known keeps none.
 func TestJournalKeepsRedactedArguments(t *testing.T) {
 	const secret = "s3cr3t-journal-value-7"
-	c := &counted{}
-	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server()}, &airlock.Options{Secrets: []string{secret}})
+	s := mcp.NewServer(&mcp.Implementation{Name: "hold", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "hold", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done() // no answer in time: the outcome is unknown
+			return nil, ctx.Err()
+		})
+	s.AddTool(&mcp.Tool{Name: "done", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("done")}, nil
+		})
+	srv := inProcess
+	srv.RequestTimeout = 200 * time.Millisecond
+	cfg := newConfig(t, srv)
+	classify(cfg, "c", "write", "hold", "done")
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, &airlock.Options{Secrets: []string{secret}})
 	long := strings.Repeat("x", 70<<10)
 	many := map[string]any{"text": "many"}
 	for i := range 100 {
 		many[fmt.Sprintf("k%03d", i)] = strings.Repeat("y", 2<<10)
 	}
 	manyJSON, _ := json.Marshal(many)
-	for _, args := range []string{
-		`{"text":"short, with ` + secret + `"}`,
-		`{"text":"` + long + secret + `", "path": "a.txt"}`,
-		string(manyJSON),
-	} {
-		wantStatus(t, call(t, h, "c__note", args), airlock.OK)
-	}
-
+	var recs []store.Record
 	st, err := airlock.OpenStore(h.StateDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	recs, err := st.Journal().Records(context.Background(), store.RecordFilter{All: true})
-	if err != nil || len(recs) != 3 {
-		t.Fatalf("Records = %d, %v; want 3", len(recs), err)
+	for _, args := range []string{
+		`{"text":"short, with ` + secret + `"}`,
+		`{"text":"` + long + secret + `", "path": "a.txt"}`,
+		string(manyJSON),
+	} {
+		r := call(t, h, "c__hold", args)
+		wantStatus(t, r, airlock.OutcomeUnknown)
+		rec, err := st.Journal().Get(context.Background(), r.RecoveryID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
 	}
 	var got []map[string]any
 	for _, r := range recs {
@@ -64,5 +81,14 @@ func TestJournalKeepsRedactedArguments(t *testing.T) {
 	}
 	if note, _ := got[2]["…"].(string); len(got[2]) != 1 || !strings.Contains(note, "too many to keep") {
 		t.Errorf("too many arguments = %.200v…, want a note in their place", got[2])
+	}
+
+	wantStatus(t, call(t, h, "c__done", `{"text":"known"}`), airlock.OK)
+	all, err := st.Journal().Records(context.Background(), store.RecordFilter{All: true})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("Records = %d, %v; want 4", len(all), err)
+	}
+	if done := all[3]; done.Status != store.OutcomeSucceeded || done.Arguments != nil {
+		t.Errorf("a write that succeeded: %s with arguments %q; want none kept", done.Status, done.Arguments)
 	}
 }

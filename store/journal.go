@@ -24,8 +24,9 @@ type Intent struct {
 	// checks whether a call took effect: redacted by the host (no
 	// secret_env value, nothing that looks like a credential), with what
 	// a terminal would hide escaped, and long values cut (so they may not
-	// hash to ArgsHash). Empty for records written before arguments were
-	// kept.
+	// hash to ArgsHash). They are kept while the intent is open and once
+	// its outcome is unknown; any other outcome drops them (Journal.End).
+	// Empty for records written before arguments were kept.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Snapshot  string          `json:"snapshot"`
 	Effect    string          `json:"effect"` // the tool's effect under local policy: read, write or external

@@ -77,8 +77,11 @@ type Journal interface {
 	Begin(ctx context.Context, in Intent) error
 	// End records the outcome of the intent with the given id, durably.
 	// outcome is one of OutcomeSucceeded, OutcomeFailed, OutcomeRejected and
-	// OutcomeUnknown; detail says why, for a person. An intent that has
-	// already ended is ErrConflict; an unknown id is ErrNotFound.
+	// OutcomeUnknown; detail says why, for a person. Any outcome but
+	// OutcomeUnknown drops the intent's Arguments: they are kept for the
+	// person who finds out whether a call took effect, and nobody needs to
+	// once its outcome is known. An intent that has already ended is
+	// ErrConflict; an unknown id is ErrNotFound.
 	End(ctx context.Context, id string, outcome Outcome, detail string) error
 	// RecoverOpen ends as OutcomeUnknown, at now, every open intent whose
 	// writer is gone: its process exited or crashed, or its Store was

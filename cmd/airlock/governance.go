@@ -203,10 +203,13 @@ func printRecord(w io.Writer, r store.Record) {
 	// The journal keeps the arguments as JSON that escapes what a terminal
 	// would hide; Indent keeps every string as it is written.
 	var args bytes.Buffer
-	if len(r.Arguments) == 0 || json.Indent(&args, r.Arguments, "  ", "  ") != nil {
-		fmt.Fprintln(w, "  arguments: not kept (the record is older than that); only their hash is known")
-	} else {
+	switch {
+	case len(r.Arguments) > 0 && json.Indent(&args, r.Arguments, "  ", "  ") == nil:
 		fmt.Fprintf(w, "  arguments (secrets redacted): %s\n", args.Bytes())
+	case r.Status == store.OutcomeOpen || r.Status == store.OutcomeUnknown:
+		fmt.Fprintln(w, "  arguments: not kept (the record is older than that); only their hash is known")
+	default:
+		fmt.Fprintln(w, "  arguments: not kept once the outcome is known; only their hash is")
 	}
 	if r.Detail != "" {
 		fmt.Fprintf(w, "  %s\n", r.Detail)

@@ -50,8 +50,9 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 		return fmt.Errorf("end %s: %q is not an outcome", id, outcome)
 	}
 	res, err := j.db.w.ExecContext(ctx, `
-UPDATE intents SET outcome = ?, detail = ?, ended_at = ?
-WHERE id = ? AND outcome IS NULL`,
+UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
+	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
+WHERE id = ?4 AND outcome IS NULL`,
 		string(outcome), detail, micros(now()), id)
 	if err != nil {
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,6 +131,12 @@ func testExactlyOneOutcome(t *testing.T, h *harness) {
 		}
 		if got.Resolved {
 			t.Errorf("after End(%s): Resolved is true", o)
+		}
+		// The arguments stay for a person only while that is needed.
+		if keep := o == store.OutcomeUnknown; (got.Arguments != nil) != keep {
+			t.Errorf("after End(%s): Arguments %q; want them kept only for an unknown outcome", o, got.Arguments)
+		} else if keep && !bytes.Equal(got.Arguments, intent(id, base()).Arguments) {
+			t.Errorf("after End(%s): Arguments %q, want them as begun", o, got.Arguments)
 		}
 	}
 }
