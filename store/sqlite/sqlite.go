@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -111,12 +112,31 @@ func Open(path string) (*DB, error) {
 	}
 	r.SetMaxOpenConns(readers)
 	db := &DB{w: w, r: r, path: path}
-	if err := db.migrate(context.Background()); err != nil {
+	if err := db.migrateRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	return db, nil
 }
+
+// migrateRetrying migrates, trying again while the database is busy: when
+// several processes open a new file at once, the first connection's switch
+// to WAL mode needs the file to itself, and SQLite answers a connection
+// that meets it busy without waiting.
+func (db *DB) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(busyTimeout)
+	for {
+		err := db.migrate(ctx)
+		var coded interface{ Code() int }
+		if err == nil || !errors.As(err, &coded) || coded.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Duration(10+rand.IntN(40)) * time.Millisecond)
+	}
+}
+
+// sqliteBusy is SQLite's primary result code SQLITE_BUSY.
+const sqliteBusy = 5
 
 // create makes an empty database file with mode 0600 if there is none:
 // SQLite gives new files 0644, and its -wal and -shm files copy the mode of
