@@ -31,8 +31,8 @@ type Serve struct {
 	// for exactly them. Empty allows none: only requests without an Origin
 	// header (every client that is not a web page).
 	AllowedOrigins []string
-	// MaxSessions bounds the 2025-11-25 sessions open at once; 0 means
-	// [DefaultMaxSessions].
+	// MaxSessions bounds the sessions (2025-11-25) and subscription
+	// streams (2026-07-28) open at once; 0 means [DefaultMaxSessions].
 	MaxSessions int
 	// SessionIdleTimeout ends a session that has made no request for this
 	// long; 0 means [DefaultSessionIdleTimeout].

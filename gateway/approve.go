@@ -84,7 +84,7 @@ func (g *Gateway) question(req *mcp.CallToolRequest) *question {
 	q.answer = &answer{}
 	id, ok := g.openState(p.RequestState, p.Name)
 	if !ok {
-		g.log.Warn("approval answer refused: its request state is not the gateway's", "tool", p.Name)
+		g.log.Warn("approval answer refused: its request state is not the gateway's", "tool", clip(p.Name))
 		return q
 	}
 	q.answer.approval = id

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -67,8 +68,10 @@ type Gateway struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 
+	handler func() http.Handler // built once
+
 	sessionMu sync.Mutex
-	opening   int // initialize requests admitted and not yet answered
+	opening   int // initialize requests not yet answered, and listen streams open
 
 	closeOnce sync.Once
 }
@@ -111,6 +114,7 @@ func New(opts *Options) *Gateway {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g.log = slog.New(scrubSessions(log.Handler()))
+	g.handler = sync.OnceValue(g.buildHandler)
 	g.key = make([]byte, 32)
 	rand.Read(g.key)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{

@@ -50,11 +50,14 @@ const (
 // not a web page, passes), CORS for exactly those origins, and the body
 // limit, and go to the SDK's Streamable HTTP handler: a request with a
 // session id, or an initialize, to the stateful one (a 2025-11-25 session,
-// at most serve.max_sessions of them, each ended after
-// serve.session_idle_timeout without a request); anything else to the
-// stateless one (a 2026-07-28 request, which carries its protocol version,
-// client and capabilities with it). Both serve the same mcp.Server.
-func (g *Gateway) Handler() http.Handler {
+// ended after serve.session_idle_timeout without a request); anything else
+// to the stateless one (a 2026-07-28 request, which carries its protocol
+// version, client and capabilities with it). Sessions and 2026-07-28
+// subscription streams together are at most serve.max_sessions. Both serve the same mcp.Server. Every
+// call returns the same handler.
+func (g *Gateway) Handler() http.Handler { return g.handler() }
+
+func (g *Gateway) buildHandler() http.Handler {
 	stateful := mcp.NewStreamableHTTPHandler(g.mcpServer, &mcp.StreamableHTTPOptions{
 		Logger:              g.log,
 		SessionTimeout:      g.opts.Serve.SessionIdleTimeout,
@@ -149,21 +152,27 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 		return
 	}
 	msg, _ := jsonrpc.DecodeMessage(body)
-	init, _ := msg.(*jsonrpc.Request)
-	if init == nil || init.Method != "initialize" {
-		stateless.ServeHTTP(w, r)
-		return
+	req, _ := msg.(*jsonrpc.Request)
+	next := stateless
+	switch {
+	case req == nil:
+	case req.Method == "initialize":
+		next = stateful
+		fallthrough
+	case req.Method == "subscriptions/listen":
+		// Both open something that lasts: a session, or a stream that
+		// stays open until the client leaves. Together they are bounded.
+		if !g.admit() {
+			g.log.Warn("refused: too many sessions", "max_sessions", g.opts.Serve.MaxSessions, "remote", r.RemoteAddr)
+			w.Header().Set("Retry-After", "5")
+			writeError(w, http.StatusServiceUnavailable, req.ID, fmt.Sprintf(
+				"too many sessions: the gateway holds serve.max_sessions (%d) sessions and subscriptions; end one (HTTP DELETE with its Mcp-Session-Id) or try again later",
+				g.opts.Serve.MaxSessions))
+			return
+		}
+		defer g.admitted()
 	}
-	if !g.admit() {
-		g.log.Warn("refused: too many sessions", "max_sessions", g.opts.Serve.MaxSessions, "remote", r.RemoteAddr)
-		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, init.ID, fmt.Sprintf(
-			"too many sessions: the gateway holds serve.max_sessions (%d) sessions; end one (HTTP DELETE with its Mcp-Session-Id) or try again later",
-			g.opts.Serve.MaxSessions))
-		return
-	}
-	defer g.admitted()
-	stateful.ServeHTTP(w, r)
+	next.ServeHTTP(w, r)
 }
 
 // readBody reads a request body of at most MaxBodyBytes within bodyTimeout
@@ -192,8 +201,9 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	return body, true
 }
 
-// admit counts an initialize in, if the sessions open and opening are
-// fewer than serve.max_sessions.
+// admit counts in an initialize, until it is answered, or a
+// subscriptions/listen stream, while it lasts, if those and the sessions
+// open are fewer than serve.max_sessions.
 func (g *Gateway) admit() bool {
 	g.sessionMu.Lock()
 	defer g.sessionMu.Unlock()

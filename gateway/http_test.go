@@ -144,12 +144,14 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 }
 
-// TestMaxSessions: past serve.max_sessions an initialize is refused; a
-// session that ends makes room. Stateless requests need no session.
+// TestMaxSessions: sessions and subscription streams together are bounded
+// by serve.max_sessions; past it an initialize is refused, and a session
+// that ends makes room. Stateless requests need no session.
 func TestMaxSessions(t *testing.T) {
 	f := start(t, "", &gateway.Options{Serve: config.Serve{MaxSessions: 2}})
 	first := f.connect(t, session, nil)
-	f.connect(t, session, nil)
+	// A 2026-07-28 client that listens for changes holds a stream open.
+	f.connect(t, stateless, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
 	c := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil)
 	if cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: session}); err == nil {
 		cs.Close()
