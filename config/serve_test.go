@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -9,36 +8,31 @@ import (
 )
 
 func TestParseServe(t *testing.T) {
-	tests := []struct {
-		name string
-		src  string
-		want Serve
-	}{
-		{"left out: the defaults, as zero", server, Serve{}},
-		{"empty mapping", server + "serve: {}\n", Serve{}},
-		{"given", server + "serve:\n  allowed_origins: [\"https://App.Example.com\", \"http://localhost:3000\"]\n  max_sessions: 50\n  session_idle_timeout: 5m\n",
-			Serve{AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, MaxSessions: 50, SessionIdleTimeout: 5 * time.Minute}},
-		{"no origins", server + "serve: {allowed_origins: []}\n", Serve{AllowedOrigins: []string{}}},
-	}
-	for _, tt := range tests {
-		cfg, err := Parse([]byte(tt.src), "airlock.yaml", t.TempDir())
+	serve := func(src string) Serve {
+		t.Helper()
+		cfg, err := Parse([]byte(server+src), "airlock.yaml", t.TempDir())
 		if err != nil {
-			t.Errorf("%s: %v", tt.name, err)
-			continue
+			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tt.want, cfg.Serve); diff != "" {
-			t.Errorf("%s: Serve mismatch (-want +got):\n%s", tt.name, diff)
-		}
+		return cfg.Serve
+	}
+	// Left out, or empty: zero, which the gateway reads as the defaults.
+	if got := serve(""); !cmp.Equal(got, Serve{}) {
+		t.Errorf("no serve: gives %+v, want the zero Serve", got)
+	}
+	if got := serve("serve: {}\n"); !cmp.Equal(got, Serve{}) {
+		t.Errorf("serve: {} gives %+v, want the zero Serve", got)
+	}
+	got := serve("serve:\n  allowed_origins: [\"https://App.Example.com\", \"http://localhost:3000\"]\n  max_sessions: 50\n  session_idle_timeout: 5m\n")
+	want := Serve{AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, MaxSessions: 50, SessionIdleTimeout: 5 * time.Minute}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Serve mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestParseServeErrors(t *testing.T) {
 	const example = "such as https://app.example.com or http://localhost:3000"
-	tests := []struct {
-		name string
-		src  string
-		want []string
-	}{
+	tests := []errorCase{
 		{"auth is for a later version", server + "serve:\n  auth: {issuer: https://id.example.com}\n", []string{
 			"airlock.yaml:6: serve.auth: inbound authentication is not supported by this version of Airlock: remove serve.auth, and serve HTTP on a loopback address only (airlock serve --http 127.0.0.1:PORT)"}},
 		{"misspelt key", server + "serve: {max_session: 3}\n", []string{
@@ -61,15 +55,7 @@ func TestParseServeErrors(t *testing.T) {
 			"airlock.yaml:6: serve.max_sessions: must be a whole number of sessions from 1 to 1000000",
 			`airlock.yaml:7: serve.session_idle_timeout: "0s" must be longer than zero`}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.src), "airlock.yaml", t.TempDir())
-			if err == nil {
-				t.Fatalf("Parse succeeded with %+v, want errors:\n%s", cfg.Serve, strings.Join(tt.want, "\n"))
-			}
-			if diff := cmp.Diff(tt.want, errLines(err)); diff != "" {
-				t.Errorf("errors mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
+	checkErrors(t, tests, func(src string) (*Config, error) {
+		return Parse([]byte(src), "airlock.yaml", t.TempDir())
+	})
 }

@@ -151,6 +151,14 @@ func (f *fixture) connect(t *testing.T, era string, opts *mcp.ClientOptions) *mc
 	return cs
 }
 
+// eachEra runs fn in a subtest for each era, with a session of that era.
+func (f *fixture) eachEra(t *testing.T, fn func(t *testing.T, era string, cs *mcp.ClientSession)) {
+	t.Helper()
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) { fn(t, era, f.connect(t, era, nil)) })
+	}
+}
+
 // call calls a tool with raw arguments.
 func call(t *testing.T, cs *mcp.ClientSession, name, args string) (*mcp.CallToolResult, error) {
 	t.Helper()
@@ -229,91 +237,85 @@ func inParallel(n int, fn func(i int)) {
 
 func TestListAndCallBothEras(t *testing.T) {
 	f := start(t, "", nil)
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
-			cs := f.connect(t, era, nil)
-			list, err := cs.ListTools(context.Background(), nil)
-			if err != nil {
-				t.Fatal(err)
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		list, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		want := "b__wait b__wait_write w__badout w__crash w__echo w__fail w__note w__wait w__wait_write"
+		if got := strings.Join(names, " "); got != want {
+			t.Errorf("tools = %s, want %s", got, want)
+		}
+		for _, tool := range list.Tools {
+			// The server claims nothing; policy classifies all but
+			// note and wait_write as reads.
+			read := !strings.HasSuffix(tool.Name, "__note") && !strings.HasSuffix(tool.Name, "__wait_write")
+			if tool.Annotations == nil || tool.Annotations.ReadOnlyHint != read {
+				t.Errorf("%s: annotations %+v, want readOnlyHint %v (local policy's effect)", tool.Name, tool.Annotations, read)
 			}
-			var names []string
-			for _, tool := range list.Tools {
-				names = append(names, tool.Name)
-			}
-			want := "b__wait b__wait_write w__badout w__crash w__echo w__fail w__note w__wait w__wait_write"
-			if got := strings.Join(names, " "); got != want {
-				t.Errorf("tools = %s, want %s", got, want)
-			}
-			for _, tool := range list.Tools {
-				// The server claims nothing; policy classifies all but
-				// note and wait_write as reads.
-				read := !strings.HasSuffix(tool.Name, "__note") && !strings.HasSuffix(tool.Name, "__wait_write")
-				if tool.Annotations == nil || tool.Annotations.ReadOnlyHint != read {
-					t.Errorf("%s: annotations %+v, want readOnlyHint %v (local policy's effect)", tool.Name, tool.Annotations, read)
-				}
-			}
-			res, err := call(t, cs, "w__echo", `{"text":"hello"}`)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.IsError || resultText(res) != "hello" || status(res) != "ok" {
-				t.Errorf("result = %+v (%q), want ok hello", res, resultText(res))
-			}
-			if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"text":"hello"}` {
-				t.Errorf("structuredContent = %s, want {\"text\":\"hello\"}", got)
-			}
-		})
-	}
+		}
+		res, err := call(t, cs, "w__echo", `{"text":"hello"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError || resultText(res) != "hello" || status(res) != "ok" {
+			t.Errorf("result = %+v (%q), want ok hello", res, resultText(res))
+		}
+		if got, _ := json.Marshal(res.StructuredContent); string(got) != `{"text":"hello"}` {
+			t.Errorf("structuredContent = %s, want {\"text\":\"hello\"}", got)
+		}
+	})
 }
 
 // TestResultClasses maps every class of result onto MCP, in both eras.
 func TestResultClasses(t *testing.T) {
 	f := start(t, "    - {server: w, tool: crash, decision: deny}\n", nil)
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
-			cs := f.connect(t, era, nil)
-			tests := []struct {
-				name, tool, args string
-				class            string // the result's class, or the JSON-RPC error's
-				code             int64  // the JSON-RPC error code; 0 for a result
-				text             string // in the result's text, or the error's message
-			}{
-				{"tool error", "w__fail", `{}`, "tool_error", 0, "the disk is full"},
-				{"invalid arguments", "w__echo", `{"text":5}`, "invalid_arguments", 0, "invalid arguments for w__echo"},
-				{"duplicate keys", "w__echo", `{"text":"a","text":"b"}`, "invalid_arguments", 0, "invalid arguments for w__echo"},
-				{"case-variant keys", "w__echo", `{"text":"a","TEXT":"b"}`, "invalid_arguments", 0, "invalid arguments for w__echo"},
-				{"denied by a rule", "w__crash", `{}`, "denied", 0, "w__crash refused"},
-				{"approval, client cannot be asked", "w__note", `{"text":"x"}`, "approval_required", 0, "airlock approvals approve apr_"},
-				{"contract error", "w__badout", `{}`, "contract_error", jsonrpc.CodeInternalError, "contract_error: server w broke the MCP contract"},
-				{"unknown tool", "w__nope", `{}`, "", jsonrpc.CodeInvalidParams, "nope"},
-				{"not allowed on its server", "b__echo", `{"text":"x"}`, "", jsonrpc.CodeInvalidParams, "b__echo"},
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		tests := []struct {
+			name, tool, args string
+			class            string // the result's class, or the JSON-RPC error's
+			code             int64  // the JSON-RPC error code; 0 for a result
+			text             string // in the result's text, or the error's message
+		}{
+			{"tool error", "w__fail", `{}`, "tool_error", 0, "the disk is full"},
+			{"invalid arguments", "w__echo", `{"text":5}`, "invalid_arguments", 0, "invalid arguments for w__echo"},
+			{"duplicate keys", "w__echo", `{"text":"a","text":"b"}`, "invalid_arguments", 0, "invalid arguments for w__echo"},
+			{"case-variant keys", "w__echo", `{"text":"a","TEXT":"b"}`, "invalid_arguments", 0, "invalid arguments for w__echo"},
+			{"denied by a rule", "w__crash", `{}`, "denied", 0, "w__crash refused"},
+			{"approval, client cannot be asked", "w__note", `{"text":"x"}`, "approval_required", 0, "airlock approvals approve apr_"},
+			{"contract error", "w__badout", `{}`, "contract_error", jsonrpc.CodeInternalError, "contract_error: server w broke the MCP contract"},
+			{"unknown tool", "w__nope", `{}`, "", jsonrpc.CodeInvalidParams, "nope"},
+			{"not allowed on its server", "b__echo", `{"text":"x"}`, "", jsonrpc.CodeInvalidParams, "b__echo"},
+		}
+		for _, tt := range tests {
+			res, err := call(t, cs, tt.tool, tt.args)
+			if tt.code != 0 {
+				werr := rpcError(t, err)
+				if werr.Code != tt.code || !strings.Contains(werr.Message, tt.text) {
+					t.Errorf("%s: error %d %q, want %d containing %q", tt.name, werr.Code, werr.Message, tt.code, tt.text)
+				}
+				if tt.class != "" && errorClass(t, werr) != tt.class {
+					t.Errorf("%s: error class %s, want %s", tt.name, errorClass(t, werr), tt.class)
+				}
+				if strings.Contains(werr.Message, "IGNORE") || strings.Contains(string(werr.Data), "IGNORE") {
+					t.Errorf("%s: the server's text reached the client: %s %s", tt.name, werr.Message, werr.Data)
+				}
+				continue
 			}
-			for _, tt := range tests {
-				res, err := call(t, cs, tt.tool, tt.args)
-				if tt.code != 0 {
-					werr := rpcError(t, err)
-					if werr.Code != tt.code || !strings.Contains(werr.Message, tt.text) {
-						t.Errorf("%s: error %d %q, want %d containing %q", tt.name, werr.Code, werr.Message, tt.code, tt.text)
-					}
-					if tt.class != "" && errorClass(t, werr) != tt.class {
-						t.Errorf("%s: error class %s, want %s", tt.name, errorClass(t, werr), tt.class)
-					}
-					if strings.Contains(werr.Message, "IGNORE") || strings.Contains(string(werr.Data), "IGNORE") {
-						t.Errorf("%s: the server's text reached the client: %s %s", tt.name, werr.Message, werr.Data)
-					}
-					continue
-				}
-				if err != nil {
-					t.Errorf("%s: %v, want a result", tt.name, err)
-					continue
-				}
-				if !res.IsError || status(res) != tt.class || !strings.Contains(resultText(res), tt.text) {
-					t.Errorf("%s: result isError=%v class %q %q, want isError class %s containing %q",
-						tt.name, res.IsError, status(res), resultText(res), tt.class, tt.text)
-				}
+			if err != nil {
+				t.Errorf("%s: %v, want a result", tt.name, err)
+				continue
 			}
-		})
-	}
+			if !res.IsError || status(res) != tt.class || !strings.Contains(resultText(res), tt.text) {
+				t.Errorf("%s: result isError=%v class %q %q, want isError class %s containing %q",
+					tt.name, res.IsError, status(res), resultText(res), tt.class, tt.text)
+			}
+		}
+	})
 	// Nothing was sent for a call refused before the send stage, nor for a
 	// tool outside the catalog.
 	for _, line := range marks(t, f.mark, "call ") {
@@ -331,36 +333,33 @@ func TestResultClasses(t *testing.T) {
 // an unknown outcome, which the client is told not to repeat blindly.
 func TestBusyAndTimeouts(t *testing.T) {
 	f := start(t, "", nil)
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
-			cs := f.connect(t, era, nil)
-			seen := len(marks(t, f.markB, "call wait "))
-			held := make(chan error, 1)
-			go func() {
-				_, err := call(t, cs, "b__wait", `{}`)
-				held <- err
-			}()
-			waitFor(t, "the first call to reach b", func() bool { return len(marks(t, f.markB, "call wait ")) > seen })
-			res, err := call(t, cs, "b__wait", `{}`)
-			if err != nil || !res.IsError || status(res) != "busy" {
-				t.Errorf("second call: %+v, %v; want busy", res, err)
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		seen := len(marks(t, f.markB, "call wait "))
+		held := make(chan error, 1)
+		go func() {
+			_, err := call(t, cs, "b__wait", `{}`)
+			held <- err
+		}()
+		waitFor(t, "the first call to reach b", func() bool { return len(marks(t, f.markB, "call wait ")) > seen })
+		res, err := call(t, cs, "b__wait", `{}`)
+		if err != nil || !res.IsError || status(res) != "busy" {
+			t.Errorf("second call: %+v, %v; want busy", res, err)
+		}
+		if err := <-held; err == nil || errorClass(t, rpcError(t, err)) != "connection_error" {
+			t.Errorf("the read that timed out: %v, want a connection_error", err)
+		}
+		res, err = call(t, cs, "b__wait_write", `{}`)
+		if err != nil || !res.IsError || status(res) != "outcome_unknown" {
+			t.Fatalf("write that timed out: %+v, %v; want outcome_unknown", res, err)
+		}
+		id, _ := res.Meta["airlock/recovery_id"].(string)
+		txt := resultText(res)
+		for _, want := range []string{"outcome of this call is unknown", "Do not repeat the call blindly", "Recovery id: " + id} {
+			if id == "" || !strings.Contains(txt, want) {
+				t.Errorf("outcome_unknown text %q (recovery id %q), want it to contain %q", txt, id, want)
 			}
-			if err := <-held; err == nil || errorClass(t, rpcError(t, err)) != "connection_error" {
-				t.Errorf("the read that timed out: %v, want a connection_error", err)
-			}
-			res, err = call(t, cs, "b__wait_write", `{}`)
-			if err != nil || !res.IsError || status(res) != "outcome_unknown" {
-				t.Fatalf("write that timed out: %+v, %v; want outcome_unknown", res, err)
-			}
-			id, _ := res.Meta["airlock/recovery_id"].(string)
-			txt := resultText(res)
-			for _, want := range []string{"outcome of this call is unknown", "Do not repeat the call blindly", "Recovery id: " + id} {
-				if id == "" || !strings.Contains(txt, want) {
-					t.Errorf("outcome_unknown text %q (recovery id %q), want it to contain %q", txt, id, want)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestApprovalThroughElicitation: a client that declared elicitation is
@@ -412,29 +411,26 @@ func TestApprovalThroughElicitation(t *testing.T) {
 // id and how to approve; once approved, the same call runs, once.
 func TestApprovalFallback(t *testing.T) {
 	f := start(t, "", nil)
-	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
-			cs := f.connect(t, era, nil)
-			args := `{"text":"later ` + era + `"}`
-			res, err := call(t, cs, "w__note", args)
-			if err != nil || !res.IsError || status(res) != "approval_required" {
-				t.Fatalf("result %+v, %v; want approval_required", res, err)
-			}
-			id, _ := res.Meta["airlock/approval_id"].(string)
-			if !strings.Contains(resultText(res), "airlock approvals approve "+id) {
-				t.Errorf("text %q, want it to say how to approve %s", resultText(res), id)
-			}
-			if err := f.h.Decide(context.Background(), id, true, "tester", ""); err != nil {
-				t.Fatal(err)
-			}
-			if res, err = call(t, cs, "w__note", args); err != nil || res.IsError {
-				t.Fatalf("after approval: %+v, %v; want it to run", res, err)
-			}
-			if res, err = call(t, cs, "w__note", args); err != nil || status(res) != "approval_required" {
-				t.Errorf("the grant was used twice: %+v, %v", res, err)
-			}
-		})
-	}
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		args := `{"text":"later ` + era + `"}`
+		res, err := call(t, cs, "w__note", args)
+		if err != nil || !res.IsError || status(res) != "approval_required" {
+			t.Fatalf("result %+v, %v; want approval_required", res, err)
+		}
+		id, _ := res.Meta["airlock/approval_id"].(string)
+		if !strings.Contains(resultText(res), "airlock approvals approve "+id) {
+			t.Errorf("text %q, want it to say how to approve %s", resultText(res), id)
+		}
+		if err := f.h.Decide(context.Background(), id, true, "tester", ""); err != nil {
+			t.Fatal(err)
+		}
+		if res, err = call(t, cs, "w__note", args); err != nil || res.IsError {
+			t.Fatalf("after approval: %+v, %v; want it to run", res, err)
+		}
+		if res, err = call(t, cs, "w__note", args); err != nil || status(res) != "approval_required" {
+			t.Errorf("the grant was used twice: %+v, %v", res, err)
+		}
+	})
 }
 
 // TestForgedApprovalAnswer: an answer whose request state the gateway did

@@ -54,15 +54,11 @@ func (e *env) serve(o *options, _ []string) error {
 		}
 		return g.ServeStdio(e.ctx, in, nopWriteCloser{e.stdout})
 	}
-	ln, err := net.Listen("tcp", o.httpAddr)
+	ln, host, err := listen(o.httpAddr)
 	if err != nil {
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			err = oe.Err
-		}
-		return usageError("cannot listen on %s: %v", o.httpAddr, err)
+		return err
 	}
-	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !egress.IsLoopbackHost(host) {
+	if !egress.IsLoopbackHost(host) {
 		// The name resolved to an address that is not loopback.
 		ln.Close()
 		return usageError("--http %s: %s is not a loopback address; %s", o.httpAddr, host, loopbackOnly)
@@ -86,6 +82,21 @@ func checkServeAddr(addr string) error {
 		return usageError("--http %s: %s is not a loopback address; %s", addr, host, loopbackOnly)
 	}
 	return nil
+}
+
+// listen listens on addr (HOST:PORT) and returns the listener and the host
+// it bound; a failure is a usage error.
+func listen(addr string) (net.Listener, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			err = oe.Err
+		}
+		return nil, "", usageError("cannot listen on %s: %v", addr, err)
+	}
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	return ln, host, nil
 }
 
 type nopWriteCloser struct{ io.Writer }
