@@ -67,6 +67,51 @@ func (g *Gateway) Approve(ctx context.Context, req airlock.ApprovalRequest) (air
 
 var _ airlock.Approver = (*Gateway)(nil)
 
+// A round is what became of a tools/call's approval question, for the
+// middleware around it (unasked).
+type round struct {
+	tool     string
+	asked    string // the approval request the question was about
+	answered bool   // the call came back with an answer
+}
+
+type roundKey struct{}
+
+// unasked turns the failure to ask a 2025-11-25 client (its elicitation
+// failed, so the SDK's multi-round-trip middleware returns an error) into
+// the answer a client that cannot be asked gets: the approval id, and how a
+// person approves it. The request stays pending.
+func unasked(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		r := &round{}
+		res, err := next(context.WithValue(ctx, roundKey{}, r), method, req)
+		if err == nil || r.asked == "" || r.answered || ctx.Err() != nil {
+			return res, err
+		}
+		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then call again with the same arguments",
+			r.tool, clip(err.Error()), r.asked)
+		return &mcp.CallToolResult{IsError: true, Content: text(msg),
+			Meta: mcp.Meta{"airlock/status": string(airlock.ApprovalRequired), "airlock/approval_id": r.asked}}, nil
+	}
+}
+
+// noteRound records in ctx's round what call did with its question.
+func noteRound(ctx context.Context, q *question) {
+	r, _ := ctx.Value(roundKey{}).(*round)
+	if r == nil {
+		return
+	}
+	r.tool = q.tool
+	if q.answer != nil {
+		r.answered = true
+	} else if q.asked != nil {
+		r.asked = q.asked.ID
+	}
+}
+
 // questionInput names the one input request of an approval question.
 const questionInput = "airlock_approval"
 

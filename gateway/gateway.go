@@ -125,6 +125,8 @@ func New(opts *Options) *Gateway {
 		SetCacheable:       g.cacheable,
 		InitializedHandler: g.initialized,
 	})
+	// Outermost, around the SDK's own multi-round-trip middleware.
+	g.server.AddReceivingMiddleware(unasked)
 	return g
 }
 

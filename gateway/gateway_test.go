@@ -579,3 +579,29 @@ func TestCrashMidCall(t *testing.T) {
 		t.Errorf("writes sent: %q, want each once", got)
 	}
 }
+
+// TestApprovalClientCannotAsk: a 2025-11-25 client that declared
+// elicitation but fails to ask gets the fallback text, and the request
+// stays pending for a person.
+func TestApprovalClientCannotAsk(t *testing.T) {
+	f := start(t, "", nil)
+	cs := f.connect(t, session, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("no window to show a form in")
+		},
+	})
+	res, err := call(t, cs, "w__note", `{"text":"unasked"}`)
+	if err != nil || !res.IsError || status(res) != "approval_required" {
+		t.Fatalf("result %+v, %v; want approval_required", res, err)
+	}
+	id, _ := res.Meta["airlock/approval_id"].(string)
+	if !strings.Contains(resultText(res), "airlock approvals approve "+id) || !strings.Contains(resultText(res), "could not ask") {
+		t.Errorf("text %q, want it to say the client could not ask, and how to approve %s", resultText(res), id)
+	}
+	if err := f.h.Decide(context.Background(), id, true, "tester", ""); err != nil {
+		t.Fatalf("the request is not pending: %v", err)
+	}
+	if res, err = call(t, cs, "w__note", `{"text":"unasked"}`); err != nil || res.IsError {
+		t.Errorf("after approval: %+v, %v; want it to run", res, err)
+	}
+}
