@@ -15,7 +15,8 @@ const module = "github.com/airlockhq/airlock"
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
 	"":                       {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "policy", "store", "store/sqlite"},
-	"cmd/airlock":            {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "servers/issues", "servers/workspace", "store"},
+	"cmd/airlock":            {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "servers/issues", "servers/workspace", "store"},
+	"gateway":                {"", "auth/bearer", "config", "policy"},
 	"bench/callbench":        {"", "config"},
 	"conformance/client":     {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
 	"internal/catalog":       {"config", "internal/schema", "policy"},

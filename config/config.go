@@ -100,6 +100,8 @@ type Config struct {
 	Approvals Approvals
 	// Audit configures what the audit trail keeps.
 	Audit Audit
+	// Serve configures the gateway, airlock serve.
+	Serve Serve
 
 	notices []string
 }

@@ -147,6 +147,13 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 				args: []string{"SERVER"}, takes: "exactly one server id: airlock auth logout SERVER", run: (*env).authLogout},
 		}},
 
+	{name: "serve", usage: serveUsage, got: gotFirst,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.stdio, "stdio", false, "serve one client on stdin and stdout")
+			fs.StringVar(&o.httpAddr, "http", "", "serve Streamable HTTP at /mcp on this loopback HOST:PORT")
+		},
+		run: (*env).serve},
+
 	{name: "server",
 		missing: "server needs a name: airlock server workspace [--root DIR], or airlock server issues --issuer URL --resource URL",
 		unknown: "unknown server %q; the bundled servers are: workspace, issues",

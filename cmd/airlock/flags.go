@@ -37,6 +37,8 @@ type options struct {
 	allowHardLinks bool          // server workspace
 	protect        pathsFlag     // server workspace
 	issues         issuesFlags   // server issues
+	stdio          bool          // serve
+	httpAddr       string        // serve
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -171,6 +171,9 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	if !c.json && !c.verbose && isTerminal(e.stderr) {
 		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
 	}
+	if e.hostOptions != nil {
+		e.hostOptions(cfg, opts)
+	}
 	h, err := airlock.Open(e.ctx, cfg, opts)
 	if err != nil {
 		closeLog()

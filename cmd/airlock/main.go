@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 )
 
 func main() {
@@ -102,6 +103,8 @@ Usage:
   airlock auth login SERVER [--no-browser]    log in to a remote server (OAuth) for tenancy's tenant and user
   airlock auth status [SERVER] [--json]       who is logged in where, and until when (never the tokens)
   airlock auth logout SERVER                  delete this machine's tokens for a server
+  airlock serve --stdio | --http ADDR         the gateway: the governed catalog as an MCP server, for one
+                                              client on stdin/stdout or many over Streamable HTTP at /mcp
   airlock server workspace [--root DIR]       serve the bundled workspace MCP server on stdio
   airlock server issues --addr HOST:PORT --issuer URL --resource URL
                                               serve the remote issue service (Streamable HTTP, OAuth)
@@ -147,4 +150,8 @@ type env struct {
 	closeLog func()              // set by openHost
 	approver airlock.Approver    // asks a person, in a shell on a terminal
 	stepUps  airlock.AuthOptions // step-ups, in a shell on a terminal
+	// hostOptions, when set, completes the host's options once the
+	// configuration is read (serve: the gateway's approver and catalog
+	// follower).
+	hostOptions func(cfg *config.Config, opts *airlock.Options)
 }

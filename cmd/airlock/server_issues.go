@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"log/slog"
 	"net"
@@ -112,15 +111,11 @@ func (e *env) serveIssues(o *options, _ []string) error {
 	}
 	defer srv.Close()
 
-	ln, err := net.Listen("tcp", f.addr)
+	ln, host, err := listen(f.addr)
 	if err != nil {
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			err = oe.Err
-		}
-		return usageError("cannot listen on %s: %v", f.addr, err)
+		return err
 	}
-	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !egress.IsLoopbackHost(host) {
+	if !egress.IsLoopbackHost(host) {
 		logger.Warn("serving plain HTTP on an address that is not loopback; terminate TLS in front of this server")
 	}
 	return srv.Serve(e.ctx, ln)

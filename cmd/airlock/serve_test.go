@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// serveConfig writes an airlock.yaml in dir that runs the bundled
+// workspace server over dir, with writes asked for, and returns its path.
+func serveConfig(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, path, `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace, --root, .]
+    allowed_tools: [read_file, write_file]
+policy:
+  tools:
+    - {server: ws, tool: read_file, effect: read}
+    - {server: ws, tool: write_file, effect: write}
+`)
+	return path
+}
+
+func TestServeUsage(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"neither", []string{"serve"}, "serve needs --stdio (one client on stdin and stdout) or --http ADDR"},
+		{"both", []string{"serve", "--stdio", "--http", "127.0.0.1:0"}, "serve takes --stdio or --http ADDR, not both"},
+		{"every address", []string{"serve", "--http", ":8080"}, "--http :8080 would listen on every address; without inbound authentication (serve.auth, not in this version) the gateway listens on a loopback address only: use --http 127.0.0.1:PORT"},
+		{"any address", []string{"serve", "--http", "0.0.0.0:8080"}, "--http 0.0.0.0:8080: 0.0.0.0 is not a loopback address; without inbound authentication"},
+		{"a name", []string{"serve", "--http", "example.com:8080"}, "example.com is not a loopback address"},
+		{"no port", []string{"serve", "--http", "127.0.0.1"}, `--http "127.0.0.1" must be HOST:PORT`},
+		{"a positional", []string{"serve", "--stdio", "extra"}, `serve takes no arguments, got "extra"`},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, dir, "", append(tt.args, "--config", cfg)...).want(t, 2)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%s: stderr = %q, want it to contain %q", tt.name, r.stderr, tt.want)
+		}
+		if r.stdout != "" {
+			t.Errorf("%s: stdout = %q, want nothing", tt.name, r.stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".airlock")); err == nil {
+		t.Error("a refused serve started the host (the state directory exists)")
+	}
+}
+
+// TestServeStdio runs the gateway as an MCP client runs a stdio server,
+// and calls through it in both eras: a read, and a write that a person
+// approves when asked.
+func TestServeStdio(t *testing.T) {
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			dir := workdir(t)
+			cfg := serveConfig(t, dir)
+			cmd := exec.Command(airlockBin, "serve", "--stdio", "--config", cfg)
+			cmd.Dir = dir
+			stderr := &testenv.Buffer{}
+			cmd.Stderr = stderr
+			var asked []string
+			c := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != era {
+				t.Errorf("protocol version %s, want %s", got, era)
+			}
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range list.Tools {
+				names = append(names, tool.Name)
+			}
+			if got := strings.Join(names, " "); got != "ws__read_file ws__write_file" {
+				t.Errorf("tools = %s", got)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}})
+			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "hello") {
+				t.Fatalf("read_file: %+v, %v", res, err)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__write_file", Arguments: map[string]any{"path": "out.txt", "content": "approved"}})
+			if err != nil || res.IsError {
+				t.Fatalf("write_file: %+v, %v", res, err)
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "ws__write_file") {
+				t.Errorf("asked %q, want one question about ws__write_file", asked)
+			}
+			if data, err := os.ReadFile(filepath.Join(dir, "out.txt")); err != nil || string(data) != "approved" {
+				t.Errorf("out.txt = %q, %v", data, err)
+			}
+			if err := cs.Close(); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 0 {
+				t.Errorf("exit code %d, want 0 once the client hangs up\nstderr:\n%s", code, stderr)
+			}
+		})
+	}
+}
+
+var servingAt = regexp.MustCompile(`serving MCP at (http://\S+/mcp)`)
+
+// TestServeHTTP runs the gateway as a shared endpoint: clients of both
+// eras list and call, and SIGTERM ends it cleanly.
+func TestServeHTTP(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	cmd := exec.Command(airlockBin, "serve", "--http", "127.0.0.1:0", "--config", cfg)
+	cmd.Dir = dir
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(pipe)
+	var url string
+	var seen []string
+	for url == "" && lines.Scan() {
+		seen = append(seen, lines.Text())
+		if m := servingAt.FindStringSubmatch(lines.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	if url == "" {
+		t.Fatalf("no address on stderr:\n%s", strings.Join(seen, "\n"))
+	}
+	go func() {
+		for lines.Scan() {
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		c := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatalf("%s: connect: %v", era, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: read_file: %+v, %v", era, res, err)
+		}
+		// Without elicitation, a write needs an approval from the command line.
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__write_file", Arguments: map[string]any{"path": "out.txt", "content": "x"}})
+		if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "airlock approvals approve apr_") {
+			t.Errorf("%s: write_file: %+v, %v; want the approval fallback", era, res, err)
+		}
+		cs.Close()
+	}
+	r := runCLI(t, dir, "", "approvals", "list", "--json", "--config", cfg).want(t, 0)
+	var list struct{ Approvals []json.RawMessage }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Approvals) != 1 {
+		t.Errorf("approvals list = %s, want the one pending request (asked twice, one digest)", r.stdout)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("after SIGTERM: %v, want exit 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gateway did not stop after SIGTERM")
+	}
+}

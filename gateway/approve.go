@@ -1,0 +1,216 @@
+package gateway
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+)
+
+// A question is one call's approval as the person at the client can be
+// asked about it. The host's pipeline meets it through Approve, with the
+// call's context: on the first round Approve notes the request the
+// pipeline made (asked) and leaves it pending, so the call ends
+// approval_required and the gateway asks; on the retry, which carries the
+// person's answer, Approve gives that answer for exactly the request it was
+// given for, and the pipeline records it and runs the call, or refuses it.
+//
+// A question belongs to one call and is used by one goroutine at a time.
+type question struct {
+	tool   string
+	canAsk bool                     // the client declared form elicitation
+	answer *answer                  // the person's answer, on the retry; nil on the first round
+	asked  *airlock.ApprovalRequest // the request the pipeline made, on the first round
+}
+
+// An answer is what the person said about one approval request: Allow,
+// Deny, or "" (they dismissed the question, or the answer could not be
+// trusted), which leaves the request pending.
+type answer struct {
+	approval string
+	verdict  airlock.Verdict
+}
+
+type questionKey struct{}
+
+func withQuestion(ctx context.Context, q *question) context.Context {
+	return context.WithValue(ctx, questionKey{}, q)
+}
+
+// Approve implements airlock.Approver for the host a gateway serves: it
+// answers for the call in ctx, when that call came through the gateway and
+// its client was asked (see question), and otherwise leaves the request
+// pending (airlock approvals approve ID).
+func (g *Gateway) Approve(ctx context.Context, req airlock.ApprovalRequest) (airlock.Verdict, error) {
+	q, _ := ctx.Value(questionKey{}).(*question)
+	switch {
+	case q == nil:
+		return "", nil
+	case q.answer != nil:
+		if q.answer.approval == req.ID {
+			return q.answer.verdict, nil
+		}
+		return "", nil
+	case q.canAsk:
+		q.asked = &req
+	}
+	return "", nil
+}
+
+var _ airlock.Approver = (*Gateway)(nil)
+
+// A round is what became of a tools/call's approval question, for the
+// middleware around it (unasked).
+type round struct {
+	tool     string
+	asked    string // the approval request the question was about
+	answered bool   // the call came back with an answer
+}
+
+type roundKey struct{}
+
+// unasked turns the failure to ask a 2025-11-25 client (its elicitation
+// failed, so the SDK's multi-round-trip middleware returns an error) into
+// the answer a client that cannot be asked gets: the approval id, and how a
+// person approves it. The request stays pending.
+func unasked(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		r := &round{}
+		res, err := next(context.WithValue(ctx, roundKey{}, r), method, req)
+		if err == nil || r.asked == "" || r.answered || ctx.Err() != nil {
+			return res, err
+		}
+		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then call again with the same arguments",
+			r.tool, clip(err.Error()), r.asked)
+		return &mcp.CallToolResult{IsError: true, Content: text(msg),
+			Meta: mcp.Meta{"airlock/status": string(airlock.ApprovalRequired), "airlock/approval_id": r.asked}}, nil
+	}
+}
+
+// noteRound records in ctx's round what call did with its question.
+func noteRound(ctx context.Context, q *question) {
+	r, _ := ctx.Value(roundKey{}).(*round)
+	if r == nil {
+		return
+	}
+	r.tool = q.tool
+	if q.answer != nil {
+		r.answered = true
+	} else if q.asked != nil {
+		r.asked = q.asked.ID
+	}
+}
+
+// questionInput names the one input request of an approval question.
+const questionInput = "airlock_approval"
+
+// question is the approval question of req: whether its client can be
+// asked, and, on a retry, the answer it carries. An answer is taken only
+// with request state this gateway signed for this tool; any retry is the
+// last round, whatever it carries, so a client is never asked twice about
+// one call.
+func (g *Gateway) question(req *mcp.CallToolRequest) *question {
+	p := req.Params
+	q := &question{tool: p.Name, canAsk: formElicitation(req.ClientCapabilities())}
+	if len(p.InputResponses) == 0 && p.RequestState == "" {
+		return q
+	}
+	q.answer = &answer{}
+	id, ok := g.openState(p.RequestState, p.Name)
+	if !ok {
+		g.log.Warn("approval answer refused: its request state is not the gateway's", "tool", clip(p.Name))
+		return q
+	}
+	q.answer.approval = id
+	if res, ok := p.InputResponses[questionInput].(*mcp.ElicitResult); ok {
+		switch {
+		case res.Action == "accept" && res.Content["approve"] == true:
+			q.answer.verdict = airlock.Allow
+		case res.Action == "accept", res.Action == "decline":
+			q.answer.verdict = airlock.Deny
+		}
+	}
+	return q
+}
+
+// formElicitation reports whether a client declared form elicitation (a
+// client that declared elicitation with neither mode takes forms).
+func formElicitation(c *mcp.ClientCapabilities) bool {
+	if c == nil || c.Elicitation == nil {
+		return false
+	}
+	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
+}
+
+// ask is the first round's answer to a call that needs approval: an input
+// request, a form with the approval summary and where the call goes, and
+// the signed state the retry must carry back.
+func (g *Gateway) ask(q *question) *mcp.CallToolResult {
+	a := q.asked
+	msg := fmt.Sprintf("Approve this tool call? (Airlock approval %s)\n\n%s\n\nIt runs on: %s\nThe approval is for this one call, with these arguments; it expires at %s.",
+		a.ID, a.Summary, a.Target, a.ExpiresAt.UTC().Format(time.RFC3339))
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "title": "Approve this call",
+				"description": "Yes runs the call once; no refuses it."},
+		},
+		"required": []string{"approve"},
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{questionInput: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}},
+		RequestState:  g.sealState(a.ID, q.tool, a.ExpiresAt),
+	}
+}
+
+// The request state of a question names the approval request, for one
+// tool, until the request expires, signed with the gateway's key: a client
+// can neither forge an answer for another request nor replay one later.
+type questionState struct {
+	Approval string `json:"a"`
+	Tool     string `json:"t"`
+	Expires  int64  `json:"e"`
+}
+
+func (g *Gateway) sealState(approval, tool string, expires time.Time) string {
+	body, _ := json.Marshal(questionState{Approval: approval, Tool: tool, Expires: expires.Unix()})
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString(body) + "." + enc.EncodeToString(g.mac(body))
+}
+
+// openState returns the approval request a state names, if the gateway
+// signed it for tool and it has not expired.
+func (g *Gateway) openState(state, tool string) (string, bool) {
+	enc := base64.RawURLEncoding
+	b, s, ok := strings.Cut(state, ".")
+	if !ok || len(state) > 1024 {
+		return "", false
+	}
+	body, err1 := enc.DecodeString(b)
+	sum, err2 := enc.DecodeString(s)
+	if err1 != nil || err2 != nil || !hmac.Equal(sum, g.mac(body)) {
+		return "", false
+	}
+	var st questionState
+	if json.Unmarshal(body, &st) != nil || st.Tool != tool || time.Now().Unix() > st.Expires {
+		return "", false
+	}
+	return st.Approval, true
+}
+
+func (g *Gateway) mac(body []byte) []byte {
+	m := hmac.New(sha256.New, g.key)
+	m.Write(body)
+	return m.Sum(nil)
+}

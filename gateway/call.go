@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+)
+
+// call is the handler of every listed tool: the call runs through
+// Host.Call against the catalog the gateway lists, with the arguments as
+// the client sent them (the pipeline decodes them strictly and validates
+// them; what it checked is what it sends), and its result is mapped onto
+// MCP (see result).
+//
+// A call that policy wants approved asks the person at the client when the
+// client can be asked (see question): the first round ends with the
+// question (an input_required result, which the SDK turns into
+// elicitation/create for a 2025-11-25 client), and the retry carrying the
+// answer runs the call again, which the answer then grants or denies.
+func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, done, ok := g.calls.enter(ctx)
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down: call again once it is back"}
+	}
+	defer g.calls.leave()
+	defer done()
+	p := req.Params
+	q := g.question(req)
+	r := g.host.Load().Call(withQuestion(ctx, q), g.snap.Load(), airlock.Call{Name: p.Name, Arguments: p.Arguments})
+	noteRound(ctx, q)
+	if r.Status == airlock.ApprovalRequired && q.canAsk && q.answer == nil && q.asked != nil {
+		return g.ask(q), nil
+	}
+	return result(ctx, p.Name, r)
+}
+
+// result maps a call's result onto MCP:
+//
+//	ok                               the result: text content, and structuredContent when the tool has it
+//	invalid_arguments, tool_error,   isError, with the text the model can act on
+//	  denied, busy
+//	approval_required                isError: the approval id and how a person approves it
+//	auth_required                    isError: the login a person must make
+//	outcome_unknown                  isError: the outcome is unknown, do not repeat blindly, the recovery id
+//	unknown_tool                     JSON-RPC error -32602 "Unknown tool: NAME", as the specification gives
+//	contract_error, connection_error JSON-RPC error -32603 with a message of the gateway's own: nothing the
+//	                                 server said reaches the client as tool text
+//	cancelled                        the request's own cancellation
+//
+// Every tool result carries _meta "airlock/status" (the class) and, where
+// there is one, "airlock/approval_id" or "airlock/recovery_id".
+func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolResult, error) {
+	switch r.Status {
+	case airlock.OK:
+		res := &mcp.CallToolResult{Content: text(r.Content), Meta: meta(r)}
+		if r.Structured != nil {
+			res.StructuredContent = r.Structured
+		}
+		return res, nil
+	case airlock.InvalidArguments, airlock.ToolError, airlock.Denied, airlock.Busy:
+		return toolError(r, r.Content), nil
+	case airlock.ApprovalRequired:
+		return toolError(r, r.Err.Msg), nil
+	case airlock.AuthRequired:
+		msg := r.Err.Msg
+		if !strings.Contains(msg, "airlock auth login") && r.Err.Server != "" {
+			msg += fmt.Sprintf(": a person must run airlock auth login %s, then the call can be made again", r.Err.Server)
+		}
+		return toolError(r, msg), nil
+	case airlock.OutcomeUnknown:
+		return toolError(r, fmt.Sprintf("The outcome of this call is unknown: %s\nDo not repeat the call blindly: it may already have taken effect. Recovery id: %s",
+			r.Err.Msg, r.RecoveryID)), nil
+	case airlock.UnknownTool:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Unknown tool: " + clip(name)}
+	case airlock.Cancelled:
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down: call again once it is back"}
+	}
+	return nil, failure(r)
+}
+
+// failure is the JSON-RPC error of a contract or connection failure (or of
+// a class this version does not know). Its message is the gateway's own;
+// the audit trail has the details, under the trace id in its data.
+func failure(r *airlock.Result) *jsonrpc.Error {
+	server, tool := "", ""
+	if r.Err != nil {
+		server, tool = r.Err.Server, r.Err.Tool
+	}
+	var what string
+	switch r.Status {
+	case airlock.ContractError:
+		what = "broke the MCP contract (a malformed answer, or one that violates the tool's output schema)"
+	case airlock.ConnectionError:
+		what = "could not be reached, broke off, did not answer in time, or answered with an error"
+	default:
+		what = "failed"
+	}
+	msg := fmt.Sprintf("%s: the server %s; what it sent is not shown here (airlock audit has the details, trace %s)", r.Status, what, r.TraceID)
+	if server != "" {
+		msg = fmt.Sprintf("%s: server %s %s; what it sent is not shown here (airlock audit has the details, trace %s)", r.Status, server, what, r.TraceID)
+	}
+	data, _ := json.Marshal(map[string]string{"class": string(r.Status), "server": server, "tool": tool, "trace_id": r.TraceID})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg, Data: data}
+}
+
+func toolError(r *airlock.Result, msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: text(msg), Meta: meta(r)}
+}
+
+func text(s string) []mcp.Content {
+	if s == "" {
+		return []mcp.Content{}
+	}
+	return []mcp.Content{&mcp.TextContent{Text: s}}
+}
+
+func meta(r *airlock.Result) mcp.Meta {
+	m := mcp.Meta{"airlock/status": string(r.Status)}
+	if r.ApprovalID != "" {
+		m["airlock/approval_id"] = r.ApprovalID
+	}
+	if r.RecoveryID != "" {
+		m["airlock/recovery_id"] = r.RecoveryID
+	}
+	return m
+}
+
+// clip bounds text a client chose before it is echoed or logged.
+func clip(s string) string {
+	const max = 128
+	if len(s) <= max {
+		return s
+	}
+	return strings.ToValidUTF8(s[:max], "") + "…"
+}

@@ -1,0 +1,387 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/policy"
+)
+
+// Defaults for the zero fields of Options.
+const (
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultDrainTimeout = 25 * time.Second
+	DefaultListTTL      = time.Minute
+)
+
+// Options tune a Gateway. The zero value works.
+type Options struct {
+	// Logger receives the gateway's log. Session ids never appear in it
+	// raw, only as fingerprints. Nil discards it.
+	Logger *slog.Logger
+	// Version is reported to clients as the server version. Empty means
+	// "dev".
+	Version string
+	// Serve is the configuration's serve: section (origins, sessions).
+	Serve config.Serve
+	// MaxBodyBytes bounds one HTTP request body, and one line on stdio.
+	// Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// DrainTimeout bounds how long a shutdown lets calls in flight finish
+	// before it cancels them. Zero means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// ListTTL is how long a 2026-07-28 client may keep the tool list
+	// (ttlMs). Zero means DefaultListTTL.
+	ListTTL time.Duration
+}
+
+// A Gateway serves one Host's catalog to MCP clients. Create it with New,
+// open the Host with the gateway as its Approver and CatalogChanged (see
+// New), then Start it; it is then an http.Handler provider and a stdio
+// server. Its methods are safe for concurrent use.
+type Gateway struct {
+	opts   Options
+	log    *slog.Logger
+	server *mcp.Server
+	key    []byte // signs the request state of an approval question
+
+	host  atomic.Pointer[airlock.Host]
+	snap  atomic.Pointer[airlock.Snapshot] // the catalog the server lists
+	calls inflight
+
+	listMu sync.Mutex           // one publish at a time
+	listed map[string]*mcp.Tool // what the server lists, by name
+
+	changed chan struct{} // the host's catalog may have changed
+	stop    context.CancelFunc
+	done    chan struct{}
+
+	handler func() http.Handler // built once
+
+	sessionMu sync.Mutex
+	opening   int // initialize requests not yet answered, and listen streams open
+
+	closeOnce sync.Once
+}
+
+// New returns a gateway, not yet serving. The Host it will serve must be
+// opened with it:
+//
+//	g := gateway.New(opts)
+//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged})
+//	…
+//	err = g.Start(ctx, h)
+//
+// so that a call policy wants approved can ask the person at the client,
+// and a change of the catalog reaches the clients.
+func New(opts *Options) *Gateway {
+	g := &Gateway{listed: map[string]*mcp.Tool{}, changed: make(chan struct{}, 1)}
+	if opts != nil {
+		g.opts = *opts
+	}
+	if g.opts.MaxBodyBytes <= 0 {
+		g.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if g.opts.DrainTimeout <= 0 {
+		g.opts.DrainTimeout = DefaultDrainTimeout
+	}
+	if g.opts.ListTTL <= 0 {
+		g.opts.ListTTL = DefaultListTTL
+	}
+	if g.opts.Serve.MaxSessions <= 0 {
+		g.opts.Serve.MaxSessions = config.DefaultMaxSessions
+	}
+	if g.opts.Serve.SessionIdleTimeout <= 0 {
+		g.opts.Serve.SessionIdleTimeout = config.DefaultSessionIdleTimeout
+	}
+	if g.opts.Version == "" {
+		g.opts.Version = "dev"
+	}
+	log := g.opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g.log = slog.New(scrubSessions(log.Handler()))
+	g.handler = sync.OnceValue(g.buildHandler)
+	g.key = make([]byte, 32)
+	rand.Read(g.key)
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
+		Logger: g.log,
+		// Tools only, and changes announced. No logging: the gateway
+		// relays none.
+		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		SetCacheable:       g.cacheable,
+		InitializedHandler: g.initialized,
+	})
+	// Outermost, around the SDK's own multi-round-trip middleware.
+	g.server.AddReceivingMiddleware(unasked)
+	return g
+}
+
+// Start serves h: its current catalog is listed, and every change the host
+// reports (CatalogChanged) is followed until Close. h must have been opened
+// with g as its Approver and CatalogChanged.
+func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
+	if !g.host.CompareAndSwap(nil, h) {
+		return errors.New("gateway: already started")
+	}
+	g.publish(g.turn(ctx, h))
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	g.stop, g.done = stop, make(chan struct{})
+	go g.follow(life)
+	return nil
+}
+
+// Close stops following the host's catalog and ends every session. It does
+// not close the Host, which the caller opened. It is idempotent.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		g.calls.close()
+		if g.stop != nil {
+			g.stop()
+			<-g.done
+		}
+		for ss := range g.server.Sessions() {
+			ss.Close()
+		}
+	})
+	return nil
+}
+
+// CatalogChanged is the Host's Options.CatalogChanged: the catalog may
+// have changed. It never blocks; a burst of calls costs one refresh.
+func (g *Gateway) CatalogChanged() {
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
+}
+
+// settle is how long the gateway lets a burst of changes settle before it
+// takes a turn: servers that restart together cost one refresh.
+const settle = 50 * time.Millisecond
+
+// follow takes a turn whenever the host says its catalog may have changed,
+// and lists the new catalog if it did change.
+func (g *Gateway) follow(ctx context.Context) {
+	defer close(g.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.changed:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(settle):
+		}
+		select {
+		case <-g.changed:
+		default:
+		}
+		g.publish(g.turn(ctx, g.host.Load()))
+	}
+}
+
+// turn takes the host's safe point (servers that said their tools changed
+// are discovered again) and returns the host's newest snapshot. Calls use
+// that snapshot itself, not the turn's copy: a gateway cannot see its
+// clients' turns, so limits.max_calls_per_turn does not apply to them.
+func (g *Gateway) turn(ctx context.Context, h *airlock.Host) *airlock.Snapshot {
+	h.BeginTurn(ctx)
+	return h.Snapshot()
+}
+
+// publish makes snap the catalog calls resolve against and the server
+// lists. Only tools that were added, removed or changed are touched, so
+// clients hear of a change (notifications/tools/list_changed, which the
+// SDK sends once for changes close together) only when there is one.
+func (g *Gateway) publish(snap *airlock.Snapshot) {
+	g.listMu.Lock()
+	defer g.listMu.Unlock()
+	if cur := g.snap.Load(); cur != nil && cur.ID() == snap.ID() {
+		return
+	}
+	g.snap.Store(snap)
+	next := map[string]*mcp.Tool{}
+	for _, t := range snap.Tools() {
+		mt, err := toolOf(t)
+		if err != nil {
+			g.log.Warn("tool not listed", "tool", t.Name, "error", err)
+			continue
+		}
+		next[t.Name] = mt
+	}
+	var gone []string
+	for name := range g.listed {
+		if next[name] == nil {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		g.server.RemoveTools(gone...)
+	}
+	for name, mt := range next {
+		if old := g.listed[name]; old == nil || !sameTool(old, mt) {
+			g.server.AddTool(mt, g.call)
+		}
+	}
+	g.listed = next
+	g.log.Info("catalog listed", "snapshot", snap.ID(), "generation", snap.Generation(), "tools", len(next), "removed", len(gone))
+}
+
+// toolOf is a catalog entry as clients see it: the input schema is exactly
+// the one calls are validated against.
+func toolOf(t airlock.Tool) (*mcp.Tool, error) {
+	var in struct {
+		Type any `json:"type"`
+	}
+	if err := json.Unmarshal(t.InputSchema, &in); err != nil || in.Type != "object" {
+		return nil, errors.New(`its input schema is not of type "object"`)
+	}
+	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, Annotations: annotations(t)}
+	if t.OutputSchema != nil {
+		mt.OutputSchema = t.OutputSchema
+	}
+	return mt, nil
+}
+
+// annotations are the hints a client gets about a tool: read-only when
+// local policy says the tool only reads, whatever the server claims; a
+// server's claim that a tool is harmless (not destructive) is not passed
+// on, so a client assumes the worst of every tool policy did not classify
+// as a read.
+func annotations(t airlock.Tool) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{ReadOnlyHint: t.Effect == policy.Read}
+	if s := t.Annotations; s != nil {
+		a.Title = s.Title
+		a.OpenWorldHint = s.OpenWorldHint
+	}
+	return a
+}
+
+func sameTool(a, b *mcp.Tool) bool {
+	ja, erra := json.Marshal(a)
+	jb, errb := json.Marshal(b)
+	return erra == nil && errb == nil && string(ja) == string(jb)
+}
+
+// cacheable sets how long a client may keep the tool list. Every client
+// sees the same catalog (the gateway acts for one principal), so the list
+// may be shared.
+func (g *Gateway) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	if _, ok := req.(*mcp.ListToolsRequest); ok {
+		c.TTLMs, c.CacheScope = int(g.opts.ListTTL/time.Millisecond), "public"
+	}
+}
+
+// initialized logs a new 2025-11-25 session, by the fingerprint of its id.
+func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
+	var client, version string
+	if p := req.Session.InitializeParams(); p != nil {
+		version = p.ProtocolVersion
+		if p.ClientInfo != nil {
+			client = p.ClientInfo.Name + " " + p.ClientInfo.Version
+		}
+	}
+	g.log.Info("session started", "session", fingerprint(req.Session.ID()), "client", clip(client), "protocol_version", clip(version))
+}
+
+// inflight counts the calls in flight, so that a shutdown can let them
+// finish, refuses new ones once it has begun, and cancels those still in
+// flight when it gives up waiting.
+type inflight struct {
+	mu     sync.Mutex
+	n      int
+	closed bool
+	idle   chan struct{} // closed when the last call leaves after close
+	abort  context.CancelFunc
+	life   context.Context // ends when the calls in flight are cancelled
+}
+
+// enter counts a call in, unless a shutdown has begun, and returns its
+// context, which also ends when the shutdown cancels calls.
+func (f *inflight) enter(ctx context.Context) (context.Context, context.CancelFunc, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, nil, false
+	}
+	if f.life == nil {
+		f.life, f.abort = context.WithCancel(context.Background())
+	}
+	f.n++
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(f.life, cancel)
+	return ctx, func() { stop(); cancel() }, true
+}
+
+// cancel cancels the calls in flight.
+func (f *inflight) cancel() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.abort != nil {
+		f.abort()
+	}
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	if f.closed && f.n == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// close refuses new calls and returns a channel closed once none is in
+// flight.
+func (f *inflight) close() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	if f.n == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	return f.idle
+}
+
+func (f *inflight) closing() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.closed
+}
+
+// drain refuses new calls and waits, at most the drain timeout, for the
+// calls in flight to finish. It reports whether they did.
+func (g *Gateway) drain() bool {
+	select {
+	case <-g.calls.close():
+		return true
+	case <-time.After(g.opts.DrainTimeout):
+		g.log.Warn("calls still in flight after the drain timeout; cancelling them", "drain_timeout", g.opts.DrainTimeout)
+		g.calls.cancel()
+		return false
+	}
+}

@@ -1,0 +1,238 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/gateway"
+)
+
+// post sends body to the endpoint as a client of era would, with headers
+// changed by edit (which may be nil), and returns the status and body.
+func post(t *testing.T, f *fixture, era, body string, edit func(*http.Request)) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if era != "" {
+		req.Header.Set("Mcp-Protocol-Version", era)
+	}
+	if era == stateless {
+		// A 2026-07-28 request names its method and tool in headers too.
+		var msg struct {
+			Method string
+			Params struct{ Name string }
+		}
+		if json.Unmarshal([]byte(body), &msg) == nil {
+			req.Header.Set("Mcp-Method", msg.Method)
+			if msg.Params.Name != "" {
+				req.Header.Set("Mcp-Name", msg.Params.Name)
+			}
+		}
+	}
+	if edit != nil {
+		edit(req)
+	}
+	return do(t, req)
+}
+
+func do(t *testing.T, req *http.Request) (int, http.Header, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(data)
+}
+
+// callBody is a 2026-07-28 tools/call, with its per-request _meta.
+func callBody(name, args string) string {
+	return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + name + `","arguments":` + args +
+		`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+}
+
+// TestBadInput: what a client may get wrong, or an attacker try, is refused
+// at the door, and nothing reaches the server.
+func TestBadInput(t *testing.T) {
+	f := start(t, "", &gateway.Options{MaxBodyBytes: 64 << 10, Serve: config.Serve{AllowedOrigins: []string{"http://localhost:6274"}}})
+	host := func(h string) func(*http.Request) { return func(r *http.Request) { r.Host = h } }
+	header := func(k, v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set(k, v) } }
+	tests := []struct {
+		name   string
+		era    string
+		body   string
+		edit   func(*http.Request)
+		status int
+		want   string // in the body
+	}{
+		{"malformed JSON", stateless, `{"jsonrpc":"2.0","id":1,"method":`, nil, http.StatusBadRequest, "malformed"},
+		{"not JSON-RPC", stateless, `{"hello":"world"}`, nil, http.StatusBadRequest, ""},
+		{"malformed JSON, no version", "", `[{"jsonrpc":`, nil, http.StatusBadRequest, "malformed"},
+		{"oversized body", stateless, callBody("w__echo", `{"text":"`+strings.Repeat("x", 100<<10)+`"}`), nil, http.StatusRequestEntityTooLarge, "exceeds"},
+		{"oversized, length not given", stateless, callBody("w__echo", `{"text":"`+strings.Repeat("x", 100<<10)+`"}`),
+			func(r *http.Request) { r.ContentLength = -1 }, http.StatusRequestEntityTooLarge, "exceeds"},
+		{"web page not allowed", stateless, callBody("w__echo", `{"text":"x"}`), header("Origin", "https://evil.example"), http.StatusForbidden, "serve.allowed_origins"},
+		{"origin null", stateless, callBody("w__echo", `{"text":"x"}`), header("Origin", "null"), http.StatusForbidden, "origin not allowed"},
+		{"foreign Host (DNS rebinding)", stateless, callBody("w__echo", `{"text":"x"}`), host("evil.example"), http.StatusForbidden, "host not allowed"},
+		{"foreign Host with port", stateless, callBody("w__echo", `{"text":"x"}`), host("evil.example:80"), http.StatusForbidden, "host not allowed"},
+		{"session that does not exist", session, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, header("Mcp-Session-Id", "NOSUCHSESSIONAAAAAAAAAAAAA"), http.StatusNotFound, "session not found"},
+		{"tool outside the catalog", stateless, callBody("b__echo", `{"text":"x"}`), nil, 0, `"code":-32602`},
+		{"tool unknown anywhere", stateless, callBody("nope", `{}`), nil, 0, `"code":-32602`},
+	}
+	for _, tt := range tests {
+		code, _, body := post(t, f, tt.era, tt.body, tt.edit)
+		if tt.status != 0 && code != tt.status || !strings.Contains(body, tt.want) {
+			t.Errorf("%s: %d %q, want %d containing %q", tt.name, code, body, tt.status, tt.want)
+		}
+	}
+	if got := marks(t, f.mark, "call "); len(got) != 0 {
+		t.Errorf("server w saw %q", got)
+	}
+	if got := marks(t, f.markB, "call "); len(got) != 0 {
+		t.Errorf("server b saw %q", got)
+	}
+
+	// The allowed web page gets in, with CORS for exactly its origin.
+	code, h, body := post(t, f, stateless, callBody("w__echo", `{"text":"from a page"}`), header("Origin", "http://localhost:6274"))
+	if code != http.StatusOK || !strings.Contains(body, "from a page") || h.Get("Access-Control-Allow-Origin") != "http://localhost:6274" {
+		t.Errorf("allowed origin: %d %q, Access-Control-Allow-Origin %q", code, body, h.Get("Access-Control-Allow-Origin"))
+	}
+	pre, _ := http.NewRequest(http.MethodOptions, f.url, nil)
+	pre.Header.Set("Origin", "http://localhost:6274")
+	pre.Header.Set("Access-Control-Request-Method", "POST")
+	pre.Header.Set("Access-Control-Request-Headers", "content-type, mcp-protocol-version")
+	if code, h, _ := do(t, pre); code >= 300 || h.Get("Access-Control-Allow-Origin") != "http://localhost:6274" {
+		t.Errorf("preflight: %d, Access-Control-Allow-Origin %q", code, h.Get("Access-Control-Allow-Origin"))
+	}
+	get, _ := http.NewRequest(http.MethodGet, f.url, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	if code, _, _ := do(t, get); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET without a session: %d, want 405", code)
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	f := start(t, "", nil)
+	base := strings.TrimSuffix(f.url, gateway.Endpoint)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d, want 200", path, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/readyz", nil)
+	req.Host = "evil.example"
+	if code, _, _ := do(t, req); code != http.StatusForbidden {
+		t.Errorf("/readyz for a foreign host: %d, want 403", code)
+	}
+}
+
+// TestMaxSessions: sessions and subscription streams together are bounded
+// by serve.max_sessions; past it an initialize is refused, and a session
+// that ends makes room. Stateless requests need no session.
+func TestMaxSessions(t *testing.T) {
+	f := start(t, "", &gateway.Options{Serve: config.Serve{MaxSessions: 2}})
+	first := f.connect(t, session, nil)
+	// A 2026-07-28 client that listens for changes holds a stream open.
+	f.connect(t, stateless, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
+	c := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil)
+	if cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: session}); err == nil {
+		cs.Close()
+		t.Fatal("a third session was opened, want it refused")
+	}
+	code, h, body := post(t, f, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !strings.Contains(body, "serve.max_sessions (2)") {
+		t.Errorf("initialize past the bound: %d %q", code, body)
+	}
+	res, err := call(t, f.connect(t, stateless, nil), "w__echo", `{"text":"stateless"}`)
+	if err != nil || resultText(res) != "stateless" {
+		t.Errorf("stateless call: %+v, %v", res, err)
+	}
+	first.Close()
+	waitFor(t, "room for a session", func() bool {
+		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: session})
+		if err == nil {
+			cs.Close()
+		}
+		return err == nil
+	})
+}
+
+// TestSessionIDsNotLogged: the log names sessions by fingerprint only.
+func TestSessionIDsNotLogged(t *testing.T) {
+	f := start(t, "", nil)
+	var ids []string
+	for range 3 {
+		cs := f.connect(t, session, nil)
+		if _, err := call(t, cs, "w__echo", `{"text":"x"}`); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cs.ID())
+		cs.Close()
+	}
+	// The SDK logs what it cannot find, with the id it was given.
+	post(t, f, session, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, func(r *http.Request) { r.Header.Set("Mcp-Session-Id", ids[0]) })
+	f.stop(t)
+	log := f.log.String()
+	if !strings.Contains(log, "session started") || !strings.Contains(log, "session:") {
+		t.Errorf("log has no session fingerprints:\n%s", log)
+	}
+	for _, id := range ids {
+		if id == "" || strings.Contains(log, id) {
+			t.Errorf("session id %q is in the log:\n%s", id, log)
+		}
+	}
+}
+
+// TestDrain: a shutdown lets a call in flight finish; one that outlives the
+// drain timeout is cancelled, and the shutdown still ends.
+func TestDrain(t *testing.T) {
+	for _, finish := range []bool{true, false} {
+		f := start(t, "", &gateway.Options{DrainTimeout: 2 * time.Second})
+		cs := f.connect(t, session, nil)
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, _ := call(t, cs, "w__wait", `{}`)
+			done <- res
+		}()
+		waitFor(t, "the call to reach the server", func() bool { return len(marks(t, f.mark, "call wait")) == 1 })
+		stopped := make(chan error, 1)
+		began := time.Now()
+		go func() { stopped <- f.stop(t) }()
+		if finish {
+			time.Sleep(300 * time.Millisecond)
+			release(t, f.mark)
+			if res := <-done; res == nil || resultText(res) != "done" {
+				t.Errorf("the call in flight: %+v, want it to finish", res)
+			}
+		}
+		if err := <-stopped; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if took := time.Since(began); took > 15*time.Second {
+			t.Errorf("the shutdown took %s", took)
+		}
+		if !finish {
+			if res := <-done; res != nil && !res.IsError {
+				t.Errorf("the call that outlived the drain: %+v", res)
+			}
+		}
+	}
+}
