@@ -230,7 +230,7 @@ func (h *Host) finish(ctx context.Context, q *request, began time.Time) {
 	r.Duration = time.Since(began)
 	r.Content = h.gov.scrub(r.Content)
 	if r.Err != nil {
-		r.Err.Msg = h.gov.scrub(r.Err.Msg)
+		r.Err.Msg = h.gov.scrub(r.Err.Msg + h.lastWords(q))
 	}
 	h.recordResult(ctx, q)
 }
@@ -325,6 +325,6 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 		}
 		q.r.RecoveryID = q.intent
 		return nil, q.fail(OutcomeUnknown, err,
-			"%s: %s; it may or may not have taken effect, and will not be sent again: check, then run airlock recovery resolve %s", tool.Name, e.Msg, q.intent)
+			"%s; it may or may not have taken effect, and will not be sent again: check, then run airlock recovery resolve %s", e.Msg, q.intent)
 	}
 }
