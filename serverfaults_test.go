@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
 )
 
 // How a server that misbehaves at start-up or dies in a call is reported:
@@ -181,5 +182,52 @@ func TestCrashShowsTheServersLastWords(t *testing.T) {
 				t.Errorf("error = %q, want the recovery hint", msg)
 			}
 		})
+	}
+}
+
+// TestDecisionErrorsNameTheirSubjectOnce: deciding an approval, or
+// resolving a journal record, that is unknown or already settled says so,
+// naming it once.
+func TestDecisionErrorsNameTheirSubjectOnce(t *testing.T) {
+	ctx := context.Background()
+	st, err := airlock.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Approvals().Create(ctx, store.Approval{ID: "apr_one", Server: "c", Tool: "c__note", Digest: "d",
+		ExpiresAt: time.Now().Add(time.Hour), Tenant: "default", User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_one", Server: "c", Tool: "c__note", Effect: "write",
+		Tenant: "default", User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().End(ctx, "rec_one", store.OutcomeUnknown, "no answer"); err != nil {
+		t.Fatal(err)
+	}
+	as := airlock.Actor{Principal: airlock.Principal{Tenant: "default", User: "alice"}, By: "tester"}
+	if err := airlock.DecideApproval(ctx, st, "apr_one", false, "", as); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.ResolveRecovery(ctx, st, "rec_one", store.ResolutionApplied, "", as); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"granting a denied approval", airlock.DecideApproval(ctx, st, "apr_one", true, "", as), "grant approval apr_one: it is denied: conflict"},
+		{"denying an unknown approval", airlock.DecideApproval(ctx, st, "apr_none", false, "", as), "approval apr_none: not found"},
+		{"resolving a record again", airlock.ResolveRecovery(ctx, st, "rec_one", store.ResolutionApplied, "", as), "resolve rec_one: it was already resolved as applied: conflict"},
+		{"resolving an unknown record", airlock.ResolveRecovery(ctx, st, "rec_none", store.ResolutionApplied, "", as), "record rec_none: not found"},
+	} {
+		if tt.err == nil || tt.err.Error() != tt.want {
+			t.Errorf("%s = %v, want %q", tt.what, tt.err, tt.want)
+		}
+		if !errors.Is(tt.err, store.ErrConflict) && !errors.Is(tt.err, store.ErrNotFound) {
+			t.Errorf("%s = %v, want ErrConflict or ErrNotFound to branch on", tt.what, tt.err)
+		}
 	}
 }
