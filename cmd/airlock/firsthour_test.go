@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/store"
+)
+
+// What a new user runs into first: flags in the order other tools take
+// them, messages that say what happened once and before anything else,
+// and times a person can read.
+
+// TestAllowForADisabledServer: --allow naming a server its mcpServers file
+// disables is an error that names it, not silently ignored.
+func TestAllowForADisabledServer(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, ".mcp.json"), `{"mcpServers": {
+  "ws": {"command": "airlock", "args": ["server", "workspace"]},
+  "old": {"command": "airlock", "args": ["server", "workspace"], "disabled": true}
+}}`)
+	r := runCLI(t, dir, "", "tools", "--config", ".mcp.json", "--allow", "ws:read_file,old:read_file").want(t, exitUsage)
+	if want := `--allow "old:read_file": server "old" is disabled in .mcp.json ("disabled": true), so it is not started: enable it there, or leave it out of --allow`; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+}
+
+// TestYAMLTabSaysTab: a tab in indentation, which nobody sees, is named.
+func TestYAMLTabSaysTab(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), "servers:\n\t- id: fs\n\t  command: airlock\n")
+	r := runCLI(t, dir, "", "tools").want(t, exitUsage)
+	if want := "airlock.yaml:2: tabs are not allowed for indentation in YAML; use spaces"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+}
+
+// TestErrorsNameTheirSubjectOnce: an approval or journal record that is
+// unknown or already settled is named once in the error.
+func TestErrorsNameTheirSubjectOnce(t *testing.T) {
+	dir := decisionsRepo(t)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"approvals", "deny", "apr_one"}, "airlock: deny approval apr_one: it is denied: conflict\n"},
+		{[]string{"approvals", "approve", "apr_none"}, "airlock: approval apr_none: not found\n"},
+		{[]string{"recovery", "resolve", "rec_one", "--outcome", "applied"}, "airlock: resolve rec_one: it was already resolved as applied: conflict\n"},
+		{[]string{"recovery", "show", "rec_none"}, "airlock: record rec_none: not found\n"},
+	} {
+		r := runCLI(t, dir, "", tt.args...).want(t, exitUsage)
+		if !strings.HasSuffix(r.stderr, tt.want) {
+			t.Errorf("airlock %s: stderr = %q, want %q", strings.Join(tt.args, " "), r.stderr, tt.want)
+		}
+	}
+}
+
+// decisionsRepo is a task repository (taskRepo) whose configuration acts
+// for acme/ada, with a denied approval request apr_one and a journal
+// record rec_one resolved as applied in its store.
+func decisionsRepo(t *testing.T) string {
+	t.Helper()
+	dir := taskRepo(t)
+	path := filepath.Join(dir, "airlock.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(b)+"tenancy: {tenant: acme, user: ada}\n")
+	st, err := airlock.OpenStore(filepath.Join(dir, ".airlock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	who := airlock.Actor{Principal: airlock.Principal{Tenant: "acme", User: "ada"}, By: "tester"}
+	if err := st.Approvals().Create(ctx, store.Approval{ID: "apr_one", Server: "workspace", Tool: "workspace__read_file", Digest: "d",
+		ExpiresAt: time.Now().Add(time.Hour), Tenant: who.Principal.Tenant, User: who.Principal.User}); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.DecideApproval(ctx, st, "apr_one", false, "", who); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().Begin(ctx, store.Intent{ID: "rec_one", Server: "workspace", Tool: "workspace__write_file", Effect: "write",
+		Tenant: who.Principal.Tenant, User: who.Principal.User}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Journal().End(ctx, "rec_one", store.OutcomeUnknown, "no answer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.ResolveRecovery(ctx, st, "rec_one", store.ResolutionApplied, "", who); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
