@@ -16,6 +16,43 @@ import (
 // them, messages that say what happened once and before anything else,
 // and times a person can read.
 
+// TestHostFlagsBeforeTheCommand: the flags every command takes may come
+// before it, as other tools allow (`airlock --json tools`); a command's
+// own flag there is refused with the order that works.
+func TestHostFlagsBeforeTheCommand(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "other.yaml"), `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace]
+    allowed_tools: [read_file]
+policy:
+  tools:
+    - {server: ws, tool: read_file, effect: read}
+`)
+	r := runCLI(t, dir, "", "--json", "tools").want(t, 0)
+	if tools := decode(t, r.stdout)["tools"].([]any); len(tools) != 3 {
+		t.Errorf("airlock --json tools = %v, want the built-in default's three tools", tools)
+	}
+	r = runCLI(t, dir, "", "--config", "other.yaml", "--json", "call", "ws__read_file", "--args", `{"path":"hello.txt"}`).want(t, 0)
+	if out := decode(t, r.stdout); out["status"] != "ok" || !strings.Contains(r.stdout, `hello\\nworld`) {
+		t.Errorf("call with host flags first = %v", out)
+	}
+	r = runCLI(t, dir, "", "--config=other.yaml", "approvals", "list", "--json").want(t, 0)
+	if _, ok := decode(t, r.stdout)["approvals"]; !ok {
+		t.Errorf("approvals list = %s", r.stdout)
+	}
+	r = runCLI(t, dir, "", "--args", "{}", "call", "ws__read_file").want(t, 2)
+	if want := "flag provided but not defined: -args: before the command go only the flags every command takes " +
+		"(--config, --state, --allow, --json, --verbose, --task); the command's own flags follow it: airlock COMMAND [FLAGS]"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+	r = runCLI(t, dir, "", "--json").want(t, 2)
+	if !strings.Contains(r.stderr, "Usage:") {
+		t.Errorf("no command after the flags: stderr = %q, want the usage", r.stderr)
+	}
+}
+
 // TestAllowForADisabledServer: --allow naming a server its mcpServers file
 // disables is an error that names it, not silently ignored.
 func TestAllowForADisabledServer(t *testing.T) {
