@@ -28,6 +28,8 @@ type authStatusJSON struct {
 	LoginAgain   bool     `json:"login_again"`
 	Registration string   `json:"registration"`
 	Error        *string  `json:"error"`
+
+	expiry time.Time // for text
 }
 
 // credentials opens the logins of the configuration's OAuth servers for
@@ -152,7 +154,7 @@ func statusJSON(st *oauth.Status, who airlock.Principal, err error) authStatusJS
 	}
 	if !st.Expiry.IsZero() {
 		s := st.Expiry.UTC().Format(time.RFC3339)
-		j.Expiry = &s
+		j.Expiry, j.expiry = &s, st.Expiry
 	}
 	return j
 }
@@ -177,8 +179,8 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 			state = col.green(state)
 		}
 		expires := "-"
-		if s.Expiry != nil {
-			expires = *s.Expiry
+		if !s.expiry.IsZero() {
+			expires = localTime(s.expiry)
 		}
 		rows = append(rows, []string{s.Server, state, dash(s.Issuer), dash(strings.Join(s.Scopes, " ")), expires})
 	}

@@ -153,3 +153,60 @@ func decisionsRepo(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestTimesAreLocalInTextAndUTCInJSON: every command shows a person local
+// time with its zone, and gives a script RFC 3339 in UTC.
+func TestTimesAreLocalInTextAndUTCInJSON(t *testing.T) {
+	const zone = "Asia/Kolkata" // +05:30, all year
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		t.Skipf("no time zone data: %v", err)
+	}
+	dir := decisionsRepo(t)
+	tz := []string{"TZ=" + zone}
+	shown := func(rfc3339 string) string {
+		t.Helper()
+		at, err := time.Parse(time.RFC3339Nano, rfc3339)
+		if err != nil || !strings.HasSuffix(rfc3339, "Z") {
+			t.Fatalf("JSON time %q is not RFC 3339 in UTC (%v)", rfc3339, err)
+		}
+		return at.In(loc).Format("2006-01-02 15:04:05 MST")
+	}
+	check := func(what, text, rfc3339 string) {
+		t.Helper()
+		if want := shown(rfc3339); !strings.Contains(text, want) {
+			t.Errorf("%s:\n%s\nwant the time as %q", what, text, want)
+		}
+	}
+
+	r := runCLIEnv(t, dir, tz, "", "approvals", "list", "--all", "--json").want(t, 0)
+	apr := decode(t, r.stdout)["approvals"].([]any)[0].(map[string]any)
+	for _, cmd := range [][]string{{"approvals", "list", "--all"}, {"approvals", "show", "apr_one"}} {
+		check(strings.Join(cmd, " "), runCLIEnv(t, dir, tz, "", cmd...).want(t, 0).stdout, apr["expires_at"].(string))
+	}
+	if _, ok := apr["created_at"].(string); !ok {
+		t.Errorf("approval = %v, want created_at", apr)
+	}
+	shown(apr["created_at"].(string))
+	shown(apr["decided_at"].(string))
+
+	r = runCLIEnv(t, dir, tz, "", "recovery", "list", "--all", "--json").want(t, 0)
+	rec := decode(t, r.stdout)["records"].([]any)[0].(map[string]any)
+	shown(rec["resolved_at"].(string))
+	for _, cmd := range [][]string{{"recovery", "list", "--all"}, {"recovery", "show", "rec_one"}} {
+		check(strings.Join(cmd, " "), runCLIEnv(t, dir, tz, "", cmd...).want(t, 0).stdout, rec["created_at"].(string))
+	}
+
+	r = runCLIEnv(t, dir, tz, "", "audit", "--json").want(t, 0)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	first := decode(t, lines[0])["time"].(string)
+	check("audit", runCLIEnv(t, dir, tz, "", "audit").want(t, 0).stdout, first)
+
+	runCLI(t, dir, "", "task", "open", "t1").want(t, 0)
+	r = runCLIEnv(t, dir, tz, "", "task", "list", "--json").want(t, 0)
+	task := decode(t, r.stdout)["tasks"].([]any)[0].(map[string]any)
+	check("task list", runCLIEnv(t, dir, tz, "", "task", "list").want(t, 0).stdout, task["created_at"].(string))
+	r = runCLIEnv(t, dir, tz, "", "status", "--task", "t1", "--json").want(t, 0)
+	shown(decode(t, r.stdout)["servers"].([]any)[0].(map[string]any)["last_ok"].(string))
+	runCLI(t, dir, "", "task", "close", "t1").want(t, 0)
+}
