@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,23 +160,39 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 // A stopper stops, in the background, the connections a server gave up on
 // (those that failed to start), so that the failure is reported when it is
 // known, not after the waits of closing a server that does not answer.
-// wait, when the server stops for good, waits for them; one that comes
-// after it is stopped at once.
+// settle waits for the stops handed over so far, before the server is
+// started again; wait, when the server stops for good, waits for them
+// too, and a stop handed over after it runs at once. Its methods are safe
+// for concurrent use.
 type stopper struct {
-	mu     sync.Mutex
-	wg     sync.WaitGroup
-	waited bool
+	mu      sync.Mutex
+	running []chan struct{} // closed when their stop has run
+	waited  bool
 }
 
 func (s *stopper) stop(f func()) {
 	s.mu.Lock()
-	late := s.waited
-	if !late {
-		s.wg.Go(f)
-	}
-	s.mu.Unlock()
-	if late {
+	if s.waited {
+		s.mu.Unlock()
 		f()
+		return
+	}
+	s.running = slices.DeleteFunc(s.running, isClosed)
+	done := make(chan struct{})
+	s.running = append(s.running, done)
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		f()
+	}()
+}
+
+func (s *stopper) settle() {
+	s.mu.Lock()
+	running := slices.Clone(s.running)
+	s.mu.Unlock()
+	for _, done := range running {
+		<-done
 	}
 }
 
@@ -183,7 +200,16 @@ func (s *stopper) wait() {
 	s.mu.Lock()
 	s.waited = true
 	s.mu.Unlock()
-	s.wg.Wait()
+	s.settle()
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // discover lists a server's tools over conn, with every catalog check, and
