@@ -266,13 +266,13 @@ func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, 
 // redacted. The decision event names the request's principal, and the
 // call (Result.CallID) when a person answered while it waited.
 func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, note string, as Actor, call string) error {
-	ev, action, verb := store.EventApprovalDenied, "deny", "deny"
+	ev, action := store.EventApprovalDenied, "deny"
 	if grant {
-		ev, action, verb = store.EventApprovalGranted, "approve", "grant"
+		ev, action = store.EventApprovalGranted, "approve"
 	}
 	a, err := st.Approvals().Get(ctx, id)
 	if err != nil {
-		return fmt.Errorf("approval %s: %s: %w", id, verb, err)
+		return err // the store's error names the approval
 	}
 	// A request's tenant and user never change, so the check holds for the
 	// decision below.
@@ -280,7 +280,7 @@ func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id strin
 		return otherPrincipal(id, as)
 	}
 	if err := st.Approvals().Decide(ctx, id, grant, as.By, note); err != nil {
-		return fmt.Errorf("approval %s: %w", id, err)
+		return err // the store's error names the approval and the decision
 	}
 	if as.AllPrincipals {
 		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, action, ownedApproval(a)))

@@ -233,7 +233,7 @@ func (h *Host) finish(ctx context.Context, q *request, began time.Time) {
 	r.Duration = time.Since(began)
 	r.Content = h.gov.scrub(r.Content)
 	if r.Err != nil {
-		r.Err.Msg = h.gov.scrub(r.Err.Msg)
+		r.Err.Msg = h.gov.scrub(r.Err.Msg + h.lastWords(q))
 	}
 	h.recordResult(ctx, q)
 }
@@ -327,7 +327,7 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 		}
 		q.r.RecoveryID = q.intent
 		return nil, q.fail(OutcomeUnknown, err,
-			"%s: %s; it may or may not have taken effect, and will not be sent again: check (airlock recovery show %s), then record what you found: airlock recovery resolve %s --outcome applied (or --outcome not-applied)",
-			tool.Name, e.Msg, q.intent, q.intent)
+			"%s; it may or may not have taken effect, and will not be sent again: check (airlock recovery show %s), then record what you found: airlock recovery resolve %s --outcome applied (or --outcome not-applied)",
+			e.Msg, q.intent, q.intent)
 	}
 }

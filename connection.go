@@ -165,6 +165,9 @@ func (h *Host) restart(s *server, f *upstream.Fault, rebuild bool) bool {
 			return false
 		case <-time.After(wait):
 		}
+		// The last attempt's server, if it still runs, is gone before the
+		// next one starts.
+		s.abandoned.settle()
 		ctx, cancel := context.WithTimeout(life, s.cfg.StartTimeout())
 		began := time.Now()
 		next, tools, err := h.connect(ctx, s)

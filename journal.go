@@ -57,7 +57,7 @@ func GetRecovery(ctx context.Context, st store.Store, id string, as Actor) (stor
 func recordFor(ctx context.Context, st store.Store, id string, as Actor) (store.Record, error) {
 	rec, err := st.Journal().Get(ctx, id)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("recovery record %s: %w", id, err)
+		return store.Record{}, err // the store's error names the record
 	}
 	if !as.AllPrincipals && (rec.Tenant != as.Principal.Tenant || rec.User != as.Principal.User) {
 		return store.Record{}, fmt.Errorf("recovery record %s: %w than %s/%s", id, ErrOtherPrincipal, as.Principal.Tenant, as.Principal.User)
@@ -78,7 +78,7 @@ func ResolveRecovery(ctx context.Context, st store.Store, id string, r store.Res
 		}
 		var red *redact.Redactor // the built-in credential formats
 		if err := st.Journal().Resolve(ctx, id, r, red.String(note), as.By); err != nil {
-			return fmt.Errorf("recovery record %s: %w", id, err)
+			return err // the store's error names the record
 		}
 		if as.AllPrincipals {
 			t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "resolve", ownedRecord(rec)))

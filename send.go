@@ -85,6 +85,20 @@ var errBroken = errors.New("the connection broke")
 
 var errUndelivered = errors.New("the connection failed while the request was being sent")
 
+// lastWords is, for a call whose server died under it, the end of what
+// the server wrote on stderr, to close the failure's message: bounded,
+// escaped and redacted, and only on connection_error and outcome_unknown,
+// which are for a person and carry nothing to the model.
+func (h *Host) lastWords(q *request) string {
+	if q.sent == nil || q.r.Status != ConnectionError && q.r.Status != OutcomeUnknown {
+		return ""
+	}
+	if f := q.sent.conn.Fault(); f == nil || f.Kind != upstream.FaultExited {
+		return ""
+	}
+	return upstream.StderrSuffix(h.gov.redactor.String(q.sent.conn.LastWords()))
+}
+
 // callError classifies a failed tools/call.
 func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 	srv, tool, conn := q.srv, q.tool, q.link.conn

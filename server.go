@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,7 @@ type server struct {
 
 	life         context.Context // ends when the server's host or task does: stops its watchers
 	watchers     sync.WaitGroup  // supervisor and health check
+	abandoned    stopper         // stops connections that failed to start
 	supervised   atomic.Bool     // the supervisor runs
 	checked      atomic.Bool     // the health check runs
 	afterRestart func()          // called when the supervisor restarted it
@@ -144,14 +146,70 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 		if errors.As(err, &se) && se.Contract {
 			kind = ContractError
 		}
-		return nil, nil, &Error{Kind: kind, Server: s.cfg.ID, Msg: err.Error(), Err: err}
+		// The message may end with the server's stderr: no secret in it.
+		return nil, nil, &Error{Kind: kind, Server: s.cfg.ID, Msg: h.gov.redactor.String(h.gov.scrub(err.Error())), Err: err}
 	}
 	tools, derr := h.discover(ctx, s, conn)
 	if derr != nil {
-		conn.Close()
+		s.abandoned.stop(func() { conn.Close() })
 		return nil, nil, derr
 	}
 	return conn, tools, nil
+}
+
+// A stopper stops, in the background, the connections a server gave up on
+// (those that failed to start), so that the failure is reported when it is
+// known, not after the waits of closing a server that does not answer.
+// settle waits for the stops handed over so far, before the server is
+// started again; wait, when the server stops for good, waits for them
+// too, and a stop handed over after it runs at once. Its methods are safe
+// for concurrent use.
+type stopper struct {
+	mu      sync.Mutex
+	running []chan struct{} // closed when their stop has run
+	waited  bool
+}
+
+func (s *stopper) stop(f func()) {
+	s.mu.Lock()
+	if s.waited {
+		s.mu.Unlock()
+		f()
+		return
+	}
+	s.running = slices.DeleteFunc(s.running, isClosed)
+	done := make(chan struct{})
+	s.running = append(s.running, done)
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		f()
+	}()
+}
+
+func (s *stopper) settle() {
+	s.mu.Lock()
+	running := slices.Clone(s.running)
+	s.mu.Unlock()
+	for _, done := range running {
+		<-done
+	}
+}
+
+func (s *stopper) wait() {
+	s.mu.Lock()
+	s.waited = true
+	s.mu.Unlock()
+	s.settle()
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // discover lists a server's tools over conn, with every catalog check, and
@@ -168,7 +226,9 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 		case errors.As(err, &ce):
 			return nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: err.Error(), Err: err}
 		case f != nil && f.Contract():
-			return nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: %s during tools/list", s.cfg.ID, f.Msg), Err: err}
+			return nil, &Error{Kind: ContractError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: during tools/list, %s", s.cfg.ID, f.Msg), Err: err}
+		case errors.Is(ctx.Err(), context.Canceled):
+			return nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: discovery cancelled", s.cfg.ID), Err: err}
 		case ctx.Err() != nil:
 			return nil, &Error{Kind: ConnectionError, Server: s.cfg.ID, Msg: fmt.Sprintf("server %s: discovery did not finish within %s (connect_timeout)", s.cfg.ID, s.cfg.ConnectTimeout), Err: err}
 		}
@@ -261,6 +321,7 @@ func stopAll(servers []*server) error {
 			if conn := s.current(); conn != nil {
 				errs[i] = conn.Close()
 			}
+			s.abandoned.wait()
 			s.setStatus(func(st *ServerStatus) {
 				if st.Status != StatusFailed {
 					st.Status = StatusStopped
@@ -292,6 +353,7 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 	}
 	return &upstream.Options{
 		Track:           track,
+		StopLater:       s.abandoned.stop,
 		SecretEnv:       resolveSecretEnv(s.cfg.SecretEnv),
 		Logger:          h.log,
 		ClientInfo:      &mcp.Implementation{Name: "airlock", Version: version},

@@ -26,12 +26,14 @@ const (
 	envMode = "AIRLOCK_TEST_SERVER"
 	envMark = "AIRLOCK_TEST_MARK" // a file the server appends what it saw to
 	envRaw  = "AIRLOCK_TEST_RAW"  // for mode "raw": method → result JSON, or "ignore"
-	// envStubborn makes mode "escaper" ignore the end of stdin.
+	// envStubborn makes modes "escaper" and "raw" ignore the end of stdin.
 	envStubborn = "AIRLOCK_TEST_STUBBORN"
 	// envAsk lists the requests mode "raw" sends the client.
 	envAsk = "AIRLOCK_TEST_ASK"
 	// envKind says what a leftover is: in the group, setsid, or a daemon.
 	envKind = "AIRLOCK_TEST_KIND"
+	// envBanner is what mode "banner" writes on stdout before it serves.
+	envBanner = "AIRLOCK_TEST_BANNER"
 )
 
 func serveTestServer(mode string) {
@@ -65,6 +67,17 @@ func serveTestServer(mode string) {
 		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "silent":
+		// Never answers, and keeps running when stdin closes: stopping
+		// it takes the grace period, then SIGTERM.
+		mark(fmt.Sprintf("pid %d", os.Getpid()))
+		fmt.Fprintln(os.Stderr, "loading the index with API_KEY="+os.Getenv("API_KEY"))
+		time.Sleep(time.Hour)
+	case "banner":
+		// Greets on stdout, as a careless server does, then serves.
+		fmt.Fprint(os.Stdout, os.Getenv(envBanner))
+		fmt.Fprintln(os.Stderr, "server started")
+		newTestServer().Run(ctx, &mcp.StdioTransport{})
 	case "escaper":
 		// Leave behind what a careless or hostile server may: a child in
 		// our process group, one that left it (setsid), and a daemon whose
@@ -239,7 +252,10 @@ func newTestServer() *mcp.Server {
 			return &mcp.CallToolResult{Content: text("extra")}, nil
 		})
 	}
-	add(&mcp.Tool{Name: "crash", Description: "Exit in the middle of a call."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	add(&mcp.Tool{Name: "crash", Description: "Exit in the middle of a call, after writing stderr on stderr."}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Stderr string }
+		json.Unmarshal(req.Params.Arguments, &in)
+		fmt.Fprint(os.Stderr, in.Stderr)
 		os.Exit(3)
 		return nil, nil
 	})
@@ -381,5 +397,8 @@ func serveRaw() {
 		default:
 			fmt.Printf(`{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", msg.ID, result)
 		}
+	}
+	if os.Getenv(envStubborn) != "" {
+		time.Sleep(time.Hour) // keep running when stdin closes
 	}
 }

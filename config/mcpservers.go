@@ -461,6 +461,7 @@ func parseAllow(allow []string, f *mcpFile) (map[string][]string, error) {
 			switch {
 			case f.has(server):
 			case f.disabled[server]:
+				bad(entry, `server %q is disabled in %s ("disabled": true), so it is not started: enable it there, or leave it out of --allow`, server, f.name)
 				continue
 			default:
 				bad(entry, "there is no server %q in %s (it has: %s)", server, f.name, f.names())

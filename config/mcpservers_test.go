@@ -30,7 +30,7 @@ func TestParseMCPServers(t *testing.T) {
 }
 `
 	env := mapEnv(map[string]string{"BIN_DIR": "/opt/bin", "TOKEN": "s3cret", "EMPTY": "", "USER": "alice"})
-	allow := []string{"github:search_issues, github:get_issue", "github:search_issues", "fs:*", "fs:read", "old:anything"}
+	allow := []string{"github:search_issues, github:get_issue", "github:search_issues", "fs:*", "fs:read"}
 	cfg, err := parseMCPServers([]byte(src), "mcp.json", dir, allow, env)
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +198,8 @@ func TestParseMCPServersErrors(t *testing.T) {
 			`--allow "a:": write SERVER:TOOL, such as github:search_issues, or SERVER:* for every tool`}},
 		{"allow unknown server", "{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"b\": {\"command\": \"y\"}}}", []string{"a:t,c:t"}, []string{
 			`--allow "c:t": there is no server "c" in mcp.json (it has: a, b)`}},
+		{"allow disabled server", "{\"mcpServers\": {\"a\": {\"command\": \"x\"}, \"off\": {\"disabled\": true}}}", []string{"a:t,off:t"}, []string{
+			`--allow "off:t": server "off" is disabled in mcp.json ("disabled": true), so it is not started: enable it there, or leave it out of --allow`}},
 		{"allow pattern", "{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}", []string{"a:read_*"}, []string{
 			`--allow "a:read_*": "read_*": patterns are not supported: list each tool, or use ["*"] alone for every tool`}},
 	}

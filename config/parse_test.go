@@ -217,7 +217,15 @@ func TestParseErrors(t *testing.T) {
 		{"syntax: unclosed list", "servers:\n  - id: a\n    args: [a, b\n    command: x\n", []string{
 			"airlock.yaml:3: invalid YAML: did not find expected ',' or ']'"}},
 		{"syntax: tab", "servers:\n  - id: a\n\tcommand: x\n", []string{
-			"airlock.yaml:3: invalid YAML: found a tab character that violates indentation"}},
+			"airlock.yaml:3: tabs are not allowed for indentation in YAML; use spaces"}},
+		{"syntax: tab before a list item", "servers:\n\t- id: a\n", []string{
+			"airlock.yaml:2: tabs are not allowed for indentation in YAML; use spaces"}},
+		{"syntax: tab after spaces", "servers:\n  - id: a\n    command: x\n  \t  allowed_tools: [t]\n", []string{
+			"airlock.yaml:4: tabs are not allowed for indentation in YAML; use spaces"}},
+		{"syntax: tab-indented list", "servers:\n  - id: a\n    command: x\n    allowed_tools:\n\t- t\n", []string{
+			"airlock.yaml:5: tabs are not allowed for indentation in YAML; use spaces"}},
+		{"syntax: tab in a block scalar", "servers:\n  - id: a\n    command: x\n    allowed_tools: [t]\n    env:\n      A: |\n\tfoo\n", []string{
+			"airlock.yaml:7: tabs are not allowed for indentation in YAML; use spaces"}},
 		{"syntax: unknown anchor", "servers: *nope\n", []string{
 			`airlock.yaml:1: invalid YAML: unknown anchor 'nope' referenced`}},
 

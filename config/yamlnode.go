@@ -102,7 +102,28 @@ func yamlSyntaxError(err error, data []byte, file string) *Error {
 	case "did not find expected key", "did not find expected '-' indicator", "mapping values are not allowed in this context":
 		hint = " (check the indentation of this line)"
 	}
-	return &Error{File: file, Line: problemLine(data, line, msg), Msg: "invalid YAML: " + msg + hint}
+	line = problemLine(data, line, msg)
+	if tabIndented(data, line) {
+		// The parser's words for it ("found character that cannot start
+		// any token", say) do not name the tab nobody sees.
+		return &Error{File: file, Line: line, Msg: "tabs are not allowed for indentation in YAML; use spaces"}
+	}
+	return &Error{File: file, Line: line, Msg: "invalid YAML: " + msg + hint}
+}
+
+// tabIndented reports whether line n (counted from 1) of data has a tab
+// in its indentation: the blanks before its first other character.
+func tabIndented(data []byte, n int) bool {
+	if n < 1 {
+		return false
+	}
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if i == n-1 {
+			indent := l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
+			return bytes.IndexByte(indent, '\t') >= 0
+		}
+	}
+	return false
 }
 
 // problemLine finds the line of a syntax error. The YAML parser reports

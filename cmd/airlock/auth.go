@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,29 +28,42 @@ type authStatusJSON struct {
 	LoginAgain   bool     `json:"login_again"`
 	Registration string   `json:"registration"`
 	Error        *string  `json:"error"`
+
+	expiry time.Time // for text
 }
 
 // credentials opens the logins of the configuration's OAuth servers for
 // the tenant and user of tenancy:, for `airlock auth login|status|logout`.
-// It starts no server.
-func (e *env) credentials(o *options) (*airlock.Credentials, error) {
+// It starts no server. A login calls opening, if set, just before it
+// shows the authorization URL: once the server and its authorization
+// server are known to be fit for one.
+func (e *env) credentials(o *options, opening func(who airlock.Principal)) (*airlock.Credentials, error) {
 	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return nil, err
 	}
-	return airlock.OpenCredentials(cfg, &airlock.Options{
+	var creds *airlock.Credentials
+	open := oauth.Opener(e.stderr, o.noBrowser)
+	creds = airlock.OpenCredentials(cfg, &airlock.Options{
 		StateDir: stateDir(&o.common, cfg),
-		Auth:     airlock.AuthOptions{Open: oauth.Opener(e.stderr, o.noBrowser)},
-	}), nil
+		Auth: airlock.AuthOptions{Open: func(ctx context.Context, authURL string) error {
+			if opening != nil {
+				opening(creds.Principal())
+			}
+			return open(ctx, authURL)
+		}},
+	})
+	return creds, nil
 }
 
 func (e *env) authLogin(o *options, pos []string) error {
-	creds, err := e.credentials(o)
+	creds, err := e.credentials(o, func(who airlock.Principal) {
+		fmt.Fprintf(e.stderr, "airlock: logging in to %s as %s/%s; waiting for the browser…\n", pos[0], who.Tenant, who.User)
+	})
 	if err != nil {
 		return err
 	}
 	who := creds.Principal()
-	fmt.Fprintf(e.stderr, "airlock: logging in to %s as %s/%s; waiting for the browser…\n", pos[0], who.Tenant, who.User)
 	st, err := creds.Login(e.ctx, pos[0])
 	if err != nil {
 		return authFailure(err)
@@ -62,7 +76,7 @@ func (e *env) authLogin(o *options, pos []string) error {
 }
 
 func (e *env) authLogout(o *options, pos []string) error {
-	creds, err := e.credentials(o)
+	creds, err := e.credentials(o, nil)
 	if err != nil {
 		return err
 	}
@@ -79,7 +93,7 @@ func (e *env) authLogout(o *options, pos []string) error {
 // server. It exits 3 when a status could not be read, else 6 when a server
 // is not logged in or its login expired for good.
 func (e *env) authStatus(o *options, pos []string) error {
-	creds, err := e.credentials(o)
+	creds, err := e.credentials(o, nil)
 	if err != nil {
 		return err
 	}
@@ -140,7 +154,7 @@ func statusJSON(st *oauth.Status, who airlock.Principal, err error) authStatusJS
 	}
 	if !st.Expiry.IsZero() {
 		s := st.Expiry.UTC().Format(time.RFC3339)
-		j.Expiry = &s
+		j.Expiry, j.expiry = &s, st.Expiry
 	}
 	return j
 }
@@ -165,8 +179,8 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 			state = col.green(state)
 		}
 		expires := "-"
-		if s.Expiry != nil {
-			expires = *s.Expiry
+		if !s.expiry.IsZero() {
+			expires = localTime(s.expiry)
 		}
 		rows = append(rows, []string{s.Server, state, dash(s.Issuer), dash(strings.Join(s.Scopes, " ")), expires})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -210,8 +211,9 @@ func inStore(run func(e *env, st store.Store, o *options, pos []string) error) f
 }
 
 // dispatch finds the subcommand of group that args name and runs it with
-// the rest of args; path is the group's name ("" for the table's root).
-func (e *env) dispatch(group *command, path string, args []string) error {
+// the rest of args, after lead, the host flags given before the command
+// (leadingFlags); path is the group's name ("" for the table's root).
+func (e *env) dispatch(group *command, path string, lead, args []string) error {
 	if len(args) == 0 {
 		return usageError("%s", group.missing)
 	}
@@ -221,9 +223,9 @@ func (e *env) dispatch(group *command, path string, args []string) error {
 	}
 	path = strings.TrimPrefix(path+" "+cmd.name, " ")
 	if cmd.subs != nil && (cmd.run == nil || len(args) > 1 && cmd.sub(args[1]) != nil) {
-		return e.dispatch(cmd, path, args[1:])
+		return e.dispatch(cmd, path, lead, args[1:])
 	}
-	return e.runCommand(cmd, path, args[1:])
+	return e.runCommand(cmd, path, append(slices.Clip(lead), args[1:]...))
 }
 
 // sub returns the subcommand of group called name, or nil.

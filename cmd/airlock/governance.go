@@ -83,7 +83,7 @@ var approvalsListing = listing[store.Approval]{
 	none:   "No approval requests are pending.",
 	header: []string{"ID", "STATUS", "SERVER", "TOOL", "FOR", "EXPIRES"},
 	row: func(a store.Approval) []string {
-		return []string{a.ID, string(a.Status), a.Server, a.Tool, a.Tenant + "/" + a.User, a.ExpiresAt.Local().Format(time.DateTime)}
+		return []string{a.ID, string(a.Status), a.Server, a.Tool, a.Tenant + "/" + a.User, localTime(a.ExpiresAt)}
 	},
 }
 
@@ -107,7 +107,7 @@ func (e *env) approvalsShow(st store.Store, as airlock.Actor, o *options, pos []
 	if o.json {
 		return writeJSON(e.stdout, a)
 	}
-	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n", a.ID, a.Status, a.Tool, a.Server, a.ExpiresAt.Local().Format(time.DateTime))
+	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n", a.ID, a.Status, a.Tool, a.Server, localTime(a.ExpiresAt))
 	fmt.Fprintf(e.stdout, "  asked for %s/%s\n", a.Tenant, a.User)
 	if a.Target != "" {
 		fmt.Fprintf(e.stdout, "  server %s: %s\n", a.Server, a.Target)
@@ -135,7 +135,7 @@ func (e *env) decide(st store.Store, as airlock.Actor, o *options, id string, gr
 		return writeJSON(e.stdout, a)
 	}
 	if grant {
-		fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, a.ExpiresAt.Local().Format(time.DateTime))
+		fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, localTime(a.ExpiresAt))
 	} else {
 		fmt.Fprintf(e.stdout, "Denied %s.\n", a.ID)
 	}
@@ -151,7 +151,7 @@ var recordsListing = listing[store.Record]{
 		if r.Resolved {
 			resolved = string(r.Resolution)
 		}
-		return []string{r.ID, string(r.Status), r.Server, r.Tool, r.CreatedAt.Local().Format(time.DateTime), resolved}
+		return []string{r.ID, string(r.Status), r.Server, r.Tool, localTime(r.CreatedAt), resolved}
 	},
 }
 
@@ -198,7 +198,7 @@ func (e *env) resolve(st store.Store, as airlock.Actor, o *options, pos []string
 
 func printRecord(w io.Writer, r store.Record) {
 	fmt.Fprintf(w, "%s: %s on %s, %s\n", r.ID, r.Tool, r.Server, r.Status)
-	fmt.Fprintf(w, "  effect %s, arguments %s, snapshot %s, sent %s\n", r.Effect, r.ArgsHash, r.Snapshot, r.CreatedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(w, "  effect %s, arguments %s, snapshot %s, sent %s\n", r.Effect, r.ArgsHash, r.Snapshot, localTime(r.CreatedAt))
 	fmt.Fprintf(w, "  made for %s/%s\n", r.Tenant, r.User)
 	// The journal keeps the arguments as JSON that escapes what a terminal
 	// would hide; Indent keeps every string as it is written.
@@ -215,7 +215,7 @@ func printRecord(w io.Writer, r store.Record) {
 		fmt.Fprintf(w, "  %s\n", r.Detail)
 	}
 	if r.LateAnswer != "" {
-		fmt.Fprintf(w, "  later, at %s, %s (evidence, not a resolution)\n", r.LateAnswerAt.Local().Format(time.DateTime), r.LateAnswer)
+		fmt.Fprintf(w, "  later, at %s, %s (evidence, not a resolution)\n", localTime(r.LateAnswerAt), r.LateAnswer)
 	}
 	if r.Resolved {
 		fmt.Fprintf(w, "  resolved as %s by %s: %s\n", r.Resolution, r.ResolvedBy, r.Note)
@@ -254,7 +254,7 @@ func (e *env) printAudit(st store.Store, o *options, _ []string) error {
 	}
 	if page.Omitted > 0 {
 		fmt.Fprintf(e.stderr, "airlock: %d older events since %s are not shown; to see them too: airlock audit --since %s --limit %d\n",
-			page.Omitted, since.Local().Format(time.DateTime), o.since, page.Omitted+len(page.Events))
+			page.Omitted, localTime(since), o.since, page.Omitted+len(page.Events))
 	}
 	if !o.follow {
 		return nil
@@ -299,7 +299,7 @@ func (e *env) printEvents(o *options, events []store.Event) error {
 				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
 			}
 		}
-		fmt.Fprintf(e.stdout, "%s %-18s %-10s %-24s %-16s %s\n", ev.Time.Local().Format(time.DateTime), ev.Event, ev.Server, ev.Tool, ev.Class, strings.Join(extra, " "))
+		fmt.Fprintf(e.stdout, "%s %-18s %-10s %-24s %-16s %s\n", localTime(ev.Time), ev.Event, ev.Server, ev.Tool, ev.Class, strings.Join(extra, " "))
 	}
 	return nil
 }
@@ -352,6 +352,6 @@ func chainPoint(p *store.ChainPoint) string {
 	if p.Position > 0 {
 		s += fmt.Sprintf(" (#%d)", p.Position)
 	}
-	s += fmt.Sprintf(", %s %s", p.Time.Local().Format(time.DateTime), p.Event)
+	s += fmt.Sprintf(", %s %s", localTime(p.Time), p.Event)
 	return s + strings.TrimRight(" "+p.Server+" "+p.Tool, " ")
 }

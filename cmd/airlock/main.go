@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -110,7 +111,7 @@ Usage:
                                               serve the remote issue service (Streamable HTTP, OAuth)
   airlock version                             print the version
 
-Flags every command takes:
+Flags every command takes, before or after the command:
   --config FILE   airlock.yaml, or an mcpServers JSON file (default: ./airlock.yaml,
                   else the built-in default: the workspace server over the current directory)
   --state DIR     state directory (default: .airlock beside the config)
@@ -137,7 +138,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return e.dispatch(&commands, "", args)
+	lead, rest, err := leadingFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitCode(exitUsage)
+	}
+	return e.dispatch(&commands, "", lead, rest)
 }
 
 // env is what every command runs with.

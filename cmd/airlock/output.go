@@ -49,6 +49,13 @@ func (c colours) status(s string) string {
 	return s
 }
 
+// timeLayout is how a person is shown a time: local, with the zone. JSON
+// has RFC 3339 in UTC instead (docs/cli.md, "Times").
+const timeLayout = "2006-01-02 15:04:05 MST"
+
+// localTime shows t to a person.
+func localTime(t time.Time) string { return t.Local().Format(timeLayout) }
+
 // The JSON shapes below are the CLI's contract (docs/cli.md): add fields,
 // never rename or remove them.
 

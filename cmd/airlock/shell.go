@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/term"
 
@@ -306,7 +305,7 @@ func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequ
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	fmt.Fprintf(a.out, "\n%s needs your approval (%s, until %s):\n  %s\n  server %s: %s\nApprove this call once? [y/N] ",
-		req.Tool, req.ID, req.ExpiresAt.Local().Format(time.TimeOnly), strings.ReplaceAll(req.Summary, "\n", "\n  "), req.Server, req.Target)
+		req.Tool, req.ID, localTime(req.ExpiresAt), strings.ReplaceAll(req.Summary, "\n", "\n  "), req.Server, req.Target)
 	select {
 	case <-ctx.Done():
 		return "", ctx.Err()

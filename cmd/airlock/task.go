@@ -15,10 +15,12 @@ type taskJSON struct {
 	Branch    string  `json:"branch"`
 	Repo      string  `json:"repo"`
 	InUse     bool    `json:"in_use"`
+
+	created time.Time // for text
 }
 
 func taskOutput(t airlock.TaskInfo) taskJSON {
-	out := taskJSON{ID: t.ID, Worktree: t.Worktree, Status: t.Status, Branch: t.Branch, Repo: t.Repo, InUse: t.InUse}
+	out := taskJSON{ID: t.ID, Worktree: t.Worktree, Status: t.Status, Branch: t.Branch, Repo: t.Repo, InUse: t.InUse, created: t.CreatedAt}
 	if !t.CreatedAt.IsZero() {
 		s := t.CreatedAt.UTC().Format(time.RFC3339)
 		out.CreatedAt = &s
@@ -82,8 +84,8 @@ var tasksListing = listing[taskJSON]{
 		if t.InUse {
 			inUse = "yes"
 		}
-		if t.CreatedAt != nil {
-			created = *t.CreatedAt
+		if !t.created.IsZero() {
+			created = localTime(t.created)
 		}
 		return []string{t.ID, t.Status, inUse, created, t.Worktree}
 	},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -46,6 +48,13 @@ type Options struct {
 	// SecretEnv holds secret environment values for the server (NAME to
 	// value). They are added last and appear nowhere else.
 	SecretEnv map[string]string
+	// StopLater, when set, is given the stopping of a stdio server whose
+	// start failed while it still runs, so that Start reports the failure
+	// as soon as it is known, not after Close's waits (up to a few Grace
+	// periods). The caller runs stop in the background and waits for it
+	// before it relies on the server being gone. Nil stops the server
+	// before Start returns.
+	StopLater func(stop func())
 	// Track, when set, is told about a stdio server's process: running
 	// true as soon as it has started (before the handshake), false once it
 	// and everything it started have stopped. The host records them, so
@@ -206,9 +215,14 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	var transport mcp.Transport = t // a remote one is checked in its round tripper (http.go)
 	if !srv.Remote() {
 		c.late = &lateAnswers{}
+		var stdout *stdoutWindow
+		if c.cmd != nil {
+			stdout = c.stdoutSeen
+		}
 		transport = &guardedTransport{
-			inner: t,
-			late:  c.late,
+			inner:  t,
+			late:   c.late,
+			stdout: stdout,
 			fault: func(f Fault) {
 				c.setFault(f)
 				if c.stdout != nil {
@@ -244,10 +258,13 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	if err != nil {
 		switch f := c.Fault(); {
 		case f != nil && f.Kind != FaultClosed:
-			return fail(f.Contract(), err, "server %s: %s during the handshake", srv.ID, f.Msg)
-		case ctx.Err() != nil:
+			return fail(f.Contract(), err, "server %s: during the handshake, %s", srv.ID, f.Msg)
+		case errors.Is(ctx.Err(), context.Canceled):
 			return fail(false, ctx.Err(), "server %s: handshake cancelled", srv.ID)
 		case connectCtx.Err() != nil:
+			// The connect timeout, or the caller's deadline for the whole
+			// start, which the host derives from it (StartTimeout) and so
+			// reaches first.
 			return fail(false, err, "server %s: no handshake within %s (connect_timeout)", srv.ID, srv.ConnectTimeout)
 		}
 		return fail(false, err, "server %s: handshake failed: %v", srv.ID, err)
@@ -440,11 +457,12 @@ const maxResponseDepth = 256
 // buffer an unbounded message. The SDK's decoder has its own cap, but this
 // one records why the connection broke, in words a person can act on.
 type lineLimitReader struct {
-	f     *os.File
-	limit int
-	n     int // bytes of the current line seen so far
-	fault func(Fault)
-	eof   func() // called when the server closes its stdout
+	f      *os.File
+	limit  int
+	n      int // bytes of the current line seen so far
+	fault  func(Fault)
+	eof    func()        // called when the server closes its stdout
+	window *stdoutWindow // keeps what was read, for guardedConn to show
 }
 
 func (r *lineLimitReader) Read(p []byte) (int, error) {
@@ -463,6 +481,9 @@ func (r *lineLimitReader) Read(p []byte) (int, error) {
 			return 0, errOversize
 		}
 	}
+	if n > 0 && r.window != nil {
+		r.window.add(p[:n])
+	}
 	return n, err
 }
 
@@ -479,9 +500,10 @@ var errOversize = fmt.Errorf("message too large")
 // the SDK unwrapped: the SDK tells it the negotiated protocol version
 // through an unexported method, which a wrapper would hide.
 type guardedTransport struct {
-	inner mcp.Transport
-	late  *lateAnswers
-	fault func(Fault)
+	inner  mcp.Transport
+	late   *lateAnswers
+	fault  func(Fault)
+	stdout *stdoutWindow // a stdio server's latest output; nil for others
 }
 
 func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -489,7 +511,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Connection: c, late: t.late, fault: t.fault}, nil
+	return &guardedConn{Connection: c, late: t.late, fault: t.fault, stdout: t.stdout}, nil
 }
 
 // A guardedConn rejects responses that are not strict JSON: duplicate keys,
@@ -497,14 +519,21 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // keep one of two duplicate values, so a check elsewhere could see the other
 // one. A server that sends such a response is broken or hostile: the
 // connection is closed with a contract fault rather than trusting any of it.
+// A stdio server that writes what is not JSON at all (a banner, a log line)
+// breaks the contract too; the fault quotes the line.
 type guardedConn struct {
 	mcp.Connection
-	late  *lateAnswers
-	fault func(Fault)
+	late   *lateAnswers
+	fault  func(Fault)
+	stdout *stdoutWindow
 }
 
 func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	var syntax *json.SyntaxError
+	if err != nil && c.stdout != nil && errors.As(err, &syntax) {
+		c.fault(Fault{Kind: FaultMalformed, Msg: c.stdout.notJSON(syntax)})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,9 @@ type process struct {
 	stdin  *os.File
 	stdout *os.File
 	stderr *tail
+	// stdoutSeen keeps its latest output on stdout, to quote a line that
+	// is not JSON-RPC.
+	stdoutSeen *stdoutWindow
 
 	marker string        // its markerEnv value
 	family family        // its processes, for closing
@@ -39,6 +42,7 @@ type process struct {
 func newProcess(opts *Options) process {
 	return process{
 		stderr:     newTail(orDefault(opts.StderrBytes, 64<<10)),
+		stdoutSeen: &stdoutWindow{},
 		marker:     rand.Text(),
 		track:      opts.Track,
 		exited:     make(chan struct{}),
@@ -47,7 +51,9 @@ func newProcess(opts *Options) process {
 }
 
 // Start runs the server's command and completes the MCP handshake within
-// the server's connect timeout. On any failure nothing is left running.
+// the server's connect timeout. On any failure nothing is left running:
+// the server is stopped before Start returns or, with Options.StopLater,
+// by the stop handed to it.
 func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -68,7 +74,8 @@ func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error
 			return nil, &StartError{Server: srv.ID, Msg: fmt.Sprintf("server %s: cannot start %s: %v", srv.ID, srv.Command, err), Err: err}
 		}
 		transport := &mcp.IOTransport{
-			Reader:        &lineLimitReader{f: c.stdout, limit: orDefault(opts.MaxMessageBytes, 16<<20), fault: c.setFault, eof: c.stdoutClosed},
+			Reader: &lineLimitReader{f: c.stdout, limit: orDefault(opts.MaxMessageBytes, 16<<20), fault: c.setFault, eof: c.stdoutClosed,
+				window: c.stdoutSeen},
 			Writer:        c.stdin,
 			MaxLineLength: -1, // lineLimitReader enforces the cap and says why
 		}
@@ -77,20 +84,40 @@ func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error
 			c.log.Info("server ready", "protocol", c.ProtocolVersion(), "pid", c.pgid)
 			return c, nil
 		}
-		c.Close()
 		// A slow 2026-07-28 server may miss the probe's bound, and then
 		// refuse the initialize handshake because it already answered
 		// server/discover. Start it once more and give the probe all the
 		// time the connect timeout leaves.
 		if attempt == 1 && serr.probeTimedOut && ctx.Err() == nil {
+			c.Close()
 			c.log.Warn("server missed the version probe's bound and refused initialize; restarting it without the bound", "probe_timeout", probe)
 			c = newConn(srv, opts)
 			probe = 0
 			continue
 		}
-		serr.Stderr = c.stderr.lastLines(10)
+		serr.Stderr = c.abandon(opts.StopLater)
 		return nil, serr
 	}
+}
+
+// abandon stops a server whose start failed and returns the last lines it
+// wrote on stderr. A server that has exited is closed at once, which is
+// quick, and its stderr read to the end. One that still runs (it never
+// answered, or broke the protocol) may take Close's full grace periods to
+// stop: stopLater, when set, is given that, and the lines are those it
+// wrote before the host gave up on it, not its answer to being stopped.
+func (c *Conn) abandon(stopLater func(stop func())) string {
+	select {
+	case <-c.exited:
+	default:
+		if stopLater != nil {
+			tail := c.stderrTail()
+			stopLater(func() { c.Close() })
+			return tail
+		}
+	}
+	c.Close()
+	return c.stderrTail()
 }
 
 func (c *Conn) spawn(path string, env []string) error {
@@ -139,6 +166,7 @@ func (c *Conn) spawn(path string, env []string) error {
 	}
 	c.cmd, c.pgid = cmd, cmd.Process.Pid
 	c.stdin, c.stdout = stdinW, stdoutR
+	c.stdoutSeen.src = stdoutR
 	c.record = ProcessRecord{PGID: c.pgid, Marker: c.marker}
 	if p, err := readProc(c.pgid); err == nil {
 		c.record.Start, c.record.Command = p.start, commandHash(c.pgid)
