@@ -460,3 +460,32 @@ func TestHiddenCharactersNeverReachTheModel(t *testing.T) {
 		t.Errorf("tool_flagged events = %v, want one for ls with 6 characters", evs)
 	}
 }
+
+// TestStateDirIsIgnoredByGit: whatever creates a state directory gives it a
+// .gitignore that ignores all of it, and leaves one that is there alone.
+func TestStateDirIsIgnoredByGit(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "project", ".airlock")
+	st, err := airlock.OpenStore(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	b, err := os.ReadFile(filepath.Join(state, ".gitignore"))
+	if err != nil || !regexp.MustCompile(`(?m)^\*$`).Match(b) {
+		t.Errorf(".gitignore = %q, %v; want a line *", b, err)
+	}
+
+	mine := filepath.Join(t.TempDir(), ".airlock")
+	if err := os.MkdirAll(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mine, ".gitignore"), []byte("airlock.db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.MakeStateDir(mine); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(mine, ".gitignore")); string(b) != "airlock.db\n" {
+		t.Errorf("an existing .gitignore became %q", b)
+	}
+}

@@ -203,6 +203,9 @@ func (e *env) closeSession(s *session) {
 // kept there, not on the terminal (unless --verbose) and never on stdout.
 func openLog(state string, verbose bool, stderr io.Writer) (*slog.Logger, func(), error) {
 	dir := filepath.Join(state, "log")
+	if err := airlock.MakeStateDir(state); err != nil {
+		return nil, nil, usageError("cannot create the state directory %s: %v", state, err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, usageError("cannot create the state directory %s: %v", state, err)
 	}

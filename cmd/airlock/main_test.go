@@ -940,3 +940,50 @@ servers:
 	}
 	return func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
 }
+
+// TestTaskLeavesGitStatusClean: the state directory of a project (with a
+// task's nested worktree and the database) stays out of `git status` without
+// the project ignoring it, and closing a task says how to get its saved
+// work back, as a command that does.
+func TestTaskLeavesGitStatusClean(t *testing.T) {
+	dir := taskRepo(t)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// The project does not ignore .airlock itself.
+	os.Remove(filepath.Join(dir, ".gitignore"))
+	git("-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-am", "no ignore file")
+
+	runCLI(t, dir, "", "task", "open", "t1").want(t, 0)
+	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after task open:\n%s\nwant nothing", st)
+	}
+	wt := filepath.Join(dir, ".airlock", "tasks", "t1", "worktree")
+	writeFile(t, filepath.Join(wt, "work.txt"), "unfinished\n")
+
+	r := runCLI(t, dir, "", "task", "close", "t1", "--json").want(t, 0)
+	out := decode(t, r.stdout)
+	restore, _ := out["restore"].(string)
+	stash, _ := out["stash"].(string)
+	if want := "git -C " + dir + " stash apply " + stash[:min(len(stash), 12)]; stash == "" || restore != want {
+		t.Fatalf("task close: restore %q, stash %q; want %q", restore, stash, want)
+	}
+	if !strings.Contains(r.stdout, "get it back with: "+restore) {
+		t.Errorf("the save step does not say how to get the work back:\n%s", r.stdout)
+	}
+	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after task close:\n%s\nwant nothing", st)
+	}
+	cmd := exec.Command("sh", "-c", restore)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", restore, err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "work.txt")); err != nil || string(b) != "unfinished\n" {
+		t.Errorf("after %s: work.txt = %q, %v; want the task's file", restore, b, err)
+	}
+}
