@@ -29,7 +29,9 @@ func version() string {
 	return "dev"
 }
 
-// loadConfig reads --config, else ./airlock.yaml, else the built-in default.
+// loadConfig reads --config, else the airlock.yaml config.Find finds from
+// the working directory (saying which one when it is above it), else the
+// built-in default.
 func (e *env) loadConfig(c *common) (*config.Config, error) {
 	opts := &config.LoadOptions{Allow: c.allow}
 	if c.config != "" {
@@ -46,7 +48,7 @@ func (e *env) loadConfig(c *common) (*config.Config, error) {
 	path, err := config.Find(wd)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !c.json {
-			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here; using the built-in default (the workspace server over this directory)")
+			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here or above; using the built-in default (the workspace server over this directory)")
 		}
 		cfg, err := config.Parse(defaultConfig, "(built-in default)", wd)
 		if err != nil {
@@ -56,6 +58,13 @@ func (e *env) loadConfig(c *common) (*config.Config, error) {
 	}
 	if err != nil {
 		return nil, configError(err)
+	}
+	if filepath.Dir(path) != wd {
+		// Found above: messages name it as reached from here.
+		if rel, err := filepath.Rel(wd, path); err == nil {
+			path = rel
+		}
+		fmt.Fprintf(e.stderr, "airlock: using %s\n", path)
 	}
 	cfg, err := config.Load(path, opts)
 	if err != nil {

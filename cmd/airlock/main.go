@@ -107,8 +107,9 @@ Usage:
   airlock version                             print the version
 
 Flags every command takes:
-  --config FILE   airlock.yaml, or an mcpServers JSON file (default: ./airlock.yaml,
-                  else the built-in default: the workspace server over the current directory)
+  --config FILE   airlock.yaml, or an mcpServers JSON file (default: airlock.yaml here or
+                  in the nearest directory above, up to the repository's root, else the
+                  built-in default: the workspace server over the current directory)
   --state DIR     state directory (default: .airlock beside the config)
   --allow S:T,…   tools to expose from an mcpServers JSON file (SERVER:TOOL or SERVER:*)
   --verbose       copy the host's log (and servers' stderr) to stderr

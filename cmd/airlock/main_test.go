@@ -987,3 +987,34 @@ func TestTaskLeavesGitStatusClean(t *testing.T) {
 		t.Errorf("after %s: work.txt = %q, %v; want the task's file", restore, b, err)
 	}
 }
+
+// TestConfigFoundAbove: run in a subdirectory of a project, Airlock uses the
+// project's airlock.yaml and its state directory (where the audit trail and
+// approvals are), says which file it uses, and starts no .airlock of its own.
+func TestConfigFoundAbove(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), "servers:\n  - id: proj\n    command: airlock\n    args: [server, workspace, --root, .]\n    allowed_tools: [list_dir]\n")
+	sub := filepath.Join(dir, "src", "pkg")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"tools", "--json"}, {"tools"}} {
+		r := runCLI(t, sub, "", args...).want(t, 0)
+		if !strings.Contains(r.stdout, "proj__list_dir") || strings.Contains(r.stdout, "workspace__") {
+			t.Errorf("%v in a subdirectory: stdout %s; want the project's tool", args, r.stdout)
+		}
+		if want := "airlock: using " + filepath.Join("..", "..", "airlock.yaml") + "\n"; r.stderr != want {
+			t.Errorf("%v: stderr = %q, want %q", args, r.stderr, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(sub, ".airlock")); err == nil {
+		t.Errorf("a state directory was started in the subdirectory")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".airlock", "airlock.db")); err != nil {
+		t.Errorf("the project's state directory was not used: %v", err)
+	}
+	// In the project's directory itself nothing is said.
+	if r := runCLI(t, dir, "", "tools", "--json").want(t, 0); r.stderr != "" {
+		t.Errorf("stderr in the project's directory = %q, want nothing", r.stderr)
+	}
+}

@@ -19,7 +19,8 @@ func TestBuiltInDefaultRoot(t *testing.T) {
 	worktree := t.TempDir()
 	writeFile(t, filepath.Join(worktree, ".git"), "gitdir: /elsewhere\n")
 	parent := t.TempDir()
-	writeFile(t, filepath.Join(parent, "airlock.yml"), "servers: []\n")
+	// A command run below it uses it (config.Find), so it is a valid one.
+	writeFile(t, filepath.Join(parent, "airlock.yml"), "servers:\n  - id: ws\n    command: airlock\n    args: [server, workspace, --root, .]\n    allowed_tools: [read_file]\n")
 	child := filepath.Join(parent, "src")
 	for _, d := range []string{below, child} {
 		if err := os.Mkdir(d, 0o755); err != nil {
