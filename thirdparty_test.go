@@ -1,6 +1,9 @@
 package airlock_test
 
 import (
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +96,50 @@ func TestGoSDKEverythingServer(t *testing.T) {
 			}
 			wantStatus(t, call(t, h, "gosdk__test_error_handling", `{}`), airlock.ToolError)
 		})
+	}
+}
+
+// TestExampleNamesEverythingsTools keeps the complete example of
+// docs/config.md (config/testdata/example.yaml) true to the server-everything
+// that scripts/setup-node.sh pins: every tool its policy names for the
+// server "everything" is one the server has.
+func TestExampleNamesEverythingsTools(t *testing.T) {
+	t.Setenv("EVERYTHING_API_KEY", "canary-value")
+	t.Setenv("USER", "alice")
+	example, err := config.Load(filepath.Join("config", "testdata", "example.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	for _, c := range example.Policy.Tools {
+		if c.Server == "everything" {
+			named = append(named, c.Tool)
+		}
+	}
+	for _, r := range example.Policy.Rules {
+		if r.Server == "everything" && !strings.Contains(r.Tool, "*") {
+			named = append(named, r.Tool)
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("the example names no tool of server everything")
+	}
+
+	node, script := testenv.EverythingServer(t)
+	srv := config.Server{ID: "everything", Transport: "stdio", Scope: "host", Command: node, Args: []string{script, "stdio"},
+		Cwd: t.TempDir(), AllowedTools: []string{"*"}, ProtocolVersions: bothVersions,
+		RequestTimeout: 30 * time.Second, ConnectTimeout: 60 * time.Second, ProbeTimeout: 5 * time.Second}
+	h := open(t, newConfig(t, srv))
+	if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+		t.Fatalf("server = %+v: %v", st, st.Err)
+	}
+	has := map[string]bool{}
+	for _, tool := range h.Snapshot().Tools() {
+		has[tool.RemoteName] = true
+	}
+	for _, name := range named {
+		if !has[name] {
+			t.Errorf("the example names tool %q of server-everything, which has no such tool (it has %v)", name, slices.Sorted(maps.Keys(has)))
+		}
 	}
 }

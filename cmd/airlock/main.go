@@ -116,8 +116,8 @@ Flags every command takes:
   --task ID       (tools, call, shell, status) act in a task: its worktree and servers
 
 Exit codes: 0 ok, 1 a failure the model is shown, 2 usage or config error,
-3 server contract or connection failure, 4 outcome unknown, 5 approval required,
-6 auth required, 130 interrupted.
+3 server contract or connection failure, 4 outcome unknown (a write interrupted
+after it was sent too), 5 approval required, 6 auth required, 130 interrupted.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -1018,3 +1018,56 @@ func TestConfigFoundAbove(t *testing.T) {
 		t.Errorf("stderr in the project's directory = %q, want nothing", r.stderr)
 	}
 }
+
+// TestInterruptedCall: interrupting `airlock call` cancels the call. A read
+// ends cancelled (exit 130); a call that may change the world and was sent
+// ends outcome_unknown (exit 4), since nobody knows whether it took effect
+// (docs/cli.md, exit codes).
+func TestInterruptedCall(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		effect string
+		code   int
+		status string
+	}{
+		{"read", "read", exitInterrupted, "cancelled"},
+		{"write", "write", exitUnknown, "outcome_unknown"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mark := filepath.Join(t.TempDir(), "mark")
+			writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`, envTestMark, mark)+`policy:
+  tools:
+    - {server: w, tool: slow_write, effect: `+tt.effect+`}
+  rules:
+    - {server: w, tool: "*", decision: allow}
+`)
+			cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
+			cmd.Dir = dir
+			var stdout bytes.Buffer
+			cmd.Stdout = &stdout
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
+					break
+				}
+				if time.Now().After(deadline) {
+					cmd.Process.Kill()
+					t.Fatal("the call never reached the server")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != tt.code {
+				t.Errorf("exit code = %d, want %d\n%s", code, tt.code, stdout.String())
+			}
+			if got := decode(t, stdout.String())["status"]; got != tt.status {
+				t.Errorf("status = %v, want %s", got, tt.status)
+			}
+		})
+	}
+}
