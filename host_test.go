@@ -489,3 +489,53 @@ func TestStateDirIsIgnoredByGit(t *testing.T) {
 		t.Errorf("an existing .gitignore became %q", b)
 	}
 }
+
+// TestAvailable: a host shows people every tool each server offers, allowed
+// or not, with its schemas, while its snapshot holds the allowed tools
+// alone; a server whose allowlist names a tool it lacks fails, and still
+// shows what there is to allow.
+func TestAvailable(t *testing.T) {
+	some := testServer(t, "some", "sdk")
+	some.AllowedTools = []string{"echo"}
+	none := testServer(t, "none", "sdk")
+	none.AllowedTools = nil // an mcpServers server without --allow
+	typo := testServer(t, "typo", "sdk")
+	typo.AllowedTools = []string{"ecko"}
+	h := open(t, newConfig(t, some, none, typo))
+
+	var tools []string
+	for _, tool := range h.Snapshot().Tools() {
+		tools = append(tools, tool.Name)
+	}
+	if diff := cmp.Diff([]string{"some__echo"}, tools); diff != "" {
+		t.Errorf("snapshot tools mismatch (-want +got):\n%s", diff)
+	}
+	if st := h.Servers()[2]; st.Status != airlock.StatusFailed {
+		t.Errorf("server typo = %s, want failed", st.Status)
+	}
+	offered := map[string]map[string]bool{} // server → tool → allowed
+	var echo airlock.Offer
+	for _, o := range h.Available() {
+		if offered[o.Server] == nil {
+			offered[o.Server] = map[string]bool{}
+		}
+		offered[o.Server][o.Name] = o.Allowed
+		if o.Server == "none" && o.Name == "echo" {
+			echo = o
+		}
+	}
+	for _, id := range []string{"some", "none", "typo"} {
+		if len(offered[id]) < 5 {
+			t.Errorf("server %s offers %v, want every tool of the test server", id, offered[id])
+		}
+		if _, ok := offered[id]["delete_all"]; !ok {
+			t.Errorf("server %s does not offer delete_all", id)
+		}
+	}
+	if !offered["some"]["echo"] || offered["some"]["slow"] || offered["none"]["echo"] {
+		t.Errorf("allowed flags wrong: %v", offered)
+	}
+	if echo.Description != "Echo the text back." || !strings.Contains(string(echo.Input), `"text"`) {
+		t.Errorf("offer of none's echo = %+v, want its description and input schema", echo)
+	}
+}

@@ -61,8 +61,12 @@ const (
 // commands is the command table, the group of every command of the CLI
 // but help and version.
 var commands = command{unknown: "unknown command %q; run airlock help", subs: []command{
-	{name: "tools", usage: "airlock tools [--json] [--task ID] [--config FILE] [--state DIR]",
-		task: true, got: gotFirst, run: (*env).tools},
+	{name: "tools", usage: "airlock tools [--available] [--json] [--task ID] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.available, "available", false, "every tool each server offers, allowed or not, and how to allow it")
+		},
+		run: (*env).tools},
 	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--task ID] [--config FILE] [--state DIR]",
 		args: []string{"NAME"}, takes: "exactly one tool name (see airlock tools)", got: gotCount, task: true,
 		flags: func(fs *flag.FlagSet, o *options) {

@@ -23,6 +23,7 @@ type common struct {
 type options struct {
 	common
 
+	available      bool          // tools --available
 	callArgs       string        // call --args
 	repo, base     string        // task open
 	all            bool          // approvals list, recovery list

@@ -82,6 +82,7 @@ func configError(err error) error {
 type session struct {
 	h    *airlock.Host
 	task *airlock.Task
+	cfg  *config.Config // as loaded
 }
 
 // Snapshot is the catalog of the session: the task's when there is one.
@@ -99,6 +100,15 @@ func (s *session) BeginTurn(ctx context.Context) *airlock.Snapshot {
 		return s.task.BeginTurn(ctx)
 	}
 	return s.h.BeginTurn(ctx)
+}
+
+// Available is what the host's servers offer, and the task's, allowed or
+// not.
+func (s *session) Available() []airlock.Offer {
+	if s.task != nil {
+		return s.task.Available()
+	}
+	return s.h.Available()
 }
 
 // Servers reports the host's servers, and the task's.
@@ -120,11 +130,11 @@ func stateDir(c *common, cfg *config.Config) string {
 // openSession loads the configuration, starts every host server (showing
 // progress on a terminal) and, with --task, attaches to the task.
 func (e *env) openSession(c *common) (*session, error) {
-	h, _, err := e.openHost(c)
+	h, cfg, err := e.openHost(c)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{h: h}
+	s := &session{h: h, cfg: cfg}
 	if c.task == "" {
 		if ids := h.TaskServers(); len(ids) > 0 && !c.json {
 			fmt.Fprintf(e.stderr, "airlock: %s run only inside a task: airlock task open ID, then --task ID\n", strings.Join(ids, ", "))

@@ -82,6 +82,8 @@ and runs every tool call through one checked pipeline.
 
 Usage:
   airlock tools [--json]                      list the model-visible tool catalog
+  airlock tools --available [--json]          every tool each server offers, allowed or not,
+                                              and what allowing it takes
   airlock call NAME [--args JSON|@FILE|-] [--json]
                                               run one tool call through the pipeline
   airlock shell [--json]                      a long-lived session, one command per line

@@ -1071,3 +1071,75 @@ func TestInterruptedCall(t *testing.T) {
 		})
 	}
 }
+
+// TestToolsAvailable: before allowing anything, a person sees every tool each
+// server offers, with its schemas and what allowing it takes; the catalog a
+// model sees does not change.
+func TestToolsAvailable(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "servers.json"), string(servers))
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `[sneaky]`))
+
+	// An mcpServers file without an allowlist shows what there is to allow.
+	r := runCLI(t, dir, "", "tools", "--config", "servers.json").want(t, 0)
+	for _, want := range []string{"Server w offers 2 tools, 0 allowed:", "slow_write", "Record the call", "To allow one: --allow w:TOOL."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("tools --config servers.json: stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "w__slow_write") {
+		t.Errorf("a tool nobody allowed is in the catalog:\n%s", r.stdout)
+	}
+
+	type offer struct {
+		Server, Name, Description, Allow string
+		Allowed                          bool
+		InputSchema                      map[string]any `json:"input_schema"`
+	}
+	var out struct {
+		Tools     []map[string]any
+		Available []offer
+	}
+	for _, tt := range []struct {
+		args  []string
+		tools int
+		want  map[string]string // tool → allow ("" when allowed)
+	}{
+		{[]string{"--config", "servers.json"}, 0, map[string]string{"slow_write": "--allow w:slow_write", "sneaky": "--allow w:sneaky"}},
+		{nil, 1, map[string]string{"slow_write": "add slow_write to allowed_tools of server w (airlock.yaml:2)", "sneaky": ""}},
+	} {
+		r := runCLI(t, dir, "", append([]string{"tools", "--available", "--json"}, tt.args...)...).want(t, 0)
+		out.Tools, out.Available = nil, nil
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, r.stdout)
+		}
+		if len(out.Tools) != tt.tools {
+			t.Errorf("%v: %d tools in the catalog, want %d", tt.args, len(out.Tools), tt.tools)
+		}
+		got := map[string]string{}
+		for _, o := range out.Available {
+			got[o.Name] = o.Allow
+			if o.Server != "w" || o.Allowed != (o.Allow == "") || o.InputSchema["type"] != "object" {
+				t.Errorf("%v: offer %+v", tt.args, o)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%v: offers mismatch (-want +got):\n%s", tt.args, diff)
+		}
+	}
+	// Hidden characters are shown, in offers as in the catalog.
+	r = runCLI(t, dir, "", "tools", "--available").want(t, 0)
+	if !strings.Contains(r.stdout, "Harmless.[U+202E][15 hidden tag characters removed]") {
+		t.Errorf("tools --available:\n%s\nwant the sneaky description made visible", r.stdout)
+	}
+}
