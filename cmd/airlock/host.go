@@ -33,22 +33,14 @@ func version() string {
 // the working directory (saying which one when it is above it), else the
 // built-in default.
 func (e *env) loadConfig(c *common) (*config.Config, error) {
-	opts := &config.LoadOptions{Allow: c.allow}
-	if c.config != "" {
-		cfg, err := config.Load(c.config, opts)
-		if err != nil {
-			return nil, configError(err)
-		}
-		return cfg, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, usageError("cannot determine the working directory: %v", err)
-	}
-	path, err := config.Find(wd)
+	path, err := e.configFile(c)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !c.json {
 			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here or above; using the built-in default (the workspace server over this directory)")
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, usageError("cannot determine the working directory: %v", err)
 		}
 		cfg, err := config.Parse(defaultConfig, "(built-in default)", wd)
 		if err != nil {
@@ -57,7 +49,33 @@ func (e *env) loadConfig(c *common) (*config.Config, error) {
 		return cfg, nil
 	}
 	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.Load(path, &config.LoadOptions{Allow: c.allow})
+	if err != nil {
 		return nil, configError(err)
+	}
+	return cfg, nil
+}
+
+// configFile returns the configuration file to use: --config, else the one
+// config.Find finds from the working directory, named as reached from it
+// (and said on stderr when it is above it). When there is none, the error
+// wraps fs.ErrNotExist.
+func (e *env) configFile(c *common) (string, error) {
+	if c.config != "" {
+		return c.config, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", usageError("cannot determine the working directory: %v", err)
+	}
+	path, err := config.Find(wd)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err != nil {
+		return "", configError(err)
 	}
 	if filepath.Dir(path) != wd {
 		// Found above: messages name it as reached from here.
@@ -66,11 +84,7 @@ func (e *env) loadConfig(c *common) (*config.Config, error) {
 		}
 		fmt.Fprintf(e.stderr, "airlock: using %s\n", path)
 	}
-	cfg, err := config.Load(path, opts)
-	if err != nil {
-		return nil, configError(err)
-	}
-	return cfg, nil
+	return path, nil
 }
 
 func configError(err error) error {
@@ -178,6 +192,13 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	for _, n := range cfg.Notices() {
 		fmt.Fprintln(e.stderr, "airlock: "+n)
 	}
+	return e.startHost(c, cfg)
+}
+
+// startHost starts every host server of cfg, showing progress on a
+// terminal, and returns the host and the configuration it runs.
+func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.Config, error) {
+	var err error
 	state := stateDir(c, cfg)
 	if cfg, err = protectOwnFiles(cfg, state); err != nil {
 		return nil, nil, err

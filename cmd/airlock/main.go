@@ -87,6 +87,9 @@ Usage:
   airlock call NAME [--args JSON|@FILE|-] [--json]
                                               run one tool call through the pipeline
   airlock shell [--json]                      a long-lived session, one command per line
+  airlock add ID -- COMMAND [ARGS…]           add a server to airlock.yaml (none of its tools
+  airlock add ID --url URL                    allowed yet) and show what it offers
+  airlock remove ID                           remove a server from airlock.yaml
   airlock status [--json]                     connect to every server and report its state
   airlock task open ID [--repo DIR] [--base REF]
                                               a git worktree and task-scoped servers for one task

@@ -1143,3 +1143,91 @@ func TestToolsAvailable(t *testing.T) {
 		t.Errorf("tools --available:\n%s\nwant the sneaky description made visible", r.stdout)
 	}
 }
+
+// TestAddAndRemove: airlock add puts a server in airlock.yaml with nothing of
+// it allowed, keeping every other line, and shows what it offers; airlock
+// remove takes it out again, unless something still names it. A change
+// that would make the configuration invalid changes nothing.
+func TestAddAndRemove(t *testing.T) {
+	dir := workdir(t)
+	const orig = `# Our project's servers.
+servers:
+  # The files, read-only.
+  - id: fs
+    command: airlock
+    args: [server, workspace, --root, .]   # this directory
+    allowed_tools: [read_file]
+
+policy:
+  tools:
+    - {server: fs, tool: read_file, effect: read}
+`
+	cfgPath := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfgPath, orig)
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	r := runCLI(t, dir, "", "add", "ws", "--", "airlock", "server", "workspace", "--root", ".").want(t, 0)
+	want := strings.Replace(orig, "\n\npolicy:", "\n  - id: ws\n    command: airlock\n    args: [server, workspace, --root, .]\n    allowed_tools: []\n\npolicy:", 1)
+	if diff := cmp.Diff(want, read()); diff != "" {
+		t.Errorf("airlock.yaml after add (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{"Server ws offers 4 tools, 0 allowed:", "write_file", "To allow one: add TOOL to allowed_tools of server ws (airlock.yaml:8)."} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("add: stdout lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "Added server ws to airlock.yaml, none of its tools allowed yet.") {
+		t.Errorf("add: stderr = %q", r.stderr)
+	}
+	if tools := decode(t, runCLI(t, dir, "", "tools", "--json").want(t, 0).stdout)["tools"].([]any); len(tools) != 1 {
+		t.Errorf("tools after add = %v, want fs's read_file alone", tools)
+	}
+
+	// Refused, and nothing changed.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "ws", "--", "x"}, `server id "ws" is already used`},
+		{[]string{"add", "bad id", "--", "x"}, "nothing was changed"},
+		{[]string{"add", "r", "--url", "http://127.0.0.1:9/mcp"}, "plain http is allowed only"},
+		{[]string{"add", "r"}, "needs the command that starts the server"},
+		{[]string{"remove", "fs"}, "server fs is named by policy.tools[0] (airlock.yaml:15)"},
+		{[]string{"remove", "nope"}, "has no server nope (servers: fs, ws)"},
+		{[]string{"add", "x", "--config", "servers.json", "--", "x"}, "is an mcpServers file"},
+	} {
+		r := runCLI(t, dir, "", tt.args...).want(t, 2)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
+		}
+	}
+	if got := read(); got != want {
+		t.Errorf("a refused change changed airlock.yaml:\n%s", got)
+	}
+
+	r = runCLI(t, dir, "", "remove", "ws").want(t, 0)
+	if diff := cmp.Diff(orig, read()); diff != "" {
+		t.Errorf("airlock.yaml after remove (-want +got):\n%s", diff)
+	}
+
+	// Without a configuration, add makes one, and says so.
+	empty := workdir(t)
+	r = runCLI(t, empty, "", "add", "ws", "--json", "--", "airlock", "server", "workspace").want(t, 0)
+	if !strings.Contains(r.stderr, "creating ./airlock.yaml") {
+		t.Errorf("stderr = %q, want it to say that it creates airlock.yaml", r.stderr)
+	}
+	out := decode(t, r.stdout)
+	if out["created"] != true || out["file"] != "airlock.yaml" || len(out["available"].([]any)) != 4 {
+		t.Errorf("add --json = %v", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(empty, "airlock.yaml")); err != nil || !strings.Contains(string(b), "  - id: ws\n") {
+		t.Errorf("created airlock.yaml = %q, %v", b, err)
+	}
+}
