@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -564,22 +565,7 @@ func TestKilledHostLeavesAnUnknownRecord(t *testing.T) {
 `)
 
 	// The host sends the write, then dies before any answer.
-	cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the write never reached the server")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd := startSlowWrite(t, dir, mark, nil)
 	cmd.Process.Kill() // kill -9
 	cmd.Wait()
 
@@ -614,6 +600,30 @@ func TestKilledHostLeavesAnUnknownRecord(t *testing.T) {
 		if !strings.Contains(r.stdout, ev) {
 			t.Errorf("audit lacks %s:\n%s", ev, r.stdout)
 		}
+	}
+}
+
+// startSlowWrite starts `airlock call w__slow_write --json` in dir, its
+// stdout going to stdout (when not nil), and returns once the test server
+// has recorded the call in mark.
+func startSlowWrite(t *testing.T, dir, mark string, stdout io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
+	cmd.Dir = dir
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the call never reached the server")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -1042,24 +1052,8 @@ func TestInterruptedCall(t *testing.T) {
   rules:
     - {server: w, tool: "*", decision: allow}
 `)
-			cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
-			cmd.Dir = dir
 			var stdout bytes.Buffer
-			cmd.Stdout = &stdout
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
-					break
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatal("the call never reached the server")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			cmd := startSlowWrite(t, dir, mark, &stdout)
 			cmd.Process.Signal(os.Interrupt)
 			cmd.Wait()
 			if code := cmd.ProcessState.ExitCode(); code != tt.code {
