@@ -332,17 +332,7 @@ func TestMCPServersJSON(t *testing.T) {
 // stdout stays one JSON object.
 func TestMCPServersJSONNoticeInJSONMode(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "1"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "servers.json"), string(servers))
+	writeTestServerJSON(t, filepath.Join(dir, "servers.json"))
 
 	r := runCLI(t, dir, "", "tools", "--json", "--config", "servers.json").want(t, 0)
 	out := decode(t, r.stdout)
@@ -1071,17 +1061,7 @@ func TestInterruptedCall(t *testing.T) {
 // model sees does not change.
 func TestToolsAvailable(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "1"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "servers.json"), string(servers))
+	writeTestServerJSON(t, filepath.Join(dir, "servers.json"))
 	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `[sneaky]`))
 
 	// An mcpServers file without an allowlist shows what there is to allow.
