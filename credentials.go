@@ -137,6 +137,10 @@ func (c *Credentials) client() (*oauth.Client, error) {
 	c.once.Do(func() {
 		store := c.opts.Store
 		if store == nil {
+			if err := MakeStateDir(c.dir); err != nil {
+				c.err = fmt.Errorf("cannot open the credential store: %w", err)
+				return
+			}
 			fs, err := secrets.OpenFileStore(filepath.Join(c.dir, "credentials"), nil)
 			if err != nil {
 				c.err = fmt.Errorf("cannot open the credential store: %w", err)

@@ -83,6 +83,9 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 // the SQLite database STATE/airlock.db with the journal, approvals and the
 // audit trail.
 func OpenStore(stateDir string) (store.Store, error) {
+	if err := MakeStateDir(stateDir); err != nil {
+		return nil, fmt.Errorf("cannot open the journal: %w", err)
+	}
 	db, err := sqlite.Open(filepath.Join(stateDir, "airlock.db"))
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the journal: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -160,7 +161,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 			}
 		}
 	}
-	if err := os.MkdirAll(h.opts.StateDir, 0o700); err != nil {
+	if err := MakeStateDir(h.opts.StateDir); err != nil {
 		return nil, fmt.Errorf("cannot create the state directory %s: %w", h.opts.StateDir, err)
 	}
 	arts, err := artifact.Open(filepath.Join(h.opts.StateDir, "artifacts"))
@@ -215,6 +216,32 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		return nil, err
 	}
 	return h, nil
+}
+
+// stateIgnore is the .gitignore of a state directory: everything in it.
+const stateIgnore = "# Airlock's state (database, logs, credentials, task worktrees): never commit it.\n*\n"
+
+// MakeStateDir creates the state directory dir and its parents (mode 0700)
+// if need be, and keeps git away from it: a state directory inside a
+// repository, as .airlock beside airlock.yaml usually is, holds the
+// database, logs, credentials and the worktrees of tasks, which must show
+// neither in `git status` nor in a commit. So dir gets a .gitignore that
+// ignores everything, itself included, unless it has one. Everything
+// that creates a state directory (Open, OpenStore, a login's credential
+// store, the command line's log) calls it first.
+func MakeStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, ".gitignore"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(stateIgnore)
+	return errors.Join(err, f.Close())
 }
 
 func (h *Host) catalogChanged() {

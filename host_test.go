@@ -460,3 +460,82 @@ func TestHiddenCharactersNeverReachTheModel(t *testing.T) {
 		t.Errorf("tool_flagged events = %v, want one for ls with 6 characters", evs)
 	}
 }
+
+// TestStateDirIsIgnoredByGit: whatever creates a state directory gives it a
+// .gitignore that ignores all of it, and leaves one that is there alone.
+func TestStateDirIsIgnoredByGit(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "project", ".airlock")
+	st, err := airlock.OpenStore(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	b, err := os.ReadFile(filepath.Join(state, ".gitignore"))
+	if err != nil || !regexp.MustCompile(`(?m)^\*$`).Match(b) {
+		t.Errorf(".gitignore = %q, %v; want a line *", b, err)
+	}
+
+	mine := filepath.Join(t.TempDir(), ".airlock")
+	if err := os.MkdirAll(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mine, ".gitignore"), []byte("airlock.db\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := airlock.MakeStateDir(mine); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(mine, ".gitignore")); string(b) != "airlock.db\n" {
+		t.Errorf("an existing .gitignore became %q", b)
+	}
+}
+
+// TestAvailable: a host shows people every tool each server offers, allowed
+// or not, with its schemas, while its snapshot holds the allowed tools
+// alone; a server whose allowlist names a tool it lacks fails, and still
+// shows what there is to allow.
+func TestAvailable(t *testing.T) {
+	some := testServer(t, "some", "sdk")
+	some.AllowedTools = []string{"echo"}
+	none := testServer(t, "none", "sdk")
+	none.AllowedTools = nil // an mcpServers server without --allow
+	typo := testServer(t, "typo", "sdk")
+	typo.AllowedTools = []string{"ecko"}
+	h := open(t, newConfig(t, some, none, typo))
+
+	var tools []string
+	for _, tool := range h.Snapshot().Tools() {
+		tools = append(tools, tool.Name)
+	}
+	if diff := cmp.Diff([]string{"some__echo"}, tools); diff != "" {
+		t.Errorf("snapshot tools mismatch (-want +got):\n%s", diff)
+	}
+	if st := h.Servers()[2]; st.Status != airlock.StatusFailed {
+		t.Errorf("server typo = %s, want failed", st.Status)
+	}
+	offered := map[string]map[string]bool{} // server → tool → allowed
+	var echo airlock.Offer
+	for _, o := range h.Available() {
+		if offered[o.Server] == nil {
+			offered[o.Server] = map[string]bool{}
+		}
+		offered[o.Server][o.Name] = o.Allowed
+		if o.Server == "none" && o.Name == "echo" {
+			echo = o
+		}
+	}
+	for _, id := range []string{"some", "none", "typo"} {
+		if len(offered[id]) < 5 {
+			t.Errorf("server %s offers %v, want every tool of the test server", id, offered[id])
+		}
+		if _, ok := offered[id]["delete_all"]; !ok {
+			t.Errorf("server %s does not offer delete_all", id)
+		}
+	}
+	if !offered["some"]["echo"] || offered["some"]["slow"] || offered["none"]["echo"] {
+		t.Errorf("allowed flags wrong: %v", offered)
+	}
+	if echo.Description != "Echo the text back." || !strings.Contains(string(echo.Input), `"text"`) {
+		t.Errorf("offer of none's echo = %+v, want its description and input schema", echo)
+	}
+}

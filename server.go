@@ -42,7 +42,8 @@ type server struct {
 	refreshMu sync.Mutex // one discovery at a time
 	toolsMu   sync.Mutex
 	tools     []*catalog.Tool
-	version   uint64 // counts the times tools were replaced
+	version   uint64          // counts the times tools were replaced
+	offers    []catalog.Offer // every tool of its last whole tools/list, for people (Available)
 
 	mu     sync.Mutex
 	status ServerStatus
@@ -70,6 +71,42 @@ func (s *server) setTools(tools []*catalog.Tool) {
 	defer s.toolsMu.Unlock()
 	s.tools = tools
 	s.version++
+}
+
+func (s *server) setOffers(offers []catalog.Offer) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	s.offers = offers
+}
+
+func (s *server) offersNow() []catalog.Offer {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	return s.offers
+}
+
+// An Offer is a tool a server advertises, allowed or not, for a person
+// deciding what to allow (Host.Available): never part of a snapshot.
+type Offer = catalog.Offer
+
+// Available returns every tool each host-scoped server advertised at its
+// last discovery, allowed or not, server by server in configuration order
+// and by name within one. A server whose list broke the rules of
+// discovery (or was never read: it failed to start, or waits for a login)
+// offers nothing. Nothing here can be called: a tool reaches a snapshot
+// only when the configuration allows it and it passes discovery's checks.
+func (h *Host) Available() []Offer { return offersOf(h.servers) }
+
+// Available returns what the host's servers offer (Host.Available), then
+// what the task's own do.
+func (t *Task) Available() []Offer { return append(t.h.Available(), offersOf(t.servers)...) }
+
+func offersOf(servers []*server) []Offer {
+	var out []Offer
+	for _, s := range servers {
+		out = append(out, s.offersNow()...)
+	}
+	return out
 }
 
 func (s *server) toolsNow() ([]*catalog.Tool, uint64) {
@@ -216,7 +253,17 @@ func isClosed(c chan struct{}) bool {
 // classifies them by local policy.
 func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]*catalog.Tool, *Error) {
 	lister := &recordingLister{inner: pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}}
-	tools, err := catalog.Discover(ctx, &s.cfg, lister, catalog.LimitsFrom(h.cfg.Limits))
+	lim := catalog.LimitsFrom(h.cfg.Limits)
+	advertised, err := catalog.List(ctx, s.cfg.ID, lister, lim)
+	var tools []*catalog.Tool
+	if err == nil {
+		// What it offers is shown even when the allowlist fails it
+		// (a misspelt tool): that is when a person needs it most.
+		s.setOffers(catalog.Offers(&s.cfg, advertised, lim))
+		tools, err = catalog.Allowed(&s.cfg, advertised, lim)
+	} else {
+		s.setOffers(nil)
+	}
 	if err != nil {
 		if ae := authError(s.cfg.ID, "", err); ae != nil {
 			return nil, ae // tools/list needed (more) authorization

@@ -1,6 +1,10 @@
 package airlock_test
 
 import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +97,77 @@ func TestGoSDKEverythingServer(t *testing.T) {
 			}
 			wantStatus(t, call(t, h, "gosdk__test_error_handling", `{}`), airlock.ToolError)
 		})
+	}
+}
+
+// TestExampleNamesEverythingsTools keeps the complete example of
+// docs/config.md (config/testdata/example.yaml) true to the server-everything
+// that scripts/setup-node.sh pins: every tool its policy names for the
+// server "everything" is one the server has.
+func TestExampleNamesEverythingsTools(t *testing.T) {
+	t.Setenv("EVERYTHING_API_KEY", "canary-value")
+	t.Setenv("USER", "alice")
+	example, err := config.Load(filepath.Join("config", "testdata", "example.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named []string
+	for _, c := range example.Policy.Tools {
+		if c.Server == "everything" {
+			named = append(named, c.Tool)
+		}
+	}
+	for _, r := range example.Policy.Rules {
+		if r.Server == "everything" && !strings.Contains(r.Tool, "*") {
+			named = append(named, r.Tool)
+		}
+	}
+	if len(named) == 0 {
+		t.Fatal("the example names no tool of server everything")
+	}
+
+	node, script := testenv.EverythingServer(t)
+	srv := config.Server{ID: "everything", Transport: "stdio", Scope: "host", Command: node, Args: []string{script, "stdio"},
+		Cwd: t.TempDir(), AllowedTools: []string{"*"}, ProtocolVersions: bothVersions,
+		RequestTimeout: 30 * time.Second, ConnectTimeout: 60 * time.Second, ProbeTimeout: 5 * time.Second}
+	h := open(t, newConfig(t, srv))
+	if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+		t.Fatalf("server = %+v: %v", st, st.Err)
+	}
+	has := map[string]bool{}
+	for _, tool := range h.Snapshot().Tools() {
+		has[tool.RemoteName] = true
+	}
+	for _, name := range named {
+		if !has[name] {
+			t.Errorf("the example names tool %q of server-everything, which has no such tool (it has %v)", name, slices.Sorted(maps.Keys(has)))
+		}
+	}
+}
+
+// TestNpxServerUsesTheUsersPackageCache: a server started with `npx -y
+// PACKAGE` has a private HOME but the user's npm cache, so that its second
+// start, in any project or task, needs no download. Here npm is offline and
+// the package is only in the cache that scripts/setup-node.sh filled: a
+// server that looked in its private HOME (a fresh state directory) would
+// not start at all.
+func TestNpxServerUsesTheUsersPackageCache(t *testing.T) {
+	npx, node, cache, pkg := testenv.EverythingNpx(t)
+	t.Setenv("npm_config_cache", cache) // the user's npm cache
+	t.Setenv("PATH", filepath.Dir(node)+string(filepath.ListSeparator)+os.Getenv("PATH"))
+	srv := config.Server{ID: "everything", Transport: "stdio", Scope: "host", Command: npx, Args: []string{"-y", pkg, "stdio"},
+		Env: map[string]string{"npm_config_offline": "true", "npm_config_update_notifier": "false"},
+		Cwd: t.TempDir(), AllowedTools: []string{"echo"}, ProtocolVersions: bothVersions,
+		RequestTimeout: 30 * time.Second, ConnectTimeout: 60 * time.Second, ProbeTimeout: 5 * time.Second}
+	cfg := newConfig(t, srv)
+	h := open(t, cfg)
+	st := h.Servers()[0]
+	if st.Status != airlock.StatusReady {
+		t.Fatalf("server = %+v: %v", st, st.Err)
+	}
+	t.Logf("npx -y %s started from the user's cache in %s", pkg, st.Took)
+	wantStatus(t, call(t, h, "everything__echo", `{"message":"cached"}`), airlock.OK)
+	if _, err := os.Stat(filepath.Join(h.StateDir(), "run", "everything", "home", ".npm")); err == nil {
+		t.Errorf("the server made an npm cache in its private HOME")
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -73,7 +74,7 @@ func TestExample(t *testing.T) {
 					Source: "example.yaml:192"}}},
 				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:195", Args: []ArgConstraint{{
 					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:199"}}},
-				{Server: "everything", Tool: "annotatedMessage", Decision: "allow", Source: "example.yaml:201", Args: []ArgConstraint{{
+				{Server: "everything", Tool: "get-annotated-message", Decision: "allow", Source: "example.yaml:201", Args: []ArgConstraint{{
 					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:205"}}},
 				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:207"},
 			},
@@ -87,6 +88,27 @@ func TestExample(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("example mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestExampleWithoutUSER: the example works where USER is unset (cron,
+// containers, services), as the default it shows does: its ${USER} is then
+// the account's name.
+func TestExampleWithoutUSER(t *testing.T) {
+	u, err := user.Current()
+	if err != nil || u.Username == "" {
+		t.Skip("no account name to fall back to")
+	}
+	data, err := os.ReadFile("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseYAML(data, "example.yaml", "testdata", mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Tenancy.User != u.Username {
+		t.Errorf("tenancy.user = %q, want the account's name %q", cfg.Tenancy.User, u.Username)
 	}
 }
 

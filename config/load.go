@@ -19,9 +19,46 @@ type LoadOptions struct {
 	Allow []string
 }
 
-// Find returns the path of the configuration file in dir: airlock.yaml, or
-// airlock.yml. When there is none, the error wraps [fs.ErrNotExist].
+// Find returns the path of the configuration file for dir: airlock.yaml
+// (or airlock.yml) in dir or, as git finds a repository, in the nearest
+// directory above it, up to the root of the repository dir is in (the
+// nearest directory with .git, which is searched too) or else the root of
+// the file system. So a command run in a subdirectory of a project uses the
+// project's configuration and state. When there is none, the error wraps
+// [fs.ErrNotExist].
+//
+// A file found above dir must belong to the user running Airlock, or to
+// root: a configuration chooses the commands Airlock runs, and a directory
+// above, such as /tmp, may let others put one there.
 func Find(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("look for %s: %w", FileName, err)
+	}
+	for d := abs; ; {
+		path, err := findIn(d)
+		switch {
+		case err != nil:
+			return "", err
+		case path != "" && d != abs:
+			return path, checkOwner(path)
+		case path != "":
+			return path, nil
+		}
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			break // the root of the repository
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			break
+		}
+		d = parent
+	}
+	return "", &notFoundError{dir: dir}
+}
+
+// findIn returns the configuration file in dir, or "" when it has none.
+func findIn(dir string) (string, error) {
 	var found []string
 	for _, name := range []string{FileName, altFileName} {
 		p := filepath.Join(dir, name)
@@ -38,11 +75,27 @@ func Find(dir string) (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", &notFoundError{dir: dir}
+		return "", nil
 	case 1:
 		return found[0], nil
 	}
 	return "", fmt.Errorf("both %s and %s are in %s: keep one", FileName, altFileName, dir)
+}
+
+// checkOwner refuses a configuration file found above the working
+// directory that belongs to another user than the one running Airlock (or
+// root).
+func checkOwner(path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("look for %s: %w", FileName, err)
+	}
+	uid, ok := fileOwner(info)
+	if !ok || uid == 0 || uid == os.Getuid() {
+		return nil
+	}
+	return fmt.Errorf("%s, found above the working directory, belongs to another user (uid %d), and a configuration chooses "+
+		"the commands Airlock runs: run airlock where your own airlock.yaml is, or pass the file with --config if you trust it", path, uid)
 }
 
 // notFoundError is returned by Find; it matches fs.ErrNotExist without
@@ -50,7 +103,7 @@ func Find(dir string) (string, error) {
 type notFoundError struct{ dir string }
 
 func (e *notFoundError) Error() string {
-	return fmt.Sprintf("no %s in %s; pass --config FILE", FileName, e.dir)
+	return fmt.Sprintf("no %s in %s or above it; pass --config FILE", FileName, e.dir)
 }
 
 func (e *notFoundError) Unwrap() error { return fs.ErrNotExist }

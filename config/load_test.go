@@ -23,7 +23,7 @@ func TestFind(t *testing.T) {
 		{"yml", map[string]string{"airlock.yml": ""}, "airlock.yml", ""},
 		{"both", map[string]string{"airlock.yaml": "", "airlock.yml": ""}, "", "both airlock.yaml and airlock.yml are in DIR: keep one"},
 		{"directory", map[string]string{"airlock.yaml/x": ""}, "", "DIR/airlock.yaml is a directory, not a configuration file"},
-		{"none", map[string]string{"other.yaml": ""}, "", "no airlock.yaml in DIR; pass --config FILE"},
+		{"none", map[string]string{"other.yaml": "", ".git/HEAD": ""}, "", "no airlock.yaml in DIR or above it; pass --config FILE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +46,67 @@ func TestFind(t *testing.T) {
 				t.Errorf("Find = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestFindAbove: run in a subdirectory, Airlock uses the project's
+// configuration, as git finds its repository: the nearest airlock.yaml at or
+// above the directory, up to the repository's root.
+func TestFindAbove(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		from  string // the directory searched from
+		want  string // the file found, or "" for none
+	}{
+		{"in a subdirectory", map[string]string{"p/airlock.yaml": "", "p/a/b/x": ""}, "p/a/b", "p/airlock.yaml"},
+		{"yml above", map[string]string{"p/airlock.yml": "", "p/a/x": ""}, "p/a", "p/airlock.yml"},
+		{"the nearest", map[string]string{"p/airlock.yaml": "", "p/a/airlock.yaml": "", "p/a/b/x": ""}, "p/a/b", "p/a/airlock.yaml"},
+		{"at the repository root", map[string]string{"p/.git/HEAD": "", "p/airlock.yaml": "", "p/a/x": ""}, "p/a", "p/airlock.yaml"},
+		{"a worktree's .git file", map[string]string{"p/.git": "gitdir: x", "p/airlock.yaml": "", "p/a/x": ""}, "p/a", "p/airlock.yaml"},
+		{"not past the repository root", map[string]string{"airlock.yaml": "", "p/.git/HEAD": "", "p/a/x": ""}, "p/a", ""},
+		{"not past a nested repository", map[string]string{"airlock.yaml": "", "p/.git": "gitdir: x", "p/x": ""}, "p", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, tt.files)
+			got, err := Find(filepath.Join(dir, tt.from))
+			if tt.want == "" {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("Find = %q, %v; want nothing found", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(dir, tt.want); got != want {
+				t.Errorf("Find = %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestFindAboveRefusesOthersFiles: a configuration found above the working
+// directory that another user owns (as anyone can leave one in /tmp) is
+// refused, not run; one in the working directory itself is as before.
+func TestFindAboveRefusesOthersFiles(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"airlock.yaml": "", "a/x": ""})
+	if err := os.Chown(filepath.Join(dir, "airlock.yaml"), 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Find(filepath.Join(dir, "a"))
+	if err == nil || errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "belongs to another user (uid 12345)") ||
+		!strings.Contains(err.Error(), "--config") {
+		t.Errorf("Find = %v, want a refusal that names the owner and --config", err)
+	}
+	if got, err := Find(dir); err != nil || got != filepath.Join(dir, "airlock.yaml") {
+		t.Errorf("Find in its own directory = %q, %v; want the file", got, err)
 	}
 }
 

@@ -35,6 +35,10 @@ var httpTypes = []string{"http", "streamable-http", "streamableHttp", "streamabl
 const (
 	sseRefused     = "the legacy HTTP+SSE transport is not supported: use the server's Streamable HTTP endpoint"
 	headersRefused = "static headers (often credentials) are not accepted: configure the server in an airlock.yaml, with oauth: for its credentials"
+	// devImportHint tells how a plain-http development server of an
+	// mcpServers file given on its own can be used.
+	devImportHint = "; an mcpServers file is in development mode only when an airlock.yaml with development: true imports it " +
+		"(development: true, import: [FILE])"
 )
 
 // ParseMCPServers reads an mcpServers JSON file. name is used in messages;
@@ -59,6 +63,9 @@ func parseMCPServers(data []byte, name, dir string, allow []string, env func(str
 	for _, c := range f.urls {
 		// Such a file has no development flag.
 		if e := c.check(false); e != nil {
+			if c.check(true) == nil {
+				e.Msg += devImportHint
+			}
 			probs.add(c.order, e)
 		}
 	}

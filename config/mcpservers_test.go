@@ -139,7 +139,10 @@ func TestParseMCPServersErrors(t *testing.T) {
 			"mcp.json:4: mcpServers.a.env: is only for local (stdio) servers: a remote server is reached at its url; remove it",
 			"mcp.json:5: mcpServers.a.cwd: is only for local (stdio) servers: a remote server is reached at its url; remove it"}},
 		{"url plain http", "{\"mcpServers\": {\"a\": {\"type\": \"http\",\n\"url\": \"http://127.0.0.1:8080/mcp\"}}}", nil, []string{
-			`mcp.json:2: mcpServers.a.url: URL "http://127.0.0.1:8080/mcp" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)`}},
+			`mcp.json:2: mcpServers.a.url: URL "http://127.0.0.1:8080/mcp" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)` +
+				`; an mcpServers file is in development mode only when an airlock.yaml with development: true imports it (development: true, import: [FILE])`}},
+		{"url plain http elsewhere", "{\"mcpServers\": {\"a\": {\"type\": \"http\",\n\"url\": \"http://10.0.0.1:8080/mcp\"}}}", nil, []string{
+			`mcp.json:2: mcpServers.a.url: URL "http://10.0.0.1:8080/mcp" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)`}},
 		{"url relative", "{\"mcpServers\": {\"a\": {\"url\": \"/mcp\"}}}", nil, []string{
 			"mcp.json:1: mcpServers.a.url: must be an absolute https URL, such as https://mcp.example.com/mcp"}},
 		{"url not a string", "{\"mcpServers\": {\"a\": {\"url\": 1}}}", nil, []string{

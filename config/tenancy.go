@@ -32,7 +32,8 @@ func CheckPrincipal(what, name string) error {
 }
 
 // tenancy reads tenancy: {tenant, user}. ${VAR} in a value is expanded from
-// the environment, so that `user: "${USER}"` names whoever runs airlock.
+// the environment, so that `user: "${USER}"` names whoever runs airlock
+// (where USER is unset, as the default does).
 // userSet reports whether the user key is there, valid or not.
 func (r *yamlReader) tenancy(p pair, t *Tenancy) (userSet bool) {
 	f, ok := r.fields(p.val, "tenancy", tenancyKeys)
@@ -50,7 +51,14 @@ func (r *yamlReader) tenancy(p pair, t *Tenancy) (userSet bool) {
 		if !ok {
 			continue
 		}
-		v, msg := expand(written, r.lookupEnv)
+		lookup := r.lookupEnv
+		if strings.Contains(written, "${USER}") {
+			// ${USER} names whoever runs airlock, as the default
+			// does: where USER is unset or empty (cron, containers,
+			// services), the account's name.
+			lookup = r.lookupUser
+		}
+		v, msg := expand(written, lookup)
 		switch {
 		case msg != "":
 		case !partitionPattern.MatchString(v) && v != written:
@@ -71,6 +79,18 @@ func (r *yamlReader) tenancy(p pair, t *Tenancy) (userSet bool) {
 		}
 	}
 	return userSet
+}
+
+// lookupUser looks name up in the environment; USER, unset or empty, is
+// the user the default names (see defaultUser).
+func (r *yamlReader) lookupUser(name string) (string, bool) {
+	if v, ok := r.lookupEnv(name); ok && v != "" || name != "USER" {
+		return v, ok
+	}
+	if u, msg := defaultUser(r.lookupEnv, user.Current); msg == "" {
+		return u, true
+	}
+	return "", false
 }
 
 // defaultUser returns the user the command line acts for when the

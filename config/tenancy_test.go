@@ -24,6 +24,31 @@ func TestParseTenancy(t *testing.T) {
 			Tenancy{Tenant: "A-Z.a_z+0@9", User: strings.Repeat("u", 128)}},
 		{"a user given needs no $USER", server + "tenancy: {user: carol}\n", map[string]string{"USER": "not valid"}, Tenancy{Tenant: "default", User: "carol"}},
 	}
+	// Where USER is unset (cron, containers, services), ${USER} is the
+	// account's name, as the default user is, unless the reference gives
+	// its own default.
+	if u, err := user.Current(); err == nil && partitionPattern.MatchString(u.Username) {
+		tests = append(tests,
+			struct {
+				name string
+				src  string
+				env  map[string]string
+				want Tenancy
+			}{"${USER} without USER", server + "tenancy: {tenant: \"t-${USER}\", user: \"${USER}\"}\n", nil, Tenancy{Tenant: "t-" + u.Username, User: u.Username}},
+			struct {
+				name string
+				src  string
+				env  map[string]string
+				want Tenancy
+			}{"${USER} with USER empty", server + "tenancy: {user: \"${USER}\"}\n", map[string]string{"USER": ""}, Tenancy{Tenant: "default", User: u.Username}},
+			struct {
+				name string
+				src  string
+				env  map[string]string
+				want Tenancy
+			}{"${USER:-x} without USER", server + "tenancy: {user: \"${USER:-x}\"}\n", nil, Tenancy{Tenant: "default", User: "x"}},
+		)
+	}
 	for _, tt := range tests {
 		cfg, err := parseYAML([]byte(tt.src), "airlock.yaml", t.TempDir(), mapEnv(tt.env))
 		if err != nil {

@@ -56,3 +56,30 @@ if ! stamped "$everything_stamp" "$everything_want" || [[ ! -f $everything_js ]]
 	echo "$everything_want" >"$everything_stamp"
 	echo "installed @modelcontextprotocol/server-everything $everything_version in $everything_dir"
 fi
+
+# An npm cache in which npx finds server-everything as `npx -y` fetched it
+# from the registry, for the test that starts it through npx with npm
+# offline: a server's package caches are the user's (internal/upstream), so
+# the second start of an npx server needs no download. This path is also
+# spelled out in the Makefile (AIRLOCK_TEST_NPX_CACHE) and in
+# internal/testenv.
+npx_dir=.cache/npx
+npx_stamp="$npx_dir/.installed"
+npx_want="$everything_want"
+if ! stamped "$npx_stamp" "$npx_want"; then
+	use_pinned_node
+	command -v npx >/dev/null ||
+		die "npx is not on PATH; install Node.js and npm (any version) from the system packages"
+	rm -rf "$npx_dir"
+	mkdir -p "$npx_dir"
+	log="$(mktemp)"
+	if ! npm_config_cache="$root/$npx_dir" npm_config_update_notifier=false \
+		npx --yes "@modelcontextprotocol/server-everything@$everything_version" stdio </dev/null >/dev/null 2>"$log"; then
+		cat "$log" >&2
+		rm -f "$log"
+		die "npx could not fetch and start server-everything $everything_version (output above); check that the npm registry is reachable"
+	fi
+	rm -f "$log"
+	echo "$npx_want" >"$npx_stamp"
+	echo "cached @modelcontextprotocol/server-everything $everything_version for npx in $npx_dir"
+fi

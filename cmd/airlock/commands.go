@@ -26,6 +26,8 @@ type command struct {
 	args  []string
 	takes string
 	got   gotForm
+	// rest lets the last of args take every positional left (after --).
+	rest bool
 
 	// Every command but the bundled servers (bare) takes the host flags;
 	// task adds --task. flags defines the command's own flags, if any.
@@ -57,13 +59,18 @@ const (
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
+	addUsage       = "airlock add ID [--json] [--config FILE] -- COMMAND [ARGS…] | add ID --url URL [--json] [--config FILE]"
 )
 
 // commands is the command table, the group of every command of the CLI
 // but help and version.
 var commands = command{unknown: "unknown command %q; run airlock help", subs: []command{
-	{name: "tools", usage: "airlock tools [--json] [--task ID] [--config FILE] [--state DIR]",
-		task: true, got: gotFirst, run: (*env).tools},
+	{name: "tools", usage: "airlock tools [--available] [--json] [--task ID] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.available, "available", false, "every tool each server offers, allowed or not, and how to allow it")
+		},
+		run: (*env).tools},
 	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--task ID] [--config FILE] [--state DIR]",
 		args: []string{"NAME"}, takes: "exactly one tool name (see airlock tools)", got: gotCount, task: true,
 		flags: func(fs *flag.FlagSet, o *options) {
@@ -74,6 +81,15 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		task: true, got: gotFirst, run: (*env).shell},
 	{name: "status", usage: "airlock status [--json] [--task ID] [--config FILE] [--state DIR]",
 		task: true, got: gotFirst, run: (*env).status},
+
+	{name: "add", usage: addUsage,
+		args: []string{"ID", "[COMMAND ARGS…]"}, takes: "a server id, then -- and the command that starts the server (or --url URL)", got: gotCount, rest: true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.url, "url", "", "the MCP endpoint of a remote server (Streamable HTTP), instead of a command")
+		},
+		run: (*env).add},
+	{name: "remove", usage: "airlock remove ID [--json] [--config FILE]",
+		args: []string{"ID"}, takes: "exactly one server id", got: gotCount, run: (*env).remove},
 
 	{name: "task",
 		missing: "task needs a subcommand: open ID, list, or close ID",
@@ -271,7 +287,7 @@ func (cmd *command) checkArgs(path string, pos []string) error {
 			required++
 		}
 	}
-	if len(pos) >= required && len(pos) <= len(cmd.args) {
+	if len(pos) >= required && (len(pos) <= len(cmd.args) || cmd.rest) {
 		return nil
 	}
 	takes := cmd.takes

@@ -23,6 +23,8 @@ type common struct {
 type options struct {
 	common
 
+	available      bool          // tools --available
+	url            string        // add --url
 	callArgs       string        // call --args
 	repo, base     string        // task open
 	all            bool          // approvals list, recovery list

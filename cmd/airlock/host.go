@@ -29,24 +29,18 @@ func version() string {
 	return "dev"
 }
 
-// loadConfig reads --config, else ./airlock.yaml, else the built-in default.
+// loadConfig reads --config, else the airlock.yaml config.Find finds from
+// the working directory (saying which one when it is above it), else the
+// built-in default.
 func (e *env) loadConfig(c *common) (*config.Config, error) {
-	opts := &config.LoadOptions{Allow: c.allow}
-	if c.config != "" {
-		cfg, err := config.Load(c.config, opts)
-		if err != nil {
-			return nil, configError(err)
-		}
-		return cfg, nil
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return nil, usageError("cannot determine the working directory: %v", err)
-	}
-	path, err := config.Find(wd)
+	path, err := e.configFile(c)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !c.json {
-			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here; using the built-in default (the workspace server over this directory)")
+			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here or above; using the built-in default (the workspace server over this directory)")
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, usageError("cannot determine the working directory: %v", err)
 		}
 		cfg, err := config.Parse(defaultConfig, "(built-in default)", wd)
 		if err != nil {
@@ -55,13 +49,42 @@ func (e *env) loadConfig(c *common) (*config.Config, error) {
 		return cfg, nil
 	}
 	if err != nil {
-		return nil, configError(err)
+		return nil, err
 	}
-	cfg, err := config.Load(path, opts)
+	cfg, err := config.Load(path, &config.LoadOptions{Allow: c.allow})
 	if err != nil {
 		return nil, configError(err)
 	}
 	return cfg, nil
+}
+
+// configFile returns the configuration file to use: --config, else the one
+// config.Find finds from the working directory, named as reached from it
+// (and said on stderr when it is above it). When there is none, the error
+// wraps fs.ErrNotExist.
+func (e *env) configFile(c *common) (string, error) {
+	if c.config != "" {
+		return c.config, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", usageError("cannot determine the working directory: %v", err)
+	}
+	path, err := config.Find(wd)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err != nil {
+		return "", configError(err)
+	}
+	if filepath.Dir(path) != wd {
+		// Found above: messages name it as reached from here.
+		if rel, err := filepath.Rel(wd, path); err == nil {
+			path = rel
+		}
+		fmt.Fprintf(e.stderr, "airlock: using %s\n", path)
+	}
+	return path, nil
 }
 
 func configError(err error) error {
@@ -73,6 +96,7 @@ func configError(err error) error {
 type session struct {
 	h    *airlock.Host
 	task *airlock.Task
+	cfg  *config.Config // as loaded
 }
 
 // Snapshot is the catalog of the session: the task's when there is one.
@@ -90,6 +114,15 @@ func (s *session) BeginTurn(ctx context.Context) *airlock.Snapshot {
 		return s.task.BeginTurn(ctx)
 	}
 	return s.h.BeginTurn(ctx)
+}
+
+// Available is what the host's servers offer, and the task's, allowed or
+// not.
+func (s *session) Available() []airlock.Offer {
+	if s.task != nil {
+		return s.task.Available()
+	}
+	return s.h.Available()
 }
 
 // Servers reports the host's servers, and the task's.
@@ -111,11 +144,11 @@ func stateDir(c *common, cfg *config.Config) string {
 // openSession loads the configuration, starts every host server (showing
 // progress on a terminal) and, with --task, attaches to the task.
 func (e *env) openSession(c *common) (*session, error) {
-	h, _, err := e.openHost(c)
+	h, cfg, err := e.openHost(c)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{h: h}
+	s := &session{h: h, cfg: cfg}
 	if c.task == "" {
 		if ids := h.TaskServers(); len(ids) > 0 && !c.json {
 			fmt.Fprintf(e.stderr, "airlock: %s run only inside a task: airlock task open ID, then --task ID\n", strings.Join(ids, ", "))
@@ -159,6 +192,13 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	for _, n := range cfg.Notices() {
 		fmt.Fprintln(e.stderr, "airlock: "+n)
 	}
+	return e.startHost(c, cfg)
+}
+
+// startHost starts every host server of cfg, showing progress on a
+// terminal, and returns the host and the configuration it runs.
+func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.Config, error) {
+	var err error
 	state := stateDir(c, cfg)
 	if cfg, err = protectOwnFiles(cfg, state); err != nil {
 		return nil, nil, err
@@ -206,6 +246,9 @@ func (e *env) closeSession(s *session) {
 // kept there, not on the terminal (unless --verbose) and never on stdout.
 func openLog(state string, verbose bool, stderr io.Writer) (*slog.Logger, func(), error) {
 	dir := filepath.Join(state, "log")
+	if err := airlock.MakeStateDir(state); err != nil {
+		return nil, nil, usageError("cannot create the state directory %s: %v", state, err)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, usageError("cannot create the state directory %s: %v", state, err)
 	}

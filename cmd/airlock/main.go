@@ -84,9 +84,14 @@ and runs every tool call through one checked pipeline.
 
 Usage:
   airlock tools [--json]                      list the model-visible tool catalog
+  airlock tools --available [--json]          every tool each server offers, allowed or not,
+                                              and what allowing it takes
   airlock call NAME [--args JSON|@FILE|-] [--json]
                                               run one tool call through the pipeline
   airlock shell [--json]                      a long-lived session, one command per line
+  airlock add ID -- COMMAND [ARGS…]           add a server to airlock.yaml (none of its tools
+  airlock add ID --url URL                    allowed yet) and show what it offers
+  airlock remove ID                           remove a server from airlock.yaml
   airlock status [--json]                     connect to every server and report its state
   airlock task open ID [--repo DIR] [--base REF]
                                               a git worktree and task-scoped servers for one task
@@ -112,16 +117,17 @@ Usage:
   airlock version                             print the version
 
 Flags every command takes, before or after the command:
-  --config FILE   airlock.yaml, or an mcpServers JSON file (default: ./airlock.yaml,
-                  else the built-in default: the workspace server over the current directory)
+  --config FILE   airlock.yaml, or an mcpServers JSON file (default: airlock.yaml here or
+                  in the nearest directory above, up to the repository's root, else the
+                  built-in default: the workspace server over the current directory)
   --state DIR     state directory (default: .airlock beside the config)
   --allow S:T,…   tools to expose from an mcpServers JSON file (SERVER:TOOL or SERVER:*)
   --verbose       copy the host's log (and servers' stderr) to stderr
   --task ID       (tools, call, shell, status) act in a task: its worktree and servers
 
 Exit codes: 0 ok, 1 a failure the model is shown, 2 usage or config error,
-3 server contract or connection failure, 4 outcome unknown, 5 approval required,
-6 auth required, 130 interrupted.
+3 server contract or connection failure, 4 outcome unknown (a write interrupted
+after it was sent too), 5 approval required, 6 auth required, 130 interrupted.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

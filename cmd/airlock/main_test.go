@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -331,17 +332,7 @@ func TestMCPServersJSON(t *testing.T) {
 // stdout stays one JSON object.
 func TestMCPServersJSONNoticeInJSONMode(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "1"}},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "servers.json"), string(servers))
+	writeTestServerJSON(t, filepath.Join(dir, "servers.json"))
 
 	r := runCLI(t, dir, "", "tools", "--json", "--config", "servers.json").want(t, 0)
 	out := decode(t, r.stdout)
@@ -564,22 +555,7 @@ func TestKilledHostLeavesAnUnknownRecord(t *testing.T) {
 `)
 
 	// The host sends the write, then dies before any answer.
-	cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the write never reached the server")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	cmd := startSlowWrite(t, dir, mark, nil)
 	cmd.Process.Kill() // kill -9
 	cmd.Wait()
 
@@ -614,6 +590,30 @@ func TestKilledHostLeavesAnUnknownRecord(t *testing.T) {
 		if !strings.Contains(r.stdout, ev) {
 			t.Errorf("audit lacks %s:\n%s", ev, r.stdout)
 		}
+	}
+}
+
+// startSlowWrite starts `airlock call w__slow_write --json` in dir, its
+// stdout going to stdout (when not nil), and returns once the test server
+// has recorded the call in mark.
+func startSlowWrite(t *testing.T, dir, mark string, stdout io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(airlockBin, "call", "w__slow_write", "--json")
+	cmd.Dir = dir
+	cmd.Stdout = stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, _ := os.ReadFile(mark); strings.Contains(string(b), "called") {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the call never reached the server")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -939,4 +939,269 @@ servers:
 `)
 	}
 	return func(who string, args ...string) []string { return append(args, "--config", who+".yaml") }
+}
+
+// TestTaskLeavesGitStatusClean: the state directory of a project (with a
+// task's nested worktree and the database) stays out of `git status` without
+// the project ignoring it, and closing a task says how to get its saved
+// work back, as a command that does.
+func TestTaskLeavesGitStatusClean(t *testing.T) {
+	dir := taskRepo(t)
+	git := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	// The project does not ignore .airlock itself.
+	os.Remove(filepath.Join(dir, ".gitignore"))
+	git("-c", "user.email=t@example.com", "-c", "user.name=T", "commit", "-q", "-am", "no ignore file")
+
+	runCLI(t, dir, "", "task", "open", "t1").want(t, 0)
+	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after task open:\n%s\nwant nothing", st)
+	}
+	wt := filepath.Join(dir, ".airlock", "tasks", "t1", "worktree")
+	writeFile(t, filepath.Join(wt, "work.txt"), "unfinished\n")
+
+	r := runCLI(t, dir, "", "task", "close", "t1", "--json").want(t, 0)
+	out := decode(t, r.stdout)
+	restore, _ := out["restore"].(string)
+	stash, _ := out["stash"].(string)
+	if want := "git -C " + dir + " stash apply " + stash[:min(len(stash), 12)]; stash == "" || restore != want {
+		t.Fatalf("task close: restore %q, stash %q; want %q", restore, stash, want)
+	}
+	if !strings.Contains(r.stdout, "get it back with: "+restore) {
+		t.Errorf("the save step does not say how to get the work back:\n%s", r.stdout)
+	}
+	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after task close:\n%s\nwant nothing", st)
+	}
+	cmd := exec.Command("sh", "-c", restore)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", restore, err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "work.txt")); err != nil || string(b) != "unfinished\n" {
+		t.Errorf("after %s: work.txt = %q, %v; want the task's file", restore, b, err)
+	}
+}
+
+// TestConfigFoundAbove: run in a subdirectory of a project, Airlock uses the
+// project's airlock.yaml and its state directory (where the audit trail and
+// approvals are), says which file it uses, and starts no .airlock of its own.
+func TestConfigFoundAbove(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), "servers:\n  - id: proj\n    command: airlock\n    args: [server, workspace, --root, .]\n    allowed_tools: [list_dir]\n")
+	sub := filepath.Join(dir, "src", "pkg")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"tools", "--json"}, {"tools"}} {
+		r := runCLI(t, sub, "", args...).want(t, 0)
+		if !strings.Contains(r.stdout, "proj__list_dir") || strings.Contains(r.stdout, "workspace__") {
+			t.Errorf("%v in a subdirectory: stdout %s; want the project's tool", args, r.stdout)
+		}
+		if want := "airlock: using " + filepath.Join("..", "..", "airlock.yaml") + "\n"; r.stderr != want {
+			t.Errorf("%v: stderr = %q, want %q", args, r.stderr, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(sub, ".airlock")); err == nil {
+		t.Errorf("a state directory was started in the subdirectory")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".airlock", "airlock.db")); err != nil {
+		t.Errorf("the project's state directory was not used: %v", err)
+	}
+	// In the project's directory itself nothing is said.
+	if r := runCLI(t, dir, "", "tools", "--json").want(t, 0); r.stderr != "" {
+		t.Errorf("stderr in the project's directory = %q, want nothing", r.stderr)
+	}
+}
+
+// TestInterruptedCall: interrupting `airlock call` cancels the call. A read
+// ends cancelled (exit 130); a call that may change the world and was sent
+// ends outcome_unknown (exit 4), since nobody knows whether it took effect
+// (docs/cli.md, exit codes).
+func TestInterruptedCall(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		effect string
+		code   int
+		status string
+	}{
+		{"read", "read", exitInterrupted, "cancelled"},
+		{"write", "write", exitUnknown, "outcome_unknown"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mark := filepath.Join(t.TempDir(), "mark")
+			writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`, envTestMark, mark)+`policy:
+  tools:
+    - {server: w, tool: slow_write, effect: `+tt.effect+`}
+  rules:
+    - {server: w, tool: "*", decision: allow}
+`)
+			var stdout bytes.Buffer
+			cmd := startSlowWrite(t, dir, mark, &stdout)
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+			if code := cmd.ProcessState.ExitCode(); code != tt.code {
+				t.Errorf("exit code = %d, want %d\n%s", code, tt.code, stdout.String())
+			}
+			if got := decode(t, stdout.String())["status"]; got != tt.status {
+				t.Errorf("status = %v, want %s", got, tt.status)
+			}
+		})
+	}
+}
+
+// TestToolsAvailable: before allowing anything, a person sees every tool each
+// server offers, with its schemas and what allowing it takes; the catalog a
+// model sees does not change.
+func TestToolsAvailable(t *testing.T) {
+	dir := t.TempDir()
+	writeTestServerJSON(t, filepath.Join(dir, "servers.json"))
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `[sneaky]`))
+
+	// An mcpServers file without an allowlist shows what there is to allow.
+	r := runCLI(t, dir, "", "tools", "--config", "servers.json").want(t, 0)
+	for _, want := range []string{"Server w offers 2 tools, 0 allowed:", "slow_write", "Record the call", "To allow one: --allow w:TOOL."} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("tools --config servers.json: stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "w__slow_write") {
+		t.Errorf("a tool nobody allowed is in the catalog:\n%s", r.stdout)
+	}
+
+	type offer struct {
+		Server, Name, Description, Allow string
+		Allowed                          bool
+		InputSchema                      map[string]any `json:"input_schema"`
+	}
+	var out struct {
+		Tools     []map[string]any
+		Available []offer
+	}
+	for _, tt := range []struct {
+		args  []string
+		tools int
+		want  map[string]string // tool → allow ("" when allowed)
+	}{
+		{[]string{"--config", "servers.json"}, 0, map[string]string{"slow_write": "--allow w:slow_write", "sneaky": "--allow w:sneaky"}},
+		{nil, 1, map[string]string{"slow_write": "add slow_write to allowed_tools of server w (airlock.yaml:2)", "sneaky": ""}},
+	} {
+		r := runCLI(t, dir, "", append([]string{"tools", "--available", "--json"}, tt.args...)...).want(t, 0)
+		out.Tools, out.Available = nil, nil
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("%v: %v\n%s", tt.args, err, r.stdout)
+		}
+		if len(out.Tools) != tt.tools {
+			t.Errorf("%v: %d tools in the catalog, want %d", tt.args, len(out.Tools), tt.tools)
+		}
+		got := map[string]string{}
+		for _, o := range out.Available {
+			got[o.Name] = o.Allow
+			if o.Server != "w" || o.Allowed != (o.Allow == "") || o.InputSchema["type"] != "object" {
+				t.Errorf("%v: offer %+v", tt.args, o)
+			}
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%v: offers mismatch (-want +got):\n%s", tt.args, diff)
+		}
+	}
+	// Hidden characters are shown, in offers as in the catalog.
+	r = runCLI(t, dir, "", "tools", "--available").want(t, 0)
+	if !strings.Contains(r.stdout, "Harmless.[U+202E][15 hidden tag characters removed]") {
+		t.Errorf("tools --available:\n%s\nwant the sneaky description made visible", r.stdout)
+	}
+}
+
+// TestAddAndRemove: airlock add puts a server in airlock.yaml with nothing of
+// it allowed, keeping every other line, and shows what it offers; airlock
+// remove takes it out again, unless something still names it. A change
+// that would make the configuration invalid changes nothing.
+func TestAddAndRemove(t *testing.T) {
+	dir := workdir(t)
+	const orig = `# Our project's servers.
+servers:
+  # The files, read-only.
+  - id: fs
+    command: airlock
+    args: [server, workspace, --root, .]   # this directory
+    allowed_tools: [read_file]
+
+policy:
+  tools:
+    - {server: fs, tool: read_file, effect: read}
+`
+	cfgPath := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfgPath, orig)
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(cfgPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+
+	r := runCLI(t, dir, "", "add", "ws", "--", "airlock", "server", "workspace", "--root", ".").want(t, 0)
+	want := strings.Replace(orig, "\n\npolicy:", "\n  - id: ws\n    command: airlock\n    args: [server, workspace, --root, .]\n    allowed_tools: []\n\npolicy:", 1)
+	if diff := cmp.Diff(want, read()); diff != "" {
+		t.Errorf("airlock.yaml after add (-want +got):\n%s", diff)
+	}
+	for _, s := range []string{"Server ws offers 4 tools, 0 allowed:", "write_file", "To allow one: add TOOL to allowed_tools of server ws (airlock.yaml:8)."} {
+		if !strings.Contains(r.stdout, s) {
+			t.Errorf("add: stdout lacks %q:\n%s", s, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "Added server ws to airlock.yaml, none of its tools allowed yet.") {
+		t.Errorf("add: stderr = %q", r.stderr)
+	}
+	if tools := decode(t, runCLI(t, dir, "", "tools", "--json").want(t, 0).stdout)["tools"].([]any); len(tools) != 1 {
+		t.Errorf("tools after add = %v, want fs's read_file alone", tools)
+	}
+
+	// Refused, and nothing changed.
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "ws", "--", "x"}, `server id "ws" is already used`},
+		{[]string{"add", "bad id", "--", "x"}, "nothing was changed"},
+		{[]string{"add", "r", "--url", "http://127.0.0.1:9/mcp"}, "plain http is allowed only"},
+		{[]string{"add", "r"}, "needs the command that starts the server"},
+		{[]string{"remove", "fs"}, "server fs is named by policy.tools[0] (airlock.yaml:15)"},
+		{[]string{"remove", "nope"}, "has no server nope (servers: fs, ws)"},
+		{[]string{"add", "x", "--config", "servers.json", "--", "x"}, "is an mcpServers file"},
+	} {
+		r := runCLI(t, dir, "", tt.args...).want(t, 2)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
+		}
+	}
+	if got := read(); got != want {
+		t.Errorf("a refused change changed airlock.yaml:\n%s", got)
+	}
+
+	r = runCLI(t, dir, "", "remove", "ws").want(t, 0)
+	if diff := cmp.Diff(orig, read()); diff != "" {
+		t.Errorf("airlock.yaml after remove (-want +got):\n%s", diff)
+	}
+
+	// Without a configuration, add makes one, and says so.
+	empty := workdir(t)
+	r = runCLI(t, empty, "", "add", "ws", "--json", "--", "airlock", "server", "workspace").want(t, 0)
+	if !strings.Contains(r.stderr, "creating ./airlock.yaml") {
+		t.Errorf("stderr = %q, want it to say that it creates airlock.yaml", r.stderr)
+	}
+	out := decode(t, r.stdout)
+	if out["created"] != true || out["file"] != "airlock.yaml" || len(out["available"].([]any)) != 4 {
+		t.Errorf("add --json = %v", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(empty, "airlock.yaml")); err != nil || !strings.Contains(string(b), "  - id: ws\n") {
+		t.Errorf("created airlock.yaml = %q, %v", b, err)
+	}
 }

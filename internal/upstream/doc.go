@@ -2,7 +2,8 @@
 // a connection that the SDK leaves to the host.
 //
 // For a stdio server that means: the command comes from configuration only;
-// the process runs in its own process group with a minimal environment, a
+// the process runs in its own process group with a minimal environment (which
+// points package managers at the user's caches, never their configuration), a
 // private HOME under the state directory and a marker (AIRLOCK_SERVER_INSTANCE)
 // that whatever it starts inherits; on Linux it gets the parent-death signal,
 // and the host process is a child subreaper, so that the server dies with the

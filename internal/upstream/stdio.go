@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -290,9 +291,68 @@ func waitUntil(d time.Duration, done func() bool) bool {
 // the host's environment, tokens included, stays with the host.
 var baseEnv = []string{"PATH", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "LC_CTYPE", "TZ"}
 
+// packageCaches returns the variables that point a server's package
+// managers at the caches of the user running Airlock. A server's HOME is its
+// own, so that it reads none of the user's dotfiles (~/.npmrc and the
+// registry tokens in it included); but then npx and uvx downloaded every
+// package again, into every project's state directory and every task's, and
+// a server started slower than outside Airlock every time. Each variable
+// keeps the value the host has (an absolute path), else names the usual
+// location under the user's home directory (or XDG_CACHE_HOME,
+// XDG_DATA_HOME, GOPATH), where the tool would look outside Airlock.
+//
+// Only caches of downloaded packages, builds and interpreters are shared:
+// they hold what anyone could download, never a credential. Configuration
+// is not (npm's userconfig, ~/.config/uv, ~/.config/go/env: registries,
+// tokens), nor XDG_CACHE_HOME as a whole, where some tools keep tokens
+// (Hugging Face's ~/.cache/huggingface/token).
+func packageCaches(getenv func(string) string) map[string]string {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return "" // a relative path would depend on the server's cwd
+	}
+	home := abs(getenv("HOME"))
+	// in is elem under base (a directory) or, without one, under
+	// home/fallback.
+	in := func(base, fallback string, elem ...string) string {
+		if base == "" && home != "" {
+			base = filepath.Join(home, fallback)
+		}
+		if base == "" {
+			return ""
+		}
+		return filepath.Join(append([]string{base}, elem...)...)
+	}
+	gopath, _, _ := strings.Cut(getenv("GOPATH"), string(filepath.ListSeparator))
+	out := map[string]string{}
+	for name, def := range map[string]string{
+		"npm_config_cache":      in("", ".npm"), // npm and npx; npm ignores XDG
+		"UV_CACHE_DIR":          in(abs(getenv("XDG_CACHE_HOME")), ".cache", "uv"),
+		"UV_PYTHON_INSTALL_DIR": in(abs(getenv("XDG_DATA_HOME")), filepath.Join(".local", "share"), "uv", "python"),
+		"PIP_CACHE_DIR":         in(abs(getenv("XDG_CACHE_HOME")), ".cache", "pip"),
+		"GOCACHE":               in(abs(getenv("XDG_CACHE_HOME")), ".cache", "go-build"),
+		"GOMODCACHE":            in(abs(gopath), "go", "pkg", "mod"),
+	} {
+		v := abs(getenv(name))
+		if v == "" && name == "npm_config_cache" {
+			v = abs(getenv("NPM_CONFIG_CACHE")) // npm reads either spelling
+		}
+		if v == "" {
+			v = def
+		}
+		if v != "" {
+			out[name] = v
+		}
+	}
+	return out
+}
+
 // environment builds the server's environment: the few base variables, a
-// private HOME and TMPDIR under the state directory, then the configured env
-// (which may override any of them).
+// private HOME and TMPDIR under the state directory, the locations of the
+// user's package caches (packageCaches), then the configured env (which may
+// override any of them).
 func (c *Conn) environment(stateDir string, secrets map[string]string) ([]string, error) {
 	if stateDir == "" {
 		stateDir = filepath.Join(os.TempDir(), "airlock")
@@ -310,6 +370,7 @@ func (c *Conn) environment(stateDir string, secrets map[string]string) ([]string
 			vars[k] = v
 		}
 	}
+	maps.Copy(vars, packageCaches(os.Getenv))
 	for k, v := range c.cfg.Env {
 		vars[k] = v
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/airlockhq/airlock/config"
 )
 
@@ -104,6 +106,83 @@ func TestFirstVersion(t *testing.T) {
 	} {
 		if got := firstVersion(tt.allowed); got != tt.want {
 			t.Errorf("firstVersion(%v) = %s, want %s", tt.allowed, got, tt.want)
+		}
+	}
+}
+
+// TestPackageCaches: a server's package managers use the caches of the user
+// running Airlock (the host's own setting, else the usual place in the
+// user's home), never a relative path, and nothing else of the user's.
+func TestPackageCaches(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want map[string]string
+	}{
+		{"the usual places", map[string]string{"HOME": "/home/u"}, map[string]string{
+			"npm_config_cache":      "/home/u/.npm",
+			"UV_CACHE_DIR":          "/home/u/.cache/uv",
+			"UV_PYTHON_INSTALL_DIR": "/home/u/.local/share/uv/python",
+			"PIP_CACHE_DIR":         "/home/u/.cache/pip",
+			"GOCACHE":               "/home/u/.cache/go-build",
+			"GOMODCACHE":            "/home/u/go/pkg/mod",
+		}},
+		{"XDG and GOPATH", map[string]string{"HOME": "/home/u", "XDG_CACHE_HOME": "/c", "XDG_DATA_HOME": "/d", "GOPATH": "/g1:/g2"}, map[string]string{
+			"npm_config_cache":      "/home/u/.npm",
+			"UV_CACHE_DIR":          "/c/uv",
+			"UV_PYTHON_INSTALL_DIR": "/d/uv/python",
+			"PIP_CACHE_DIR":         "/c/pip",
+			"GOCACHE":               "/c/go-build",
+			"GOMODCACHE":            "/g1/pkg/mod",
+		}},
+		{"the host's settings", map[string]string{"HOME": "/home/u", "NPM_CONFIG_CACHE": "/n", "UV_CACHE_DIR": "/uv/", "UV_PYTHON_INSTALL_DIR": "/py",
+			"PIP_CACHE_DIR": "/pip", "GOCACHE": "/gc", "GOMODCACHE": "/gm"}, map[string]string{
+			"npm_config_cache":      "/n",
+			"UV_CACHE_DIR":          "/uv",
+			"UV_PYTHON_INSTALL_DIR": "/py",
+			"PIP_CACHE_DIR":         "/pip",
+			"GOCACHE":               "/gc",
+			"GOMODCACHE":            "/gm",
+		}},
+		{"relative paths are not used", map[string]string{"HOME": "home", "npm_config_cache": "cache", "XDG_CACHE_HOME": "c", "UV_CACHE_DIR": "/uv"},
+			map[string]string{"UV_CACHE_DIR": "/uv"}},
+		{"nothing known", nil, map[string]string{}},
+	}
+	for _, tt := range tests {
+		got := packageCaches(func(k string) string { return tt.env[k] })
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: packageCaches mismatch (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestEnvironmentSharesCachesNotConfiguration: the server's environment
+// points at the user's package caches, while its HOME stays private: the
+// user's ~/.npmrc (registry tokens), npm's other settings and proxies stay
+// with the host.
+func TestEnvironmentSharesCachesNotConfiguration(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("npm_config_cache", "")
+	t.Setenv("NPM_CONFIG_USERCONFIG", filepath.Join(home, ".npmrc"))
+	t.Setenv("npm_config_registry", "https://registry.example.com/")
+	t.Setenv("HTTPS_PROXY", "http://user:canary@proxy.example.com:3128")
+	state := t.TempDir()
+	c := newConn(&config.Server{ID: "s", Env: map[string]string{"PIP_CACHE_DIR": "/configured"}}, &Options{})
+	env, err := c.environment(state, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"HOME=" + filepath.Join(state, "run", "s", "home"), "npm_config_cache=" + filepath.Join(home, ".npm"),
+		"UV_CACHE_DIR=" + filepath.Join(home, ".cache", "uv"), "PIP_CACHE_DIR=/configured"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("environment %v lacks %s", env, want)
+		}
+	}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.EqualFold(name, "npm_config_userconfig") || strings.EqualFold(name, "npm_config_registry") || strings.EqualFold(name, "https_proxy") {
+			t.Errorf("the host's %s reached the server", kv)
 		}
 	}
 }

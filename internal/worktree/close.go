@@ -16,6 +16,11 @@ import (
 type CloseReport struct {
 	Task  string      `json:"id"`
 	Steps []CloseStep `json:"steps"`
+	// Stash is the commit of the git stash entry that holds the task's
+	// uncommitted work, or "" when there was none to save; Restore is the
+	// git command that brings that work back.
+	Stash   string `json:"stash,omitempty"`
+	Restore string `json:"restore,omitempty"`
 }
 
 // A CloseStep is one step of closing a task.
@@ -110,7 +115,9 @@ func Teardown(ctx context.Context, stateDir, dir string, info Info, r *CloseRepo
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("saved as stash %s of %s (git stash list)", short(ref), info.Repo), nil
+		r.Stash = ref
+		r.Restore = fmt.Sprintf("git -C %s stash apply %s", shellQuote(info.Repo), short(ref))
+		return fmt.Sprintf("saved as stash %s of %s; get it back with: %s", short(ref), info.Repo, r.Restore), nil
 	})
 	record := filepath.Join(stateDir, "closed-tasks", fmt.Sprintf("%s-%s.json", info.ID, time.Now().UTC().Format("20060102T150405Z")))
 	r.Run("record the task", func() (string, error) {
@@ -167,4 +174,20 @@ func short(ref string) string {
 		return ref[:12]
 	}
 	return ref
+}
+
+// shellQuote returns s as one word of a POSIX shell command line: as it is
+// when that is safe, else in single quotes.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/._-+=:,@", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
