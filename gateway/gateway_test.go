@@ -90,6 +90,14 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.open(t, cfg, opts, nil)
+	return f
+}
+
+// open opens a host of cfg (with hopts, which may be nil) behind a gateway
+// with opts (nil for the defaults), and serves it over HTTP on loopback.
+func (f *fixture) open(t *testing.T, cfg *config.Config, opts *gateway.Options, hopts *airlock.Options) {
+	t.Helper()
 	var o gateway.Options
 	if opts != nil {
 		o = *opts
@@ -97,7 +105,13 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 	o.Logger = slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.g = gateway.New(&o)
 	ctx := context.Background()
-	f.h, err = airlock.Open(ctx, cfg, &airlock.Options{Logger: o.Logger, Approver: f.g, CatalogChanged: f.g.CatalogChanged})
+	var ho airlock.Options
+	if hopts != nil {
+		ho = *hopts
+	}
+	ho.Logger, ho.Approver, ho.CatalogChanged = o.Logger, f.g, f.g.CatalogChanged
+	var err error
+	f.h, err = airlock.Open(ctx, cfg, &ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +131,6 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 		f.g.Close()
 		f.h.Close()
 	})
-	return f
 }
 
 // stop ends Serve (draining) and returns what it returned.
