@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/oauth"
+	"github.com/airlockhq/airlock/config"
 )
 
 // authStatusJSON is one line of `airlock auth status --json`: it says
@@ -29,17 +31,33 @@ type authStatusJSON struct {
 	Error        *string  `json:"error"`
 }
 
+// principalFlags are --tenant and --user, for the auth commands.
+func principalFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.tenant, "tenant", "", "act for this tenant (default: tenancy's), such as a gateway user's")
+	fs.StringVar(&o.user, "user", "", "act for this user (default: tenancy's), such as a gateway user's")
+}
+
 // credentials opens the logins of the configuration's OAuth servers for
-// the tenant and user of tenancy:, for `airlock auth login|status|logout`.
-// It starts no server.
+// the tenant and user of tenancy:, or those --tenant and --user name (a
+// gateway's users reach OAuth servers with their own logins), for
+// `airlock auth login|status|logout`. It starts no server.
 func (e *env) credentials(o *options) (*airlock.Credentials, error) {
+	for _, f := range []struct{ flag, what, name string }{{"--tenant", "tenant", o.tenant}, {"--user", "user", o.user}} {
+		if f.name == "" {
+			continue
+		}
+		if err := config.CheckPrincipal(f.what, f.name); err != nil {
+			return nil, usageError("%s: %v", f.flag, err)
+		}
+	}
 	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return nil, err
 	}
 	return airlock.OpenCredentials(cfg, &airlock.Options{
-		StateDir: stateDir(&o.common, cfg),
-		Auth:     airlock.AuthOptions{Open: oauth.Opener(e.stderr, o.noBrowser)},
+		StateDir:  stateDir(&o.common, cfg),
+		Principal: airlock.Principal{Tenant: o.tenant, User: o.user},
+		Auth:      airlock.AuthOptions{Open: oauth.Opener(e.stderr, o.noBrowser)},
 	}), nil
 }
 
