@@ -18,14 +18,8 @@ import (
 // once idle.
 func TestSnapshotFor(t *testing.T) {
 	t.Cleanup(airlock.SetLaneIdle(300 * time.Millisecond))
-	w := newOAuthWorld(t, true) // stateful: sessions tell connections apart
-	repo := gitRepo(t)
-	w.cfg.Dir = repo
-	h := w.open(t)
+	w, repo, h := partitionWorld(t)
 	ctx := context.Background()
-	if _, err := h.Credentials().Login(ctx, "prot"); err != nil {
-		t.Fatal(err)
-	}
 	host := h.BeginTurn(ctx)
 	alice := h.Principal()
 

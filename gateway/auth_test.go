@@ -242,13 +242,8 @@ func TestApprovalAnswerBoundToItsCaller(t *testing.T) {
 	mallory := f.connectAs(t, stateless, token(t, idp, "acme", "mallory"), opts)
 	ctx := context.Background()
 	params := &mcp.CallToolParams{Name: "w__note", Arguments: map[string]any{"text": "alice's"}}
-	res, err := alice.CallTool(ctx, params)
-	if err != nil || len(res.InputRequests) != 1 || res.RequestState == "" {
-		t.Fatalf("alice's first round: %+v, %v; want a question", res, err)
-	}
-	yes := mcp.InputResponseMap{"airlock_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
-	params.InputResponses, params.RequestState = yes, res.RequestState
-	res, err = mallory.CallTool(ctx, params)
+	params.InputResponses, params.RequestState = approveYes, askApproval(t, alice, params)
+	res, err := mallory.CallTool(ctx, params)
 	if err != nil || !res.IsError || status(res) != "approval_required" {
 		t.Errorf("mallory answering alice's question: %+v, %v; want approval_required, nothing approved", res, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,12 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
 	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/servers/issues"
+	"github.com/airlockhq/airlock/servers/issues/issuestest"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -36,27 +35,7 @@ func TestTwoUsersOfTwoTenants(t *testing.T) {
 
 	// The issue service and its authorization server.
 	upAS := bearertest.New(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	uv, err := bearer.NewVerifier(upAS.URL, base, &bearer.Options{TenantClaim: "tenant"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := issues.New(ctx, uv, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- svc.Serve(sctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		svc.Close()
-	})
+	base := issuestest.Start(t, upAS)
 
 	// The people's identity provider, which the gateway trusts.
 	idp := bearertest.New(t, nil)
@@ -164,7 +143,7 @@ serve:
 		t.Errorf("bob's request is %s, want his own %s", id, ids[1])
 	}
 	res, err = call(t, alice, "issues__create_issue", create)
-	if err != nil || res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"created_by":"alice"`) {
+	if err != nil || res.IsError || structured[issues.CreateIssueOutput](t, res).Issue.CreatedBy != "alice" {
 		t.Fatalf("alice after her approval: %+v (%q), %v; want her issue created, by her", res, resultText(res), err)
 	}
 
@@ -176,7 +155,7 @@ serve:
 			t.Errorf("list_issues %d: %+v, %v", i, res, err)
 			return
 		}
-		got, want := strings.Count(string(mustJSON(t, res.StructuredContent)), `"id":"ISSUE-`), []int{1, 0}[i]
+		got, want := len(structured[issues.ListIssuesOutput](t, res).Issues), []int{1, 0}[i]
 		if got != want {
 			t.Errorf("list_issues %d: %d issues, want %d", i, got, want)
 		}
@@ -187,7 +166,7 @@ serve:
 		t.Fatal(err)
 	}
 	res, err = call(t, bob, "issues__create_issue", create)
-	if err != nil || res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"created_by":"bob"`) {
+	if err != nil || res.IsError || structured[issues.CreateIssueOutput](t, res).Issue.CreatedBy != "bob" {
 		t.Fatalf("bob after his approval: %+v (%q), %v; want his issue created, by him", res, resultText(res), err)
 	}
 	f.stop(t)
@@ -232,11 +211,16 @@ serve:
 	}
 }
 
-func mustJSON(t *testing.T, v any) []byte {
+// structured decodes a result's structured content as T.
+func structured[T any](t *testing.T, res *mcp.CallToolResult) T {
 	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
+	var v T
+	b, err := json.Marshal(res.StructuredContent)
+	if err == nil {
+		err = json.Unmarshal(b, &v)
 	}
-	return b
+	if err != nil {
+		t.Errorf("structured content %v: %v", res.StructuredContent, err)
+	}
+	return v
 }
