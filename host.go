@@ -131,6 +131,8 @@ type Host struct {
 	tasksMu sync.Mutex
 	tasks   map[*Task]bool // attached here, released when the host closes
 
+	acting acting // the principals SnapshotFor acts for, and their lanes (acting.go)
+
 	warned sync.Map // the warnings already written to the audit trail
 
 	closeOnce sync.Once
@@ -306,6 +308,7 @@ func (h *Host) Close() error {
 		for _, t := range tasks {
 			t.Release()
 		}
+		h.acting.close(h)
 		if h.endLife != nil {
 			h.endLife()
 		}

@@ -4,17 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	airlock "github.com/airlockhq/airlock"
-	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/servers/issues"
+	"github.com/airlockhq/airlock/servers/issues/issuestest"
 )
 
 // TestIssueServiceThroughTheHost runs Airlock's own remote issue service
@@ -26,27 +25,7 @@ import (
 func TestIssueServiceThroughTheHost(t *testing.T) {
 	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	iss := bearertest.New(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	v, err := bearer.NewVerifier(iss.URL, base, &bearer.Options{TenantClaim: "tenant"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := issues.New(context.Background(), v, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-served
-		srv.Close()
-	})
+	base := issuestest.Start(t, iss)
 
 	redirect := freeRedirect(t)
 	iss.AllowClient("airlock", redirect)

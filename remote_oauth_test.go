@@ -292,19 +292,28 @@ func TestRemoteOAuthLoginNeedsNoRunningHost(t *testing.T) {
 	}
 }
 
+// partitionWorld is a stateful oauthWorld (its sessions tell connections
+// apart) with a host in a git repository, logged in for its own principal,
+// alice.
+func partitionWorld(t *testing.T) (w *oauthWorld, repo string, h *airlock.Host) {
+	t.Helper()
+	w = newOAuthWorld(t, true)
+	repo = gitRepo(t)
+	w.cfg.Dir = repo
+	h = w.open(t)
+	if _, err := h.Credentials().Login(context.Background(), "prot"); err != nil {
+		t.Fatal(err)
+	}
+	return w, repo, h
+}
+
 // TestPartitionedConnections runs tasks that act for another user of the
 // same host: their calls to the OAuth server go out on a connection of
 // their own, with their own token, shared by the tasks of that user and
 // closed with the last of them.
 func TestPartitionedConnections(t *testing.T) {
-	w := newOAuthWorld(t, true) // stateful: sessions tell connections apart
-	repo := gitRepo(t)
-	w.cfg.Dir = repo
-	h := w.open(t)
+	w, repo, h := partitionWorld(t)
 	ctx := context.Background()
-	if _, err := h.Credentials().Login(ctx, "prot"); err != nil {
-		t.Fatal(err)
-	}
 	h.BeginTurn(ctx)
 	wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK) // alice, the host's principal
 

@@ -84,7 +84,9 @@ func TestExample(t *testing.T) {
 		},
 		Approvals: Approvals{TTL: time.Hour},
 		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:230"}},
-		Serve:     Serve{AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute},
+		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
+			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
+			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("example mismatch (-want +got):\n%s", diff)
@@ -122,7 +124,7 @@ func TestExampleIsComplete(t *testing.T) {
 	var keys []string
 	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
 		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys,
-		oauthKeys, tenancyKeys, egressKeys, serveKeys} {
+		oauthKeys, tenancyKeys, egressKeys, serveKeys, serveAuthKeys} {
 		keys = append(keys, ks.known...)
 	}
 	for _, key := range keys {

@@ -3,10 +3,10 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Defaults of serve: that the gateway applies when a field of [Serve] is
@@ -17,15 +17,22 @@ const (
 )
 
 var serveKeys = keySet{
-	known: []string{"allowed_origins", "max_sessions", "session_idle_timeout"},
+	known: []string{"auth", "allowed_origins", "max_sessions", "session_idle_timeout"},
 	elsewhere: map[string]string{
 		"servers": "at the top level", "limits": "at the top level", "tenancy": "at the top level",
 	},
 }
 
+var serveAuthKeys = keySet{known: []string{"issuer", "resource", "scopes", "tenant_claim", "user_claim"}}
+
 // Serve is serve:, the settings of the gateway (airlock serve). Its zero
 // value is the defaults.
 type Serve struct {
+	// Auth, when set, makes the gateway's HTTP endpoint an OAuth resource
+	// server: every request carries an access token, and the token's
+	// claims say whom its calls are made for. Nil means no inbound
+	// authentication (loopback only, acting for tenancy:).
+	Auth *ServeAuth
 	// AllowedOrigins are the browser origins (scheme://host[:port], lower
 	// case) whose requests the HTTP endpoint accepts, with CORS answered
 	// for exactly them. Empty allows none: only requests without an Origin
@@ -39,23 +46,36 @@ type Serve struct {
 	SessionIdleTimeout time.Duration
 }
 
-// serve reads serve:. auth, inbound authentication, is refused: this
-// version serves only loopback clients, and says so.
+// ServeAuth is serve.auth: the authorization server whose RFC 9068
+// access tokens the gateway accepts, for which resource, and which claims
+// name the tenant and the user.
+type ServeAuth struct {
+	// Issuer is the authorization server (a token's "iss"); its keys are
+	// found through its RFC 8414 or OpenID Connect metadata.
+	Issuer string
+	// Resource is the gateway's own resource identifier, the URL its
+	// clients reach it by: a token's "aud" must name it.
+	Resource string
+	// Scopes are the scopes every request's token must hold. Empty
+	// requires none.
+	Scopes []string
+	// TenantClaim names the claim that holds the caller's tenant; a token
+	// without it is refused. Empty means every caller is of tenancy's
+	// tenant.
+	TenantClaim string
+	// UserClaim names the claim that holds the caller's user name: "sub"
+	// unless the configuration says otherwise.
+	UserClaim string
+}
+
+// serve reads serve:.
 func (r *yamlReader) serve(p pair, s *Serve) {
-	ps, ok := r.pairs(p.val, "serve")
+	f, ok := r.fields(p.val, "serve", serveKeys)
 	if !ok {
 		return
 	}
-	f := make(map[string]pair, len(ps))
-	for _, kp := range ps {
-		switch {
-		case kp.key == "auth":
-			r.errorf(kp.line, "serve.auth", "inbound authentication is not supported by this version of Airlock: remove serve.auth, and serve HTTP on a loopback address only (airlock serve --http 127.0.0.1:PORT)")
-		case !slices.Contains(serveKeys.known, kp.key):
-			r.errorf(kp.line, joinPath("serve", kp.key), "%s", serveKeys.unknownKey(kp.key))
-		default:
-			f[kp.key] = kp
-		}
+	if kp, ok := f["auth"]; ok {
+		s.Auth = r.serveAuth(kp)
 	}
 	if kp, ok := f["allowed_origins"]; ok {
 		if items, ok := r.list(kp.val, "serve.allowed_origins", ""); ok {
@@ -68,6 +88,75 @@ func (r *yamlReader) serve(p pair, s *Serve) {
 		}
 	}
 	r.timeoutKey(f, "serve", "session_idle_timeout", &s.SessionIdleTimeout)
+}
+
+// serveAuth reads serve.auth. The issuer and the resource are URLs of the
+// rules every configured URL keeps (https; plain http only to loopback,
+// in development mode); their checks wait for the development flag.
+func (r *yamlReader) serveAuth(p pair) *ServeAuth {
+	const path = "serve.auth"
+	f, ok := r.fields(p.val, path, serveAuthKeys)
+	if !ok {
+		return nil
+	}
+	a := &ServeAuth{UserClaim: "sub"}
+	urlKey := func(key, what, example string) string {
+		kp, ok := f[key]
+		if !ok {
+			r.errorf(p.line, path+"."+key, "is required: %s, such as %s", what, example)
+			return ""
+		}
+		v, ok := r.text(kp.val, path+"."+key)
+		if !ok {
+			return ""
+		}
+		line := resolve(kp.val).Line
+		u, err := url.Parse(v)
+		if err != nil || u.Hostname() == "" {
+			r.errorf(line, path+"."+key, "must be an absolute https URL: %s, such as %s", what, example)
+			return ""
+		}
+		r.urls = append(r.urls, urlCheck{order: line, at: Error{File: r.file, Line: line, Path: path + "." + key}, url: v, hosts: []string{u.Hostname()}})
+		return v
+	}
+	a.Issuer = urlKey("issuer", "the authorization server whose access tokens the gateway accepts", "https://id.example.com")
+	a.Resource = urlKey("resource", "the gateway's own URL, as its clients reach it and as tokens name it in aud", "https://airlock.example.com/mcp")
+	if kp, ok := f["scopes"]; ok {
+		a.Scopes = r.scopes(kp.val, path+".scopes")
+	}
+	claim := func(key string, dst *string) {
+		kp, ok := f[key]
+		if !ok {
+			return
+		}
+		if v, ok := r.text(kp.val, path+"."+key); ok {
+			if msg := checkClaim(v); msg != "" {
+				r.errorf(resolve(kp.val).Line, path+"."+key, "%s", msg)
+			} else {
+				*dst = v
+			}
+		}
+	}
+	claim("tenant_claim", &a.TenantClaim)
+	claim("user_claim", &a.UserClaim)
+	return a
+}
+
+// checkClaim checks the name of a token claim: any JSON member name a
+// token may use (such as tenant, or https://example.com/tenant), but not
+// empty, not padded and without control characters.
+func checkClaim(name string) string {
+	switch {
+	case name == "":
+		return "must not be empty: name the token claim, such as tenant"
+	case len(name) > 256:
+		return "is longer than 256 characters"
+	case strings.TrimSpace(name) != name:
+		return fmt.Sprintf("%s has leading or trailing spaces", show(name))
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Sprintf("%s contains control characters", show(name))
+	}
+	return ""
 }
 
 // checkOrigin checks a browser origin as a browser sends it in the Origin

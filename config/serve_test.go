@@ -28,13 +28,45 @@ func TestParseServe(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Serve mismatch (-want +got):\n%s", diff)
 	}
+
+	// Inbound authentication: the user claim is sub unless given.
+	got = serve("serve:\n  auth: {issuer: https://id.example.com, resource: https://airlock.example.com/mcp}\n")
+	want = Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp", UserClaim: "sub"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Serve with auth mismatch (-want +got):\n%s", diff)
+	}
+	got = serve("serve:\n  auth:\n    issuer: https://id.example.com/tenants/1\n    resource: https://airlock.example.com\n" +
+		"    scopes: [mcp:tools, \"airlock:call\"]\n    tenant_claim: https://example.com/tenant\n    user_claim: email\n")
+	want = Serve{Auth: &ServeAuth{Issuer: "https://id.example.com/tenants/1", Resource: "https://airlock.example.com",
+		Scopes: []string{"mcp:tools", "airlock:call"}, TenantClaim: "https://example.com/tenant", UserClaim: "email"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Serve with every auth key mismatch (-want +got):\n%s", diff)
+	}
+	// In development mode, plain http to loopback with a port.
+	got = serve("development: true\nserve:\n  auth: {issuer: \"http://127.0.0.1:9000\", resource: \"http://localhost:8080/mcp\"}\n")
+	if a := got.Auth; a == nil || a.Issuer != "http://127.0.0.1:9000" || a.Resource != "http://localhost:8080/mcp" {
+		t.Errorf("development serve.auth = %+v", a)
+	}
 }
 
 func TestParseServeErrors(t *testing.T) {
 	const example = "such as https://app.example.com or http://localhost:3000"
 	tests := []errorCase{
-		{"auth is for a later version", server + "serve:\n  auth: {issuer: https://id.example.com}\n", []string{
-			"airlock.yaml:6: serve.auth: inbound authentication is not supported by this version of Airlock: remove serve.auth, and serve HTTP on a loopback address only (airlock serve --http 127.0.0.1:PORT)"}},
+		{"auth without issuer and resource", server + "serve:\n  auth: {scopes: [mcp:tools]}\n", []string{
+			"airlock.yaml:6: serve.auth.issuer: is required: the authorization server whose access tokens the gateway accepts, such as https://id.example.com",
+			"airlock.yaml:6: serve.auth.resource: is required: the gateway's own URL, as its clients reach it and as tokens name it in aud, such as https://airlock.example.com/mcp"}},
+		{"auth keys", server + "serve:\n  auth:\n    issuer: http://id.example.com\n    resource: \"https://u:p@airlock.example.com/mcp?x=1\"\n" +
+			"    scopes: [\"a b\", mcp:tools, mcp:tools]\n    tenant_claim: \"\"\n    user_claim: \" sub\"\n    audience: x\n", []string{
+			`airlock.yaml:7: serve.auth.issuer: URL "http://id.example.com" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)`,
+			`airlock.yaml:8: serve.auth.resource: URL "https://airlock.example.com/mcp?x=1" must not contain user information; use the server's credentials settings`,
+			`airlock.yaml:9: serve.auth.scopes[0]: "a b" is not an OAuth scope: use printable ASCII without spaces, " or \`,
+			`airlock.yaml:9: serve.auth.scopes[2]: "mcp:tools" is listed twice (first at line 9)`,
+			`airlock.yaml:10: serve.auth.tenant_claim: must not be empty: name the token claim, such as tenant`,
+			`airlock.yaml:11: serve.auth.user_claim: " sub" has leading or trailing spaces`,
+			`airlock.yaml:12: serve.auth.audience: unknown key: expected one of issuer, resource, scopes, tenant_claim, user_claim`}},
+		{"auth not development", server + "serve:\n  auth: {issuer: \"http://127.0.0.1:9000\", resource: not a url}\n", []string{
+			"airlock.yaml:6: serve.auth.resource: must be an absolute https URL: the gateway's own URL, as its clients reach it and as tokens name it in aud, such as https://airlock.example.com/mcp",
+			`airlock.yaml:6: serve.auth.issuer: URL "http://127.0.0.1:9000" must use https (plain http is allowed only to a loopback address with an explicit port, in development mode)`}},
 		{"misspelt key", server + "serve: {max_session: 3}\n", []string{
 			`airlock.yaml:5: serve.max_session: unknown key; did you mean "max_sessions"?`}},
 		{"key of another section", server + "serve: {tenancy: {}}\n", []string{

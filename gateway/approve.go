@@ -26,6 +26,7 @@ import (
 // A question belongs to one call and is used by one goroutine at a time.
 type question struct {
 	tool   string
+	caller string                   // whom the call is made for (caller.key)
 	canAsk bool                     // the client declared form elicitation
 	answer *answer                  // the person's answer, on the retry; nil on the first round
 	asked  *airlock.ApprovalRequest // the request the pipeline made, on the first round
@@ -81,7 +82,7 @@ type roundKey struct{}
 // failed, so the SDK's multi-round-trip middleware returns an error) into
 // the answer a client that cannot be asked gets: the approval id, and how a
 // person approves it. The request stays pending.
-func unasked(next mcp.MethodHandler) mcp.MethodHandler {
+func (g *Gateway) unasked(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" {
 			return next(ctx, method, req)
@@ -93,6 +94,9 @@ func unasked(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then call again with the same arguments",
 			r.tool, clip(err.Error()), r.asked)
+		if who, cerr := g.callerOf(req.GetExtra()); cerr == nil {
+			msg += g.hint(who, airlock.ApprovalRequired, "", r.asked)
+		}
 		return &mcp.CallToolResult{IsError: true, Content: text(msg),
 			Meta: mcp.Meta{"airlock/status": string(airlock.ApprovalRequired), "airlock/approval_id": r.asked}}, nil
 	}
@@ -115,19 +119,19 @@ func noteRound(ctx context.Context, q *question) {
 // questionInput names the one input request of an approval question.
 const questionInput = "airlock_approval"
 
-// question is the approval question of req: whether its client can be
-// asked, and, on a retry, the answer it carries. An answer is taken only
-// with request state this gateway signed for this tool; any retry is the
-// last round, whatever it carries, so a client is never asked twice about
-// one call.
-func (g *Gateway) question(req *mcp.CallToolRequest) *question {
+// question is the approval question of req, made for who: whether its
+// client can be asked, and, on a retry, the answer it carries. An answer is
+// taken only with request state this gateway signed for this tool and this
+// caller; any retry is the last round, whatever it carries, so a client is
+// never asked twice about one call.
+func (g *Gateway) question(req *mcp.CallToolRequest, who caller) *question {
 	p := req.Params
-	q := &question{tool: p.Name, canAsk: formElicitation(req.ClientCapabilities())}
+	q := &question{tool: p.Name, caller: who.key(), canAsk: formElicitation(req.ClientCapabilities())}
 	if len(p.InputResponses) == 0 && p.RequestState == "" {
 		return q
 	}
 	q.answer = &answer{}
-	id, ok := g.openState(p.RequestState, p.Name)
+	id, ok := g.openState(p.RequestState, p.Name, q.caller)
 	if !ok {
 		g.log.Warn("approval answer refused: its request state is not the gateway's", "tool", clip(p.Name))
 		return q
@@ -170,28 +174,30 @@ func (g *Gateway) ask(q *question) *mcp.CallToolResult {
 	}
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{questionInput: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}},
-		RequestState:  g.sealState(a.ID, q.tool, a.ExpiresAt),
+		RequestState:  g.sealState(a.ID, q.tool, q.caller, a.ExpiresAt),
 	}
 }
 
 // The request state of a question names the approval request, for one
-// tool, until the request expires, signed with the gateway's key: a client
-// can neither forge an answer for another request nor replay one later.
+// tool and one caller, until the request expires, signed with the
+// gateway's key: a client can neither forge an answer for another request
+// nor replay one later, nor hand its question to another user to answer.
 type questionState struct {
 	Approval string `json:"a"`
 	Tool     string `json:"t"`
+	Caller   string `json:"c"`
 	Expires  int64  `json:"e"`
 }
 
-func (g *Gateway) sealState(approval, tool string, expires time.Time) string {
-	body, _ := json.Marshal(questionState{Approval: approval, Tool: tool, Expires: expires.Unix()})
+func (g *Gateway) sealState(approval, tool, caller string, expires time.Time) string {
+	body, _ := json.Marshal(questionState{Approval: approval, Tool: tool, Caller: caller, Expires: expires.Unix()})
 	enc := base64.RawURLEncoding
 	return enc.EncodeToString(body) + "." + enc.EncodeToString(g.mac(body))
 }
 
 // openState returns the approval request a state names, if the gateway
-// signed it for tool and it has not expired.
-func (g *Gateway) openState(state, tool string) (string, bool) {
+// signed it for tool and caller and it has not expired.
+func (g *Gateway) openState(state, tool, caller string) (string, bool) {
 	enc := base64.RawURLEncoding
 	b, s, ok := strings.Cut(state, ".")
 	if !ok || len(state) > 1024 {
@@ -203,7 +209,7 @@ func (g *Gateway) openState(state, tool string) (string, bool) {
 		return "", false
 	}
 	var st questionState
-	if json.Unmarshal(body, &st) != nil || st.Tool != tool || time.Now().Unix() > st.Expires {
+	if json.Unmarshal(body, &st) != nil || st.Tool != tool || st.Caller != caller || time.Now().Unix() > st.Expires {
 		return "", false
 	}
 	return st.Approval, true

@@ -18,6 +18,9 @@ import (
 // them; what it checked is what it sends), and its result is mapped onto
 // MCP (see result).
 //
+// The call is made for the caller the request's access token names, or,
+// without inbound authentication, for the host's own principal (auth.go).
+//
 // A call that policy wants approved asks the person at the client when the
 // client can be asked (see question): the first round ends with the
 // question (an input_required result, which the SDK turns into
@@ -31,13 +34,24 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	defer g.calls.leave()
 	defer done()
 	p := req.Params
-	q := g.question(req)
-	r := g.host.Load().Call(withQuestion(ctx, q), g.snap.Load(), airlock.Call{Name: p.Name, Arguments: p.Arguments})
+	who, err := g.callerOf(req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	snap, release, err := g.snapshot(who)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	q := g.question(req, who)
+	r := g.host.Load().Call(withQuestion(ctx, q), snap, airlock.Call{Name: p.Name, Arguments: p.Arguments})
 	noteRound(ctx, q)
 	if r.Status == airlock.ApprovalRequired && q.canAsk && q.answer == nil && q.asked != nil {
 		return g.ask(q), nil
 	}
-	return result(ctx, p.Name, r)
+	res, err := result(ctx, p.Name, r)
+	g.withHint(who, res, r)
+	return res, err
 }
 
 // result maps a call's result onto MCP:

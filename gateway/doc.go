@@ -19,6 +19,12 @@
 // that policy wants approved asks the person at the client, through
 // elicitation, when the client declared it.
 //
+// Without inbound authentication the HTTP endpoint answers loopback clients
+// only and every call is made for the host's own principal. With it
+// ([Options.Verifier], built from serve.auth by [NewVerifier]) the endpoint
+// is an OAuth resource server, and each call is made for the tenant and
+// user its caller's access token names ([airlock.Host.SnapshotFor]).
+//
 //	client ──► mcp.Server ──► Gateway.call ──► Host.Call ──► upstream servers
 //	             ▲                  │
 //	             └─ tools/list ◄── snapshot (swapped when the catalog changes)

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/policy"
 )
@@ -34,8 +35,16 @@ type Options struct {
 	// Version is reported to clients as the server version. Empty means
 	// "dev".
 	Version string
-	// Serve is the configuration's serve: section (origins, sessions).
+	// Serve is the configuration's serve: section (origins, sessions,
+	// the scopes inbound authentication requires).
 	Serve config.Serve
+	// Verifier, when set, makes the HTTP endpoint an OAuth resource server
+	// (serve.auth): every request needs an access token it accepts, and
+	// each call is made for the tenant and user the token names. Build it
+	// from Serve.Auth with NewVerifier; it must be set when Serve.Auth is
+	// (New panics otherwise, rather than serve without the authentication
+	// the configuration asks for).
+	Verifier *bearer.Verifier
 	// MaxBodyBytes bounds one HTTP request body, and one line on stdio.
 	// Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -109,6 +118,11 @@ func New(opts *Options) *Gateway {
 	if g.opts.Version == "" {
 		g.opts.Version = "dev"
 	}
+	if g.opts.Serve.Auth != nil && g.opts.Verifier == nil {
+		// Serving without the authentication the configuration asks for
+		// would fail open.
+		panic("gateway: Options.Serve.Auth is set but Options.Verifier is nil: build it with NewVerifier")
+	}
 	log := g.opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -126,7 +140,7 @@ func New(opts *Options) *Gateway {
 		InitializedHandler: g.initialized,
 	})
 	// Outermost, around the SDK's own multi-round-trip middleware.
-	g.server.AddReceivingMiddleware(unasked)
+	g.server.AddReceivingMiddleware(g.unasked)
 	return g
 }
 
@@ -281,12 +295,16 @@ func sameTool(a, b *mcp.Tool) bool {
 	return erra == nil && errb == nil && string(ja) == string(jb)
 }
 
-// cacheable sets how long a client may keep the tool list. Every client
-// sees the same catalog (the gateway acts for one principal), so the list
-// may be shared.
+// cacheable sets how long a client may keep the tool list. Without inbound
+// authentication every client acts for one principal and sees the same
+// catalog, so the list may be shared; with it, principals may see
+// different catalogs, and a list is for its caller only.
 func (g *Gateway) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 	if _, ok := req.(*mcp.ListToolsRequest); ok {
 		c.TTLMs, c.CacheScope = int(g.opts.ListTTL/time.Millisecond), "public"
+		if g.opts.Verifier != nil {
+			c.CacheScope = "private"
+		}
 	}
 }
 
@@ -299,7 +317,13 @@ func (g *Gateway) initialized(_ context.Context, req *mcp.InitializedRequest) {
 			client = p.ClientInfo.Name + " " + p.ClientInfo.Version
 		}
 	}
-	g.log.Info("session started", "session", fingerprint(req.Session.ID()), "client", clip(client), "protocol_version", clip(version))
+	attrs := []any{"session", fingerprint(req.Session.ID()), "client", clip(client), "protocol_version", clip(version)}
+	if req.Extra != nil {
+		if p := bearer.PrincipalFromTokenInfo(req.Extra.TokenInfo); p != nil {
+			attrs = append(attrs, "tenant", p.Tenant, "user", p.User)
+		}
+	}
+	g.log.Info("session started", attrs...)
 }
 
 // inflight counts the calls in flight, so that a shutdown can let them

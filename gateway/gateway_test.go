@@ -90,6 +90,14 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.open(t, cfg, opts, nil)
+	return f
+}
+
+// open opens a host of cfg (with hopts, which may be nil) behind a gateway
+// with opts (nil for the defaults), and serves it over HTTP on loopback.
+func (f *fixture) open(t *testing.T, cfg *config.Config, opts *gateway.Options, hopts *airlock.Options) {
+	t.Helper()
 	var o gateway.Options
 	if opts != nil {
 		o = *opts
@@ -97,7 +105,13 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 	o.Logger = slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	f.g = gateway.New(&o)
 	ctx := context.Background()
-	f.h, err = airlock.Open(ctx, cfg, &airlock.Options{Logger: o.Logger, Approver: f.g, CatalogChanged: f.g.CatalogChanged})
+	var ho airlock.Options
+	if hopts != nil {
+		ho = *hopts
+	}
+	ho.Logger, ho.Approver, ho.CatalogChanged = o.Logger, f.g, f.g.CatalogChanged
+	var err error
+	f.h, err = airlock.Open(ctx, cfg, &ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +131,6 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 		f.g.Close()
 		f.h.Close()
 	})
-	return f
 }
 
 // stop ends Serve (draining) and returns what it returned.
@@ -433,6 +446,21 @@ func TestApprovalFallback(t *testing.T) {
 	})
 }
 
+// askApproval makes the first round of a call that needs approval, for a
+// client that answers input requests by hand, and returns the request
+// state the answer must carry.
+func askApproval(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("first round: %+v, %v; want one input request and a request state", res, err)
+	}
+	return res.RequestState
+}
+
+// approveYes is the answer yes to an approval question.
+var approveYes = mcp.InputResponseMap{"airlock_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+
 // TestForgedApprovalAnswer: an answer whose request state the gateway did
 // not sign approves nothing.
 func TestForgedApprovalAnswer(t *testing.T) {
@@ -451,13 +479,9 @@ func TestForgedApprovalAnswer(t *testing.T) {
 	defer cs.Close()
 	ctx := context.Background()
 	params := &mcp.CallToolParams{Name: "w__note", Arguments: map[string]any{"text": "forged"}}
-	res, err := cs.CallTool(ctx, params)
-	if err != nil || len(res.InputRequests) != 1 || res.RequestState == "" {
-		t.Fatalf("first round: %+v, %v; want one input request and a request state", res, err)
-	}
-	yes := mcp.InputResponseMap{"airlock_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
-	for _, state := range []string{"", "x.y", "e30." + strings.Repeat("A", 43), res.RequestState + "A"} {
-		params.InputResponses, params.RequestState = yes, state
+	asked := askApproval(t, cs, params)
+	for _, state := range []string{"", "x.y", "e30." + strings.Repeat("A", 43), asked + "A"} {
+		params.InputResponses, params.RequestState = approveYes, state
 		res, err := cs.CallTool(ctx, params)
 		if err != nil || !res.IsError || status(res) != "approval_required" {
 			t.Errorf("state %q: %+v, %v; want approval_required, nothing approved", state, res, err)

@@ -9,13 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/rs/cors"
 
 	"github.com/airlockhq/airlock/auth/bearer"
 )
@@ -39,101 +37,116 @@ const (
 
 // Handler returns the gateway's HTTP handler:
 //
-//	/mcp      the MCP endpoint, both protocol eras
-//	/healthz  200 while the process runs
-//	/readyz   200 once the catalog is listed, 503 while draining
+//	/mcp                                        the MCP endpoint, both protocol eras
+//	/healthz                                    200 while the process runs
+//	/readyz                                     200 once the catalog is listed (and, with
+//	                                            inbound authentication, the issuer's keys
+//	                                            are held), 503 while draining
+//	/.well-known/oauth-protected-resource[/…]   with inbound authentication: RFC 9728
+//	                                            metadata (public)
 //
-// Every request must name a loopback host in its Host header (the gateway
-// has no inbound authentication, so a page that rebinds its own DNS name to
-// 127.0.0.1 is refused). Requests to /mcp then pass the Origin allowlist
-// (serve.allowed_origins; a request without Origin, from any client that is
-// not a web page, passes), CORS for exactly those origins, and the body
-// limit, and go to the SDK's Streamable HTTP handler: a request with a
+// Every request must name in its Host header a loopback host or, with
+// inbound authentication, the host of serve.auth.resource (a page that
+// rebinds its own DNS name to 127.0.0.1 is refused). Requests to /mcp then
+// pass the Origin allowlist (serve.allowed_origins; a request without
+// Origin, from any client that is not a web page, passes), CORS for exactly
+// those origins, with inbound authentication the access token (Verifier's
+// middleware: 401 with a challenge naming the metadata, 403
+// insufficient_scope without serve.auth.scopes), and the body limit, and
+// go to the SDK's Streamable HTTP handler: a request with a
 // session id, or an initialize, to the stateful one (a 2025-11-25 session,
 // ended after serve.session_idle_timeout without a request); anything else
 // to the stateless one (a 2026-07-28 request, which carries its protocol
 // version, client and capabilities with it). Sessions and 2026-07-28
-// subscription streams together are at most serve.max_sessions. Both serve the same mcp.Server. Every
-// call returns the same handler.
+// subscription streams together are at most serve.max_sessions. Both serve
+// the same mcp.Server. A session belongs to the principal that opened it:
+// another principal's token with its id is refused (403), and nothing is
+// sent. Every call returns the same handler.
 func (g *Gateway) Handler() http.Handler { return g.handler() }
 
 func (g *Gateway) buildHandler() http.Handler {
+	// The Host check below is the DNS-rebinding protection; the SDK's own,
+	// which knows only loopback names, would refuse the resource's host on
+	// a loopback listener (behind a reverse proxy on the same machine).
+	resourceServer := g.opts.Verifier != nil
 	stateful := mcp.NewStreamableHTTPHandler(g.mcpServer, &mcp.StreamableHTTPOptions{
-		Logger:              g.log,
-		SessionTimeout:      g.opts.Serve.SessionIdleTimeout,
-		MaxRequestBodyBytes: g.opts.MaxBodyBytes,
+		Logger:                     g.log,
+		SessionTimeout:             g.opts.Serve.SessionIdleTimeout,
+		MaxRequestBodyBytes:        g.opts.MaxBodyBytes,
+		DisableLocalhostProtection: resourceServer,
 	})
 	stateless := mcp.NewStreamableHTTPHandler(g.mcpServer, &mcp.StreamableHTTPOptions{
-		Logger:              g.log,
-		Stateless:           true,
-		MaxRequestBodyBytes: g.opts.MaxBodyBytes,
+		Logger:                     g.log,
+		Stateless:                  true,
+		MaxRequestBodyBytes:        g.opts.MaxBodyBytes,
+		DisableLocalhostProtection: resourceServer,
 		// The request is the call: a client that goes away cancels it.
 		PropagateRequestCancellation: true,
 	})
 	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.route(w, r, stateful, stateless)
 	})
-	if origins := g.opts.Serve.AllowedOrigins; len(origins) > 0 {
-		endpoint = cors.New(cors.Options{
-			AllowedOrigins: origins,
-			AllowedMethods: []string{http.MethodPost, http.MethodGet, http.MethodDelete},
-			AllowedHeaders: []string{"Content-Type", "Accept", sessionHeader, "Mcp-Protocol-Version",
-				"Mcp-Method", "Mcp-Name", "Last-Event-ID"},
-			ExposedHeaders:   []string{sessionHeader},
-			AllowCredentials: false,
-			MaxAge:           600,
-		}).Handler(endpoint)
-	}
-
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", g.ready)
-	mux.Handle(Endpoint, g.checkOrigin(endpoint))
-	return g.checkHost(mux)
+	hosts := bearer.HostCheck{Logger: g.log,
+		Message: "host not allowed: the gateway answers only requests for localhost, 127.0.0.1 or [::1]"}
+	if v := g.opts.Verifier; v != nil {
+		// The resource server: its metadata for clients to find the
+		// authorization server, and the token (then the required scopes)
+		// checked before the body is read.
+		var scopes []string
+		if a := g.opts.Serve.Auth; a != nil {
+			scopes = a.Scopes
+		}
+		md := auth.ProtectedResourceMetadataHandler(v.Metadata("Airlock", scopes))
+		for _, p := range bearer.MetadataPaths(v.Resource(), Endpoint) {
+			mux.Handle(p, md)
+		}
+		endpoint = v.Middleware(&bearer.MiddlewareOptions{Scopes: scopes, Required: scopes})(endpoint)
+		host := resourceHost(v)
+		hosts.Hosts = []string{host}
+		hosts.Message = "host not allowed: the gateway answers only requests for " + host + " (serve.auth.resource), localhost, 127.0.0.1 or [::1]"
+	}
+	mux.Handle(Endpoint, bearer.OriginCheck{Allowed: g.opts.Serve.AllowedOrigins, Logger: g.log,
+		Message: "origin not allowed: list it in serve.allowed_origins to let this web page use the gateway"}.Wrap(endpoint))
+	return hosts.Wrap(mux)
 }
 
 func (g *Gateway) mcpServer(*http.Request) *mcp.Server { return g.server }
 
-func (g *Gateway) ready(w http.ResponseWriter, _ *http.Request) {
+func (g *Gateway) ready(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	switch {
 	case g.snap.Load() == nil:
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 	case g.calls.closing():
 		http.Error(w, "draining", http.StatusServiceUnavailable)
+	case !g.keysReady(r.Context()):
+		http.Error(w, "issuer keys unavailable", http.StatusServiceUnavailable)
 	default:
 		io.WriteString(w, "ready\n")
 	}
 }
 
-// checkHost refuses a Host header that is not a loopback name.
-func (g *Gateway) checkHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !bearer.IsLoopbackHostPort(r.Host) {
-			g.log.Warn("refused: the Host header is not a loopback name", "host", clip(r.Host), "remote", r.RemoteAddr)
-			http.Error(w, "host not allowed: the gateway answers only requests for localhost, 127.0.0.1 or [::1]", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// checkOrigin refuses a request from a web page whose origin is not in
-// serve.allowed_origins. A request without Origin is not from a web page.
-func (g *Gateway) checkOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if vals := r.Header.Values("Origin"); len(vals) > 0 {
-			if len(vals) != 1 || !slices.Contains(g.opts.Serve.AllowedOrigins, strings.ToLower(vals[0])) {
-				g.log.Warn("refused: origin not allowed", "origin", clip(vals[0]), "remote", r.RemoteAddr)
-				http.Error(w, "origin not allowed: list it in serve.allowed_origins to let this web page use the gateway", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+// keysReady reports whether access tokens can be checked: the issuer's
+// keys are held, or can be fetched now. Without inbound authentication
+// there is nothing to check.
+func (g *Gateway) keysReady(ctx context.Context) bool {
+	v := g.opts.Verifier
+	if v == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := v.Ready(ctx); err != nil {
+		g.log.Warn("not ready: the issuer's keys are unavailable", "error", err)
+		return false
+	}
+	return true
 }
 
 // route sends a request to the handler of its era. A POST's body is read

@@ -21,17 +21,21 @@
 //     "nbf" and "iat" JSON numbers (RFC 7519 NumericDate, never numeric
 //     strings) and "scope" RFC 6749 scope tokens separated by single
 //     spaces ([ParseScope]), nothing more lenient;
-//   - the scope, client id and tenant claims as a [Principal] in the request
-//     context and in the SDK's [auth.TokenInfo];
+//   - the scope, client id, tenant and user claims as a [Principal] in the
+//     request context and in the SDK's [auth.TokenInfo] (whose UserID binds
+//     a stateful session to its tenant and user);
 //   - RFC 6750 challenges: 401 with resource_metadata and scope (and
 //     error="invalid_token" when a token was presented), and
 //     [WriteInsufficientScope] for 403 error="insufficient_scope", which the
-//     SDK does not write.
+//     SDK does not write;
+//   - the door of an MCP server over HTTP, checked before any token:
+//     [HostCheck] against DNS rebinding, [OriginCheck] with CORS for exactly
+//     the allowed origins, and [MetadataPaths] for RFC 9728 metadata.
 //
 // Tokens are never logged and never passed on: the [Verifier.Middleware]
 // removes the Authorization header before the protected handler runs.
 //
 // Any Airlock package that serves a protected resource may import it (the
-// issue server today, the gateway later); the client side shares
+// issue server, and the gateway with serve.auth); the client side shares
 // [SameResource] so that both ends compare resources the same way.
 package bearer

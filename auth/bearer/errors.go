@@ -79,6 +79,7 @@ const (
 	descScope          = "token scope claim must be a space-separated string"
 	descNumericDate    = "token exp, nbf and iat claims must be numbers"
 	descTenant         = "token has no tenant claim"
+	descUser           = "token has no user claim"
 	descInactive       = "token is not active"
 	descKeysDown       = "the issuer's signing keys are unavailable"
 	descIntrospectDown = "token introspection is unavailable"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -21,6 +22,12 @@ type MiddlewareOptions struct {
 	// the authorization server for to use this resource. Empty sends no
 	// scope parameter.
 	Scopes []string
+
+	// Required are scopes every request must hold: a token that lacks one
+	// gets 403 with error="insufficient_scope" naming the ones it lacks
+	// ([Challenge.WriteInsufficientScope]). Empty requires none; scopes
+	// that depend on the operation are the handler's to check.
+	Required []string
 }
 
 // Middleware returns middleware that lets a request through only with a
@@ -31,7 +38,9 @@ type MiddlewareOptions struct {
 // whose token is refused gets the same plus error="invalid_token" and an
 // error_description; a request with a malformed Authorization header
 // (several headers, an empty token) gets 400 error="invalid_request"; a
-// token that cannot be checked because the issuer is unreachable gets 503.
+// token that cannot be checked because the issuer is unreachable gets 503;
+// a token without one of the Required scopes gets 403
+// error="insufficient_scope".
 // Tokens in the query string or the body are ignored (RFC 6750 allows them;
 // this server does not accept them).
 //
@@ -90,6 +99,11 @@ func (v *Verifier) Middleware(opts *MiddlewareOptions) func(http.Handler) http.H
 				}
 				v.logger.Info("token refused", "reason", err.Error(), "remote", r.RemoteAddr, "path", r.URL.Path)
 				challenge.write(w, http.StatusUnauthorized, "invalid_token", err.Error())
+				return
+			}
+			if missing := slices.DeleteFunc(slices.Clone(o.Required), p.HasScope); len(missing) > 0 {
+				v.logger.Info("token lacks a required scope", "missing", strings.Join(missing, " "), "remote", r.RemoteAddr, "path", r.URL.Path)
+				challenge.WriteInsufficientScope(w, missing, "the token lacks the scope "+strings.Join(missing, " "), "", nil)
 				return
 			}
 			sdk.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))

@@ -20,6 +20,9 @@ type Principal struct {
 	// Tenant is the value of the configured tenant claim, or "" when the
 	// verifier has no tenant claim.
 	Tenant string
+	// User is the value of the configured user claim: Subject unless the
+	// verifier names another claim ([Options.UserClaim]).
+	User string
 	// ClientID is the OAuth client the token was issued to ("client_id",
 	// else "azp"), or "".
 	ClientID string
@@ -37,11 +40,15 @@ func (p *Principal) HasScope(scope string) bool {
 }
 
 // UserID identifies the principal across requests: the same tenant and
-// subject give the same value. The SDK's Streamable HTTP handler binds a
+// user give the same value. The SDK's Streamable HTTP handler binds a
 // stateful session to it, so a session id taken from another user's
 // requests is useless.
 func (p *Principal) UserID() string {
-	return strconv.Quote(p.Tenant) + " " + strconv.Quote(p.Subject)
+	user := p.User
+	if user == "" {
+		user = p.Subject
+	}
+	return strconv.Quote(p.Tenant) + " " + strconv.Quote(user)
 }
 
 // TokenInfo returns the principal as the SDK's token information, with the

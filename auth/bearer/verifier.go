@@ -62,6 +62,18 @@ type Options struct {
 	// means tokens carry no tenant.
 	TenantClaim string
 
+	// UserClaim names the claim that identifies the user ([Principal.User]).
+	// When set, a token without a non-empty string in that claim is
+	// refused. Empty means "sub".
+	UserClaim string
+
+	// CheckPrincipal, when set, is asked about the principal of every token
+	// that passed the other checks, before introspection; a token whose
+	// principal it refuses is an invalid token, with the error's text as
+	// the description sent to the client (quotes and backslashes are left
+	// out of it). A resource server uses it for names it cannot act for.
+	CheckPrincipal func(*Principal) error
+
 	// Introspection, when set, also asks the authorization server whether
 	// each token is still active (RFC 7662).
 	Introspection *Introspection
@@ -105,6 +117,8 @@ type Verifier struct {
 	algs        []string
 	skew        time.Duration
 	tenantClaim string
+	userClaim   string
+	check       func(*Principal) error
 	maxToken    int
 	now         func() time.Time
 	logger      *slog.Logger
@@ -181,6 +195,8 @@ func NewVerifier(issuer, resource string, opts *Options) (*Verifier, error) {
 		algs:        algs,
 		skew:        o.ClockSkew,
 		tenantClaim: o.TenantClaim,
+		userClaim:   o.UserClaim,
+		check:       o.CheckPrincipal,
 		maxToken:    o.MaxTokenBytes,
 		now:         o.Now,
 		logger:      o.Logger,
@@ -252,6 +268,9 @@ func (v *Verifier) Resource() string { return v.resource }
 // TenantClaim returns the configured tenant claim, or "".
 func (v *Verifier) TenantClaim() string { return v.tenantClaim }
 
+// UserClaim returns the configured user claim, or "" for "sub".
+func (v *Verifier) UserClaim() string { return v.userClaim }
+
 // ClockSkew returns the tolerance applied to time claims.
 func (v *Verifier) ClockSkew() time.Duration { return v.skew }
 
@@ -273,7 +292,8 @@ func (v *Verifier) Ready(ctx context.Context) error {
 // algorithm's type); the signature; the claims ("iss" equal to the issuer;
 // "aud" naming the resource under [SameResource]; "exp", "iss", "aud" and
 // "sub" present; "exp", "nbf" and "iat" within the clock skew; the tenant
-// claim when configured); and last, when configured, introspection.
+// and user claims when configured); [Options.CheckPrincipal] when set;
+// and last, when configured, introspection.
 func (v *Verifier) Verify(ctx context.Context, token string) (*Principal, error) {
 	p, err := v.verify(ctx, token)
 	if err != nil {
@@ -347,6 +367,11 @@ func (v *Verifier) verify(ctx context.Context, token string) (*Principal, *Error
 	p, cerr := v.principal(tok)
 	if cerr != nil {
 		return nil, cerr
+	}
+	if v.check != nil {
+		if err := v.check(p); err != nil {
+			return nil, invalid(strings.NewReplacer(`"`, "", `\`, "").Replace(err.Error()), err)
+		}
 	}
 	if v.introspect != nil {
 		if ierr := v.introspect.check(ctx, token, p.Expiry); ierr != nil {
@@ -479,6 +504,14 @@ func (v *Verifier) principal(tok jwt.Token) (*Principal, *Error) {
 			return nil, invalid(descTenant, nil)
 		}
 		p.Tenant = tenant
+	}
+	p.User = p.Subject
+	if v.userClaim != "" && v.userClaim != jwt.SubjectKey {
+		var user string
+		if !tok.Has(v.userClaim) || tok.Get(v.userClaim, &user) != nil || user == "" {
+			return nil, invalid(descUser, nil)
+		}
+		p.User = user
 	}
 	return p, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/oauth"
+	"github.com/airlockhq/airlock/config"
 )
 
 // authStatusJSON is one line of `airlock auth status --json`: it says
@@ -32,12 +34,27 @@ type authStatusJSON struct {
 	expiry time.Time // for text
 }
 
+// principalFlags are --tenant and --user, for the auth commands.
+func principalFlags(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.tenant, "tenant", "", "act for this tenant (default: tenancy's), such as a gateway user's")
+	fs.StringVar(&o.user, "user", "", "act for this user (default: tenancy's), such as a gateway user's")
+}
+
 // credentials opens the logins of the configuration's OAuth servers for
-// the tenant and user of tenancy:, for `airlock auth login|status|logout`.
-// It starts no server. A login calls opening, if set, just before it
-// shows the authorization URL: once the server and its authorization
-// server are known to be fit for one.
+// the tenant and user of tenancy:, or those --tenant and --user name (a
+// gateway's users reach OAuth servers with their own logins), for
+// `airlock auth login|status|logout`. It starts no server. A login calls
+// opening, if set, just before it shows the authorization URL: once the
+// server and its authorization server are known to be fit for one.
 func (e *env) credentials(o *options, opening func(who airlock.Principal)) (*airlock.Credentials, error) {
+	for _, f := range []struct{ flag, what, name string }{{"--tenant", "tenant", o.tenant}, {"--user", "user", o.user}} {
+		if f.name == "" {
+			continue
+		}
+		if err := config.CheckPrincipal(f.what, f.name); err != nil {
+			return nil, usageError("%s: %v", f.flag, err)
+		}
+	}
 	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return nil, err
@@ -45,7 +62,8 @@ func (e *env) credentials(o *options, opening func(who airlock.Principal)) (*air
 	var creds *airlock.Credentials
 	open := oauth.Opener(e.stderr, o.noBrowser)
 	creds = airlock.OpenCredentials(cfg, &airlock.Options{
-		StateDir: stateDir(&o.common, cfg),
+		StateDir:  stateDir(&o.common, cfg),
+		Principal: airlock.Principal{Tenant: o.tenant, User: o.user},
 		Auth: airlock.AuthOptions{Open: func(ctx context.Context, authURL string) error {
 			if opening != nil {
 				opening(creds.Principal())

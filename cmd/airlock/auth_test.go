@@ -105,11 +105,15 @@ func TestAuthCommands(t *testing.T) {
 // login runs `airlock auth login prot --no-browser` and plays the person:
 // it reads the authorization URL from stderr, logs in at as and lets the
 // "browser" follow the redirect to the binary's loopback listener.
-func login(t *testing.T, dir string, as *oauthtest.Server) {
+func login(t *testing.T, dir string, as *oauthtest.Server) { loginAs(t, dir, as, "acme/alice") }
+
+// loginAs is login with more arguments (--tenant, --user), for the
+// principal who ("TENANT/USER").
+func loginAs(t *testing.T, dir string, as *oauthtest.Server, who string, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, airlockBin, "auth", "login", "prot", "--no-browser")
+	cmd := exec.CommandContext(ctx, airlockBin, append([]string{"auth", "login", "prot", "--no-browser"}, args...)...)
 	cmd.Dir = dir
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -134,7 +138,7 @@ func login(t *testing.T, dir string, as *oauthtest.Server) {
 		cmd.Wait()
 		t.Fatalf("no authorization URL on stderr:\n%s", printed.String())
 	}
-	if !strings.Contains(printed.String(), "as acme/alice") {
+	if !strings.Contains(printed.String(), "as "+who) {
 		t.Errorf("stderr does not say who logs in:\n%s", printed.String())
 	}
 	cb, err := as.Authorize(ctx, authURL, oauthtest.User, oauthtest.Password)
@@ -157,6 +161,53 @@ func login(t *testing.T, dir string, as *oauthtest.Server) {
 	}
 	if !strings.Contains(stdout.String(), "logged in to prot") {
 		t.Errorf("auth login said %q", stdout.String())
+	}
+}
+
+// TestAuthForAnotherUser: an operator logs in, checks and logs out for a
+// tenant and user other than tenancy's (a gateway's user, whose calls reach
+// the server with this login); tenancy's own partition is another.
+func TestAuthForAnotherUser(t *testing.T) {
+	dir, as, rs := oauthWorld(t)
+	bob := []string{"--tenant", "globex", "--user", "bob"}
+	loginAs(t, dir, as, "globex/bob", bob...)
+
+	r := runCLI(t, dir, "", append([]string{"auth", "status", "--json"}, bob...)...).want(t, exitOK)
+	if s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any); s["logged_in"] != true || s["tenant"] != "globex" || s["user"] != "bob" {
+		t.Errorf("bob's status = %v", s)
+	}
+	r = runCLI(t, dir, "", "auth", "status", "--json").want(t, exitAuth)
+	if s := decode(t, r.stdout)["servers"].([]any)[0].(map[string]any); s["logged_in"] != false || s["user"] != "alice" {
+		t.Errorf("alice's status after bob's login = %v", s)
+	}
+	r = runCLI(t, dir, "", "auth", "status", "--user", "bob").want(t, exitAuth)
+	if !strings.Contains(r.stdout, "tenant acme, user bob") {
+		t.Errorf("acme/bob's status = %q, want tenancy's tenant with --user alone", r.stdout)
+	}
+	runCLI(t, dir, "", "call", "prot__read", "--json").want(t, exitAuth)
+	if n := rs.Calls("read"); n != 0 {
+		t.Errorf("the tool ran %d times for alice on bob's login", n)
+	}
+
+	runCLI(t, dir, "", append([]string{"auth", "logout", "prot"}, bob...)...).want(t, exitOK)
+	runCLI(t, dir, "", append([]string{"auth", "status", "--json"}, bob...)...).want(t, exitAuth)
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"auth", "login", "prot", "--user", "bob smith"}, `--user: user "bob smith": use 1 to 128 letters, digits, ., _, @, + or -`},
+		{[]string{"auth", "status", "--tenant", "../x"}, `--tenant: tenant "../x": use 1 to 128`},
+		{[]string{"auth", "logout", "prot", "--tenant", ""}, ""},
+	} {
+		if tt.want == "" {
+			runCLI(t, dir, "", tt.args...).want(t, exitOK)
+			continue
+		}
+		r := runCLI(t, dir, "", tt.args...).want(t, exitUsage)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("airlock %v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
+		}
 	}
 }
 

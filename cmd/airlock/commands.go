@@ -57,7 +57,7 @@ const (
 const (
 	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT], each [--all-principals]"
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
-	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER"
+	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER, each [--tenant T] [--user U]"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
 	addUsage       = "airlock add ID [--json] [--config FILE] -- COMMAND [ARGS…] | add ID --url URL [--json] [--config FILE]"
 )
@@ -156,18 +156,19 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 				args: []string{"SERVER"}, takes: "exactly one server id: airlock auth login SERVER",
 				flags: func(fs *flag.FlagSet, o *options) {
 					fs.BoolVar(&o.noBrowser, "no-browser", false, "only print the authorization URL; do not start a browser")
+					principalFlags(fs, o)
 				},
 				run: (*env).authLogin},
 			{name: "status", usage: authUsage,
-				args: []string{"[SERVER]"}, takes: "at most one server id", got: gotCount, run: (*env).authStatus},
+				args: []string{"[SERVER]"}, takes: "at most one server id", got: gotCount, flags: principalFlags, run: (*env).authStatus},
 			{name: "logout", usage: authUsage,
-				args: []string{"SERVER"}, takes: "exactly one server id: airlock auth logout SERVER", run: (*env).authLogout},
+				args: []string{"SERVER"}, takes: "exactly one server id: airlock auth logout SERVER", flags: principalFlags, run: (*env).authLogout},
 		}},
 
 	{name: "serve", usage: serveUsage, got: gotFirst,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.BoolVar(&o.stdio, "stdio", false, "serve one client on stdin and stdout")
-			fs.StringVar(&o.httpAddr, "http", "", "serve Streamable HTTP at /mcp on this loopback HOST:PORT")
+			fs.StringVar(&o.httpAddr, "http", "", "serve Streamable HTTP at /mcp on this HOST:PORT (loopback unless serve.auth is configured)")
 		},
 		run: (*env).serve},
 

@@ -35,6 +35,7 @@ type options struct {
 	limit          int           // audit
 	follow         bool          // audit
 	noBrowser      bool          // auth login
+	tenant, user   string        // auth login, status, logout: whose logins
 	root           string        // server workspace
 	allowHardLinks bool          // server workspace
 	protect        pathsFlag     // server workspace

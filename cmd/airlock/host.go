@@ -212,7 +212,10 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
 	}
 	if e.hostOptions != nil {
-		e.hostOptions(cfg, opts)
+		if err := e.hostOptions(cfg, opts); err != nil {
+			closeLog()
+			return nil, nil, err
+		}
 	}
 	h, err := airlock.Open(e.ctx, cfg, opts)
 	if err != nil {

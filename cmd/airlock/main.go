@@ -107,6 +107,7 @@ Usage:
                                               the newest events of the audit trail (--follow: and new ones)
   airlock audit verify [--json]               check that no audit event was edited, deleted, reordered or inserted
   airlock auth login SERVER [--no-browser]    log in to a remote server (OAuth) for tenancy's tenant and user
+                                              (--tenant T --user U: for another, such as a gateway's user)
   airlock auth status [SERVER] [--json]       who is logged in where, and until when (never the tokens)
   airlock auth logout SERVER                  delete this machine's tokens for a server
   airlock serve --stdio | --http ADDR         the gateway: the governed catalog as an MCP server, for one
@@ -171,6 +172,6 @@ type env struct {
 	stepUps  airlock.AuthOptions // step-ups, in a shell on a terminal
 	// hostOptions, when set, completes the host's options once the
 	// configuration is read (serve: the gateway's approver and catalog
-	// follower).
-	hostOptions func(cfg *config.Config, opts *airlock.Options)
+	// follower); an error ends the command before any server starts.
+	hostOptions func(cfg *config.Config, opts *airlock.Options) error
 }

@@ -16,8 +16,9 @@ const serveUsage = "airlock serve --stdio | --http ADDR [--config FILE] [--state
 
 // serve puts the governed catalog in front of MCP clients: one on
 // stdin/stdout (--stdio), or many over Streamable HTTP at /mcp (--http),
-// which without inbound authentication listens on loopback only. SIGTERM
-// or an interrupt drains calls in flight, then ends.
+// which listens on loopback only unless serve.auth makes it an OAuth
+// resource server. SIGTERM or an interrupt drains calls in flight, then
+// ends.
 func (e *env) serve(o *options, _ []string) error {
 	switch {
 	case o.stdio && o.httpAddr != "":
@@ -26,16 +27,42 @@ func (e *env) serve(o *options, _ []string) error {
 		return usageError("serve needs --stdio (one client on stdin and stdout) or --http ADDR (Streamable HTTP at /mcp, such as --http 127.0.0.1:8080)")
 	}
 	if o.httpAddr != "" {
-		if err := checkServeAddr(o.httpAddr); err != nil {
+		host, err := serveHost(o.httpAddr)
+		if err != nil {
 			return err
+		}
+		if host == "" || !egress.IsLoopbackHost(host) {
+			// Only inbound authentication lets the gateway listen
+			// beyond this machine; it is checked before anything starts.
+			cfg, err := e.loadConfig(&o.common)
+			if err != nil {
+				return err
+			}
+			if cfg.Serve.Auth == nil {
+				return notLoopback(o.httpAddr, host)
+			}
 		}
 	}
 
 	var g *gateway.Gateway
-	e.hostOptions = func(cfg *config.Config, opts *airlock.Options) {
-		g = gateway.New(&gateway.Options{Logger: opts.Logger, Version: version(), Serve: cfg.Serve,
-			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes)})
+	var auth *config.ServeAuth // inbound authentication, over HTTP
+	e.hostOptions = func(cfg *config.Config, opts *airlock.Options) error {
+		gopts := &gateway.Options{Logger: opts.Logger, Version: version(), Serve: cfg.Serve,
+			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes)}
+		if a := cfg.Serve.Auth; a != nil && o.httpAddr != "" {
+			v, err := gateway.NewVerifier(a, opts.Logger)
+			if err != nil {
+				return usageError("serve.auth: %v", err)
+			}
+			gopts.Verifier, auth = v, a
+		} else {
+			// On stdio the one client is whoever started the process:
+			// it acts for tenancy:, as the command line does.
+			gopts.Serve.Auth = nil
+		}
+		g = gateway.New(gopts)
 		opts.Approver, opts.CatalogChanged = g, g.CatalogChanged
+		return nil
 	}
 	s, err := e.openSession(&o.common)
 	if err != nil {
@@ -58,30 +85,37 @@ func (e *env) serve(o *options, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if !egress.IsLoopbackHost(host) {
+	if auth == nil && !egress.IsLoopbackHost(host) {
 		// The name resolved to an address that is not loopback.
 		ln.Close()
-		return usageError("--http %s: %s is not a loopback address; %s", o.httpAddr, host, loopbackOnly)
+		return notLoopback(o.httpAddr, host)
 	}
 	fmt.Fprintf(e.stderr, "airlock: serving MCP at http://%s%s (Ctrl-C or SIGTERM to stop)\n", ln.Addr(), gateway.Endpoint)
+	if auth != nil {
+		fmt.Fprintf(e.stderr, "airlock: each call is made for the caller its access token names (tokens of %s for %s)\n", auth.Issuer, auth.Resource)
+	}
 	return g.Serve(e.ctx, ln)
 }
 
-const loopbackOnly = "without inbound authentication (serve.auth, not in this version) the gateway listens on a loopback address only: use --http 127.0.0.1:PORT, [::1]:PORT or localhost:PORT"
+const loopbackOnly = "without inbound authentication (serve.auth in the configuration) the gateway listens on a loopback address only: use --http 127.0.0.1:PORT, [::1]:PORT or localhost:PORT, or configure serve.auth (docs/gateway.md)"
 
-// checkServeAddr refuses an --http address that is not HOST:PORT with a
-// loopback host.
-func checkServeAddr(addr string) error {
+// serveHost returns the host of an --http address, which must be
+// HOST:PORT ("" for every address).
+func serveHost(addr string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
-	switch {
-	case err != nil:
-		return usageError("--http %q must be HOST:PORT, such as 127.0.0.1:8080", addr)
-	case host == "":
-		return usageError("--http %s would listen on every address; %s", addr, loopbackOnly)
-	case !egress.IsLoopbackHost(host):
-		return usageError("--http %s: %s is not a loopback address; %s", addr, host, loopbackOnly)
+	if err != nil {
+		return "", usageError("--http %q must be HOST:PORT, such as 127.0.0.1:8080", addr)
 	}
-	return nil
+	return host, nil
+}
+
+// notLoopback is the refusal of an address beyond loopback without
+// inbound authentication.
+func notLoopback(addr, host string) error {
+	if host == "" {
+		return usageError("--http %s would listen on every address; %s", addr, loopbackOnly)
+	}
+	return usageError("--http %s: %s is not a loopback address; %s", addr, host, loopbackOnly)
 }
 
 // listen listens on addr (HOST:PORT) and returns the listener and the host

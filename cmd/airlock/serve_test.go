@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockhq/airlock/auth/bearer/bearertest"
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
@@ -46,7 +50,7 @@ func TestServeUsage(t *testing.T) {
 	}{
 		{"neither", []string{"serve"}, "serve needs --stdio (one client on stdin and stdout) or --http ADDR"},
 		{"both", []string{"serve", "--stdio", "--http", "127.0.0.1:0"}, "serve takes --stdio or --http ADDR, not both"},
-		{"every address", []string{"serve", "--http", ":8080"}, "--http :8080 would listen on every address; without inbound authentication (serve.auth, not in this version) the gateway listens on a loopback address only: use --http 127.0.0.1:PORT"},
+		{"every address", []string{"serve", "--http", ":8080"}, "--http :8080 would listen on every address; without inbound authentication (serve.auth in the configuration) the gateway listens on a loopback address only: use --http 127.0.0.1:PORT"},
 		{"any address", []string{"serve", "--http", "0.0.0.0:8080"}, "--http 0.0.0.0:8080: 0.0.0.0 is not a loopback address; without inbound authentication"},
 		{"a name", []string{"serve", "--http", "example.com:8080"}, "example.com is not a loopback address"},
 		{"no port", []string{"serve", "--http", "127.0.0.1"}, `--http "127.0.0.1" must be HOST:PORT`},
@@ -131,12 +135,11 @@ func TestServeStdio(t *testing.T) {
 
 var servingAt = regexp.MustCompile(`serving MCP at (http://\S+/mcp)`)
 
-// TestServeHTTP runs the gateway as a shared endpoint: clients of both
-// eras list and call, and SIGTERM ends it cleanly.
-func TestServeHTTP(t *testing.T) {
-	dir := workdir(t)
-	cfg := serveConfig(t, dir)
-	cmd := exec.Command(airlockBin, "serve", "--http", "127.0.0.1:0", "--config", cfg)
+// startServe runs airlock serve with args in dir and returns the endpoint
+// it prints on stderr, and the process (killed when the test ends).
+func startServe(t *testing.T, dir string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(airlockBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
@@ -145,7 +148,7 @@ func TestServeHTTP(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := bufio.NewScanner(pipe)
 	var url string
 	var seen []string
@@ -156,12 +159,22 @@ func TestServeHTTP(t *testing.T) {
 		}
 	}
 	if url == "" {
+		cmd.Wait()
 		t.Fatalf("no address on stderr:\n%s", strings.Join(seen, "\n"))
 	}
 	go func() {
 		for lines.Scan() {
 		}
 	}()
+	return url, cmd
+}
+
+// TestServeHTTP runs the gateway as a shared endpoint: clients of both
+// eras list and call, and SIGTERM ends it cleanly.
+func TestServeHTTP(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	url, cmd := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
@@ -186,7 +199,12 @@ func TestServeHTTP(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Approvals) != 1 {
 		t.Errorf("approvals list = %s, want the one pending request (asked twice, one digest)", r.stdout)
 	}
+	stopServe(t, cmd)
+}
 
+// stopServe sends SIGTERM and wants the gateway to end, exit 0.
+func stopServe(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -200,4 +218,93 @@ func TestServeHTTP(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the gateway did not stop after SIGTERM")
 	}
+}
+
+// TestServeWithInboundAuth: with serve.auth the gateway may listen on every
+// address; it answers only callers with a token of the configured issuer,
+// makes each call for the caller the token names, and tells that caller
+// how an operator approves its write.
+func TestServeWithInboundAuth(t *testing.T) {
+	dir := workdir(t)
+	idp := bearertest.New(t, nil)
+	const resource = "https://airlock.test/mcp"
+	cfg := serveConfig(t, dir)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "development: true\ntenancy: {tenant: ops, user: gateway}\nserve:\n  auth: {issuer: %q, resource: %s, scopes: [mcp:tools], tenant_claim: tenant}\n", idp.URL, resource)
+	f.Close()
+
+	url, cmd := startServe(t, dir, "--http", "0.0.0.0:0", "--config", cfg)
+	_, port, err := net.SplitHostPort(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	url = "http://127.0.0.1:" + port + "/mcp"
+
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if want := `Bearer resource_metadata="https://airlock.test/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`; resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
+		t.Errorf("without a token: %s, WWW-Authenticate %q; want 401 and %q", resp.Status, resp.Header.Get("WWW-Authenticate"), want)
+	}
+
+	tok := idp.Mint(t, idp.Claims(resource, "acme", "alice", "mcp:tools"), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: withToken{tok}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}})
+	if err != nil || res.IsError {
+		t.Fatalf("read_file: %+v, %v", res, err)
+	}
+	args := map[string]any{"path": "out.txt", "content": "from alice"}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__write_file", Arguments: args})
+	id, _ := res.Meta["airlock/approval_id"].(string)
+	if err != nil || !res.IsError || id == "" ||
+		!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "The request is for tenant acme, user alice: an operator approves it with airlock approvals approve "+id+" --all-principals") {
+		t.Fatalf("write_file: %+v, %v; want the approval fallback naming alice", res, err)
+	}
+	// Tenancy's own approvals are not alice's; an operator approves hers.
+	runCLI(t, dir, "", "approvals", "approve", id, "--config", cfg).want(t, exitUsage)
+	runCLI(t, dir, "", "approvals", "approve", id, "--all-principals", "--config", cfg).want(t, exitOK)
+	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__write_file", Arguments: args}); err != nil || res.IsError {
+		t.Fatalf("write_file after approval: %+v, %v", res, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "out.txt")); string(data) != "from alice" {
+		t.Errorf("out.txt = %q, %v", data, err)
+	}
+	cs.Close()
+	stopServe(t, cmd)
+
+	r := runCLI(t, dir, "", "audit", "--json", "--config", cfg).want(t, exitOK)
+	results := 0
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e struct{ Event, Tenant, User string }
+		if json.Unmarshal([]byte(line), &e) == nil && e.Event == "result" {
+			results++
+			if e.Tenant != "acme" || e.User != "alice" {
+				t.Errorf("result event for %s/%s, want acme/alice: %s", e.Tenant, e.User, line)
+			}
+		}
+	}
+	if results != 3 || strings.Contains(r.stdout, tok) {
+		t.Errorf("audit: %d results (want 3), or the token in it:\n%s", results, r.stdout)
+	}
+}
+
+// withToken sends every request with a bearer token.
+type withToken struct{ token string }
+
+func (b withToken) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(req)
 }

@@ -7,16 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/rs/cors"
 
 	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/internal/schema"
@@ -57,7 +54,7 @@ func (s *Server) buildHandler() http.Handler {
 	mux.HandleFunc("GET /readyz", s.serveReady)
 
 	md := auth.ProtectedResourceMetadataHandler(s.verifier.Metadata("Airlock issues", Scopes))
-	for _, p := range s.metadataPaths() {
+	for _, p := range bearer.MetadataPaths(s.verifier.Resource(), Endpoint) {
 		mux.Handle(p, md)
 	}
 
@@ -67,34 +64,15 @@ func (s *Server) buildHandler() http.Handler {
 		Scopes:              []string{ScopeRead},
 	})(s.scopeGate(sdk))
 	chain = s.limitBody(chain)
-	chain = cors.New(cors.Options{
-		AllowedOrigins: s.origins,
-		AllowedMethods: []string{http.MethodPost, http.MethodGet, http.MethodDelete},
-		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "Mcp-Session-Id",
-			"Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-ID"},
-		ExposedHeaders:   []string{"Mcp-Session-Id", "WWW-Authenticate"},
-		AllowCredentials: false, // bearer tokens, never cookies
-		MaxAge:           600,
-	}).Handler(chain)
-	chain = s.checkOrigin(chain)
+	chain = bearer.OriginCheck{Allowed: s.origins, Logger: s.logger}.Wrap(chain)
 	chain = boundEchoes(chain)
 	mux.Handle(Endpoint, chain)
 
-	return s.logRequests(s.checkHost(mux))
-}
-
-// metadataPaths are where the protected resource metadata is served: the
-// root well-known path, the form suffixed with the resource's path (RFC 9728
-// §3.1), and the form suffixed with the endpoint path, which MCP clients
-// try when no resource_metadata is given.
-func (s *Server) metadataPaths() []string {
-	paths := []string{bearer.WellKnownPath, bearer.WellKnownPath + Endpoint}
-	if u, err := url.Parse(s.verifier.Resource()); err == nil {
-		if p := strings.TrimSuffix(u.EscapedPath(), "/"); p != "" && !slices.Contains(paths, bearer.WellKnownPath+p) {
-			paths = append(paths, bearer.WellKnownPath+p)
-		}
-	}
-	return paths
+	// On a loopback listener the Host header must be a loopback name. The
+	// SDK's handler makes the same check for /mcp; this makes it for every
+	// path and before authentication.
+	host := bearer.HostCheck{LoopbackListenerOnly: true, Logger: s.logger}
+	return s.logRequests(host.Wrap(mux))
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
@@ -112,38 +90,6 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, "ready\n")
-}
-
-// checkHost refuses, on a loopback listener, a Host header that is not a
-// loopback name: a page on another site that rebinds its DNS name to
-// 127.0.0.1 still sends its own name. The SDK's handler makes the same check
-// for /mcp; this makes it for every path and before authentication.
-func (s *Server) checkHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-			if bearer.IsLoopbackHostPort(la.String()) && !bearer.IsLoopbackHostPort(r.Host) {
-				s.logger.Warn("refused host", "host", clip(r.Host), "remote", r.RemoteAddr)
-				http.Error(w, "host not allowed", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// checkOrigin refuses browser requests from origins not on the allowlist.
-// A request without Origin comes from a non-browser client and passes.
-func (s *Server) checkOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if vals := r.Header.Values("Origin"); len(vals) > 0 {
-			if len(vals) != 1 || !slices.Contains(s.origins, strings.ToLower(vals[0])) {
-				s.logger.Warn("refused origin", "origin", clip(vals[0]), "remote", r.RemoteAddr)
-				http.Error(w, "origin not allowed", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // limitBody bounds request bodies; the scope check reads the whole body.

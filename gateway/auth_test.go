@@ -1,0 +1,260 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/auth/bearer"
+	"github.com/airlockhq/airlock/auth/bearer/bearertest"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/gateway"
+)
+
+// The gateway's resource as its clients name it. It is an identifier: the
+// tests reach the gateway on loopback, and name this host only to check
+// that the Host check lets it through.
+const (
+	gatewayResource = "https://airlock.test/mcp"
+	gatewayHost     = "airlock.test"
+	scopeTools      = "mcp:tools"
+)
+
+// startAuth serves the fixture's servers behind a gateway that is an OAuth
+// resource server for tokens idp issues: tenant from the tenant claim,
+// user from sub, the mcp:tools scope required.
+func startAuth(t *testing.T, idp *bearertest.Issuer) *fixture {
+	t.Helper()
+	a := &config.ServeAuth{Issuer: idp.URL, Resource: gatewayResource, Scopes: []string{scopeTools}, TenantClaim: "tenant", UserClaim: "sub"}
+	v, err := gateway.NewVerifier(a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, "", &gateway.Options{Serve: config.Serve{Auth: a}, Verifier: v})
+}
+
+// token mints an access token for the gateway, for tenant and user, with
+// the scope it requires.
+func token(t *testing.T, idp *bearertest.Issuer, tenant, user string) string {
+	t.Helper()
+	return idp.Mint(t, idp.Claims(gatewayResource, tenant, user, scopeTools), nil)
+}
+
+// bearerTransport sends every request with a bearer token.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// connectAs opens a client session of era with tok.
+func (f *fixture) connectAs(t *testing.T, era, tok string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, opts)
+	tr := &mcp.StreamableClientTransport{Endpoint: f.url, HTTPClient: &http.Client{Transport: bearerTransport{tok}}}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("connect (%s): %v", era, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// listBody is a 2026-07-28 tools/list.
+const listBody = `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+
+// TestInboundAuthMatrix: every request needs a token the gateway accepts;
+// each way a token can be wrong is refused before anything is read, with
+// the challenge that tells the client what to do, and nothing reaches a
+// server.
+func TestInboundAuthMatrix(t *testing.T) {
+	idp := bearertest.New(t, nil)
+	f := startAuth(t, idp)
+	md, _ := bearer.MetadataURL(gatewayResource)
+	now := time.Now()
+	claims := func(edit func(map[string]any)) string {
+		c := idp.Claims(gatewayResource, "acme", "alice", scopeTools)
+		if edit != nil {
+			edit(c)
+		}
+		return idp.Mint(t, c, nil)
+	}
+	challenge := func(errCode, desc string) string {
+		return `Bearer resource_metadata="` + md + `", scope="` + scopeTools + `", error="` + errCode + `", error_description="` + desc + `"`
+	}
+	auth := func(v string) func(*http.Request) { return func(r *http.Request) { r.Header.Set("Authorization", v) } }
+	bearerTok := func(tok string) func(*http.Request) { return auth("Bearer " + tok) }
+	tests := []struct {
+		name      string
+		edit      func(*http.Request)
+		status    int
+		challenge string
+		body      string // in the body
+	}{
+		{"good", bearerTok(claims(nil)), 200, "", `"w__echo"`},
+		{"no token", nil, 401, `Bearer resource_metadata="` + md + `", scope="` + scopeTools + `"`, "a bearer token is required"},
+		{"not a bearer token", auth("Basic YTpi"), 401, `Bearer resource_metadata="` + md + `", scope="` + scopeTools + `"`, "a bearer token is required"},
+		{"malformed header", auth("Bearer a b"), 400, challenge("invalid_request", "the Bearer credential must be one token"), "one token"},
+		{"not a JWT", bearerTok("not-a-token"), 401, challenge("invalid_token", "token is not a compact JWS"), "compact JWS"},
+		{"expired", bearerTok(claims(func(c map[string]any) { c["exp"] = now.Add(-10 * time.Minute).Unix() })), 401, challenge("invalid_token", "token has expired"), "expired"},
+		{"wrong audience", bearerTok(claims(func(c map[string]any) { c["aud"] = "https://other.test/mcp" })), 401, challenge("invalid_token", "token audience does not include this resource"), "audience"},
+		{"wrong issuer", bearerTok(claims(func(c map[string]any) { c["iss"] = "https://evil.test" })), 401, challenge("invalid_token", "token issuer is not accepted"), "issuer"},
+		{"forged signature", bearerTok(idp.Mint(t, idp.Claims(gatewayResource, "acme", "alice", scopeTools), &bearertest.Header{Key: bearertest.NewRSAKey(t, "key-1")})),
+			401, challenge("invalid_token", "token signature is invalid"), "signature"},
+		{"no tenant claim", bearerTok(claims(func(c map[string]any) { delete(c, "tenant") })), 401, challenge("invalid_token", "token has no tenant claim"), "tenant"},
+		{"a user Airlock cannot act for", bearerTok(claims(func(c map[string]any) { c["sub"] = "alice/../bob" })), 401,
+			challenge("invalid_token", "token claim sub is not a user name Airlock can act for: it must be 1 to 128 letters, digits, ., _, @, + or -"), "not a user name"},
+		{"a tenant Airlock cannot act for", bearerTok(claims(func(c map[string]any) { c["tenant"] = "acme corp" })), 401,
+			challenge("invalid_token", "token claim tenant is not a tenant name Airlock can act for: it must be 1 to 128 letters, digits, ., _, @, + or -"), "not a tenant name"},
+		{"missing scope", bearerTok(claims(func(c map[string]any) { c["scope"] = "mcp:other" })), 403,
+			`Bearer resource_metadata="` + md + `", scope="` + scopeTools + `", error="insufficient_scope", error_description="the token lacks the scope ` + scopeTools + `"`, "lacks the scope"},
+		{"no scope at all", bearerTok(claims(func(c map[string]any) { delete(c, "scope") })), 403,
+			`Bearer resource_metadata="` + md + `", scope="` + scopeTools + `", error="insufficient_scope", error_description="the token lacks the scope ` + scopeTools + `"`, "lacks the scope"},
+	}
+	for _, tt := range tests {
+		for _, body := range []string{listBody, callBody("w__echo", `{"text":"x"}`)} {
+			code, h, got := post(t, f, stateless, body, tt.edit)
+			want := tt.body
+			if tt.status == 200 && strings.Contains(body, "tools/call") {
+				want = `"text":"x"`
+			}
+			if code != tt.status || h.Get("WWW-Authenticate") != tt.challenge || !strings.Contains(got, want) {
+				t.Errorf("%s: %d %q, WWW-Authenticate %q; want %d containing %q, %q", tt.name, code, got, h.Get("WWW-Authenticate"), tt.status, want, tt.challenge)
+			}
+		}
+	}
+	if got := marks(t, f.mark, "call "); len(got) != 1 {
+		t.Errorf("server w saw %q, want the one good call", got)
+	}
+
+	// The token never reaches the log.
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodPost, f.url, nil)
+		if tt.edit != nil {
+			tt.edit(req)
+		}
+		if tok, ok := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer "); ok && len(tok) > 20 && strings.Contains(f.log.String(), tok) {
+			t.Errorf("%s: the log holds the token", tt.name)
+		}
+	}
+
+	// The metadata tells clients where to get a token, at the root and
+	// suffixed with the endpoint's path; health needs no token.
+	for _, path := range []string{bearer.WellKnownPath, bearer.WellKnownPath + gateway.Endpoint} {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(f.url, gateway.Endpoint)+path, nil)
+		code, _, body := do(t, req)
+		var got struct {
+			Resource             string   `json:"resource"`
+			AuthorizationServers []string `json:"authorization_servers"`
+			ScopesSupported      []string `json:"scopes_supported"`
+		}
+		if err := json.Unmarshal([]byte(body), &got); code != 200 || err != nil {
+			t.Fatalf("%s: %d %q", path, code, body)
+		}
+		want := []string{gatewayResource, idp.URL, scopeTools}
+		if diff := cmp.Diff(want, []string{got.Resource, strings.Join(got.AuthorizationServers, " "), strings.Join(got.ScopesSupported, " ")}); diff != "" {
+			t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(f.url, gateway.Endpoint)+path, nil)
+		if code, _, body := do(t, req); code != 200 {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+
+	// The Host header may name the resource's host, or loopback; nothing
+	// else (DNS rebinding).
+	good := bearerTok(claims(nil))
+	for host, want := range map[string]int{gatewayHost: 200, gatewayHost + ":443": 200, "AIRLOCK.test": 200, "evil.test": 403, "airlock.test.evil.test": 403} {
+		code, _, body := post(t, f, stateless, listBody, func(r *http.Request) { good(r); r.Host = host })
+		if code != want || want == 403 && !strings.Contains(body, "host not allowed: the gateway answers only requests for airlock.test (serve.auth.resource)") {
+			t.Errorf("Host %s: %d %q, want %d", host, code, body, want)
+		}
+	}
+
+	// A list is for its caller only: principals may see different
+	// catalogs.
+	if _, _, body := post(t, f, stateless, listBody, good); !strings.Contains(body, `"cacheScope":"private"`) {
+		t.Errorf("tools/list = %s, want cacheScope private", body)
+	}
+}
+
+// TestSessionBoundToItsPrincipal: a 2025-11-25 session belongs to whoever
+// opened it; another user's token with its id is refused, and nothing is
+// sent.
+func TestSessionBoundToItsPrincipal(t *testing.T) {
+	idp := bearertest.New(t, nil)
+	f := startAuth(t, idp)
+	alice := f.connectAs(t, session, token(t, idp, "acme", "alice"), nil)
+	if res, err := call(t, alice, "w__echo", `{"text":"mine"}`); err != nil || res.IsError {
+		t.Fatalf("alice's call: %+v, %v", res, err)
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"w__echo","arguments":{"text":"stolen"}}}`
+	for _, tt := range []struct {
+		name, token string
+		status      int
+	}{
+		{"another user of the tenant", token(t, idp, "acme", "bob"), http.StatusForbidden},
+		{"the same user of another tenant", token(t, idp, "globex", "alice"), http.StatusForbidden},
+	} {
+		code, _, got := post(t, f, session, body, func(r *http.Request) {
+			r.Header.Set("Authorization", "Bearer "+tt.token)
+			r.Header.Set("Mcp-Session-Id", alice.ID())
+		})
+		if code != tt.status {
+			t.Errorf("%s: %d %q, want %d", tt.name, code, got, tt.status)
+		}
+	}
+	// Without a token the request never reaches the session.
+	if code, _, _ := post(t, f, session, body, func(r *http.Request) { r.Header.Set("Mcp-Session-Id", alice.ID()) }); code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", code)
+	}
+	if got := marks(t, f.mark, "call echo "); len(got) != 1 || strings.Contains(got[0], "stolen") {
+		t.Errorf("server w saw %q, want alice's one call", got)
+	}
+	if res, err := call(t, alice, "w__echo", `{"text":"still mine"}`); err != nil || res.IsError {
+		t.Errorf("alice's session after the attempts: %+v, %v", res, err)
+	}
+}
+
+// TestApprovalAnswerBoundToItsCaller: the question a gateway asks one user
+// cannot be answered by another: the signed request state names the
+// caller, and the approval request is the caller's own.
+func TestApprovalAnswerBoundToItsCaller(t *testing.T) {
+	idp := bearertest.New(t, nil)
+	f := startAuth(t, idp)
+	opts := &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		},
+	}
+	alice := f.connectAs(t, stateless, token(t, idp, "acme", "alice"), opts)
+	mallory := f.connectAs(t, stateless, token(t, idp, "acme", "mallory"), opts)
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "w__note", Arguments: map[string]any{"text": "alice's"}}
+	params.InputResponses, params.RequestState = approveYes, askApproval(t, alice, params)
+	res, err := mallory.CallTool(ctx, params)
+	if err != nil || !res.IsError || status(res) != "approval_required" {
+		t.Errorf("mallory answering alice's question: %+v, %v; want approval_required, nothing approved", res, err)
+	}
+	if got := marks(t, f.mark, "call note "); len(got) != 0 {
+		t.Fatalf("the server saw %q", got)
+	}
+	res, err = alice.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Errorf("alice answering her own question: %+v, %v; want the call to run", res, err)
+	}
+	if got := marks(t, f.mark, "call note "); len(got) != 1 {
+		t.Errorf("the server saw %q, want alice's one call", got)
+	}
+}
