@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/internal/testenv"
@@ -197,15 +199,17 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 	for _, tt := range []struct {
 		answer string
 		want   bool
-	}{{"y\n", true}, {"YES\n", true}, {"n\n", false}, {"\n", false}, {"", false}} {
-		lines := make(chan line, 1)
-		if tt.answer != "" {
-			lines <- line{text: []byte(strings.TrimSuffix(tt.answer, "\n"))}
-		} else {
-			close(lines) // the input ended
+	}{{"y\r", true}, {"YES\r", true}, {"n\r", false}, {"\r", false}, {"\x04", false}} { // Ctrl-D: the input ended
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			t.Fatal(err)
 		}
+		defer ptmx.Close()
+		defer tty.Close()
+		go io.Copy(io.Discard, ptmx) // what the terminal shows
+		ptmx.WriteString(tt.answer)
 		var out bytes.Buffer
-		a := &terminalApprover{out: &out, lines: lines}
+		a := &terminalApprover{out: &out, ed: newLineEditor(tty, &out)}
 		got, err := a.consent(context.Background(), &oauth.StepUp{Server: "issues", Granted: []string{"mcp:read"},
 			Added: []string{"mcp:write"}, Requested: []string{"mcp:read", "mcp:write"}})
 		if err != nil || got != tt.want {
@@ -219,7 +223,12 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 	// Interrupted while asking: no consent.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	a := &terminalApprover{out: io.Discard, lines: make(chan line)}
+	_, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	a := &terminalApprover{out: io.Discard, ed: newLineEditor(tty, io.Discard)}
 	if ok, err := a.consent(ctx, &oauth.StepUp{Server: "issues"}); ok || err == nil {
 		t.Errorf("cancelled consent = %v, %v", ok, err)
 	}
