@@ -35,6 +35,20 @@ func (p *progressLog) got() []airlock.CallProgress {
 	return append([]airlock.CallProgress(nil), p.seen...)
 }
 
+// openWithProgress opens a host on cfg, whose server sdk's progress tool
+// is a read, that tells the log returned of every call's progress.
+func openWithProgress(t *testing.T, cfg *config.Config) (*airlock.Host, *progressLog) {
+	t.Helper()
+	classify(cfg, "sdk", "read", "progress")
+	log := &progressLog{}
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StopGrace: 500 * time.Millisecond, CallProgress: log.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h, log
+}
+
 // TestCallProgress: with Options.CallProgress, a call's progress
 // notifications reach the caller, over stdio and HTTP, named for the call;
 // the call's bounds do not change (request_timeout still ends a call that
@@ -43,14 +57,7 @@ func TestCallProgress(t *testing.T) {
 	hs := newHTTPServer(t, newTestServer, false)
 	for _, srv := range []config.Server{testServer(t, "sdk", "sdk"), remote("sdk", hs.url)} {
 		t.Run(srv.Transport, func(t *testing.T) {
-			cfg := devConfig(t, srv)
-			classify(cfg, "sdk", "read", "progress")
-			log := &progressLog{}
-			h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StopGrace: 500 * time.Millisecond, CallProgress: log.add})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer h.Close()
+			h, log := openWithProgress(t, devConfig(t, srv))
 			r := call(t, h, "sdk__progress", `{"steps":3}`)
 			wantStatus(t, r, airlock.OK)
 			// The SDK hands notifications on after their turn in a queue of
@@ -77,14 +84,7 @@ func TestCallProgress(t *testing.T) {
 	// Without max_call_duration, reporting progress extends nothing.
 	srv := testServer(t, "sdk", "sdk")
 	srv.RequestTimeout = 300 * time.Millisecond
-	cfg := newConfig(t, srv)
-	classify(cfg, "sdk", "read", "progress")
-	log := &progressLog{}
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StopGrace: 500 * time.Millisecond, CallProgress: log.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h, log := openWithProgress(t, newConfig(t, srv))
 	r := call(t, h, "sdk__progress", `{"steps":10}`)
 	wantStatus(t, r, airlock.ConnectionError)
 	if !strings.Contains(r.Err.Msg, "request_timeout") || len(log.got()) == 0 {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,8 +195,11 @@ func TestAuthUsage(t *testing.T) {
 }
 
 // TestStepUpConsentOnTerminal is the question the shell asks on a terminal
-// when a server wants more scopes in the middle of a call.
+// when a server wants more scopes in the middle of a call, answered on a
+// real pseudo-terminal once the question shows.
 func TestStepUpConsentOnTerminal(t *testing.T) {
+	stepUp := &oauth.StepUp{Server: "issues", Granted: []string{"mcp:read"},
+		Added: []string{"mcp:write"}, Requested: []string{"mcp:read", "mcp:write"}}
 	for _, tt := range []struct {
 		answer string
 		want   bool
@@ -204,21 +208,33 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer ptmx.Close()
-		defer tty.Close()
-		go io.Copy(io.Discard, ptmx) // what the terminal shows
-		ptmx.WriteString(tt.answer)
-		var out bytes.Buffer
-		a := &terminalApprover{out: &out, ed: newLineEditor(tty, &out)}
-		got, err := a.consent(context.Background(), &oauth.StepUp{Server: "issues", Granted: []string{"mcp:read"},
-			Added: []string{"mcp:write"}, Requested: []string{"mcp:read", "mcp:write"}})
-		if err != nil || got != tt.want {
-			t.Errorf("answer %q: consent = %v, %v; want %v", tt.answer, got, err, tt.want)
+		screen := &screen{}
+		go io.Copy(screen, ptmx)
+		a := &terminalApprover{out: tty, ed: newLineEditor(tty, tty)}
+		type answer struct {
+			ok  bool
+			err error
 		}
-		if q := out.String(); !strings.Contains(q, "server issues asks for more scopes: mcp:write (granted now: mcp:read)") ||
-			!strings.Contains(q, "for mcp:read mcp:write? [y/N]") {
+		answered := make(chan answer, 1)
+		go func() {
+			ok, err := a.consent(context.Background(), stepUp)
+			answered <- answer{ok, err}
+		}()
+		q := screen.await(t, "for mcp:read mcp:write? [y/N] ")
+		ptmx.WriteString(tt.answer)
+		select {
+		case got := <-answered:
+			if got.err != nil || got.ok != tt.want {
+				t.Errorf("answer %q: consent = %v, %v; want %v", tt.answer, got.ok, got.err, tt.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answer %q: consent did not return", tt.answer)
+		}
+		if !strings.Contains(q, "server issues asks for more scopes: mcp:write (granted now: mcp:read)") {
 			t.Errorf("question = %q", q)
 		}
+		tty.Close()
+		ptmx.Close()
 	}
 	// Interrupted while asking: no consent.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -229,8 +245,36 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 	}
 	defer tty.Close()
 	a := &terminalApprover{out: io.Discard, ed: newLineEditor(tty, io.Discard)}
-	if ok, err := a.consent(ctx, &oauth.StepUp{Server: "issues"}); ok || err == nil {
+	if ok, err := a.consent(ctx, stepUp); ok || err == nil {
 		t.Errorf("cancelled consent = %v, %v", ok, err)
+	}
+}
+
+// A screen is what a terminal showed, safe to read while it is written.
+type screen struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *screen) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// await waits until the screen shows want, and returns what it showed.
+func (s *screen) await(t *testing.T, want string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		got := s.buf.String()
+		s.mu.Unlock()
+		if strings.Contains(got, want) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal did not show %q; it showed %q", want, got)
+		}
 	}
 }
 

@@ -45,7 +45,7 @@ const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= ?
 const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
 	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
 
-func scanApproval(row interface{ Scan(...any) error }) (store.Approval, error) {
+func scanApproval(row scanner) (store.Approval, error) {
 	var (
 		ap                store.Approval
 		created, expires  int64
@@ -78,25 +78,13 @@ func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
 }
 
 func (a approvals) List(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
-	rows, err := a.db.r.QueryContext(ctx, `
+	out, err := queryAll(ctx, a.db.r, scanApproval, `
 SELECT `+approvalColumns+` FROM approvals
 WHERE (?2 = '' OR tenant = ?2) AND (?3 = '' OR user_name = ?3) AND (?4 = '' OR `+statusAt+` = ?4)
 ORDER BY created_at, seq
 LIMIT ?5`,
 		micros(now()), f.Tenant, f.User, string(f.Status), limit(f.Limit))
 	if err != nil {
-		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Approval
-	for rows.Next() {
-		ap, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
-		}
-		out = append(out, ap)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
 	}
 	return out, nil
@@ -184,7 +172,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
 const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
 
-func scanRule(row interface{ Scan(...any) error }) (store.AllowRule, error) {
+func scanRule(row scanner) (store.AllowRule, error) {
 	var (
 		r       store.AllowRule
 		created int64
@@ -217,23 +205,11 @@ func (a approvals) oneRule(ctx context.Context, what, where string, args ...any)
 }
 
 func (a approvals) Rules(ctx context.Context, f store.RuleFilter) ([]store.AllowRule, error) {
-	rows, err := a.db.r.QueryContext(ctx, `
+	out, err := queryAll(ctx, a.db.r, scanRule, `
 SELECT `+ruleColumns+` FROM allow_rules
 WHERE (?1 = '' OR tenant = ?1) AND (?2 = '' OR user_name = ?2)
 ORDER BY created_at, seq`, f.Tenant, f.User)
 	if err != nil {
-		return nil, fmt.Errorf("list rules: cannot read the store: %w", err)
-	}
-	defer rows.Close()
-	var out []store.AllowRule
-	for rows.Next() {
-		r, err := scanRule(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list rules: cannot read the store: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list rules: cannot read the store: %w", err)
 	}
 	return out, nil
