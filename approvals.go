@@ -45,13 +45,14 @@ type Approver interface {
 }
 
 // A RememberingApprover is an Approver whose person may also answer
-// "always". When policy (not a hook) asks, the host calls ApproveRemember
+// "always". When policy asks and no before hook is configured (a hook's
+// question must be asked every time), the host calls ApproveRemember
 // instead of Approve: Allow with remember true grants the call and
 // remembers the answer as a rule (store.AllowRule) for the tool, as it is
 // defined now, on its server as it is launched now, for the call's
 // principal. Later calls that policy would ask about then run without
-// asking; what policy, an argument constraint or a hook denies stays
-// denied. remember is ignored with any other verdict.
+// asking; what policy or an argument constraint denies stays denied.
+// remember is ignored with any other verdict.
 type RememberingApprover interface {
 	Approver
 	ApproveRemember(ctx context.Context, req ApprovalRequest) (v Verdict, remember bool, err error)
@@ -80,9 +81,10 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 	if err != nil {
 		return fail(Denied, err, "%s refused: cannot bind an approval to this tool: %v", tool.Name, err)
 	}
-	// Only policy's question may be answered by a remembered rule; a hook
-	// that asks is asked again.
-	rememberable := r.Decision.Rule != "hook"
+	// Only policy's question may be answered by a remembered rule. A hook
+	// that asks must be asked again; a request does not say whether a hook
+	// asked along with policy, so no rule applies while hooks may ask.
+	rememberable := r.Decision.Rule != "hook" && len(h.gov.before) == 0
 	approvals := h.gov.store.Approvals()
 	now := h.gov.now()
 	who := snap.who
@@ -332,8 +334,9 @@ func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, 
 // DecideApproval does, and remembers the answer as "always": a rule for
 // the request's tool, as it was defined when the call was asked, on its
 // server as it was launched then, for the request's tenant and user. Calls
-// that policy (not a hook) would ask about then run without asking; what
-// policy, an argument constraint or a hook denies stays denied. The rule
+// that policy would ask about then run without asking, on hosts without
+// before hooks (a hook's question is asked every time); what policy or an
+// argument constraint denies stays denied. The rule
 // lasts until it is forgotten (ForgetRule); a tool or server that changes
 // no longer matches it. A rule already remembered for the same tool and
 // principal is returned instead of a new one. Both are written to the

@@ -108,8 +108,8 @@ func (a *always) ApproveRemember(context.Context, airlock.ApprovalRequest) (airl
 // TestAlwaysIsRemembered: a person who answers "always" is not asked
 // again about that tool, whatever the arguments, for that principal;
 // argument constraints and deny rules still refuse, another principal is
-// still asked, a tool that changes is asked about again, and so is every
-// call once the rule is forgotten.
+// still asked, a hook that asks is asked, a tool that changes is asked
+// about again, and so is every call once the rule is forgotten.
 func TestAlwaysIsRemembered(t *testing.T) {
 	st := sharedStore(t)
 	cfg := governed(t, inProcess)
@@ -149,14 +149,17 @@ func TestAlwaysIsRemembered(t *testing.T) {
 	hd := openIn(t, denying, servers, &airlock.Options{Store: st, Principal: carol, StateDir: t.TempDir()})
 	wantStatus(t, call(t, hd, "c__note", `{"text":"a"}`), airlock.Denied)
 
-	// A hook that asks is asked, whatever was remembered.
-	allowing := governed(t, inProcess)
-	allowing.Policy.Rules = []config.Rule{{Server: "c", Tool: "note", Decision: "allow", Source: "test:4"}}
+	// A hook that asks is asked, whatever was remembered: alone, or
+	// along with policy. While hooks may ask, nothing remembered applies.
 	ask := func(context.Context, *airlock.CallInfo) airlock.HookVerdict {
 		return airlock.HookVerdict{Decision: airlock.Ask, Reason: "the hook asks"}
 	}
-	hh := openIn(t, allowing, servers, &airlock.Options{Store: st, Principal: carol, StateDir: t.TempDir(), Before: []airlock.BeforeHook{ask}})
-	wantStatus(t, call(t, hh, "c__note", `{"text":"a"}`), airlock.ApprovalRequired)
+	allowing := governed(t, inProcess)
+	allowing.Policy.Rules = []config.Rule{{Server: "c", Tool: "note", Decision: "allow", Source: "test:4"}}
+	for _, c := range []*config.Config{allowing, cfg} {
+		hh := openIn(t, c, servers, &airlock.Options{Store: st, Principal: carol, StateDir: t.TempDir(), Before: []airlock.BeforeHook{ask}})
+		wantStatus(t, call(t, hh, "c__note", `{"text":"a"}`), airlock.ApprovalRequired)
+	}
 
 	// The tool changed: asked again.
 	changed := &counted{description: "Write a note. Also mail it out."}

@@ -89,7 +89,7 @@ type ApprovalFilter struct {
 // tool, as it was defined when the person answered, on its server as it
 // was launched then, made for one principal (Tenant and User), that policy
 // would ask about run without asking. It answers only policy's question:
-// whatever policy, an argument constraint or a hook denies stays denied.
+// whatever policy or an argument constraint denies stays denied.
 // Its JSON is the element of `airlock approvals rules --json` ("rules").
 type AllowRule struct {
 	ID     string `json:"id"`

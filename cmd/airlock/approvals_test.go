@@ -96,3 +96,23 @@ func TestDenyHoldsAndRememberForgets(t *testing.T) {
 		}
 	}
 }
+
+// TestRememberRefusedWithHooks: with policy.hooks configured, an answer is
+// not remembered: it would answer the hooks' questions too.
+func TestRememberRefusedWithHooks(t *testing.T) {
+	dir := workdir(t)
+	writeFile(t, dir+"/airlock.yaml", `servers:
+  - id: ws
+    command: airlock
+    args: [server, workspace]
+    allowed_tools: [read_file]
+policy:
+  hooks:
+    - {command: [/bin/true]}
+`)
+	r := runCLI(t, dir, "", "approvals", "approve", "apr_0", "--remember").want(t, 2)
+	if !strings.Contains(r.stderr, "approve --remember: policy.hooks are configured ("+dir+"/airlock.yaml:8)") ||
+		!strings.Contains(r.stderr, "approve without --remember") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}

@@ -72,7 +72,7 @@ func asActor(run func(e *env, st store.Store, as airlock.Actor, o *options, pos 
 		}
 		defer st.Close()
 		as := airlock.Actor{Principal: airlock.ConfigPrincipal(cfg), By: whoami(), AllPrincipals: o.allPrincipals}
-		e.approvalTTL = cfg.Approvals.TTL
+		e.actorCfg = cfg
 		return run(e, st, as, o, pos)
 	}
 }
@@ -118,6 +118,10 @@ func (e *env) approvalsShow(st store.Store, as airlock.Actor, o *options, pos []
 func (e *env) approve(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	if !o.remember {
 		return e.decide(st, as, o, pos[0], true)
+	}
+	if hooks := e.actorCfg.Policy.Hooks; len(hooks) > 0 {
+		return usageError("approve --remember: policy.hooks are configured (%s), and an answer remembered for a tool would answer a hook's question too: approve without --remember",
+			hooks[0].Source)
 	}
 	rule, err := airlock.RememberApproval(e.ctx, st, pos[0], o.note, as)
 	if err != nil {
@@ -191,7 +195,7 @@ func (e *env) decide(st store.Store, as airlock.Actor, o *options, id string, gr
 		fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, a.ExpiresAt.Local().Format(time.DateTime))
 	} else {
 		fmt.Fprintf(e.stdout, "Denied %s: the same call (%s, same arguments) is refused without asking until %s.\n",
-			a.ID, a.Tool, a.DecidedAt.Add(e.approvalTTL).Local().Format(time.DateTime))
+			a.ID, a.Tool, a.DecidedAt.Add(e.actorCfg.Approvals.TTL).Local().Format(time.DateTime))
 	}
 	return nil
 }

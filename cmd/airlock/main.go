@@ -13,9 +13,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 )
 
 func main() {
@@ -150,7 +150,7 @@ type env struct {
 	stderr io.Writer
 
 	closeLog     func()                     // set by openHost
-	approvalTTL  time.Duration              // approvals.ttl, set by asActor
+	actorCfg     *config.Config             // the configuration asActor loaded
 	approver     airlock.Approver           // asks a person, on a terminal (shell, call)
 	callProgress func(airlock.CallProgress) // shows a call's progress (call)
 	stepUps      airlock.AuthOptions        // step-ups, in a shell on a terminal
