@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -208,7 +207,7 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		screen := &screen{}
+		screen := &testenv.Buffer{}
 		go io.Copy(screen, ptmx)
 		a := &terminalApprover{out: tty, ed: newLineEditor(tty, tty)}
 		type answer struct {
@@ -220,7 +219,7 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 			ok, err := a.consent(context.Background(), stepUp)
 			answered <- answer{ok, err}
 		}()
-		q := screen.await(t, "for mcp:read mcp:write? [y/N] ")
+		q := awaitScreen(t, screen, "for mcp:read mcp:write? [y/N] ")
 		ptmx.WriteString(tt.answer)
 		select {
 		case got := <-answered:
@@ -250,25 +249,12 @@ func TestStepUpConsentOnTerminal(t *testing.T) {
 	}
 }
 
-// A screen is what a terminal showed, safe to read while it is written.
-type screen struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-// await waits until the screen shows want, and returns what it showed.
-func (s *screen) await(t *testing.T, want string) string {
+// awaitScreen waits until a terminal's screen shows want, and returns
+// what it showed.
+func awaitScreen(t *testing.T, screen *testenv.Buffer, want string) string {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		s.mu.Lock()
-		got := s.buf.String()
-		s.mu.Unlock()
+		got := screen.String()
 		if strings.Contains(got, want) {
 			return got
 		}
