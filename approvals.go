@@ -35,25 +35,55 @@ type ApprovalRequest struct {
 // terminal prompt, a web callback, a queue. It returns Allow (granted, for
 // this one call), Deny, or "" to leave the request pending, in which case
 // the call ends approval_required and a later call with the same arguments
-// runs once the request is granted (airlock approvals approve ID). Approve
-// may be called from several goroutines at once.
+// runs once the request is granted (airlock approvals approve ID). A Deny
+// holds: the same call, for the same principal, is denied without asking
+// until the approval TTL has passed. Approve may be called from several
+// goroutines at once.
 type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Verdict, error)
 }
 
+// A RememberingApprover is an Approver whose person may also answer
+// "always". When policy asks and no before hook is configured (a hook's
+// question must be asked every time), the host calls ApproveRemember
+// instead of Approve: Allow with remember true grants the call and
+// remembers the answer as a rule (store.AllowRule) for the tool, as it is
+// defined now, on its server as it is launched now, for the call's
+// principal. Later calls that policy would ask about then run without
+// asking; what policy or an argument constraint denies stays denied.
+// remember is ignored with any other verdict.
+type RememberingApprover interface {
+	Approver
+	ApproveRemember(ctx context.Context, req ApprovalRequest) (v Verdict, remember bool, err error)
+}
+
 // approve settles a call that hooks or policy want approved. It returns nil
 // when the call may go on (a grant for exactly this call, asked for the
-// call's own tenant and user, was used), else the result to return:
-// approval_required, or denied.
+// call's own tenant and user, was used, or a rule that person remembered
+// for the tool answers policy's question), else the result to return:
+// approval_required, or denied (a person denied this very call within the
+// approval TTL, or denies it now).
 func (h *Host) approve(ctx context.Context, q *request) *Result {
 	snap, tool, args, d, r, cfg := q.snap, q.tool, q.args, q.decision, q.r, &q.srv.cfg
 	reason, fail := r.Decision.Reason, q.fail
-	digest, err := policy.Digest(policy.DigestInput{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
+	in := policy.DigestInput{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
 		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: args, WorkDir: cfg.Cwd,
-		Launch: cfg.LaunchFingerprint()})
+		Launch: cfg.LaunchFingerprint()}
+	digest, err := policy.Digest(in)
 	if err != nil {
 		return fail(Denied, err, "%s refused: cannot bind an approval to these arguments: %v", tool.Name, err)
 	}
+	// The tool as defined now, on its server as launched now, whatever the
+	// arguments: what a remembered "always" is bound to.
+	in.Arguments = nil
+	definition, err := policy.Digest(in)
+	if err != nil {
+		return fail(Denied, err, "%s refused: cannot bind an approval to this tool: %v", tool.Name, err)
+	}
+	// Only policy's question may be answered by a remembered rule. A hook
+	// that asks must be asked again; a request does not say whether a hook
+	// asked along with policy, so no rule applies while hooks may ask.
+	rememberable := r.Decision.Rule != "hook" && len(h.gov.before) == 0
 	approvals := h.gov.store.Approvals()
 	now := h.gov.now()
 	who := snap.who
@@ -69,6 +99,32 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 		return used(a)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+	}
+
+	// A person who denied exactly this call, for this principal, is not
+	// asked again until the approval TTL has passed.
+	if a, err := approvals.Denial(ctx, digest, who.Tenant, who.User, now.Add(-h.gov.ttl)); err == nil {
+		r.ApprovalID = a.ID
+		by := a.DecidedBy
+		if by == "" {
+			by = "a person"
+		}
+		return fail(Denied, nil, "%s refused: %s denied this call at %s (approval %s); the same call is refused until %s",
+			tool.Name, by, a.DecidedAt.Format(time.RFC3339), a.ID, a.DecidedAt.Add(h.gov.ttl).Format(time.RFC3339))
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+	}
+
+	// A person who answered "always" for this tool, as it is defined now,
+	// and this principal has answered policy's question already.
+	if rememberable {
+		if rule, err := approvals.Remembered(ctx, definition, who.Tenant, who.User); err == nil {
+			h.audit(ctx, store.Event{Event: store.EventRuleUsed, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
+				Fields: principalFields(map[string]any{"rule": rule.ID}, "", who)})
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+		}
 	}
 
 	// Otherwise there is a request for a person: this principal's pending
@@ -88,8 +144,8 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 			summary += "\nalso: " + reason // a hook asked
 		}
 		req = store.Approval{ID: store.NewID("apr_"), Server: tool.Server, Tool: tool.Name, Digest: digest,
-			Summary: h.gov.redactor.String(summary), Target: h.gov.redactor.String(cfg.Target()), Status: store.ApprovalPending,
-			CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: who.Tenant, User: who.User}
+			Summary: h.gov.redactor.String(summary), Target: h.gov.redactor.String(cfg.Target()), Definition: definition,
+			Status: store.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: who.Tenant, User: who.User}
 		if err := approvals.Create(ctx, req); err != nil {
 			return fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
 		}
@@ -100,14 +156,22 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 	// A person at hand (a terminal, a callback) may answer now, for the
 	// principal the call is made for.
 	if h.gov.approver != nil {
-		answer, err := h.gov.approver.Approve(ctx, ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
-			Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who})
+		ar := ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
+			Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who}
+		var answer Verdict
+		var remember bool
+		if ra, ok := h.gov.approver.(RememberingApprover); ok && rememberable && req.Definition != "" {
+			answer, remember, err = ra.ApproveRemember(ctx, ar)
+		} else {
+			answer, err = h.gov.approver.Approve(ctx, ar)
+		}
 		switch {
 		case err != nil:
 			h.log.Warn("approver failed", "approval", req.ID, "error", err)
 		case answer == Allow || answer == Deny:
 			as := Actor{Principal: who, By: who.User}
-			if err := decideApproval(ctx, h.gov.store, h.trail, req.ID, answer == Allow, "answered when asked", as, q.r.CallID); err != nil {
+			ans := personsAnswer{grant: answer == Allow, remember: remember && answer == Allow, note: "answered when asked", call: q.r.CallID}
+			if _, err := decideApproval(ctx, h.gov.store, h.trail, req.ID, ans, as); err != nil {
 				return fail(Denied, err, "%s refused: %v", tool.Name, err)
 			}
 			if answer == Deny {
@@ -243,8 +307,9 @@ func otherPrincipal(id string, as Actor) error {
 // in the host's audit trail. It acts for the host's principal: another
 // tenant's or user's request is ErrOtherPrincipal.
 func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note string) error {
-	return decideApproval(ctx, h.gov.store, h.trail, id, grant, h.gov.redactor.String(note),
-		Actor{Principal: h.gov.principal, By: by}, "")
+	_, err := decideApproval(ctx, h.gov.store, h.trail, id, personsAnswer{grant: grant, note: h.gov.redactor.String(note)},
+		Actor{Principal: h.gov.principal, By: by})
+	return err
 }
 
 // DecideApproval grants or denies a pending approval request in st, once,
@@ -254,41 +319,161 @@ func (h *Host) Decide(ctx context.Context, id string, grant bool, by, note strin
 // standard environment asks for it, as a host's is; a malformed
 // environment is an error, and nothing is decided). A grant lets exactly
 // one call with the approved arguments, made for the request's tenant and
-// user, run, until the request expires.
+// user, run, until the request expires. A denial refuses that call, for
+// that principal, without asking again, until the approval TTL has passed.
 func DecideApproval(ctx context.Context, st store.Store, id string, grant bool, note string, as Actor) error {
 	return withTrail(ctx, st, func(t *auditTrail) error {
 		var r *redact.Redactor // the built-in credential formats
-		return decideApproval(ctx, st, t, id, grant, r.String(note), as, "")
+		_, err := decideApproval(ctx, st, t, id, personsAnswer{grant: grant, note: r.String(note)}, as)
+		return err
 	})
 }
 
-// decideApproval decides for as and writes the events to t; note is
-// redacted. The decision event names the request's principal, and the
-// call (Result.CallID) when a person answered while it waited.
-func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, grant bool, note string, as Actor, call string) error {
+// RememberApproval grants the pending approval request id of st, as
+// DecideApproval does, and remembers the answer as "always": a rule for
+// the request's tool, as it was defined when the call was asked, on its
+// server as it was launched then, for the request's tenant and user. Calls
+// that policy would ask about then run without asking, on hosts without
+// before hooks (a hook's question is asked every time); what policy or an
+// argument constraint denies stays denied. The rule
+// lasts until it is forgotten (ForgetRule); a tool or server that changes
+// no longer matches it. A rule already remembered for the same tool and
+// principal is returned instead of a new one. Both are written to the
+// audit trail (store.EventApprovalGranted, store.EventRuleRemembered).
+func RememberApproval(ctx context.Context, st store.Store, id, note string, as Actor) (store.AllowRule, error) {
+	var rule store.AllowRule
+	err := withTrail(ctx, st, func(t *auditTrail) error {
+		var r *redact.Redactor // the built-in credential formats
+		var err error
+		rule, err = decideApproval(ctx, st, t, id, personsAnswer{grant: true, remember: true, note: r.String(note)}, as)
+		return err
+	})
+	return rule, err
+}
+
+// personsAnswer is what a person answered to an approval request: grant or
+// deny, "always" (remember, with a grant), why (note, redacted), and the
+// call (Result.CallID) the request was asked for when the person answered
+// while it waited.
+type personsAnswer struct {
+	grant, remember bool
+	note, call      string
+}
+
+// decideApproval decides for as and writes the events to t. The decision
+// event names the request's principal, and the call when there is one.
+// With ans.remember, it returns the rule that remembers the grant.
+func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id string, ans personsAnswer, as Actor) (store.AllowRule, error) {
 	ev, action := store.EventApprovalDenied, "deny"
-	if grant {
+	if ans.grant {
 		ev, action = store.EventApprovalGranted, "approve"
 	}
 	a, err := st.Approvals().Get(ctx, id)
 	if err != nil {
-		return err // the store's error names the approval
+		return store.AllowRule{}, err // the store's error names the approval
 	}
 	// A request's tenant and user never change, so the check holds for the
 	// decision below.
 	if !as.AllPrincipals && !owns(as.Principal, a) {
-		return otherPrincipal(id, as)
+		return store.AllowRule{}, otherPrincipal(id, as)
 	}
-	if err := st.Approvals().Decide(ctx, id, grant, as.By, note); err != nil {
-		return err // the store's error names the approval and the decision
+	if ans.remember && a.Definition == "" {
+		return store.AllowRule{}, fmt.Errorf("approval %s was asked before answers could be remembered: approve it once, without remembering; the next request can be remembered", id)
+	}
+	if err := st.Approvals().Decide(ctx, id, ans.grant, as.By, ans.note); err != nil {
+		return store.AllowRule{}, err // the store's error names the approval and the decision
 	}
 	if as.AllPrincipals {
 		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, action, ownedApproval(a)))
 	}
-	fields := principalFields(map[string]any{"approval": id, "by": as.By}, "", Principal{Tenant: a.Tenant, User: a.User})
-	if call != "" {
-		fields["call"] = call
+	who := Principal{Tenant: a.Tenant, User: a.User}
+	fields := principalFields(map[string]any{"approval": id, "by": as.By}, "", who)
+	if ans.call != "" {
+		fields["call"] = ans.call
 	}
 	t.w.Append(ctx, store.Event{Event: ev, Server: a.Server, Tool: a.Tool, Fields: fields})
-	return nil
+	if !ans.remember {
+		return store.AllowRule{}, nil
+	}
+	return rememberRule(ctx, st, t, a, as)
+}
+
+// rememberRule remembers the granted request a as a rule for its tool and
+// principal, or returns the rule already remembered for them.
+func rememberRule(ctx context.Context, st store.Store, t *auditTrail, a store.Approval, as Actor) (store.AllowRule, error) {
+	approvals := st.Approvals()
+	if rule, err := approvals.Remembered(ctx, a.Definition, a.Tenant, a.User); err == nil {
+		return rule, nil
+	}
+	rule := store.AllowRule{ID: store.NewID("rule_"), Server: a.Server, Tool: a.Tool, Definition: a.Definition,
+		Tenant: a.Tenant, User: a.User, CreatedBy: as.By, Approval: a.ID}
+	if err := approvals.Remember(ctx, rule); errors.Is(err, store.ErrConflict) {
+		// Remembered meanwhile, by another process.
+		if rule, err := approvals.Remembered(ctx, a.Definition, a.Tenant, a.User); err == nil {
+			return rule, nil
+		}
+		return store.AllowRule{}, fmt.Errorf("approval %s was granted, but cannot be remembered: %w", a.ID, err)
+	} else if err != nil {
+		return store.AllowRule{}, fmt.Errorf("approval %s was granted, but cannot be remembered: %w", a.ID, err)
+	}
+	if as.AllPrincipals {
+		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "remember", ownedApproval(a)))
+	}
+	t.w.Append(ctx, store.Event{Event: store.EventRuleRemembered, Server: a.Server, Tool: a.Tool,
+		Fields: principalFields(map[string]any{"rule": rule.ID, "approval": a.ID, "by": as.By}, "", Principal{Tenant: a.Tenant, User: a.User})})
+	return approvals.Rule(ctx, rule.ID)
+}
+
+// ListRules lists the remembered rules of st that as may see: its
+// principal's own, or, with AllPrincipals, every principal's (which is
+// written to the audit trail).
+func ListRules(ctx context.Context, st store.Store, as Actor) ([]store.AllowRule, error) {
+	if !as.AllPrincipals {
+		if as.Principal.Tenant == "" || as.Principal.User == "" {
+			return nil, fmt.Errorf("list rules: no tenant and user to act for")
+		}
+		return st.Approvals().Rules(ctx, store.RuleFilter{Tenant: as.Principal.Tenant, User: as.Principal.User})
+	}
+	var list []store.AllowRule
+	err := withTrail(ctx, st, func(t *auditTrail) error {
+		var err error
+		if list, err = st.Approvals().Rules(ctx, store.RuleFilter{}); err != nil {
+			return err
+		}
+		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "rules", owned{}))
+		return nil
+	})
+	return list, err
+}
+
+// ForgetRule deletes the remembered rule id of st, if as may act on it: one
+// remembered for its principal, or, with AllPrincipals, any (another
+// principal's rule is otherwise ErrOtherPrincipal). Calls of its tool are
+// asked about again. It is written to the audit trail
+// (store.EventRuleForgotten), with note, redacted.
+func ForgetRule(ctx context.Context, st store.Store, id, note string, as Actor) (store.AllowRule, error) {
+	rule, err := st.Approvals().Rule(ctx, id)
+	if err != nil {
+		return store.AllowRule{}, err
+	}
+	who := Principal{Tenant: rule.Tenant, User: rule.User}
+	if !as.AllPrincipals && as.Principal != who {
+		return store.AllowRule{}, fmt.Errorf("rule %s: %w than %s/%s", id, ErrOtherPrincipal, as.Principal.Tenant, as.Principal.User)
+	}
+	return rule, withTrail(ctx, st, func(t *auditTrail) error {
+		if err := st.Approvals().Forget(ctx, id); err != nil {
+			return err
+		}
+		if as.AllPrincipals {
+			t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "forget",
+				owned{"rule", rule.ID, rule.Server, rule.Tool, who}))
+		}
+		var r *redact.Redactor // the built-in credential formats
+		fields := principalFields(map[string]any{"rule": id, "by": as.By}, "", who)
+		if note != "" {
+			fields["note"] = r.String(note)
+		}
+		t.w.Append(ctx, store.Event{Event: store.EventRuleForgotten, Server: rule.Server, Tool: rule.Tool, Fields: fields})
+		return nil
+	})
 }

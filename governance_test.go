@@ -156,7 +156,11 @@ func TestDeniedApprovalNeverReachesTheServer(t *testing.T) {
 	if err := h.Decide(context.Background(), r.ApprovalID, false, "tester", "no"); err != nil {
 		t.Fatal(err)
 	}
-	wantStatus(t, call(t, h, "c__note", `{"text":"rm -rf"}`), airlock.ApprovalRequired)
+	again := call(t, h, "c__note", `{"text":"rm -rf"}`)
+	wantStatus(t, again, airlock.Denied)
+	if again.ApprovalID != r.ApprovalID || !strings.Contains(again.Content, "tester denied this call at ") {
+		t.Errorf("the same call after a denial = %+v, want it denied naming tester and %s", again, r.ApprovalID)
+	}
 	if n := c.calls.Load(); n != 0 {
 		t.Errorf("server got %d calls", n)
 	}

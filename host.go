@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
@@ -62,6 +63,21 @@ type Options struct {
 	// Secrets are further values to redact wherever the host writes
 	// (secret_env values are always redacted).
 	Secrets []string
+	// CallProgress, when set, is told of each progress notification a
+	// server sends about a call in flight: the host then asks every server
+	// for progress on every call (a progress token), and changes nothing
+	// else about a call. It is called on the connection's reader
+	// goroutine, one call at a time for one call, never after that call's
+	// Call has returned; it should return quickly.
+	CallProgress func(CallProgress)
+	// Trace, when set, receives every JSON-RPC message the host sends to
+	// and receives from its servers (the tasks' included), one JSON
+	// object a line: {"time", "server", "direction": "sent"|"received",
+	// "message"}, the message redacted as the audit trail is (secret_env
+	// values and credential formats). The host writes it from a goroutine
+	// of its own, in the order messages pass, and flushes it on Close; it
+	// never closes Trace. A write error stops the trace and is logged.
+	Trace io.Writer
 	// WarmStart shows the tools of servers whose tool lists are in the
 	// store's cache before those servers have started: Open returns at once
 	// for them, they start in the background, and a call to one waits for
@@ -97,6 +113,23 @@ const (
 	StatusAuthRequired = "auth_required"
 )
 
+// A CallProgress is a progress notification a server sent about a call in
+// flight (Options.CallProgress).
+type CallProgress struct {
+	// ToolCallID is the call's Call.ID; Tool and Server name its tool
+	// (local name) and server.
+	ToolCallID   string
+	Tool, Server string
+	// Progress is how far the call has got; Total, when the server knows
+	// it, what Progress will reach (0: unknown). The server chooses the
+	// unit.
+	Progress, Total float64
+	// Message is the server's own words, if any, with configured secrets
+	// scrubbed. It is the server's text: show it as such, with control
+	// characters removed.
+	Message string
+}
+
 // ServerStatus describes one configured server.
 type ServerStatus struct {
 	ID              string
@@ -121,6 +154,7 @@ type Host struct {
 	creds     *Credentials    // remote servers' OAuth logins, opened on first use
 	tenants   tenantLimit     // calls in flight per tenant
 	procs     *procRecord     // the host-scoped stdio servers running, on disk
+	trace     *wireTrace      // Options.Trace, or nil
 	servers   []*server       // scope: host, shared by every task
 	perTask   []config.Server // scope: task, started by each task
 	line      *lineage        // the host's snapshots
@@ -186,6 +220,9 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		return nil, err
 	}
 	h.creds = OpenCredentials(cfg, &h.opts)
+	if h.opts.Trace != nil {
+		h.trace = newWireTrace(h.opts.Trace, h.gov.redactor, h.log)
+	}
 	h.tenants.limit = cfg.Limits.MaxConcurrentPerTenant
 	h.recoverOpen(ctx)
 
@@ -320,6 +357,7 @@ func (h *Host) Close() error {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
 		h.trail.close()
+		h.trace.close()
 		h.closeErr = errors.Join(err, h.gov.close())
 	})
 	return h.closeErr

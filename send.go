@@ -16,8 +16,10 @@ import (
 // send sends tools/call and waits for the answer up to the server's
 // request timeout. With max_call_duration set, the host asks the server for
 // progress, and each progress notification starts that wait again, up to
-// max_call_duration in all. Cancelling ctx, or either bound, makes the SDK
-// send notifications/cancelled.
+// max_call_duration in all. With Options.CallProgress set, the host asks
+// for progress too, and passes each notification on; that changes no
+// bound. Cancelling ctx, or either bound, makes the SDK send
+// notifications/cancelled.
 func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error) {
 	srv, conn := q.srv, q.link.conn
 	params := &mcp.CallToolParams{Name: q.tool.Remote, Arguments: q.args}
@@ -39,10 +41,21 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		// be caught on such a connection (see awaitLate).
 		sendCtx, q.late = upstream.WithLateWatch(callCtx)
 	}
-	if srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout {
+	extend, report := srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout, h.opts.CallProgress
+	if extend {
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
 		defer limit.Stop()
-		token, done := conn.WatchProgress(func() { idle.Reset(srv.cfg.RequestTimeout) })
+	}
+	if extend || report != nil {
+		token, done := conn.WatchProgress(func(p *mcp.ProgressNotificationParams) {
+			if extend {
+				idle.Reset(srv.cfg.RequestTimeout)
+			}
+			if report != nil {
+				report(CallProgress{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
+					Progress: p.Progress, Total: p.Total, Message: h.gov.scrub(p.Message)})
+			}
+		})
 		defer done()
 		params.SetProgressToken(token)
 	}

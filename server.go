@@ -407,6 +407,7 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		StateDir:        s.stateDir,
 		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
 		Grace:           h.opts.StopGrace,
+		Trace:           h.trace.tap(s.cfg.ID),
 		// A changed tool list only marks the server (and drops its cached
 		// list): the catalog changes at the next safe point, never under a
 		// turn's feet.

@@ -37,10 +37,15 @@ type Approval struct {
 	// Target is where the call goes, for the person: the server's command
 	// line or URL as configured (config.Server.Target), already redacted.
 	// The digest covers the server's whole launch configuration.
-	Target    string         `json:"target,omitempty"`
-	Status    ApprovalStatus `json:"status"`
-	CreatedAt time.Time      `json:"created_at"`
-	ExpiresAt time.Time      `json:"expires_at"`
+	Target string `json:"target,omitempty"`
+	// Definition binds a remembered answer (an AllowRule) to the tool as
+	// the request saw it: its definition and its server's launch, not the
+	// arguments. Requests made before it was kept have none and cannot be
+	// remembered.
+	Definition string         `json:"definition,omitempty"`
+	Status     ApprovalStatus `json:"status"`
+	CreatedAt  time.Time      `json:"created_at"`
+	ExpiresAt  time.Time      `json:"expires_at"`
 	// Tenant and User are the principal the call was made for.
 	Tenant    string    `json:"tenant"`
 	User      string    `json:"user"`
@@ -78,4 +83,48 @@ type ApprovalFilter struct {
 	// Limit caps how many approvals are returned, the oldest first; <= 0
 	// is no cap.
 	Limit int
+}
+
+// An AllowRule is a person's answer "always", remembered: calls of one
+// tool, as it was defined when the person answered, on its server as it
+// was launched then, made for one principal (Tenant and User), that policy
+// would ask about run without asking. It answers only policy's question:
+// whatever policy or an argument constraint denies stays denied.
+// Its JSON is the element of `airlock approvals rules --json` ("rules").
+type AllowRule struct {
+	ID     string `json:"id"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"` // the local name
+	// Definition is the Approval.Definition of the request it was
+	// remembered from: a server that redefines the tool (a "rug pull") or
+	// is launched otherwise no longer matches.
+	Definition string `json:"definition"`
+	// Tenant and User are the principal whose calls it answers.
+	Tenant    string    `json:"tenant"`
+	User      string    `json:"user"`
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+	// Approval is the request whose answer it remembers.
+	Approval string `json:"approval"`
+}
+
+// Check reports what is missing from a rule that Remember would refuse.
+func (r AllowRule) Check() error {
+	switch {
+	case r.ID == "":
+		return fmt.Errorf("rule has no id")
+	case r.Server == "" || r.Tool == "":
+		return fmt.Errorf("rule %s names no server and tool", r.ID)
+	case r.Definition == "":
+		return fmt.Errorf("rule %s has no definition", r.ID)
+	case r.Tenant == "" || r.User == "":
+		return fmt.Errorf("rule %s names no tenant and user", r.ID)
+	}
+	return nil
+}
+
+// RuleFilter selects remembered rules. The zero value selects all.
+type RuleFilter struct {
+	// Tenant and User, if set, select only that tenant's and user's rules.
+	Tenant, User string
 }

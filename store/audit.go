@@ -21,6 +21,9 @@ const (
 	EventApprovalDenied    = "approval_denied"
 	EventApprovalUsed      = "approval_used"
 	EventApprovalOperator  = "approval_operator" // a person acted on any principal's requests (--all-principals)
+	EventRuleRemembered    = "rule_remembered"   // a person answered "always" (an AllowRule)
+	EventRuleUsed          = "rule_used"         // a call ran on a remembered rule, without asking
+	EventRuleForgotten     = "rule_forgotten"
 	EventCallSent          = "call_sent"
 	EventResult            = "result"
 	EventArtifactStored    = "artifact_stored"

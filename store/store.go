@@ -106,9 +106,12 @@ type Journal interface {
 	LateAnswer(ctx context.Context, id, answer string, at time.Time) error
 }
 
-// Approvals keeps approval requests. A grant is bound to an action digest
-// and to the principal (tenant and user) the request was made for, and is
-// used at most once.
+// Approvals keeps approval requests and the answers a person asked to be
+// remembered. A grant is bound to an action digest and to the principal
+// (tenant and user) the request was made for, and is used at most once; a
+// denial holds for that digest and principal until the approval TTL has
+// passed; a remembered rule (AllowRule) is bound to a tool's definition and
+// a principal.
 type Approvals interface {
 	// Create stores a new request with status pending (a.Status is
 	// ignored). ID, Digest and ExpiresAt are required; a zero CreatedAt is
@@ -131,6 +134,27 @@ type Approvals interface {
 	// number of processes, exactly one gets a given grant. No such grant
 	// is ErrNotFound.
 	Consume(ctx context.Context, digest, tenant, user string, now time.Time) (Approval, error)
+	// Denial returns the request for digest, asked for exactly this tenant
+	// and user, that was denied most recently, if that was at or after
+	// since; a call with that digest is then refused without asking again.
+	// Another principal's denial is never returned. None is ErrNotFound.
+	Denial(ctx context.Context, digest, tenant, user string, since time.Time) (Approval, error)
+
+	// Remember stores a rule. ID, Server, Tool, Definition, Tenant and
+	// User are required; a zero CreatedAt is set to the current time. A
+	// taken id, or a rule for the same definition, tenant and user, is
+	// ErrConflict.
+	Remember(ctx context.Context, r AllowRule) error
+	// Rule returns the rule with the given id, or ErrNotFound.
+	Rule(ctx context.Context, id string) (AllowRule, error)
+	// Rules lists the rules f selects, oldest first.
+	Rules(ctx context.Context, f RuleFilter) ([]AllowRule, error)
+	// Remembered returns the rule for definition, remembered for exactly
+	// this tenant and user, or ErrNotFound.
+	Remembered(ctx context.Context, definition, tenant, user string) (AllowRule, error)
+	// Forget deletes the rule with the given id; an unknown id is
+	// ErrNotFound.
+	Forget(ctx context.Context, id string) error
 }
 
 // Audit is the append-only trail of what the host did. It is

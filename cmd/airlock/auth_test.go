@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/internal/testenv"
@@ -243,36 +245,73 @@ func TestAuthUsage(t *testing.T) {
 }
 
 // TestStepUpConsentOnTerminal is the question the shell asks on a terminal
-// when a server wants more scopes in the middle of a call.
+// when a server wants more scopes in the middle of a call, answered on a
+// real pseudo-terminal once the question shows.
 func TestStepUpConsentOnTerminal(t *testing.T) {
+	stepUp := &oauth.StepUp{Server: "issues", Granted: []string{"mcp:read"},
+		Added: []string{"mcp:write"}, Requested: []string{"mcp:read", "mcp:write"}}
 	for _, tt := range []struct {
 		answer string
 		want   bool
-	}{{"y\n", true}, {"YES\n", true}, {"n\n", false}, {"\n", false}, {"", false}} {
-		lines := make(chan line, 1)
-		if tt.answer != "" {
-			lines <- line{text: []byte(strings.TrimSuffix(tt.answer, "\n"))}
-		} else {
-			close(lines) // the input ended
+	}{{"y\r", true}, {"YES\r", true}, {"n\r", false}, {"\r", false}, {"\x04", false}} { // Ctrl-D: the input ended
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			t.Fatal(err)
 		}
-		var out bytes.Buffer
-		a := &terminalApprover{out: &out, lines: lines}
-		got, err := a.consent(context.Background(), &oauth.StepUp{Server: "issues", Granted: []string{"mcp:read"},
-			Added: []string{"mcp:write"}, Requested: []string{"mcp:read", "mcp:write"}})
-		if err != nil || got != tt.want {
-			t.Errorf("answer %q: consent = %v, %v; want %v", tt.answer, got, err, tt.want)
+		screen := &testenv.Buffer{}
+		go io.Copy(screen, ptmx)
+		a := &terminalApprover{out: tty, ed: newLineEditor(tty, tty)}
+		type answer struct {
+			ok  bool
+			err error
 		}
-		if q := out.String(); !strings.Contains(q, "server issues asks for more scopes: mcp:write (granted now: mcp:read)") ||
-			!strings.Contains(q, "for mcp:read mcp:write? [y/N]") {
+		answered := make(chan answer, 1)
+		go func() {
+			ok, err := a.consent(context.Background(), stepUp)
+			answered <- answer{ok, err}
+		}()
+		q := awaitScreen(t, screen, "for mcp:read mcp:write? [y/N] ")
+		ptmx.WriteString(tt.answer)
+		select {
+		case got := <-answered:
+			if got.err != nil || got.ok != tt.want {
+				t.Errorf("answer %q: consent = %v, %v; want %v", tt.answer, got.ok, got.err, tt.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("answer %q: consent did not return", tt.answer)
+		}
+		if !strings.Contains(q, "server issues asks for more scopes: mcp:write (granted now: mcp:read)") {
 			t.Errorf("question = %q", q)
 		}
+		tty.Close()
+		ptmx.Close()
 	}
 	// Interrupted while asking: no consent.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	a := &terminalApprover{out: io.Discard, lines: make(chan line)}
-	if ok, err := a.consent(ctx, &oauth.StepUp{Server: "issues"}); ok || err == nil {
+	_, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	a := &terminalApprover{out: io.Discard, ed: newLineEditor(tty, io.Discard)}
+	if ok, err := a.consent(ctx, stepUp); ok || err == nil {
 		t.Errorf("cancelled consent = %v, %v", ok, err)
+	}
+}
+
+// awaitScreen waits until a terminal's screen shows want, and returns
+// what it showed.
+func awaitScreen(t *testing.T, screen *testenv.Buffer, want string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got := screen.String()
+		if strings.Contains(got, want) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal did not show %q; it showed %q", want, got)
+		}
 	}
 }
 

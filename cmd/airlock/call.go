@@ -4,15 +4,35 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"unicode"
+
+	"golang.org/x/term"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/auth/oauth"
 )
 
 func (e *env) call(o *options, pos []string) error {
 	raw, err := e.readArgs(o.callArgs)
 	if err != nil {
 		return err
+	}
+	// On a terminal, a person is at hand, as in the shell: a call that
+	// needs approval asks on stderr (stdout keeps the result alone) and
+	// reads the answer from the terminal; so does a server's step-up.
+	// Not with --json, which scripts read, nor when the arguments came
+	// from stdin.
+	if !o.json && o.callArgs != "-" && isTerminalReader(e.stdin) && isTerminal(e.stderr) {
+		ta := &terminalApprover{out: e.stderr, ed: newLineEditor(e.stdin.(*os.File), e.stderr)}
+		e.approver = ta
+		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
+	}
+	view := newProgressView(e.stderr, o)
+	if view != nil {
+		e.callProgress = view.update
 	}
 	s, err := e.openSession(&o.common)
 	if err != nil {
@@ -21,6 +41,7 @@ func (e *env) call(o *options, pos []string) error {
 	defer e.closeSession(s)
 
 	r := s.h.Call(e.ctx, s.Snapshot(), airlock.Call{Name: pos[0], Arguments: raw})
+	view.finish()
 	if o.json {
 		if err := writeJSON(e.stdout, callOutput(r)); err != nil {
 			return err
@@ -73,4 +94,119 @@ func printResult(stdout, stderr io.Writer, r *airlock.Result) {
 	for _, a := range r.Artifacts {
 		fmt.Fprintf(stderr, "artifact %s (%s, %d bytes) saved at %s\n", a.ID, a.MediaType, a.Size, a.Path)
 	}
+}
+
+// A progressView shows a call's progress notifications on stderr: a bar
+// redrawn in place on a terminal, or, with --progress elsewhere, one line
+// each.
+type progressView struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	drawn bool // a bar is on the screen
+}
+
+// newProgressView returns the view --progress and the terminal ask for,
+// or nil for none: a bar on a terminal (with --json only if --progress
+// asks), lines with --progress elsewhere.
+func newProgressView(w io.Writer, o *options) *progressView {
+	switch tty := isTerminal(w); {
+	case tty && (o.progress || !o.json):
+		return &progressView{w: w, tty: true}
+	case o.progress:
+		return &progressView{w: w}
+	}
+	return nil
+}
+
+// barCells is the width of the bar itself, in cells.
+const barCells = 24
+
+func (v *progressView) update(p airlock.CallProgress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	msg := printable(p.Message, 200)
+	if !v.tty {
+		if msg != "" {
+			msg = ": " + msg
+		}
+		fmt.Fprintf(v.w, "airlock: %s progress %s%s\n", p.Tool, amount(p), msg)
+		return
+	}
+	width := 80
+	if f, ok := v.w.(*os.File); ok {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			width = w
+		}
+	}
+	line := p.Tool + " "
+	if p.Total > 0 {
+		frac := min(max(p.Progress/p.Total, 0), 1)
+		filled := int(frac * barCells)
+		line += "[" + strings.Repeat("█", filled) + strings.Repeat("░", barCells-filled) + "] " + amount(p)
+	} else {
+		line += "[" + strings.Repeat("░", barCells) + "] " + amount(p)
+	}
+	if msg != "" {
+		line += " " + msg
+	}
+	if r := []rune(line); len(r) > width-1 {
+		line = string(r[:width-2]) + "…"
+	}
+	fmt.Fprint(v.w, "\r\x1b[K"+line)
+	v.drawn = true
+}
+
+// finish takes the bar off the screen. It is nil-safe.
+func (v *progressView) finish() {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.drawn {
+		fmt.Fprint(v.w, "\r\x1b[K")
+		v.drawn = false
+	}
+}
+
+// amount says how far a call has got: "3/10 (30%)", or "3" without a
+// total.
+func amount(p airlock.CallProgress) string {
+	n := strconv.FormatFloat(p.Progress, 'f', -1, 64)
+	if p.Total <= 0 {
+		return n
+	}
+	pct := min(max(p.Progress/p.Total, 0), 1) * 100
+	return fmt.Sprintf("%s/%s (%d%%)", n, strconv.FormatFloat(p.Total, 'f', -1, 64), int(pct))
+}
+
+// printable is a server's text as one line a terminal shows as it is:
+// control and formatting characters (escape sequences, bidirectional
+// overrides, zero-width characters) removed, whitespace runs made one
+// space, at most limit characters.
+func printable(s string, limit int) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			space = b.Len() > 0
+			continue
+		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == unicode.ReplacementChar:
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			n++
+			space = false
+		}
+		if n == limit {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
 }

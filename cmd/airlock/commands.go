@@ -55,7 +55,7 @@ const (
 
 // The usage lines a group's subcommands share.
 const (
-	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--note TEXT] | deny ID [--note TEXT], each [--all-principals]"
+	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--remember] [--note TEXT] | deny ID [--note TEXT] | rules | forget RULE [--note TEXT], each [--all-principals]"
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER, each [--tenant T] [--user U]"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
@@ -65,22 +65,25 @@ const (
 // commands is the command table, the group of every command of the CLI
 // but help and version.
 var commands = command{unknown: "unknown command %q; run airlock help", subs: []command{
-	{name: "tools", usage: "airlock tools [--available] [--json] [--task ID] [--config FILE] [--state DIR]",
+	{name: "tools", usage: "airlock tools [--available] [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
 		task: true, got: gotFirst,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.BoolVar(&o.available, "available", false, "every tool each server offers, allowed or not, and how to allow it")
+			traceFlag(fs, o)
 		},
 		run: (*env).tools},
-	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--task ID] [--config FILE] [--state DIR]",
+	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--progress] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
 		args: []string{"NAME"}, takes: "exactly one tool name (see airlock tools)", got: gotCount, task: true,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.callArgs, "args", "", "arguments: JSON text, @FILE, or - for stdin")
+			fs.BoolVar(&o.progress, "progress", false, "show the server's progress notifications on stderr, one line each (a bar on a terminal without it)")
+			traceFlag(fs, o)
 		},
 		run: (*env).call},
-	{name: "shell", usage: "airlock shell [--json] [--task ID] [--config FILE] [--state DIR]",
-		task: true, got: gotFirst, run: (*env).shell},
-	{name: "status", usage: "airlock status [--json] [--task ID] [--config FILE] [--state DIR]",
-		task: true, got: gotFirst, run: (*env).status},
+	{name: "shell", usage: "airlock shell [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, flags: traceFlag, run: (*env).shell},
+	{name: "status", usage: "airlock status [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, flags: traceFlag, run: (*env).status},
 
 	{name: "add", usage: addUsage,
 		args: []string{"ID", "[COMMAND ARGS…]"}, takes: "a server id, then -- and the command that starts the server (or --url URL)", got: gotCount, rest: true,
@@ -108,17 +111,25 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		}},
 
 	{name: "approvals",
-		missing: "approvals needs a subcommand: list, show ID, approve ID, or deny ID",
-		unknown: "unknown approvals subcommand %q: use list, show ID, approve ID, or deny ID",
+		missing: "approvals needs a subcommand: list, show ID, approve ID, deny ID, rules, or forget RULE",
+		unknown: "unknown approvals subcommand %q: use list, show ID, approve ID, deny ID, rules, or forget RULE",
 		subs: []command{
 			{name: "list", usage: approvalsUsage,
 				flags: operatorFlag(allFlag("every request, not only pending ones")), run: asActor((*env).approvalsList)},
 			{name: "show", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
 				flags: operatorFlag(nil), run: asActor((*env).approvalsShow)},
 			{name: "approve", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
-				flags: operatorFlag(noteFlag("why, for the audit trail")), run: asActor((*env).approve)},
+				flags: operatorFlag(func(fs *flag.FlagSet, o *options) {
+					fs.BoolVar(&o.remember, "remember", false,
+						"don't ask again: later calls of this tool (as it is defined now), whatever the arguments, run without asking while policy would ask")
+					noteFlag("why, for the audit trail")(fs, o)
+				}),
+				run: asActor((*env).approve)},
 			{name: "deny", usage: approvalsUsage, args: []string{"ID"}, takes: "exactly one approval id",
 				flags: operatorFlag(noteFlag("why, for the audit trail")), run: asActor((*env).deny)},
+			{name: "rules", usage: approvalsUsage, flags: operatorFlag(nil), run: asActor((*env).approvalRules)},
+			{name: "forget", usage: approvalsUsage, args: []string{"RULE"}, takes: "exactly one rule id (see airlock approvals rules)",
+				flags: operatorFlag(noteFlag("why, for the audit trail")), run: asActor((*env).forgetRule)},
 		}},
 
 	{name: "recovery",

@@ -16,6 +16,7 @@ type common struct {
 	json    bool
 	verbose bool
 	task    string
+	trace   string // --trace FILE: the wire trace (tools, call, shell, status)
 }
 
 // options are the flags of one command line: the host flags, and those of
@@ -26,6 +27,8 @@ type options struct {
 	available      bool          // tools --available
 	url            string        // add --url
 	callArgs       string        // call --args
+	progress       bool          // call --progress
+	remember       bool          // approvals approve --remember
 	repo, base     string        // task open
 	all            bool          // approvals list, recovery list
 	allPrincipals  bool          // approvals list, show, approve and deny
@@ -50,6 +53,11 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.Var(&c.allow, "allow", "SERVER:TOOL,… to expose from an mcpServers JSON file")
 	fs.BoolVar(&c.json, "json", false, "machine-readable output")
 	fs.BoolVar(&c.verbose, "verbose", false, "copy the host's log to stderr")
+}
+
+// traceFlag defines --trace, for the commands that talk to servers.
+func traceFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.trace, "trace", "", "write every JSON-RPC message sent and received, redacted, one JSON object a line, to FILE")
 }
 
 // registerTask adds --task, for the commands that can act in a task.

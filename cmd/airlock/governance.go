@@ -74,6 +74,7 @@ func asActor(run func(e *env, st store.Store, as airlock.Actor, o *options, pos 
 		}
 		defer st.Close()
 		as := airlock.Actor{Principal: airlock.ConfigPrincipal(cfg), By: whoami(), AllPrincipals: o.allPrincipals}
+		e.actorCfg = cfg
 		return run(e, st, as, o, pos)
 	}
 }
@@ -117,7 +118,65 @@ func (e *env) approvalsShow(st store.Store, as airlock.Actor, o *options, pos []
 }
 
 func (e *env) approve(st store.Store, as airlock.Actor, o *options, pos []string) error {
-	return e.decide(st, as, o, pos[0], true)
+	if !o.remember {
+		return e.decide(st, as, o, pos[0], true)
+	}
+	if hooks := e.actorCfg.Policy.Hooks; len(hooks) > 0 {
+		return usageError("approve --remember: policy.hooks are configured (%s), and an answer remembered for a tool would answer a hook's question too: approve without --remember",
+			hooks[0].Source)
+	}
+	rule, err := airlock.RememberApproval(e.ctx, st, pos[0], o.note, as)
+	if err != nil {
+		return storeError(err)
+	}
+	a, _ := st.Approvals().Get(e.ctx, pos[0])
+	if o.json {
+		// The approval's own JSON, as without --remember, and the rule.
+		return writeJSON(e.stdout, struct {
+			store.Approval
+			Rule store.AllowRule `json:"rule"`
+		}{a, rule})
+	}
+	fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, a.ExpiresAt.Local().Format(time.DateTime))
+	printRemembered(e.stdout, rule)
+	return nil
+}
+
+// printRemembered says what a remembered rule lets run, and how to undo it.
+func printRemembered(w io.Writer, r store.AllowRule) {
+	fmt.Fprintf(w, "Remembered as %s: calls of %s on %s for %s/%s run without asking while policy would ask, as long as the tool and its server stay as they are now; what policy denies stays denied. Undo: airlock approvals forget %s\n",
+		r.ID, r.Tool, r.Server, r.Tenant, r.User, r.ID)
+}
+
+var rulesListing = listing[store.AllowRule]{
+	key:    "rules",
+	none:   "No answers are remembered.",
+	header: []string{"ID", "SERVER", "TOOL", "FOR", "BY", "CREATED"},
+	row: func(r store.AllowRule) []string {
+		return []string{r.ID, r.Server, r.Tool, r.Tenant + "/" + r.User, r.CreatedBy, r.CreatedAt.Local().Format(time.DateTime)}
+	},
+}
+
+// approvalRules lists the remembered "always" answers.
+func (e *env) approvalRules(st store.Store, as airlock.Actor, o *options, _ []string) error {
+	list, err := airlock.ListRules(e.ctx, st, as)
+	if err != nil {
+		return storeError(err)
+	}
+	return rulesListing.print(e.stdout, o.json, list)
+}
+
+// forgetRule deletes a remembered answer: that tool is asked about again.
+func (e *env) forgetRule(st store.Store, as airlock.Actor, o *options, pos []string) error {
+	rule, err := airlock.ForgetRule(e.ctx, st, pos[0], o.note, as)
+	if err != nil {
+		return storeError(err)
+	}
+	if o.json {
+		return writeJSON(e.stdout, rule)
+	}
+	fmt.Fprintf(e.stdout, "Forgot %s: calls of %s on %s for %s/%s are asked about again.\n", rule.ID, rule.Tool, rule.Server, rule.Tenant, rule.User)
+	return nil
 }
 
 func (e *env) deny(st store.Store, as airlock.Actor, o *options, pos []string) error {
@@ -137,7 +196,8 @@ func (e *env) decide(st store.Store, as airlock.Actor, o *options, id string, gr
 	if grant {
 		fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, localTime(a.ExpiresAt))
 	} else {
-		fmt.Fprintf(e.stdout, "Denied %s.\n", a.ID)
+		fmt.Fprintf(e.stdout, "Denied %s: the same call (%s, same arguments) is refused without asking until %s.\n",
+			a.ID, a.Tool, a.DecidedAt.Add(e.actorCfg.Approvals.TTL).Local().Format(time.DateTime))
 	}
 	return nil
 }

@@ -203,11 +203,13 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 	if cfg, err = protectOwnFiles(cfg, state); err != nil {
 		return nil, nil, err
 	}
-	logger, closeLog, err := openLog(state, c.verbose, e.stderr)
+	logger, logClose, err := openLog(state, c.verbose, e.stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver, Auth: e.stepUps}
+	closeLog := logClose
+	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver, Auth: e.stepUps,
+		CallProgress: e.callProgress}
 	if !c.json && !c.verbose && isTerminal(e.stderr) {
 		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
 	}
@@ -215,6 +217,18 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 		if err := e.hostOptions(cfg, opts); err != nil {
 			closeLog()
 			return nil, nil, err
+		}
+	}
+	if c.trace != "" {
+		f, err := openTrace(c.trace)
+		if err != nil {
+			closeLog()
+			return nil, nil, err
+		}
+		opts.Trace = f
+		closeLog = func() {
+			logClose()
+			f.Close()
 		}
 	}
 	h, err := airlock.Open(e.ctx, cfg, opts)
@@ -243,6 +257,20 @@ func (e *env) closeSession(s *session) {
 	if e.closeLog != nil {
 		e.closeLog()
 	}
+}
+
+// openTrace creates (or empties) the wire trace file, readable by its
+// owner only: redacted as it is, it holds what servers were sent and
+// answered. Anything but a regular file is refused.
+func openTrace(path string) (*os.File, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, usageError("--trace %s: not a regular file: give a file name for the trace", path)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, usageError("--trace %s: cannot create the file: %v", path, errText(err))
+	}
+	return f, nil
 }
 
 // openLog opens the host's log in the state directory: a server's stderr is

@@ -86,8 +86,9 @@ Usage:
   airlock tools [--json]                      list the model-visible tool catalog
   airlock tools --available [--json]          every tool each server offers, allowed or not,
                                               and what allowing it takes
-  airlock call NAME [--args JSON|@FILE|-] [--json]
-                                              run one tool call through the pipeline
+  airlock call NAME [--args JSON|@FILE|-] [--json] [--progress]
+                                              run one tool call through the pipeline (on a terminal,
+                                              asks when it needs approval and shows progress)
   airlock shell [--json]                      a long-lived session, one command per line
   airlock add ID -- COMMAND [ARGS…]           add a server to airlock.yaml (none of its tools
   airlock add ID --url URL                    allowed yet) and show what it offers
@@ -97,9 +98,11 @@ Usage:
                                               a git worktree and task-scoped servers for one task
   airlock task list [--json]                  the open tasks, including those left by a crash
   airlock task close ID [--json]              stop its servers, save uncommitted work, remove the worktree
-  airlock approvals list|show ID|approve ID|deny ID [--all-principals]
+  airlock approvals list|show ID|approve ID [--remember]|deny ID [--all-principals]
                                               the calls policy wants a person to approve, of
                                               tenancy's tenant and user (operators: everyone's)
+  airlock approvals rules|forget RULE [--all-principals]
+                                              the remembered "always" answers, and taking one back
   airlock recovery list|show ID|resolve ID --outcome applied|not-applied [--all-principals]
                                               calls that were sent and whose outcome is unknown,
                                               of tenancy's tenant and user (operators: everyone's)
@@ -125,6 +128,8 @@ Flags every command takes, before or after the command:
   --allow S:T,…   tools to expose from an mcpServers JSON file (SERVER:TOOL or SERVER:*)
   --verbose       copy the host's log (and servers' stderr) to stderr
   --task ID       (tools, call, shell, status) act in a task: its worktree and servers
+  --trace FILE    (tools, call, shell, status) write every JSON-RPC message sent and received,
+                  redacted, one JSON object a line, to FILE
 
 Exit codes: 0 ok, 1 a failure the model is shown, 2 usage or config error,
 3 server contract or connection failure, 4 outcome unknown (a write interrupted
@@ -167,9 +172,11 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 
-	closeLog func()              // set by openHost
-	approver airlock.Approver    // asks a person, in a shell on a terminal
-	stepUps  airlock.AuthOptions // step-ups, in a shell on a terminal
+	closeLog     func()                     // set by openHost
+	actorCfg     *config.Config             // the configuration asActor loaded
+	approver     airlock.Approver           // asks a person, on a terminal (shell, call)
+	callProgress func(airlock.CallProgress) // shows a call's progress (call)
+	stepUps      airlock.AuthOptions        // step-ups, in a shell on a terminal
 	// hostOptions, when set, completes the host's options once the
 	// configuration is read (serve: the gateway's approver and catalog
 	// follower); an error ends the command before any server starts.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,15 +32,21 @@ const shellHelp = `commands, one per line:
 const maxShellLine = 64 << 20
 
 func (e *env) shell(o *options, _ []string) error {
-	lines := readLines(e.stdin)
-	// On a terminal, a person is at hand: calls that need approval ask
-	// right there, reading the answer from the same input.
+	// On a terminal, a person is at hand: commands are read with line
+	// editing and history, calls that need approval ask right there,
+	// reading the answer from the same terminal, and a long call shows its
+	// progress, as airlock call does.
+	var ed *lineEditor
+	var view *progressView
 	if !o.json && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
-		ta := &terminalApprover{out: e.stdout, lines: lines}
+		ed = newLineEditor(e.stdin.(*os.File), e.stdout)
+		ta := &terminalApprover{out: e.stdout, ed: ed}
 		e.approver = ta
 		// A remote server that wants more scopes during a call may get
 		// them, if the person here agrees and logs in in the browser.
 		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
+		view = &progressView{w: e.stdout, tty: true}
+		e.callProgress = view.update
 	}
 	sess, err := e.openSession(&o.common)
 	if err != nil {
@@ -47,7 +54,11 @@ func (e *env) shell(o *options, _ []string) error {
 	}
 	defer e.closeSession(sess)
 
-	sh := &shell{env: e, host: sess, snap: sess.BeginTurn(e.ctx), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout)}
+	sh := &shell{env: e, host: sess, snap: sess.BeginTurn(e.ctx), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout), view: view}
+	if ed != nil {
+		return sh.edit(ed)
+	}
+	lines := readLines(e.stdin)
 	for {
 		select {
 		case <-e.ctx.Done():
@@ -62,6 +73,28 @@ func (e *env) shell(o *options, _ []string) error {
 				sh.calls.Wait()
 				return usageError("shell: reading input: %v", l.err)
 			}
+		}
+	}
+}
+
+// shellPrompt is the text shell's prompt on a terminal.
+const shellPrompt = "airlock> "
+
+// edit runs the text shell on a terminal, reading each command with ed,
+// until quit, the end of the input (Ctrl-D) or an interrupt (Ctrl-C).
+func (s *shell) edit(ed *lineEditor) error {
+	for {
+		text, err := ed.readLine(s.env.ctx, shellPrompt, true)
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.Is(err, errInterrupted):
+			return context.Canceled
+		case err != nil:
+			return err
+		}
+		if !s.handleText(strings.TrimSpace(text)) {
+			return nil
 		}
 	}
 }
@@ -95,6 +128,7 @@ type shell struct {
 	snap  *airlock.Snapshot // the current turn's snapshot
 	out   *lockedWriter
 	col   colours
+	view  *progressView // a call's progress bar, on a terminal; or nil
 	calls sync.WaitGroup
 }
 
@@ -142,6 +176,7 @@ func (s *shell) handleText(text string) bool {
 			break
 		}
 		r := s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
+		s.view.finish()
 		printResult(&b, &b, r)
 	default:
 		fmt.Fprintf(&b, "unknown command %q; type help\n", cmd)
@@ -292,35 +327,6 @@ func isTerminalReader(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// terminalApprover asks the person at the shell's terminal. While a call
-// waits for the answer, the shell reads no other command, so the next input
-// line is the answer.
-type terminalApprover struct {
-	mu    sync.Mutex
-	out   io.Writer
-	lines <-chan line
-}
-
-func (a *terminalApprover) Approve(ctx context.Context, req airlock.ApprovalRequest) (airlock.Verdict, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	fmt.Fprintf(a.out, "\n%s needs your approval (%s, until %s):\n  %s\n  server %s: %s\nApprove this call once? [y/N] ",
-		req.Tool, req.ID, localTime(req.ExpiresAt), strings.ReplaceAll(req.Summary, "\n", "\n  "), req.Server, req.Target)
-	select {
-	case <-ctx.Done():
-		return "", ctx.Err()
-	case l, ok := <-a.lines:
-		if !ok || l.err != nil {
-			return "", nil // no answer: the request stays pending
-		}
-		switch strings.ToLower(strings.TrimSpace(string(l.text))) {
-		case "y", "yes":
-			return airlock.Allow, nil
-		}
-		return airlock.Deny, nil
-	}
-}
-
 // consent asks the person whether a server may have more scopes than were
 // granted (a step-up in the middle of a call); yes starts a login for them.
 func (a *terminalApprover) consent(ctx context.Context, req *oauth.StepUp) (bool, error) {
@@ -330,19 +336,15 @@ func (a *terminalApprover) consent(ctx context.Context, req *oauth.StepUp) (bool
 	if granted == "" {
 		granted = "none"
 	}
-	fmt.Fprintf(a.out, "\nserver %s asks for more scopes: %s (granted now: %s).\nLog in again, in the browser, for %s? [y/N] ",
-		req.Server, strings.Join(req.Added, " "), granted, strings.Join(req.Requested, " "))
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case l, ok := <-a.lines:
-		if !ok || l.err != nil {
-			return false, nil
-		}
-		switch strings.ToLower(strings.TrimSpace(string(l.text))) {
-		case "y", "yes":
-			return true, nil
-		}
-		return false, nil
+	fmt.Fprintf(a.out, "\nserver %s asks for more scopes: %s (granted now: %s).\n",
+		req.Server, strings.Join(req.Added, " "), granted)
+	answer, ok, err := a.answer(ctx, fmt.Sprintf("Log in again, in the browser, for %s? [y/N] ", strings.Join(req.Requested, " ")))
+	if err != nil || !ok {
+		return false, err
 	}
+	switch strings.ToLower(answer) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
 }

@@ -55,6 +55,14 @@ type Options struct {
 	// before it relies on the server being gone. Nil stops the server
 	// before Start returns.
 	StopLater func(stop func())
+	// Trace, when set, sees every JSON-RPC message the connection carries,
+	// as JSON text: sent is true for what the host sends, false for what
+	// the server sends. A message the host refuses (malformed, over the
+	// size cap) is not traced; the connection's fault says why. Trace is
+	// called on the connection's goroutines, never concurrently for one
+	// direction of a stdio connection; it must not keep msg, and should
+	// return quickly.
+	Trace func(sent bool, msg []byte)
 	// Track, when set, is told about a stdio server's process: running
 	// true as soon as it has started (before the handshake), false once it
 	// and everything it started have stopped. The host records them, so
@@ -143,7 +151,7 @@ type Conn struct {
 	endLive context.CancelFunc
 
 	progressMu sync.Mutex
-	progress   map[string]func() // progress token → called on each notification
+	progress   map[string]*progressWatch // by progress token
 	tokens     atomic.Uint64
 
 	// late catches answers that come after their callers stopped waiting
@@ -223,6 +231,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 			inner:  t,
 			late:   c.late,
 			stdout: stdout,
+			trace:  opts.Trace,
 			fault: func(f Fault) {
 				c.setFault(f)
 				if c.stdout != nil {
@@ -246,7 +255,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		clientOpts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { notify() }
 	}
 	clientOpts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-		c.noteProgress(req.Params.ProgressToken)
+		c.noteProgress(req.Params)
 	}
 	client := mcp.NewClient(info, clientOpts)
 	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut))
@@ -376,33 +385,52 @@ func (c *Conn) SessionID() string {
 }
 
 // WatchProgress returns a fresh progress token for one request; onProgress
-// is called (on the connection's reader) each time the server reports
-// progress on it. done releases the token.
-func (c *Conn) WatchProgress(onProgress func()) (token string, done func()) {
+// is called (on the connection's reader) with each notification the server
+// sends about it. done releases the token; once it returns, onProgress is
+// not called again.
+func (c *Conn) WatchProgress(onProgress func(*mcp.ProgressNotificationParams)) (token string, done func()) {
 	token = "airlock-" + strconv.FormatUint(c.tokens.Add(1), 10)
+	w := &progressWatch{f: onProgress}
 	c.progressMu.Lock()
 	if c.progress == nil {
-		c.progress = map[string]func(){}
+		c.progress = map[string]*progressWatch{}
 	}
-	c.progress[token] = onProgress
+	c.progress[token] = w
 	c.progressMu.Unlock()
 	return token, func() {
 		c.progressMu.Lock()
 		delete(c.progress, token)
 		c.progressMu.Unlock()
+		w.mu.Lock()
+		w.f = nil
+		w.mu.Unlock()
 	}
 }
 
-func (c *Conn) noteProgress(token any) {
-	t, ok := token.(string)
+// A progressWatch is one request's WatchProgress; f is nil once done.
+type progressWatch struct {
+	mu sync.Mutex
+	f  func(*mcp.ProgressNotificationParams)
+}
+
+func (c *Conn) noteProgress(p *mcp.ProgressNotificationParams) {
+	if p == nil {
+		return
+	}
+	t, ok := p.ProgressToken.(string)
 	if !ok {
 		return // not one of ours
 	}
 	c.progressMu.Lock()
-	f := c.progress[t]
+	w := c.progress[t]
 	c.progressMu.Unlock()
-	if f != nil {
-		f()
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		w.f(p)
 	}
 }
 
@@ -502,6 +530,7 @@ var errOversize = fmt.Errorf("message too large")
 type guardedTransport struct {
 	inner  mcp.Transport
 	late   *lateAnswers
+	trace  func(sent bool, msg []byte)
 	fault  func(Fault)
 	stdout *stdoutWindow // a stdio server's latest output; nil for others
 }
@@ -511,7 +540,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Connection: c, late: t.late, fault: t.fault, stdout: t.stdout}, nil
+	return &guardedConn{Connection: c, late: t.late, trace: t.trace, fault: t.fault, stdout: t.stdout}, nil
 }
 
 // A guardedConn rejects responses that are not strict JSON: duplicate keys,
@@ -524,6 +553,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 type guardedConn struct {
 	mcp.Connection
 	late   *lateAnswers
+	trace  func(sent bool, msg []byte) // Options.Trace, or nil
 	fault  func(Fault)
 	stdout *stdoutWindow
 }
@@ -543,13 +573,25 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, io.ErrUnexpectedEOF
 		}
 	}
+	c.tap(false, msg)
 	c.late.answered(msg)
 	return msg, nil
 }
 
 func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	c.tap(true, msg)
 	c.late.sent(ctx, msg)
 	return c.Connection.Write(ctx, msg)
+}
+
+// tap shows msg to Options.Trace, as the wire carries it.
+func (c *guardedConn) tap(sent bool, msg jsonrpc.Message) {
+	if c.trace == nil {
+		return
+	}
+	if b, err := jsonrpc.EncodeMessage(msg); err == nil {
+		c.trace(sent, b)
+	}
 }
 
 // Fingerprint stands for an identifier in logs and audit events without

@@ -48,6 +48,7 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 		limit:      limit,
 		streamIdle: srv.StreamReadTimeout,
 		terminate:  srv.TerminateOnClose,
+		trace:      opts.Trace,
 		fault:      c.setFault,
 	}
 	t := &mcp.StreamableClientTransport{
@@ -87,11 +88,14 @@ func transportOf(c *http.Client) http.RoundTripper {
 //   - The request of a call (a context from WithCallNote) learns whether
 //     its POST failed on the way or was refused, and whether its answer
 //     stream ended without the answer.
+//   - With Options.Trace, every message posted and every message that
+//     passed the checks is traced.
 type httpLimits struct {
 	base       http.RoundTripper
 	limit      int
 	streamIdle time.Duration
 	terminate  bool
+	trace      func(sent bool, msg []byte) // Options.Trace, or nil
 	fault      func(Fault)
 }
 
@@ -112,6 +116,8 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	note, _ := req.Context().Value(callNoteKey{}).(*CallNote)
 	if req.Method != http.MethodPost {
 		note = nil // a stream resumed with GET carries no request
+	} else if t.trace != nil {
+		t.tracePost(req)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
@@ -136,7 +142,7 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.Body == nil || resp.StatusCode/100 != 2 {
 		return resp, nil
 	}
-	check := &messages{limit: t.limit, fault: t.fault}
+	check := &messages{limit: t.limit, fault: t.fault, trace: t.trace}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if strings.EqualFold(mt, "text/event-stream") {
 		resp.Body = &sseBody{body: resp.Body, idle: t.streamIdle, check: check, note: note, ctx: req.Context()}
@@ -144,6 +150,30 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &jsonBody{body: resp.Body, check: check}
 	}
 	return resp, nil
+}
+
+// tracePost traces the message a POST carries. The SDK's requests can
+// give their body again (GetBody); one that cannot is read and put back.
+func (t *httpLimits) tracePost(req *http.Request) {
+	var body []byte
+	switch {
+	case req.GetBody != nil:
+		if rc, err := req.GetBody(); err == nil {
+			body, _ = io.ReadAll(rc)
+			rc.Close()
+		}
+	case req.Body != nil:
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		body = b
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		t.trace(true, body)
+	}
 }
 
 // maxSessionID bounds the session id a server may assign, in bytes. The
@@ -185,10 +215,12 @@ func oversize(limit int) Fault {
 	return Fault{Kind: FaultOversize, Msg: fmt.Sprintf("server sent a message larger than %d bytes (limits.max_message_bytes)", limit)}
 }
 
-// messages checks the messages of one response.
+// messages checks the messages of one response, and traces those that
+// pass.
 type messages struct {
 	limit int
 	fault func(Fault)
+	trace func(sent bool, msg []byte) // or nil
 }
 
 var errMalformed = errors.New("malformed message")
@@ -199,6 +231,9 @@ func (m *messages) check(msg []byte) (response bool, err error) {
 	if err := schema.Check(msg, &schema.DecodeOptions{MaxDepth: maxResponseDepth, MaxBytes: len(msg)}); err != nil {
 		m.fault(Fault{Kind: FaultMalformed, Msg: fmt.Sprintf("server sent a malformed message: %v", err)})
 		return false, errMalformed
+	}
+	if m.trace != nil {
+		m.trace(false, msg)
 	}
 	var head struct {
 		ID     json.RawMessage `json:"id"`

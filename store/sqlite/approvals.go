@@ -26,9 +26,9 @@ func (a approvals) Create(ctx context.Context, ap store.Approval) error {
 		}
 	}
 	_, err := a.db.w.ExecContext(ctx, `
-INSERT INTO approvals (id, server, tool, digest, summary, target, status, created_at, expires_at, tenant, user_name)
-VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
-		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
+INSERT INTO approvals (id, server, tool, digest, summary, target, definition, status, created_at, expires_at, tenant, user_name)
+VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
 	if isUnique(err) {
 		return fmt.Errorf("create approval %s: the id is taken: %w", ap.ID, store.ErrConflict)
 	}
@@ -42,17 +42,17 @@ VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
 // granted request past its expiry reads as expired.
 const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= ?1 THEN 'expired' ELSE status END`
 
-const approvalColumns = `id, server, tool, digest, summary, target, ` + statusAt + `,
+const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
 	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
 
-func scanApproval(row interface{ Scan(...any) error }) (store.Approval, error) {
+func scanApproval(row scanner) (store.Approval, error) {
 	var (
 		ap                store.Approval
 		created, expires  int64
 		decidedAt, usedAt sql.NullInt64
 		status            string
 	)
-	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &status, &created, &expires,
+	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &ap.Definition, &status, &created, &expires,
 		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
 	if err != nil {
 		return store.Approval{}, err
@@ -78,25 +78,13 @@ func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
 }
 
 func (a approvals) List(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
-	rows, err := a.db.r.QueryContext(ctx, `
+	out, err := queryAll(ctx, a.db.r, scanApproval, `
 SELECT `+approvalColumns+` FROM approvals
 WHERE (?2 = '' OR tenant = ?2) AND (?3 = '' OR user_name = ?3) AND (?4 = '' OR `+statusAt+` = ?4)
 ORDER BY created_at, seq
 LIMIT ?5`,
 		micros(now()), f.Tenant, f.User, string(f.Status), limit(f.Limit))
 	if err != nil {
-		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Approval
-	for rows.Next() {
-		ap, err := scanApproval(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
-		}
-		out = append(out, ap)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
 	}
 	return out, nil
@@ -144,4 +132,96 @@ RETURNING `+approvalColumns,
 		return store.Approval{}, fmt.Errorf("use approval: cannot write the store: %w", err)
 	}
 	return ap, nil
+}
+
+func (a approvals) Denial(ctx context.Context, digest, tenant, user string, since time.Time) (store.Approval, error) {
+	ap, err := scanApproval(a.db.r.QueryRowContext(ctx, `
+SELECT `+approvalColumns+` FROM approvals
+WHERE digest = ?2 AND tenant = ?3 AND user_name = ?4 AND status = 'denied' AND decided_at >= ?5
+ORDER BY decided_at DESC, seq DESC LIMIT 1`,
+		micros(now()), digest, tenant, user, micros(since)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("no denial of this action: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("denials: cannot read the store: %w", err)
+	}
+	return ap, nil
+}
+
+func (a approvals) Remember(ctx context.Context, r store.AllowRule) error {
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("remember: %w", err)
+	}
+	created := r.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	_, err := a.db.w.ExecContext(ctx, `
+INSERT INTO allow_rules (id, server, tool, definition, tenant, user_name, created_at, created_by, approval)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Server, r.Tool, r.Definition, r.Tenant, r.User, micros(created), r.CreatedBy, r.Approval)
+	if isUnique(err) {
+		return fmt.Errorf("remember rule %s: its id, or a rule for this tool of %s/%s, is taken: %w", r.ID, r.Tenant, r.User, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("remember rule %s: cannot write the store: %w", r.ID, err)
+	}
+	return nil
+}
+
+const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
+
+func scanRule(row scanner) (store.AllowRule, error) {
+	var (
+		r       store.AllowRule
+		created int64
+	)
+	if err := row.Scan(&r.ID, &r.Server, &r.Tool, &r.Definition, &r.Tenant, &r.User, &created, &r.CreatedBy, &r.Approval); err != nil {
+		return store.AllowRule{}, err
+	}
+	r.CreatedAt = fromMicros(created)
+	return r, nil
+}
+
+func (a approvals) Rule(ctx context.Context, id string) (store.AllowRule, error) {
+	return a.oneRule(ctx, "rule "+id, `id = ?`, id)
+}
+
+func (a approvals) Remembered(ctx context.Context, definition, tenant, user string) (store.AllowRule, error) {
+	return a.oneRule(ctx, "no remembered rule for this tool", `definition = ? AND tenant = ? AND user_name = ?`, definition, tenant, user)
+}
+
+// oneRule returns the rule where selects; what names it in errors.
+func (a approvals) oneRule(ctx context.Context, what, where string, args ...any) (store.AllowRule, error) {
+	r, err := scanRule(a.db.r.QueryRowContext(ctx, `SELECT `+ruleColumns+` FROM allow_rules WHERE `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.AllowRule{}, fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.AllowRule{}, fmt.Errorf("%s: cannot read the store: %w", what, err)
+	}
+	return r, nil
+}
+
+func (a approvals) Rules(ctx context.Context, f store.RuleFilter) ([]store.AllowRule, error) {
+	out, err := queryAll(ctx, a.db.r, scanRule, `
+SELECT `+ruleColumns+` FROM allow_rules
+WHERE (?1 = '' OR tenant = ?1) AND (?2 = '' OR user_name = ?2)
+ORDER BY created_at, seq`, f.Tenant, f.User)
+	if err != nil {
+		return nil, fmt.Errorf("list rules: cannot read the store: %w", err)
+	}
+	return out, nil
+}
+
+func (a approvals) Forget(ctx context.Context, id string) error {
+	res, err := a.db.w.ExecContext(ctx, `DELETE FROM allow_rules WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("forget rule %s: cannot write the store: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("rule %s: %w", id, store.ErrNotFound)
+	}
+	return nil
 }

@@ -114,7 +114,7 @@ const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, argume
 	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
 	late_answer, late_answer_at`
 
-func scanRecord(row interface{ Scan(...any) error }) (store.Record, error) {
+func scanRecord(row scanner) (store.Record, error) {
 	var (
 		r                          store.Record
 		args                       string
@@ -145,7 +145,7 @@ func scanRecord(row interface{ Scan(...any) error }) (store.Record, error) {
 }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
-	rows, err := j.db.r.QueryContext(ctx, `
+	out, err := queryAll(ctx, j.db.r, scanRecord, `
 SELECT `+recordColumns+` FROM intents
 WHERE (? OR (outcome = 'unknown' AND resolution IS NULL))
 	AND (? = '' OR tenant = ?)
@@ -154,18 +154,6 @@ ORDER BY created_at, seq
 LIMIT ?`,
 		f.All, f.Tenant, f.Tenant, f.User, f.User, limit(f.Limit))
 	if err != nil {
-		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
-	}
-	defer rows.Close()
-	var out []store.Record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
 	}
 	return out, nil

@@ -119,6 +119,28 @@ CREATE TABLE audit_head (
 	`
 ALTER TABLE intents ADD COLUMN arguments TEXT NOT NULL DEFAULT '';
 `,
+	// Denials looked up by digest and principal (a denial holds until the
+	// approval TTL has passed), the definition a request saw (for a
+	// remembered answer), and the remembered answers themselves. Requests
+	// made before have no definition.
+	`
+ALTER TABLE approvals ADD COLUMN definition TEXT NOT NULL DEFAULT '';
+CREATE INDEX approvals_denials ON approvals (digest, tenant, user_name, decided_at) WHERE status = 'denied';
+
+CREATE TABLE allow_rules (
+	seq        INTEGER PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	server     TEXT    NOT NULL,
+	tool       TEXT    NOT NULL,
+	definition TEXT    NOT NULL,
+	tenant     TEXT    NOT NULL,
+	user_name  TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	created_by TEXT    NOT NULL,
+	approval   TEXT    NOT NULL,
+	UNIQUE (definition, tenant, user_name)
+) STRICT;
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

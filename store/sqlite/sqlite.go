@@ -236,6 +236,27 @@ func isUnique(err error) bool {
 	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
+// A scanner is a row: *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// queryAll runs a query on q and returns every row, as scan reads it.
+func queryAll[T any](ctx context.Context, q *sql.DB, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // micros and fromMicros convert between times and what the database holds:
 // microseconds since the Unix epoch, UTC.
 func micros(t time.Time) int64 { return t.UnixMicro() }

@@ -142,6 +142,26 @@ func testApprovalJSON(t *testing.T, h *harness) {
 	}
 }
 
+// testRuleJSON checks the fields of `approvals rules --json`.
+func testRuleJSON(t *testing.T, h *harness) {
+	ap := h.store().Approvals()
+	created := base()
+	if err := ap.Remember(t.Context(), rule("rule_1", "sha256:d", created)); err != nil {
+		t.Fatalf("Remember: %v", err)
+	}
+	r, err := ap.Rule(t.Context(), "rule_1")
+	if err != nil {
+		t.Fatalf("Rule: %v", err)
+	}
+	want := map[string]any{
+		"id": "rule_1", "server": "fs", "tool": "fs__write_file", "definition": "sha256:d", "tenant": "acme", "user": "ada",
+		"created_at": rfc3339(created), "created_by": "ada", "approval": "apr_rule_1",
+	}
+	if diff := cmp.Diff(want, fields(t, r)); diff != "" {
+		t.Errorf("rule JSON (-want +got):\n%s", diff)
+	}
+}
+
 // testAuditJSON checks one line of `audit --json`: the fixed fields are
 // always there, the extra ones beside them.
 func testAuditJSON(t *testing.T, h *harness) {

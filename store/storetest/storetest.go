@@ -47,6 +47,12 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Approvals/PrincipalBinding", testApprovalPrincipalBinding},
 		{"Approvals/PrincipalRace", testApprovalPrincipalRace},
 		{"Approvals/List", testApprovalList},
+		{"Approvals/Denial", testApprovalDenial},
+		{"Approvals/DenialPrincipal", testApprovalDenialPrincipal},
+		{"Rules/RememberGet", testRuleRememberGet},
+		{"Rules/Refuses", testRuleRefuses},
+		{"Rules/Binding", testRuleBinding},
+		{"Rules/ListForget", testRuleListForget},
 		{"Audit/AppendEvents", testAuditAppendEvents},
 		{"Audit/Tail", testAuditTail},
 		{"Audit/DefaultTime", testAuditDefaultTime},
@@ -58,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"ToolLists", testToolLists},
 		{"Contract/RecoveryJSON", testRecoveryJSON},
 		{"Contract/ApprovalJSON", testApprovalJSON},
+		{"Contract/RuleJSON", testRuleJSON},
 		{"Contract/AuditJSON", testAuditJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,16 +135,33 @@ func intent(id string, created time.Time) store.Intent {
 // created at created and expiring an hour later.
 func approval(id, digest string, created time.Time) store.Approval {
 	return store.Approval{
-		ID:        id,
-		Server:    "fs",
-		Tool:      "fs__write_file",
-		Digest:    digest,
-		Summary:   "write_file path=src/a.go",
-		Target:    "fs-server --root /srv",
-		CreatedAt: created,
-		ExpiresAt: created.Add(time.Hour),
-		Tenant:    "acme",
-		User:      "ada",
+		ID:         id,
+		Server:     "fs",
+		Tool:       "fs__write_file",
+		Digest:     digest,
+		Summary:    "write_file path=src/a.go",
+		Target:     "fs-server --root /srv",
+		Definition: "def_" + digest,
+		CreatedAt:  created,
+		ExpiresAt:  created.Add(time.Hour),
+		Tenant:     "acme",
+		User:       "ada",
+	}
+}
+
+// rule returns a complete remembered rule with the given id and
+// definition, for acme/ada, created at created.
+func rule(id, definition string, created time.Time) store.AllowRule {
+	return store.AllowRule{
+		ID:         id,
+		Server:     "fs",
+		Tool:       "fs__write_file",
+		Definition: definition,
+		Tenant:     "acme",
+		User:       "ada",
+		CreatedAt:  created,
+		CreatedBy:  "ada",
+		Approval:   "apr_" + id,
 	}
 }
 
