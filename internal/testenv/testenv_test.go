@@ -153,3 +153,51 @@ func TestNodeRuns(t *testing.T) {
 		t.Errorf("Node is version %d, want %d or newer", major, MinNodeMajor)
 	}
 }
+
+func TestFindInspector(t *testing.T) {
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "index.js")
+	if err := os.WriteFile(launcher, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	installed := t.TempDir()
+	writeExecutable(t, filepath.Join(installed, defaultInspector), "")
+
+	tests := []struct {
+		name        string
+		env         string // AIRLOCK_TEST_INSPECTOR
+		root        string
+		want        string
+		wantErr     string
+		wantMissing bool
+	}{
+		{name: "env", env: launcher, want: launcher},
+		{name: "env wins over install", env: launcher, root: installed, want: launcher},
+		{name: "env names nothing", env: filepath.Join(dir, "absent.js"), wantErr: "AIRLOCK_TEST_INSPECTOR="},
+		{name: "installed", root: installed, want: filepath.Join(installed, defaultInspector)},
+		{name: "not installed", root: t.TempDir(), wantErr: "AIRLOCK_TEST_INSPECTOR is unset", wantMissing: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			getenv := func(name string) string {
+				if name == "AIRLOCK_TEST_INSPECTOR" {
+					return tt.env
+				}
+				return ""
+			}
+			got, err := findInspector(getenv, tt.root)
+			if tt.wantErr == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("findInspector = %q, %v; want %q", got, err, tt.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("findInspector error = %v, want one containing %q", err, tt.wantErr)
+			}
+			if got := errors.Is(err, errMissing); got != tt.wantMissing {
+				t.Errorf("errors.Is(%v, errMissing) = %t, want %t", err, got, tt.wantMissing)
+			}
+		})
+	}
+}
