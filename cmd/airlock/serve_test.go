@@ -131,11 +131,11 @@ func TestServeStdio(t *testing.T) {
 
 var servingAt = regexp.MustCompile(`serving MCP at (http://\S+/mcp)`)
 
-// TestServeHTTP runs the gateway as a shared endpoint: clients of both
-// eras list and call, and SIGTERM ends it cleanly.
-func TestServeHTTP(t *testing.T) {
-	dir := workdir(t)
-	cfg := serveConfig(t, dir)
+// startServeHTTP starts `airlock serve --http 127.0.0.1:0` in dir with the
+// configuration cfg, and returns the process, killed when the test ends,
+// and the URL of its MCP endpoint.
+func startServeHTTP(t *testing.T, dir, cfg string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(airlockBin, "serve", "--http", "127.0.0.1:0", "--config", cfg)
 	cmd.Dir = dir
 	pipe, err := cmd.StderrPipe()
@@ -145,7 +145,7 @@ func TestServeHTTP(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := bufio.NewScanner(pipe)
 	var url string
 	var seen []string
@@ -162,6 +162,15 @@ func TestServeHTTP(t *testing.T) {
 		for lines.Scan() {
 		}
 	}()
+	return cmd, url
+}
+
+// TestServeHTTP runs the gateway as a shared endpoint: clients of both
+// eras list and call, and SIGTERM ends it cleanly.
+func TestServeHTTP(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	cmd, url := startServeHTTP(t, dir, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
