@@ -25,10 +25,14 @@ import (
 //
 // A question belongs to one call and is used by one goroutine at a time.
 type question struct {
-	tool   string
-	canAsk bool                     // the client declared form elicitation
+	tool string
+	// canAsk reports whether the client declared form elicitation. It is
+	// called only when the pipeline wants an approval: a 2026-07-28
+	// client's capabilities are decoded from the request's _meta, a cost
+	// most calls need not pay.
+	canAsk func() bool
 	answer *answer                  // the person's answer, on the retry; nil on the first round
-	asked  *airlock.ApprovalRequest // the request the pipeline made, on the first round
+	asked  *airlock.ApprovalRequest // the request the pipeline made, on the first round, if the client can be asked
 }
 
 // An answer is what the person said about one approval request: Allow,
@@ -59,7 +63,7 @@ func (g *Gateway) Approve(ctx context.Context, req airlock.ApprovalRequest) (air
 			return q.answer.verdict, nil
 		}
 		return "", nil
-	case q.canAsk:
+	case q.canAsk():
 		q.asked = &req
 	}
 	return "", nil
@@ -122,7 +126,7 @@ const questionInput = "airlock_approval"
 // one call.
 func (g *Gateway) question(req *mcp.CallToolRequest) *question {
 	p := req.Params
-	q := &question{tool: p.Name, canAsk: formElicitation(req.ClientCapabilities())}
+	q := &question{tool: p.Name, canAsk: func() bool { return formElicitation(req.ClientCapabilities()) }}
 	if len(p.InputResponses) == 0 && p.RequestState == "" {
 		return q
 	}

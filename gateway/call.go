@@ -34,7 +34,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	q := g.question(req)
 	r := g.host.Load().Call(withQuestion(ctx, q), g.snap.Load(), airlock.Call{Name: p.Name, Arguments: p.Arguments})
 	noteRound(ctx, q)
-	if r.Status == airlock.ApprovalRequired && q.canAsk && q.answer == nil && q.asked != nil {
+	if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
 		return g.ask(q), nil
 	}
 	return result(ctx, p.Name, r)

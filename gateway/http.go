@@ -151,8 +151,11 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 		stateful.ServeHTTP(w, r)
 		return
 	}
-	msg, _ := jsonrpc.DecodeMessage(body)
-	req, _ := msg.(*jsonrpc.Request)
+	var req *jsonrpc.Request
+	if mayOpen(body) {
+		msg, _ := jsonrpc.DecodeMessage(body)
+		req, _ = msg.(*jsonrpc.Request)
+	}
 	next := stateless
 	switch {
 	case req == nil:
@@ -173,6 +176,18 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 		defer g.admitted()
 	}
 	next.ServeHTTP(w, r)
+}
+
+// mayOpen reports whether body may be an initialize or a
+// subscriptions/listen request, the only ones route must tell from the
+// rest, so that it decodes only those: the SDK decodes every request again,
+// and a decode is most of what a call costs the gateway. A JSON string
+// spells a method name either as it is or with a backslash escape, so a
+// body that holds neither name and no backslash is neither request.
+func mayOpen(body []byte) bool {
+	return bytes.IndexByte(body, '\\') >= 0 ||
+		bytes.Contains(body, []byte("initialize")) ||
+		bytes.Contains(body, []byte("subscriptions/listen"))
 }
 
 // readBody reads a request body of at most MaxBodyBytes within bodyTimeout
