@@ -318,11 +318,15 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	}
 
 	w("# Benchmarks\n\n")
-	w("Produced by `%s` (`make bench` runs `go run ./bench/callbench -out docs/benchmarks.md`) on %s, %s, %s/%s, %d CPUs, %s.\n\n",
-		commandLine(), time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
-	w("Both sides call the same stdio echo server (the benchmark binary re-executed, go-sdk `mcp.AddTool` with\n")
-	w("typed input and output) in the same run, alternating in %d rounds, after a warm-up. Machines are shared and\n", rounds)
-	w("noisy: read the ratios, not the absolute numbers.\n\n")
+	by := "`" + commandLine() + "`"
+	if by == "`"+makeBench+"`" {
+		by = "`make bench` (scripts/setup-mcp-proxy.sh, then `" + makeBench + "`)"
+	}
+	w("Produced by %s on %s, %s, %s/%s, %d CPUs, %s.\n\n",
+		by, time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	w("The sides of each comparison call the same echo server (the benchmark binary re-executed, go-sdk\n")
+	w("`mcp.AddTool` with typed input and output) in the same run, alternating in %d rounds, after a warm-up.\n", rounds)
+	w("Machines are shared and noisy: read the ratios, not the absolute numbers.\n\n")
 
 	w("## Per-call latency: Airlock pipeline vs. bare go-sdk client (%d calls each)\n\n", calls)
 	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, policy decision (a read:\n")
@@ -354,6 +358,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	renderGateways(w, gw, gateways)
 	return b.String()
 }
+
+// makeBench is the command make bench runs.
+const makeBench = "go run ./bench/callbench -out docs/benchmarks.md"
 
 // commandLine is how this run was started, as a go run command.
 func commandLine() string {
