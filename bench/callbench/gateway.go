@@ -56,8 +56,10 @@ type endpoint struct {
 	era     string // the protocol version the session negotiated
 }
 
-// start starts the endpoint's process, its output going to e.out.
-func (e *endpoint) start(cmd *exec.Cmd) error {
+// start starts the endpoint's process, its output going to e.out. With
+// announce, it waits until the process prints its URL, the first group of
+// announce's match.
+func (e *endpoint) start(cmd *exec.Cmd, announce *regexp.Regexp) error {
 	e.cmd, e.out, e.exited = cmd, &tail{}, make(chan struct{})
 	cmd.Stdout, cmd.Stderr = e.out, e.out
 	if err := cmd.Start(); err != nil {
@@ -67,6 +69,15 @@ func (e *endpoint) start(cmd *exec.Cmd) error {
 		cmd.Wait()
 		close(e.exited)
 	}()
+	if announce == nil {
+		return nil
+	}
+	url, err := e.waitFor(announce)
+	if err != nil {
+		e.close()
+		return err
+	}
+	e.url = url
 	return nil
 }
 
@@ -247,15 +258,9 @@ func startBare(exe string) (*endpoint, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), envServer+"=http")
 	e := &endpoint{name: "bare go-sdk", tool: "echo"}
-	if err := e.start(cmd); err != nil {
+	if err := e.start(cmd, listening); err != nil {
 		return nil, err
 	}
-	url, err := e.waitFor(listening)
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	e.url = url
 	return e, nil
 }
 
@@ -306,15 +311,9 @@ policy:
 	// Only the gateway: the echo server it starts inherits no GOGC.
 	cmd.Env = append(os.Environ(), "GOGC="+gogc)
 	e := &endpoint{name: name, tool: "bench__echo"}
-	if err := e.start(cmd); err != nil {
+	if err := e.start(cmd, servingAt); err != nil {
 		return nil, err
 	}
-	url, err := e.waitFor(servingAt)
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	e.url = url
 	return e, nil
 }
 
@@ -328,7 +327,7 @@ func startMCPProxy(node, script, exe string) (*endpoint, error) {
 	cmd := exec.Command(node, script, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--", exe)
 	cmd.Env = append(os.Environ(), envServer+"=echo")
 	e := &endpoint{name: "mcp-proxy", tool: "echo", url: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
-	if err := e.start(cmd); err != nil {
+	if err := e.start(cmd, nil); err != nil {
 		return nil, err
 	}
 	return e, nil

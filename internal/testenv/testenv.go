@@ -66,12 +66,7 @@ func Node(t testing.TB) string {
 // `node script stdio`. It skips or fails the test as [Node] does.
 func EverythingServer(t testing.TB) (node, script string) {
 	t.Helper()
-	node = Node(t)
-	script, err := findEverything(os.Getenv, moduleRoot())
-	if err != nil {
-		unavailable(t, err)
-	}
-	return node, script
+	return nodeAnd(t, findEverything)
 }
 
 // Inspector returns the Node.js binary and the launcher of the MCP
@@ -79,12 +74,19 @@ func EverythingServer(t testing.TB) (node, script string) {
 // `node launcher --cli …`. It skips or fails the test as [Node] does.
 func Inspector(t testing.TB) (node, launcher string) {
 	t.Helper()
+	return nodeAnd(t, findInspector)
+}
+
+// nodeAnd returns Node and the script that find locates, skipping or
+// failing the test as [Node] does when either is missing.
+func nodeAnd(t testing.TB, find func(getenv func(string) string, root string) (string, error)) (node, script string) {
+	t.Helper()
 	node = Node(t)
-	launcher, err := findInspector(os.Getenv, moduleRoot())
+	script, err := find(os.Getenv, moduleRoot())
 	if err != nil {
 		unavailable(t, err)
 	}
-	return node, launcher
+	return node, script
 }
 
 // errMissing marks a server that is not installed, as opposed to one that is
