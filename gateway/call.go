@@ -46,7 +46,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	q := g.question(req, who)
 	r := g.host.Load().Call(withQuestion(ctx, q), snap, airlock.Call{Name: p.Name, Arguments: p.Arguments})
 	noteRound(ctx, q)
-	if r.Status == airlock.ApprovalRequired && q.canAsk && q.answer == nil && q.asked != nil {
+	if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
 		return g.ask(q), nil
 	}
 	res, err := result(ctx, p.Name, r)

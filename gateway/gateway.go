@@ -69,6 +69,7 @@ type Gateway struct {
 	host  atomic.Pointer[airlock.Host]
 	snap  atomic.Pointer[airlock.Snapshot] // the catalog the server lists
 	calls inflight
+	posts pending // POST requests being handled (http.go)
 
 	listMu sync.Mutex           // one publish at a time
 	listed map[string]*mcp.Tool // what the server lists, by name

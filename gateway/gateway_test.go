@@ -65,7 +65,7 @@ const policy = `policy:
 
 // start serves a fixture; rules are more policy rules (YAML list items),
 // opts the gateway's options (nil for the defaults).
-func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
+func start(t testing.TB, rules string, opts *gateway.Options) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{mark: filepath.Join(dir, "w.mark"), markB: filepath.Join(dir, "b.mark"), log: &testenv.Buffer{}}
@@ -96,7 +96,7 @@ func start(t *testing.T, rules string, opts *gateway.Options) *fixture {
 
 // open opens a host of cfg (with hopts, which may be nil) behind a gateway
 // with opts (nil for the defaults), and serves it over HTTP on loopback.
-func (f *fixture) open(t *testing.T, cfg *config.Config, opts *gateway.Options, hopts *airlock.Options) {
+func (f *fixture) open(t testing.TB, cfg *config.Config, opts *gateway.Options, hopts *airlock.Options) {
 	t.Helper()
 	var o gateway.Options
 	if opts != nil {
@@ -134,7 +134,7 @@ func (f *fixture) open(t *testing.T, cfg *config.Config, opts *gateway.Options, 
 }
 
 // stop ends Serve (draining) and returns what it returned.
-func (f *fixture) stop(t *testing.T) error {
+func (f *fixture) stop(t testing.TB) error {
 	t.Helper()
 	f.cancel()
 	select {
@@ -150,7 +150,7 @@ func (f *fixture) stop(t *testing.T) error {
 }
 
 // connect opens a client session of era on the fixture's endpoint.
-func (f *fixture) connect(t *testing.T, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (f *fixture) connect(t testing.TB, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, opts)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: era})

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -155,6 +156,10 @@ func (g *Gateway) keysReady(ctx context.Context) bool {
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, stateless http.Handler) {
 	var body []byte
 	if r.Method == http.MethodPost {
+		// A POST's handler returns once its answers are written: a drain
+		// waits for that before it ends the sessions they go out on.
+		g.posts.enter()
+		defer g.posts.leave()
 		var ok bool
 		if body, ok = g.readBody(w, r); !ok {
 			return
@@ -164,8 +169,11 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 		stateful.ServeHTTP(w, r)
 		return
 	}
-	msg, _ := jsonrpc.DecodeMessage(body)
-	req, _ := msg.(*jsonrpc.Request)
+	var req *jsonrpc.Request
+	if mayOpen(body) {
+		msg, _ := jsonrpc.DecodeMessage(body)
+		req, _ = msg.(*jsonrpc.Request)
+	}
 	next := stateless
 	switch {
 	case req == nil:
@@ -186,6 +194,18 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 		defer g.admitted()
 	}
 	next.ServeHTTP(w, r)
+}
+
+// mayOpen reports whether body may be an initialize or a
+// subscriptions/listen request, the only ones route must tell from the
+// rest, so that it decodes only those: the SDK decodes every request again,
+// and a decode is most of what a call costs the gateway. A JSON string
+// spells a method name either as it is or with a backslash escape, so a
+// body that holds neither name and no backslash is neither request.
+func mayOpen(body []byte) bool {
+	return bytes.IndexByte(body, '\\') >= 0 ||
+		bytes.Contains(body, []byte("initialize")) ||
+		bytes.Contains(body, []byte("subscriptions/listen"))
 }
 
 // readBody reads a request body of at most MaxBodyBytes within bodyTimeout
@@ -278,6 +298,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	shutdown := make(chan error, 1)
 	go func() { shutdown <- srv.Shutdown(shut) }()
 	g.drain()
+	// A call that finished has its answer still to be written on its
+	// request's stream; ending the sessions first would cut it off.
+	g.posts.wait(closeTimeout)
 	for ss := range g.server.Sessions() {
 		ss.Close()
 	}
@@ -293,4 +316,45 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	g.log.Info("stopped")
 	return nil
+}
+
+// pending counts the requests whose handlers are running, so that a drain
+// can wait for them to return.
+type pending struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0; nil when nobody waits
+}
+
+func (p *pending) enter() {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+}
+
+func (p *pending) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+}
+
+// wait returns when no request is running, or after d.
+func (p *pending) wait(d time.Duration) {
+	p.mu.Lock()
+	if p.n == 0 {
+		p.mu.Unlock()
+		return
+	}
+	if p.idle == nil {
+		p.idle = make(chan struct{})
+	}
+	idle := p.idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+	case <-time.After(d):
+	}
 }

@@ -161,6 +161,15 @@ func TestMaxSessions(t *testing.T) {
 	if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !strings.Contains(body, "serve.max_sessions (2)") {
 		t.Errorf("initialize past the bound: %d %q", code, body)
 	}
+	// The method names spelled with escapes are the same requests.
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"\u0069nitialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`,
+	} {
+		if code, _, got := post(t, f, "", body, nil); code != http.StatusServiceUnavailable || !strings.Contains(got, "serve.max_sessions (2)") {
+			t.Errorf("%s past the bound: %d %q, want 503", body, code, got)
+		}
+	}
 	res, err := call(t, f.connect(t, stateless, nil), "w__echo", `{"text":"stateless"}`)
 	if err != nil || resultText(res) != "stateless" {
 		t.Errorf("stateless call: %+v, %v", res, err)

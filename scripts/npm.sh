@@ -63,3 +63,28 @@ npm_ci() {
 	fi
 	rm -f "$log"
 }
+
+# install_checked installs the lock file of src into dir, unless dir's stamp
+# says it already holds it and entry (a file the package ships) is there,
+# then checks that entry runs: that `node entry --version` prints the
+# version src pins for the package name. It prints one line when it
+# installs. A new Node.js means installing and checking again.
+install_checked() {
+	local src=$1 dir=$2 name=$3 entry=$4
+	local version stamp want got
+	version="$(pinned_version "$src" "$name")"
+	stamp="$dir/.installed"
+	want="$(fingerprint "$node_src/package-lock.json" "$src/package-lock.json")"
+	if stamped "$stamp" "$want" && [[ -f $entry ]]; then
+		return 0
+	fi
+	use_pinned_node
+	rm -f "$stamp"
+	npm_ci "$src" "$dir"
+	[[ -f $entry ]] || die "$entry is missing after installing $name"
+	got="$("$node_bin" "$entry" --version 2>/dev/null)" ||
+		die "$name $version does not start on node $("$node_bin" --version)"
+	[[ $got == "$version" ]] || die "$entry reports version $got, want $version"
+	echo "$want" >"$stamp"
+	echo "installed $name $version in $dir"
+}

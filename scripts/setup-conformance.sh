@@ -28,24 +28,6 @@ conformance_js="$conformance_dir/node_modules/@modelcontextprotocol/conformance/
 
 bash scripts/setup-node.sh || die "scripts/setup-node.sh failed (output above)"
 
-version="$(pinned_version "$conformance_src" @modelcontextprotocol/conformance)"
-
-stamp="$conformance_dir/.installed"
-# A new Node.js means installing and checking the suite again.
-want="$(fingerprint "$node_src/package-lock.json" "$conformance_src/package-lock.json")"
-if stamped "$stamp" "$want" && [[ -f $conformance_js ]]; then
-	exit 0
-fi
-
-use_pinned_node
-rm -f "$stamp"
-npm_ci "$conformance_src" "$conformance_dir"
-[[ -f $conformance_js ]] || die "$conformance_js is missing after installing @modelcontextprotocol/conformance"
-
 # The CLI reports its own version; anything else means the install is broken
 # or this Node.js cannot run it.
-got="$("$node_bin" "$conformance_js" --version 2>/dev/null)" ||
-	die "@modelcontextprotocol/conformance $version does not start on $("$node_bin" --version)"
-[[ $got == "$version" ]] || die "$conformance_js reports version $got, want $version"
-echo "$want" >"$stamp"
-echo "installed @modelcontextprotocol/conformance $version in $conformance_dir"
+install_checked "$conformance_src" "$conformance_dir" @modelcontextprotocol/conformance "$conformance_js"

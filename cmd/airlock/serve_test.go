@@ -169,6 +169,15 @@ func startServe(t *testing.T, dir string, args ...string) (string, *exec.Cmd) {
 	return url, cmd
 }
 
+// startServeHTTP starts `airlock serve --http 127.0.0.1:0` in dir with the
+// configuration cfg, and returns the process, killed when the test ends,
+// and the URL of its MCP endpoint.
+func startServeHTTP(t *testing.T, dir, cfg string) (*exec.Cmd, string) {
+	t.Helper()
+	url, cmd := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+	return cmd, url
+}
+
 // TestServeHTTP runs the gateway as a shared endpoint: clients of both
 // eras list and call, and SIGTERM ends it cleanly.
 func TestServeHTTP(t *testing.T) {

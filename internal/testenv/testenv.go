@@ -1,16 +1,18 @@
 // Package testenv finds and builds the real third-party MCP servers that
-// Airlock's tests run against, and inspects the processes they leave behind.
+// Airlock's tests run against, and the real MCP clients they run against
+// Airlock, and inspects the processes they leave behind.
 //
 // It is test-only: import it from _test.go files and from the conformance
 // client, never from code that ships.
 //
-// The Node.js servers come from the npm registry and are installed by
-// scripts/setup-node.sh; `make test` runs that script and points the tests at
-// what it installed with two environment variables:
+// The Node.js servers and clients come from the npm registry and are
+// installed by scripts/setup-node.sh; `make test` runs that script and points
+// the tests at what it installed with three environment variables:
 //
 //	AIRLOCK_TEST_NODE        the Node.js 22 binary
 //	AIRLOCK_TEST_EVERYTHING  the entry script of @modelcontextprotocol/server-everything
 //	AIRLOCK_TEST_NPX_CACHE   an npm cache in which npx finds server-everything
+//	AIRLOCK_TEST_INSPECTOR   the launcher (bin) of @modelcontextprotocol/inspector
 //
 // When a variable is unset, the helpers look in the repository's .cache/
 // directory, where the script puts them, so `go test` works after one
@@ -39,7 +41,7 @@ import (
 // MinNodeMajor is the oldest Node.js major version the npm servers are run on.
 const MinNodeMajor = 22
 
-const setupHint = "run `make test`, or scripts/setup-node.sh and set AIRLOCK_TEST_NODE and AIRLOCK_TEST_EVERYTHING as the Makefile does"
+const setupHint = "run `make test`, or scripts/setup-node.sh and set AIRLOCK_TEST_NODE, AIRLOCK_TEST_EVERYTHING and AIRLOCK_TEST_INSPECTOR as the Makefile does"
 
 // The install locations of scripts/setup-node.sh, relative to the repository
 // root; keep them in step with the script and the Makefile.
@@ -48,6 +50,7 @@ var (
 	defaultEverything = filepath.Join(".cache", "npm", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	defaultNpxCache   = filepath.Join(".cache", "npx")
 	everythingPin     = filepath.Join("scripts", "npm", "server-everything", "package.json")
+	defaultInspector  = filepath.Join(".cache", "inspector", "node_modules", "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
 )
 
 // Node returns the path of a Node.js binary of at least [MinNodeMajor].
@@ -67,8 +70,23 @@ func Node(t testing.TB) string {
 // `node script stdio`. It skips or fails the test as [Node] does.
 func EverythingServer(t testing.TB) (node, script string) {
 	t.Helper()
+	return nodeAnd(t, findEverything)
+}
+
+// Inspector returns the Node.js binary and the launcher of the MCP
+// Inspector (@modelcontextprotocol/inspector), whose CLI is run as
+// `node launcher --cli …`. It skips or fails the test as [Node] does.
+func Inspector(t testing.TB) (node, launcher string) {
+	t.Helper()
+	return nodeAnd(t, findInspector)
+}
+
+// nodeAnd returns Node and the script that find locates, skipping or
+// failing the test as [Node] does when either is missing.
+func nodeAnd(t testing.TB, find func(getenv func(string) string, root string) (string, error)) (node, script string) {
+	t.Helper()
 	node = Node(t)
-	script, err := findEverything(os.Getenv, moduleRoot())
+	script, err := find(os.Getenv, moduleRoot())
 	if err != nil {
 		unavailable(t, err)
 	}
@@ -153,6 +171,12 @@ func findNode(getenv func(string) string, root string) (string, error) {
 // location under root when it is unset.
 func findEverything(getenv func(string) string, root string) (string, error) {
 	return locate(getenv, root, "AIRLOCK_TEST_EVERYTHING", defaultEverything)
+}
+
+// findInspector resolves AIRLOCK_TEST_INSPECTOR, or the default install
+// location under root when it is unset.
+func findInspector(getenv func(string) string, root string) (string, error) {
+	return locate(getenv, root, "AIRLOCK_TEST_INSPECTOR", defaultInspector)
 }
 
 // locate returns the absolute path named by the environment variable, or

@@ -76,14 +76,7 @@ func TestFindNode(t *testing.T) {
 	installed := t.TempDir()
 	writeExecutable(t, filepath.Join(installed, defaultNode), "echo v22.0.0")
 
-	tests := []struct {
-		name        string
-		env         string // AIRLOCK_TEST_NODE
-		root        string
-		want        string
-		wantErr     string // substring of the error
-		wantMissing bool   // errors.Is(err, errMissing): skip rather than fail outside CI
-	}{
+	testFind(t, "AIRLOCK_TEST_NODE", findNode, []findCase{
 		{name: "env node 22", env: node22, want: node22},
 		{name: "env wins over install", env: node22, root: installed, want: node22},
 		{name: "env too old", env: node20, wantErr: "is Node.js 20, want 22 or newer"},
@@ -92,27 +85,42 @@ func TestFindNode(t *testing.T) {
 		{name: "installed", root: installed, want: filepath.Join(installed, defaultNode)},
 		{name: "not installed", root: t.TempDir(), wantErr: "does not exist", wantMissing: true},
 		{name: "no module root", wantErr: "outside the module", wantMissing: true},
-	}
+	})
+}
+
+// findCase is a case of a find function's table test.
+type findCase struct {
+	name        string
+	env         string // the variable the function reads
+	root        string
+	want        string
+	wantErr     string // substring of the error
+	wantMissing bool   // errors.Is(err, errMissing): skip rather than fail outside CI
+}
+
+// testFind runs find, which reads the variable env, on each case.
+func testFind(t *testing.T, env string, find func(getenv func(string) string, root string) (string, error), tests []findCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			getenv := func(name string) string {
-				if name == "AIRLOCK_TEST_NODE" {
+				if name == env {
 					return tt.env
 				}
 				return ""
 			}
-			got, err := findNode(getenv, tt.root)
+			got, err := find(getenv, tt.root)
 			if tt.wantErr == "" {
 				if err != nil {
-					t.Fatalf("findNode: %v", err)
+					t.Fatalf("find: %v", err)
 				}
 				if got != tt.want {
-					t.Errorf("findNode = %q, want %q", got, tt.want)
+					t.Errorf("find = %q, want %q", got, tt.want)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("findNode error = %v, want one containing %q", err, tt.wantErr)
+				t.Fatalf("find error = %v, want one containing %q", err, tt.wantErr)
 			}
 			if got := errors.Is(err, errMissing); got != tt.wantMissing {
 				t.Errorf("errors.Is(%v, errMissing) = %t, want %t", err, got, tt.wantMissing)
@@ -152,4 +160,22 @@ func TestNodeRuns(t *testing.T) {
 	if major < MinNodeMajor {
 		t.Errorf("Node is version %d, want %d or newer", major, MinNodeMajor)
 	}
+}
+
+func TestFindInspector(t *testing.T) {
+	dir := t.TempDir()
+	launcher := filepath.Join(dir, "index.js")
+	if err := os.WriteFile(launcher, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	installed := t.TempDir()
+	writeExecutable(t, filepath.Join(installed, defaultInspector), "")
+
+	testFind(t, "AIRLOCK_TEST_INSPECTOR", findInspector, []findCase{
+		{name: "env", env: launcher, want: launcher},
+		{name: "env wins over install", env: launcher, root: installed, want: launcher},
+		{name: "env names nothing", env: filepath.Join(dir, "absent.js"), wantErr: "AIRLOCK_TEST_INSPECTOR="},
+		{name: "installed", root: installed, want: filepath.Join(installed, defaultInspector)},
+		{name: "not installed", root: t.TempDir(), wantErr: "AIRLOCK_TEST_INSPECTOR is unset", wantMissing: true},
+	})
 }
