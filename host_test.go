@@ -279,6 +279,17 @@ func TestArtifacts(t *testing.T) {
 	if strings.Contains(r.Content, "iVBOR") || !strings.HasPrefix(r.Content, "here you go\n") {
 		t.Errorf("content = %q, want text plus references, no base64", r.Content)
 	}
+	// For a caller that hands the result on (the gateway), the blocks as
+	// the server sent them, in its order.
+	wantBlocks := []mcp.Content{
+		&mcp.TextContent{Text: "here you go"},
+		&mcp.ImageContent{Data: pngBytes, MIMEType: "image/png"},
+		&mcp.AudioContent{Data: []byte("RIFF....WAVE"), MIMEType: "audio/wav"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "embedded notes"}},
+	}
+	if diff := cmp.Diff(wantBlocks, r.ContentBlocks); diff != "" {
+		t.Errorf("content blocks (-want +got):\n%s", diff)
+	}
 	// Content-addressed: the same bytes give the same id.
 	r2 := call(t, h, "sdk__media", `{}`)
 	if r2.Artifacts[0].ID != r.Artifacts[0].ID {
