@@ -351,17 +351,7 @@ func TestNameCollisionsAcrossServers(t *testing.T) {
 		config.Server{ID: "a_", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second},
 		config.Server{ID: "a", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second},
 	)
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(srv config.Server) mcp.Transport {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
-			t.Fatal(err)
-		}
-		return ct
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openInProcess(t, cfg, servers)
 	tools := h.Snapshot().Tools()
 	if len(tools) != 2 || tools[0].Name == tools[1].Name {
 		t.Fatalf("tools = %+v, want two distinct names", tools)
@@ -393,17 +383,7 @@ func TestToolPrefix(t *testing.T) {
 	cfg := newConfig(t, srv("own", &own), srv("gh", &github), srv("dup1", &own), srv("dup2", &own))
 	cfg.Policy.Rules = append(cfg.Policy.Rules, config.Rule{Server: "gh", Tool: "github-list", Decision: "deny", Source: "test"})
 	cfg.Audit.RecordValues = []string{"hello"}
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(srv config.Server) mcp.Transport {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
-			t.Fatal(err)
-		}
-		return ct
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openInProcess(t, cfg, servers)
 	snap := h.Snapshot()
 	byRemote := map[string]string{}
 	for _, tool := range snap.Tools() {
@@ -431,6 +411,24 @@ func TestToolPrefix(t *testing.T) {
 	for _, name := range []string{byRemote["dup1/same"], byRemote["dup2/same"]} {
 		wantStatus(t, call(t, h, name, `{}`), airlock.OK)
 	}
+}
+
+// openInProcess opens a host on cfg whose servers are the in-process
+// servers of the same ids.
+func openInProcess(t *testing.T, cfg *config.Config, servers map[string]*mcp.Server) *airlock.Host {
+	t.Helper()
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(srv config.Server) mcp.Transport {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ct
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }
 
 // namedServer is an in-process server with one tool that says its name.

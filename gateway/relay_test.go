@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/airlockhq/airlock/config"
-	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // The upstream's tools for what a server says besides its result (the
@@ -86,13 +82,8 @@ func addRelayTools(s *mcp.Server) {
 // tools under their own names (tool_prefix: ""), every call allowed.
 func startRelay(t *testing.T) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	f := &fixture{mark: filepath.Join(dir, "w.mark"), log: &testenv.Buffer{}}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	yaml := fmt.Sprintf(`servers:
+	f, dir, exe := newFixture(t)
+	f.serve(t, dir, fmt.Sprintf(`servers:
   - id: w
     command: %q
     env: {%s: relay, %s: %q}
@@ -101,12 +92,7 @@ func startRelay(t *testing.T) *fixture {
 policy:
   rules:
     - {server: w, decision: allow}
-`, exe, envUpstream, envMark, f.mark)
-	cfg, err := config.Parse([]byte(yaml), "airlock.yaml", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.open(t, cfg, nil, nil)
+`, exe, envUpstream, envMark, f.mark), nil)
 	return f
 }
 
@@ -300,22 +286,10 @@ func TestMissingClientCapabilities(t *testing.T) {
 // did, and list the same tools again.
 func TestToolsChangedAnnounced(t *testing.T) {
 	f := startRelay(t)
-	heard := map[string]chan struct{}{}
-	sessions := map[string]*mcp.ClientSession{}
-	for _, era := range eras {
-		ch := make(chan struct{}, 16)
-		heard[era] = ch
-		sessions[era] = f.connect(t, era, &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} },
-		})
-	}
+	sessions, heard := f.listenForChanges(t)
 	f.g.CatalogChanged()
 	for _, era := range eras {
-		select {
-		case <-heard[era]:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: no notifications/tools/list_changed", era)
-		}
+		heard(era)
 		list, err := sessions[era].ListTools(context.Background(), nil)
 		if err != nil || len(list.Tools) != 4 {
 			t.Errorf("%s: tools after the announcement: %v, %v", era, list, err)

@@ -55,6 +55,20 @@ type holds struct {
 	talk, end       chan struct{}
 }
 
+func newHolds() *holds {
+	return &holds{entered: make(chan string, 2), talked: make(chan string, 2), talk: make(chan struct{}), end: make(chan struct{})}
+}
+
+// together lets two held calls talk while both are in flight, then end.
+func (h *holds) together() {
+	<-h.entered
+	<-h.entered
+	close(h.talk)
+	<-h.talked
+	<-h.talked
+	close(h.end)
+}
+
 func dialLogs(t *testing.T, version string, s *mcp.Server) *Conn {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
@@ -140,7 +154,7 @@ func TestLogsGoToNobodyWhenAmbiguous(t *testing.T) {
 		{"2026-07-28", "talk", 0},
 		{"2026-07-28", "quiet", 3},
 	} {
-		hold := &holds{entered: make(chan string, 2), talked: make(chan string, 2), talk: make(chan struct{}), end: make(chan struct{})}
+		hold := newHolds()
 		c := dialLogs(t, tt.version, logServer(hold))
 		var a, b heard
 		var wg sync.WaitGroup
@@ -150,13 +164,7 @@ func TestLogsGoToNobodyWhenAmbiguous(t *testing.T) {
 			ctx = WithLogWatch(ctx, b.watch("debug"))
 		}
 		wg.Go(func() { call(t, c, ctx, tt.other, "b") })
-		// Both calls are in flight while they talk.
-		<-hold.entered
-		<-hold.entered
-		close(hold.talk)
-		<-hold.talked
-		<-hold.talked
-		close(hold.end)
+		hold.together()
 		wg.Wait()
 		if got := a.got(); len(got) != tt.want || len(b.got()) != 0 {
 			t.Errorf("%s, other call %s: a got %q, b got %q; want %d for a, none for b", tt.version, tt.other, got, b.got(), tt.want)
@@ -170,7 +178,7 @@ func TestLogsGoToNobodyWhenAmbiguous(t *testing.T) {
 func TestRemoteLogsFollowTheirStream(t *testing.T) {
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
-			hold := &holds{entered: make(chan string, 2), talked: make(chan string, 2), talk: make(chan struct{}), end: make(chan struct{})}
+			hold := newHolds()
 			s := logServer(hold)
 			ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 				&mcp.StreamableHTTPOptions{Stateless: version >= "2026-07-28"}))
@@ -186,12 +194,7 @@ func TestRemoteLogsFollowTheirStream(t *testing.T) {
 			var wg sync.WaitGroup
 			wg.Go(func() { call(t, c, WithLogWatch(context.Background(), a.watch("info")), "talk", "a") })
 			wg.Go(func() { call(t, c, WithLogWatch(context.Background(), b.watch("info")), "talk", "b") })
-			<-hold.entered
-			<-hold.entered
-			close(hold.talk)
-			<-hold.talked
-			<-hold.talked
-			close(hold.end)
+			hold.together()
 			wg.Wait()
 			for who, h := range map[string]*heard{"a": &a, "b": &b} {
 				want := []string{"info talk: info from " + who, "warning talk: warning from " + who}
