@@ -2,8 +2,9 @@
 # make check  formatting, vet, staticcheck and import grouping
 # make bench  measure the call pipeline and the gateway (against the bare
 #             go-sdk and mcp-proxy) and write docs/benchmarks.md
-# make conformance  run the official MCP conformance suite (client mode)
-#             against conformance/client (docs/conformance.md)
+# make conformance  run the official MCP conformance suite in client mode
+#             against conformance/client, and in server mode against
+#             airlock serve --http (docs/conformance.md)
 
 GO ?= go
 GOFMT ?= gofmt
@@ -67,15 +68,24 @@ bench:
 	$(GO) run ./bench/callbench -out docs/benchmarks.md
 
 # conformance runs the official MCP conformance suite, installed by
-# scripts/setup-conformance.sh, in client mode against conformance/client,
-# which is built on Airlock's host. The suite fails the run on a failure that
-# conformance/baseline.yml does not list and on a listed one that passes.
-# The client is built once into a temporary directory, which also takes the
-# suite's results; it is kept, and named, only when the run fails.
+# scripts/setup-conformance.sh, twice:
+#
+# In client mode against conformance/client, which is built on Airlock's
+# host. The suite fails the run on a failure that conformance/baseline.yml
+# does not list and on a listed one that passes. The client is built once
+# into a temporary directory, which also takes the suite's results; it is
+# kept, and named, only when the run fails.
+#
+# In server mode against airlock serve --http in front of the go-sdk's
+# conformance everything-server, for the requirement sets 2026-07-28 and
+# 2025-11-25, with the baseline conformance/server-baseline.yml
+# (scripts/conformance-server.sh).
 CONFORMANCE_JS := $(CURDIR)/.cache/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
-.PHONY: conformance
-conformance:
+.PHONY: conformance conformance-client conformance-server
+conformance: conformance-client conformance-server
+
+conformance-client:
 	bash scripts/setup-conformance.sh
 	@dir="$$(mktemp -d)"; \
 	$(GO) build -o "$$dir/client" ./conformance/client; \
@@ -87,3 +97,7 @@ conformance:
 		echo "conformance: the suite failed; its results are in $$dir/results" >&2; \
 		exit 1; \
 	fi
+
+conformance-server:
+	bash scripts/setup-conformance.sh
+	GO='$(GO)' bash scripts/conformance-server.sh

@@ -185,12 +185,12 @@ func (h *Host) answer(ctx context.Context, q *request, res *mcp.CallToolResult) 
 	r := q.r
 	q.res = res
 	if res.IsError {
-		content, artifacts, err := h.render(ctx, q, res.Content)
+		out, err := h.render(ctx, q, res.Content)
 		if err != nil {
 			return q.fail(ContractError, err, "%s: %v", q.tool.Name, err)
 		}
-		r.Status, r.Content, r.Artifacts = ToolError, content, artifacts
-		r.Err = newError(ToolError, q.tool.Server, q.tool.Name, nil, "%s", content)
+		r.Status, r.Content, r.Artifacts = ToolError, out.text, out.artifacts
+		r.Err = newError(ToolError, q.tool.Server, q.tool.Name, nil, "%s", out.text)
 		return h.runAfterHooks(ctx, q.info, r)
 	}
 
@@ -214,14 +214,16 @@ func (h *Host) answer(ctx context.Context, q *request, res *mcp.CallToolResult) 
 
 	// Turn the content into what the model sees; binary and embedded
 	// content goes to the artifact store.
-	content, artifacts, err := h.render(ctx, q, res.Content)
+	out, err := h.render(ctx, q, res.Content)
 	if err != nil {
 		return q.fail(ContractError, err, "%s: %v", q.tool.Name, err)
 	}
+	content := out.text
 	if content == "" && structured != nil {
 		content = string(structured)
 	}
-	r.Status, r.Content, r.Structured, r.Artifacts = OK, content, structured, artifacts
+	r.Status, r.Content, r.Structured, r.Artifacts = OK, content, structured, out.artifacts
+	r.ContentBlocks = out.blocks
 	return h.runAfterHooks(ctx, q.info, r)
 }
 

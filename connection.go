@@ -342,15 +342,21 @@ func (h *Host) relogin(ctx context.Context, s *server, tool string) (*link, *Err
 	return s.currentLink(), nil
 }
 
-// loginPending returns the server whose local tool names name would have
-// (SERVER__TOOL) when that server still waits for a login, or nil.
+// loginPending returns the server whose tools' local names name would be
+// one of (it starts with the server's prefix, SERVER__ by default) when
+// that server still waits for a login, or nil. Of several such servers,
+// the one with the longest prefix, then the first by id, is named.
 func (s *Snapshot) loginPending(name string) *server {
-	id, _, ok := strings.Cut(name, "__")
-	if !ok {
-		return nil
+	var found *server
+	for _, srv := range s.servers {
+		prefix := srv.cfg.LocalPrefix()
+		if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) || srv.getStatus().Status != StatusAuthRequired {
+			continue
+		}
+		if found == nil || len(prefix) > len(found.cfg.LocalPrefix()) ||
+			len(prefix) == len(found.cfg.LocalPrefix()) && srv.cfg.ID < found.cfg.ID {
+			found = srv
+		}
 	}
-	if srv := s.servers[id]; srv != nil && srv.getStatus().Status == StatusAuthRequired {
-		return srv
-	}
-	return nil
+	return found
 }

@@ -462,8 +462,9 @@ func TestNoSecretIsWrittenAnywhere(t *testing.T) {
 		}
 		r = call(t, h, "sdk__echo", string(args))
 		wantStatus(t, r, airlock.OK)
-		if strings.Contains(r.Content, hostSecret) || strings.Contains(string(r.Structured), hostSecret) {
-			t.Errorf("the host's secret reached the model: %q", r.Content)
+		blocks, _ := json.Marshal(r.ContentBlocks)
+		if strings.Contains(r.Content, hostSecret) || strings.Contains(string(r.Structured), hostSecret) || strings.Contains(string(blocks), hostSecret) {
+			t.Errorf("the host's secret reached the model: %q, %s", r.Content, blocks)
 		}
 	}
 	// The server has the secret in its environment (that is the point) and

@@ -279,6 +279,17 @@ func TestArtifacts(t *testing.T) {
 	if strings.Contains(r.Content, "iVBOR") || !strings.HasPrefix(r.Content, "here you go\n") {
 		t.Errorf("content = %q, want text plus references, no base64", r.Content)
 	}
+	// For a caller that hands the result on (the gateway), the blocks as
+	// the server sent them, in its order.
+	wantBlocks := []mcp.Content{
+		&mcp.TextContent{Text: "here you go"},
+		&mcp.ImageContent{Data: pngBytes, MIMEType: "image/png"},
+		&mcp.AudioContent{Data: []byte("RIFF....WAVE"), MIMEType: "audio/wav"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///notes.txt", MIMEType: "text/plain", Text: "embedded notes"}},
+	}
+	if diff := cmp.Diff(wantBlocks, r.ContentBlocks); diff != "" {
+		t.Errorf("content blocks (-want +got):\n%s", diff)
+	}
 	// Content-addressed: the same bytes give the same id.
 	r2 := call(t, h, "sdk__media", `{}`)
 	if r2.Artifacts[0].ID != r.Artifacts[0].ID {
@@ -340,17 +351,7 @@ func TestNameCollisionsAcrossServers(t *testing.T) {
 		config.Server{ID: "a_", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second},
 		config.Server{ID: "a", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second},
 	)
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(srv config.Server) mcp.Transport {
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
-			t.Fatal(err)
-		}
-		return ct
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openInProcess(t, cfg, servers)
 	tools := h.Snapshot().Tools()
 	if len(tools) != 2 || tools[0].Name == tools[1].Name {
 		t.Fatalf("tools = %+v, want two distinct names", tools)
@@ -365,6 +366,69 @@ func TestNameCollisionsAcrossServers(t *testing.T) {
 			t.Errorf("%s answered %q, want %q", tool.Name, r.Content, want)
 		}
 	}
+}
+
+// TestToolPrefix: a server's tool_prefix names its tools in the catalog
+// ("" keeps the server's own names); names two servers would share are
+// hashed, never overwritten; and policy rules, which match local or remote
+// names, and audit.record_values, which names local ones, follow.
+func TestToolPrefix(t *testing.T) {
+	servers := map[string]*mcp.Server{"own": namedServer("hello"), "gh": namedServer("list"),
+		"dup1": namedServer("same"), "dup2": namedServer("same")}
+	srv := func(id string, prefix *string) config.Server {
+		return config.Server{ID: id, Command: "in-process", AllowedTools: []string{"*"}, ToolPrefix: prefix,
+			ProtocolVersions: bothVersions, RequestTimeout: time.Minute, ConnectTimeout: time.Minute, ProbeTimeout: time.Second}
+	}
+	own, github := "", "github-"
+	cfg := newConfig(t, srv("own", &own), srv("gh", &github), srv("dup1", &own), srv("dup2", &own))
+	cfg.Policy.Rules = append(cfg.Policy.Rules, config.Rule{Server: "gh", Tool: "github-list", Decision: "deny", Source: "test"})
+	cfg.Audit.RecordValues = []string{"hello"}
+	h := openInProcess(t, cfg, servers)
+	snap := h.Snapshot()
+	byRemote := map[string]string{}
+	for _, tool := range snap.Tools() {
+		byRemote[tool.Server+"/"+tool.RemoteName] = tool.Name
+	}
+	if byRemote["own/hello"] != "hello" || byRemote["gh/list"] != "github-list" {
+		t.Errorf("local names = %v, want hello and github-list", byRemote)
+	}
+	if a, b := byRemote["dup1/same"], byRemote["dup2/same"]; a == b || a == "same" || !strings.HasPrefix(a, "same_") || !strings.HasPrefix(b, "same_") {
+		t.Errorf("dup1/same = %q, dup2/same = %q; want two distinct hashed names", a, b)
+	}
+	if w := snap.Warnings(); len(w) != 0 {
+		t.Errorf("warnings = %v, want none: every entry names a tool", w)
+	}
+
+	r := call(t, h, "hello", `{"x":"kept"}`)
+	wantStatus(t, r, airlock.OK)
+	if r.Content != "I am hello" {
+		t.Errorf("hello answered %q", r.Content)
+	}
+	// The rule names the local name github-list.
+	wantStatus(t, call(t, h, "github-list", `{}`), airlock.Denied)
+	wantStatus(t, call(t, h, "gh__list", `{}`), airlock.UnknownTool)
+	wantStatus(t, call(t, h, "own__hello", `{}`), airlock.UnknownTool)
+	for _, name := range []string{byRemote["dup1/same"], byRemote["dup2/same"]} {
+		wantStatus(t, call(t, h, name, `{}`), airlock.OK)
+	}
+}
+
+// openInProcess opens a host on cfg whose servers are the in-process
+// servers of the same ids.
+func openInProcess(t *testing.T, cfg *config.Config, servers map[string]*mcp.Server) *airlock.Host {
+	t.Helper()
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(srv config.Server) mcp.Transport {
+		st, ct := mcp.NewInMemoryTransports()
+		if _, err := servers[srv.ID].Connect(context.Background(), st, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ct
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
 }
 
 // namedServer is an in-process server with one tool that says its name.

@@ -46,14 +46,16 @@ func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, e
 	seen := make([]uint64, len(l.servers))
 	byID := make(map[string]*server, len(l.servers))
 	launches := make(map[string]string, len(l.servers))
+	prefixes := make(map[string]string, len(l.servers))
 	for i, s := range l.servers {
 		ts, v := s.toolsNow()
 		tools = append(tools, ts...)
 		seen[i] = v
 		byID[s.cfg.ID] = s
 		launches[s.cfg.ID] = s.cfg.LaunchFingerprint()
+		prefixes[s.cfg.ID] = s.cfg.LocalPrefix()
 	}
-	snap, err := catalog.Build(tools, generation, launches)
+	snap, err := catalog.Build(tools, generation, launches, prefixes)
 	if err != nil {
 		return nil, nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
 	}

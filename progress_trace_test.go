@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -60,17 +61,15 @@ func TestCallProgress(t *testing.T) {
 			h, log := openWithProgress(t, devConfig(t, srv))
 			r := call(t, h, "sdk__progress", `{"steps":3}`)
 			wantStatus(t, r, airlock.OK)
-			// The SDK hands notifications on after their turn in a queue of
-			// their own, so the last may lose the race with the answer; the
-			// others come in order.
+			// The connection looks at notifications as it reads them, in
+			// the order the server wrote them, before the answer: every
+			// one arrives while the call is in flight, in order.
 			got := log.got()
 			var want []airlock.CallProgress
 			for i := range 3 {
 				want = append(want, airlock.CallProgress{ToolCallID: "call_1", Tool: "sdk__progress", Server: "sdk", Progress: float64(i + 1)})
 			}
-			if len(got) < 2 || len(got) > 3 {
-				t.Errorf("%d progress notifications, want 2 or 3: %+v", len(got), got)
-			} else if diff := cmp.Diff(want[:len(got)], got); diff != "" {
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("progress (-want +got):\n%s", diff)
 			}
 			// Nothing comes after the call returned.
@@ -95,6 +94,62 @@ func TestCallProgress(t *testing.T) {
 // TestWireTrace: Options.Trace gets every JSON-RPC message, sent and
 // received, over stdio and HTTP, one JSON object a line with time, server
 // and direction, secrets redacted; it is complete when Close returns.
+// TestCallsOwnProgressAndLogs: a call's own Progress and Log are told of
+// that call's progress notifications and of the log messages its server
+// writes during it (at its LogLevel and above, configured secrets
+// scrubbed), over stdio and HTTP, and no other call's.
+func TestCallsOwnProgressAndLogs(t *testing.T) {
+	const secret = "canary-log-secret-51d0"
+	t.Setenv("AIRLOCK_TEST_CANARY", secret)
+	hs := newHTTPServer(t, newTestServer, false)
+	for _, srv := range []config.Server{testServer(t, "sdk", "sdk"), remote("sdk", hs.url)} {
+		t.Run(srv.Transport, func(t *testing.T) {
+			if !srv.Remote() {
+				srv.SecretEnv = map[string]string{"API_KEY": "AIRLOCK_TEST_CANARY"}
+			}
+			cfg := devConfig(t, srv)
+			classify(cfg, "sdk", "read", "progress", "logs")
+			h := open(t, cfg)
+			var mine progressLog
+			var logs []string
+			var mu sync.Mutex
+			ctx := context.Background()
+			r := h.Call(ctx, h.Snapshot(), airlock.Call{ID: "mine", Name: "sdk__progress", Arguments: json.RawMessage(`{"steps":2}`), Progress: mine.add})
+			wantStatus(t, r, airlock.OK)
+			want := []airlock.CallProgress{{ToolCallID: "mine", Tool: "sdk__progress", Server: "sdk", Progress: 1}, {ToolCallID: "mine", Tool: "sdk__progress", Server: "sdk", Progress: 2}}
+			if diff := cmp.Diff(want, mine.got()); diff != "" {
+				t.Errorf("progress (-want +got):\n%s", diff)
+			}
+			r = h.Call(ctx, h.Snapshot(), airlock.Call{ID: "chatty", Name: "sdk__logs", LogLevel: "info", Log: func(l airlock.CallLog) {
+				mu.Lock()
+				defer mu.Unlock()
+				logs = append(logs, fmt.Sprintf("%s %s %s %s %s %s", l.ToolCallID, l.Tool, l.Server, l.Level, l.Logger, l.Data))
+			}})
+			wantStatus(t, r, airlock.OK)
+			key := ""
+			if !srv.Remote() {
+				key = "[REDACTED:secret]"
+			}
+			wantLogs := []string{
+				`chatty sdk__logs sdk info logs {"key":"` + key + `","level":"info"}`,
+				`chatty sdk__logs sdk warning logs {"key":"` + key + `","level":"warning"}`,
+			}
+			mu.Lock()
+			if diff := cmp.Diff(wantLogs, logs); diff != "" {
+				t.Errorf("log messages (-want +got):\n%s", diff)
+			}
+			mu.Unlock()
+			// Calls that ask for nothing tell the first call's Progress
+			// nothing.
+			wantStatus(t, call(t, h, "sdk__progress", `{"steps":2}`), airlock.OK)
+			wantStatus(t, call(t, h, "sdk__logs", `{}`), airlock.OK)
+			if n := len(mine.got()); n != 2 {
+				t.Errorf("the first call's Progress was told %d times, want 2", n)
+			}
+		})
+	}
+}
+
 func TestWireTrace(t *testing.T) {
 	const secret = "hunter2-very-secret-value"
 	const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"

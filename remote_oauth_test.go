@@ -215,6 +215,22 @@ func testRemoteOAuth(t *testing.T, stateful bool) {
 
 // scanForCanaries fails if any of secrets appears in a file under dir or
 // in extra.
+// TestToolPrefixWaitingForLogin: a call to a tool of a server that lists
+// its tools only after a login is told so when its name starts with that
+// server's tool_prefix, and is an unknown tool otherwise.
+func TestToolPrefixWaitingForLogin(t *testing.T) {
+	w := newOAuthWorld(t, false)
+	prefix := "p-"
+	w.cfg.Servers[0].ToolPrefix = &prefix
+	h := w.open(t)
+	r := call(t, h, "p-read", `{}`)
+	wantStatus(t, r, airlock.AuthRequired)
+	if !strings.Contains(r.Err.Msg, "server prot lists its tools only after a login: run airlock auth login prot") {
+		t.Errorf("p-read before login: %q, want the login the server waits for", r.Err.Msg)
+	}
+	wantStatus(t, call(t, h, "prot__read", `{}`), airlock.UnknownTool)
+}
+
 func scanForCanaries(t *testing.T, dir, extra string, secrets []string) {
 	t.Helper()
 	var files int

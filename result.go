@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Kind is the class of a call's outcome. The same words are used by the
@@ -81,6 +83,38 @@ type Call struct {
 	Name string
 	// Arguments is the raw JSON text the model produced. Empty means {}.
 	Arguments json.RawMessage
+
+	// Progress, when set, is told of each progress notification the
+	// server sends about this call, on the terms of Options.CallProgress
+	// (which is told too, when set): the host then asks the server for
+	// progress on this call, and changes nothing else about it.
+	Progress func(CallProgress)
+	// Log, when set, is told of the log messages the server writes during
+	// this call at LogLevel and above (one of debug, info, notice,
+	// warning, error, critical, alert, emergency; any other asks for
+	// none): the host asks the server for them, and passes on each one
+	// that can only be this call's (a server's log messages name no call;
+	// one written while other calls that may have caused it are in flight
+	// on the same connection goes to none of them). It is called on the
+	// connection's reader goroutine, one message at a time, never after
+	// Call has returned; it should return quickly.
+	Log      func(CallLog)
+	LogLevel string
+}
+
+// A CallLog is a log message (notifications/message) a server wrote
+// during a call (Call.Log).
+type CallLog struct {
+	// ToolCallID is the call's Call.ID; Tool and Server name its tool
+	// (local name) and server.
+	ToolCallID   string
+	Tool, Server string
+	// Level is the message's severity (debug … emergency), Logger the
+	// name the server gave its source, if any.
+	Level, Logger string
+	// Data is what the server logged, any JSON value, with configured
+	// secrets scrubbed. It is the server's text: show it as such.
+	Data json.RawMessage
 }
 
 // A Result is the outcome of a call. Status is always set; for every status
@@ -95,10 +129,17 @@ type Result struct {
 	// Structured is the tool's structuredContent, validated against the
 	// snapshot's outputSchema when the tool has one.
 	Structured json.RawMessage
-	Artifacts  []Artifact
-	Snapshot   string
-	Duration   time.Duration
-	Err        *Error
+	// ContentBlocks is the tool's content as MCP content blocks, in the
+	// server's order, for a caller that hands the result on to an MCP
+	// client (the gateway): text, and the text of embedded resources,
+	// scrubbed as Content is; images, audio and binary resources as the
+	// server sent them (each also kept in Artifacts). It is set for OK
+	// results only.
+	ContentBlocks []mcp.Content
+	Artifacts     []Artifact
+	Snapshot      string
+	Duration      time.Duration
+	Err           *Error
 	// Decision is what hooks and policy decided, and why.
 	Decision Decision
 	// ApprovalID names the approval request of an approval_required call,

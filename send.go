@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,10 +17,12 @@ import (
 // send sends tools/call and waits for the answer up to the server's
 // request timeout. With max_call_duration set, the host asks the server for
 // progress, and each progress notification starts that wait again, up to
-// max_call_duration in all. With Options.CallProgress set, the host asks
-// for progress too, and passes each notification on; that changes no
-// bound. Cancelling ctx, or either bound, makes the SDK send
-// notifications/cancelled.
+// max_call_duration in all. With Options.CallProgress or the call's own
+// Progress set, the host asks for progress too, and passes each
+// notification on; that changes no bound. With the call's Log set, the
+// host asks for the server's log messages during the call and passes on
+// those that are the call's (upstream.LogWatch). Cancelling ctx, or
+// either bound, makes the SDK send notifications/cancelled.
 func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error) {
 	srv, conn := q.srv, q.link.conn
 	params := &mcp.CallToolParams{Name: q.tool.Remote, Arguments: q.args}
@@ -41,23 +44,37 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		// be caught on such a connection (see awaitLate).
 		sendCtx, q.late = upstream.WithLateWatch(callCtx)
 	}
-	extend, report := srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout, h.opts.CallProgress
+	extend, report, mine := srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout, h.opts.CallProgress, q.call.Progress
 	if extend {
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
 		defer limit.Stop()
 	}
-	if extend || report != nil {
+	if extend || report != nil || mine != nil {
 		token, done := conn.WatchProgress(func(p *mcp.ProgressNotificationParams) {
 			if extend {
 				idle.Reset(srv.cfg.RequestTimeout)
 			}
+			cp := CallProgress{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
+				Progress: p.Progress, Total: p.Total, Message: h.gov.scrub(p.Message)}
 			if report != nil {
-				report(CallProgress{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
-					Progress: p.Progress, Total: p.Total, Message: h.gov.scrub(p.Message)})
+				report(cp)
+			}
+			if mine != nil {
+				mine(cp)
 			}
 		})
 		defer done()
 		params.SetProgressToken(token)
+	}
+	if f := q.call.Log; f != nil {
+		sendCtx = upstream.WithLogWatch(sendCtx, &upstream.LogWatch{Level: q.call.LogLevel, F: func(level, logger string, data any) {
+			raw, err := json.Marshal(h.gov.scrubValue(data))
+			if err != nil {
+				return
+			}
+			f(CallLog{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
+				Level: level, Logger: h.gov.scrub(logger), Data: raw})
+		}})
 	}
 	res, err := conn.Session().CallTool(sendCtx, params)
 	if err != nil && note != nil && ctx.Err() == nil {

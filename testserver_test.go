@@ -246,6 +246,15 @@ func newTestServer() *mcp.Server {
 		}
 		return &mcp.CallToolResult{Content: text("done")}, nil
 	})
+	add(&mcp.Tool{Name: "logs", Description: "Write a debug, an info and a warning log message, then answer."},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for _, l := range []string{"debug", "info", "warning"} {
+				// A careless server logs its credential too.
+				//lint:ignore SA1019 writing log messages on purpose
+				req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(l), Logger: "logs", Data: map[string]any{"level": l, "key": os.Getenv("API_KEY")}})
+			}
+			return &mcp.CallToolResult{Content: text("logged")}, nil
+		})
 	if _, err := os.Stat(os.Getenv(envMark) + ".extra"); err == nil {
 		// A server that gained a tool since it last ran.
 		add(&mcp.Tool{Name: "extra", Description: "A tool added later."}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -25,8 +25,9 @@ func (s *Snapshot) Warnings() []Warning { return slices.Clone(s.warnings) }
 // writes each warning to the log and the audit trail the first time the
 // host sees it.
 func (h *Host) unmatched(l *lineage, snap *catalog.Snapshot) []Warning {
-	var cat policy.Catalog
+	cat := policy.Catalog{Prefixes: map[string]string{}}
 	for _, s := range l.servers {
+		cat.Prefixes[s.cfg.ID] = s.cfg.LocalPrefix()
 		if s.getStatus().Status == StatusReady {
 			cat.Ready = append(cat.Ready, s.cfg.ID)
 		} else {
@@ -38,6 +39,7 @@ func (h *Host) unmatched(l *lineage, snap *catalog.Snapshot) []Warning {
 		// unknown here.
 		for _, s := range h.perTask {
 			cat.NotReady = append(cat.NotReady, s.ID)
+			cat.Prefixes[s.ID] = s.LocalPrefix()
 		}
 	}
 	for _, t := range snap.Tools() {

@@ -20,6 +20,7 @@ import (
 
 var (
 	idPattern      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	prefixPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{0,32}$`)
 	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	plainKey       = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
@@ -86,6 +87,16 @@ func checkTool(tool string) string {
 		return fmt.Sprintf("%s: patterns are not supported: list each tool, or use [\"*\"] alone for every tool", show(tool))
 	}
 	return checkNameChars(tool)
+}
+
+// checkToolPrefix checks a tool_prefix: what local names start with must
+// keep them valid names (^[A-Za-z0-9_-]{1,64}$) and leave room for the
+// tool's own name.
+func checkToolPrefix(p string) string {
+	if prefixPattern.MatchString(p) {
+		return ""
+	}
+	return fmt.Sprintf(`%s is not a valid tool name prefix: use at most 32 letters, digits, _ or - ("" keeps the server's own tool names; without the key they start with the server id and __)`, show(p))
 }
 
 // checkNameChars refuses a name with surrounding spaces or control

@@ -171,6 +171,10 @@ type Server struct {
 	// AllowedTools lists the tools the server may expose. Empty means none;
 	// exactly ["*"] means every tool (see [Server.AllowsAll]).
 	AllowedTools []string
+	// ToolPrefix, when not nil, is what the local names of the server's
+	// tools start with instead of "ID__": "" gives them the server's own
+	// names. See [Server.LocalPrefix].
+	ToolPrefix *string
 	// ProtocolVersions are the protocol versions to offer, most preferred
 	// first, each one of [SupportedProtocolVersions].
 	ProtocolVersions []string
@@ -272,6 +276,18 @@ type OAuth struct {
 type HealthCheck struct {
 	Interval time.Duration
 	Timeout  time.Duration
+}
+
+// LocalPrefix is what the local names of the server's tools start with:
+// ToolPrefix when it is set, else the id and "__" (fs__read_file). A
+// local name is the prefix and the server's own name, unless that is no
+// valid name or is another tool's too; then it is hashed (see the
+// catalog's naming).
+func (s *Server) LocalPrefix() string {
+	if s.ToolPrefix != nil {
+		return *s.ToolPrefix
+	}
+	return s.ID + "__"
 }
 
 // TaskScoped reports whether the server runs once per task.

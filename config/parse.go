@@ -32,7 +32,7 @@ var (
 	}
 	serverKeys = keySet{
 		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
-			"protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
+			"tool_prefix", "protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
 			"stream_read_timeout", "terminate_on_close", "ca_file"},
@@ -298,11 +298,14 @@ func (r *yamlReader) workspace(se *serverEntry, v string, line int, path string)
 	}
 }
 
-// serverTools reads allowed_tools and protocol_versions.
+// serverTools reads allowed_tools, tool_prefix and protocol_versions.
 func (r *yamlReader) serverTools(se *serverEntry) {
 	e, s := se.entry, &se.s
 	if p, ok := r.require(e, "allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`); ok {
 		s.AllowedTools = r.toolList(p.val, e.path+".allowed_tools")
+	}
+	if v, ok := r.keyText(e, "tool_prefix", checkToolPrefix); ok {
+		s.ToolPrefix = &v
 	}
 	if p, ok := e.keys["protocol_versions"]; ok {
 		s.ProtocolVersions = r.protocolVersions(p.val, e.path+".protocol_versions")

@@ -61,6 +61,7 @@ servers:
     cwd: work
     env: {LOG_LEVEL: info, RETRIES: 3, _X: "y"}
     allowed_tools: ["*"]
+    tool_prefix: ""
     protocol_versions: [2025-11-25, "2024-11-05"]
     request_timeout: 1m
     connect_timeout: 10s
@@ -72,6 +73,7 @@ servers:
     allowed_tools:
       - a
       - b
+    tool_prefix: o-
     connect_timeout: 1s
 limits:
   max_pages: 10000
@@ -100,6 +102,7 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			Cwd:              filepath.Join(dir, "work"),
 			Env:              map[string]string{"LOG_LEVEL": "info", "RETRIES": "3", "_X": "y"},
 			AllowedTools:     []string{"*"},
+			ToolPrefix:       ptr(""),
 			ProtocolVersions: []string{"2025-11-25", "2024-11-05"},
 			RequestTimeout:   time.Minute,
 			ConnectTimeout:   10 * time.Second,
@@ -114,6 +117,7 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			Command:          "other",
 			Cwd:              dir,
 			AllowedTools:     []string{"a", "b"},
+			ToolPrefix:       ptr("o-"),
 			ProtocolVersions: []string{"2026-07-28", "2025-11-25"},
 			RequestTimeout:   30 * time.Second,
 			ConnectTimeout:   time.Second,
@@ -121,7 +125,7 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			ProbeTimeout:   time.Second,
 			QueueTimeout:   10 * time.Second,
 			MaxConcurrency: 16,
-			Source:         "conf/airlock.yaml:17",
+			Source:         "conf/airlock.yaml:18",
 		}},
 		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024,
 			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000},
@@ -133,6 +137,32 @@ egress: {proxy: "https://proxy.internal:3128/"}
 		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestLocalPrefix: without tool_prefix a server's tools are named
+// SERVER__TOOL, as they always were; with it, as it says.
+func TestLocalPrefix(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		want       string
+	}{
+		{"default", server, "a__"},
+		{"own names", server + "    tool_prefix: \"\"\n", ""},
+		{"prefix", server + "    tool_prefix: x_\n", "x_"},
+	} {
+		cfg, err := Parse([]byte(tt.yaml), "airlock.yaml", t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := cfg.Servers[0].LocalPrefix(); got != tt.want {
+			t.Errorf("%s: LocalPrefix() = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if got := (&Server{ID: "fs"}).LocalPrefix(); got != "fs__" {
+		t.Errorf("LocalPrefix() of a Server built in Go = %q, want fs__", got)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestParseCwd(t *testing.T) {
 	dir := t.TempDir()
@@ -297,6 +327,14 @@ func TestParseErrors(t *testing.T) {
 			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 		{"id differs in case", server + "  - id: A\n    command: y\n    allowed_tools: []\n", []string{
 			`airlock.yaml:5: servers[1].id: server id "A" differs only in letter case from "a" of servers[0] (line 2): ids must differ in more than case`}},
+		{"tool_prefix invalid", server + "    tool_prefix: \"my.\"\n", []string{
+			`airlock.yaml:5: servers[0].tool_prefix: "my." is not a valid tool name prefix: use at most 32 letters, digits, _ or - ("" keeps the server's own tool names; without the key they start with the server id and __)`}},
+		{"tool_prefix too long", server + "    tool_prefix: " + strings.Repeat("p", 33) + "\n", []string{
+			`airlock.yaml:5: servers[0].tool_prefix: "` + strings.Repeat("p", 33) + `" is not a valid tool name prefix: use at most 32 letters, digits, _ or - ("" keeps the server's own tool names; without the key they start with the server id and __)`}},
+		{"tool_prefix null", server + "    tool_prefix:\n", []string{
+			"airlock.yaml:5: servers[0].tool_prefix: has no value: give one, or remove the key"}},
+		{"tool_prefix list", server + "    tool_prefix: [a]\n", []string{
+			"airlock.yaml:5: servers[0].tool_prefix: must be a string, not a list"}},
 		{"transport http with stdio keys", server + "    transport: http\n", []string{
 			"airlock.yaml:2: servers[0].allowed_hosts: is required for transport: http: list the hosts url and resource may name, such as [mcp.example.com]",
 			"airlock.yaml:2: servers[0].url: is required for transport: http: give the server's MCP endpoint, such as https://mcp.example.com/mcp",

@@ -16,7 +16,8 @@ import (
 // Host.Call against the catalog the gateway lists, with the arguments as
 // the client sent them (the pipeline decodes them strictly and validates
 // them; what it checked is what it sends), and its result is mapped onto
-// MCP (see result).
+// MCP (see result). The progress and log messages the server sends about
+// the call go to this client, when it asked for them (relay.go).
 //
 // The call is made for the caller the request's access token names, or,
 // without inbound authentication, for the host's own principal (auth.go).
@@ -44,7 +45,10 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	defer release()
 	q := g.question(req, who)
-	r := g.host.Load().Call(withQuestion(ctx, q), snap, airlock.Call{Name: p.Name, Arguments: p.Arguments})
+	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
+	rel := g.relayFor(ctx, req, &c)
+	r := g.host.Load().Call(withQuestion(ctx, q), snap, c)
+	rel.close()
 	noteRound(ctx, q)
 	if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
 		return g.ask(q), nil
@@ -56,7 +60,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 
 // result maps a call's result onto MCP:
 //
-//	ok                               the result: text content, and structuredContent when the tool has it
+//	ok                               the result: the server's content blocks (text scrubbed of secrets), and
+//	                                 structuredContent when the tool has it
 //	invalid_arguments, tool_error,   isError, with the text the model can act on
 //	  denied, busy
 //	approval_required                isError: the approval id and how a person approves it
@@ -64,7 +69,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 //	outcome_unknown                  isError: the outcome is unknown, do not repeat blindly, the recovery id
 //	unknown_tool                     JSON-RPC error -32602 "Unknown tool: NAME", as the specification gives
 //	contract_error, connection_error JSON-RPC error -32603 with a message of the gateway's own: nothing the
-//	                                 server said reaches the client as tool text
+//	                                 server said reaches the client as tool text; but a server that answered
+//	                                 -32021 (it needs client capabilities it was not given) is answered so
 //	cancelled                        the request's own cancellation
 //
 // Every tool result carries _meta "airlock/status" (the class) and, where
@@ -72,7 +78,10 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolResult, error) {
 	switch r.Status {
 	case airlock.OK:
-		res := &mcp.CallToolResult{Content: text(r.Content), Meta: meta(r)}
+		res := &mcp.CallToolResult{Content: r.ContentBlocks, Meta: meta(r)}
+		if len(res.Content) == 0 {
+			res.Content = text(r.Content) // structuredContent as text, or nothing
+		}
 		if r.Structured != nil {
 			res.StructuredContent = r.Structured
 		}
@@ -108,6 +117,9 @@ func failure(r *airlock.Result) *jsonrpc.Error {
 	server, tool := "", ""
 	if r.Err != nil {
 		server, tool = r.Err.Server, r.Err.Tool
+	}
+	if e := missingCapabilities(r); e != nil {
+		return e
 	}
 	var what string
 	switch r.Status {

@@ -17,7 +17,8 @@
 // error the specification gives for one, and a server's contract or
 // connection failure is a JSON-RPC error that carries no tool text. A call
 // that policy wants approved asks the person at the client, through
-// elicitation, when the client declared it.
+// elicitation, when the client declared it. The progress and log messages
+// a server sends about a call reach the client that made it, and no other.
 //
 // Without inbound authentication the HTTP endpoint answers loopback clients
 // only and every call is made for the host's own principal. With it

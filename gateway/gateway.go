@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -83,6 +84,8 @@ type Gateway struct {
 	sessionMu sync.Mutex
 	opening   int // initialize requests not yet answered, and listen streams open
 
+	levels sessionLevels // the logging levels 2025-11-25 sessions set
+
 	closeOnce sync.Once
 }
 
@@ -133,15 +136,13 @@ func New(opts *Options) *Gateway {
 	g.key = make([]byte, 32)
 	rand.Read(g.key)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
-		Logger: g.log,
-		// Tools only, and changes announced. No logging: the gateway
-		// relays none.
-		Capabilities:       &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Logger:             g.log,
+		Capabilities:       capabilities(),
 		SetCacheable:       g.cacheable,
 		InitializedHandler: g.initialized,
 	})
 	// Outermost, around the SDK's own multi-round-trip middleware.
-	g.server.AddReceivingMiddleware(g.unasked)
+	g.server.AddReceivingMiddleware(g.unasked, g.noteLevel)
 	return g
 }
 
@@ -152,7 +153,7 @@ func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	if !g.host.CompareAndSwap(nil, h) {
 		return errors.New("gateway: already started")
 	}
-	g.publish(g.turn(ctx, h))
+	g.publish(g.turn(ctx, h), false)
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop, g.done = stop, make(chan struct{})
 	go g.follow(life)
@@ -207,7 +208,7 @@ func (g *Gateway) follow(ctx context.Context) {
 		case <-g.changed:
 		default:
 		}
-		g.publish(g.turn(ctx, g.host.Load()))
+		g.publish(g.turn(ctx, g.host.Load()), true)
 	}
 }
 
@@ -221,13 +222,23 @@ func (g *Gateway) turn(ctx context.Context, h *airlock.Host) *airlock.Snapshot {
 }
 
 // publish makes snap the catalog calls resolve against and the server
-// lists. Only tools that were added, removed or changed are touched, so
-// clients hear of a change (notifications/tools/list_changed, which the
-// SDK sends once for changes close together) only when there is one.
-func (g *Gateway) publish(snap *airlock.Snapshot) {
+// lists. Only tools that were added, removed or changed are touched, which
+// makes the SDK tell clients (notifications/tools/list_changed, once for
+// changes close together). With announce (the host said its catalog may
+// have changed: a server said its tools changed, or came back) clients are
+// told even when nothing they can see changed: the notification means the
+// list may have changed, and listing again costs a client little, where
+// missing a change the server announced would cost it the tool.
+func (g *Gateway) publish(snap *airlock.Snapshot, announce bool) {
 	g.listMu.Lock()
 	defer g.listMu.Unlock()
 	if cur := g.snap.Load(); cur != nil && cur.ID() == snap.ID() {
+		if announce && len(g.listed) > 0 {
+			// The SDK notifies whenever a tool is added, the same tool
+			// again included.
+			name := slices.Min(slices.Collect(maps.Keys(g.listed)))
+			g.server.AddTool(g.listed[name], g.call)
+		}
 		return
 	}
 	g.snap.Store(snap)
@@ -296,12 +307,14 @@ func sameTool(a, b *mcp.Tool) bool {
 	return erra == nil && errb == nil && string(ja) == string(jb)
 }
 
-// cacheable sets how long a client may keep the tool list. Without inbound
-// authentication every client acts for one principal and sees the same
-// catalog, so the list may be shared; with it, principals may see
-// different catalogs, and a list is for its caller only.
+// cacheable sets how long a client may keep a list (of tools, and the
+// empty ones of prompts and resources). Without inbound authentication
+// every client acts for one principal and sees the same catalog, so a
+// list may be shared; with it, principals may see different catalogs, and
+// a list is for its caller only.
 func (g *Gateway) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
-	if _, ok := req.(*mcp.ListToolsRequest); ok {
+	switch req.(type) {
+	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
 		c.TTLMs, c.CacheScope = int(g.opts.ListTTL/time.Millisecond), "public"
 		if g.opts.Verifier != nil {
 			c.CacheScope = "private"

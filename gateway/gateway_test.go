@@ -67,12 +67,8 @@ const policy = `policy:
 // opts the gateway's options (nil for the defaults).
 func start(t testing.TB, rules string, opts *gateway.Options) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	f := &fixture{mark: filepath.Join(dir, "w.mark"), markB: filepath.Join(dir, "b.mark"), log: &testenv.Buffer{}}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir, exe := newFixture(t)
+	f.markB = filepath.Join(dir, "b.mark")
 	yaml := fmt.Sprintf(`servers:
   - id: w
     command: %q
@@ -86,12 +82,32 @@ func start(t testing.TB, rules string, opts *gateway.Options) *fixture {
     queue_timeout: 200ms
     request_timeout: 600ms
 %s%s`, exe, envUpstream, envMark, f.mark, exe, envUpstream, envMark, f.markB, policy, rules)
+	f.serve(t, dir, yaml, opts)
+	return f
+}
+
+// newFixture returns a fixture not yet serving, whose server w marks what
+// it sees in a new directory, that directory, and this test binary, which
+// serves as the upstream.
+func newFixture(t testing.TB) (f *fixture, dir, exe string) {
+	t.Helper()
+	dir = t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{mark: filepath.Join(dir, "w.mark"), log: &testenv.Buffer{}}, dir, exe
+}
+
+// serve reads yaml as the airlock.yaml of dir and serves it, with the
+// gateway's options opts (nil for the defaults).
+func (f *fixture) serve(t testing.TB, dir, yaml string, opts *gateway.Options) {
+	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), "airlock.yaml", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.open(t, cfg, opts, nil)
-	return f
 }
 
 // open opens a host of cfg (with hopts, which may be nil) behind a gateway
@@ -497,28 +513,39 @@ func TestForgedApprovalAnswer(t *testing.T) {
 // tool can be called.
 func TestListChanged(t *testing.T) {
 	f := start(t, "", nil)
-	heard := map[string]chan struct{}{}
-	sessions := map[string]*mcp.ClientSession{}
-	for _, era := range eras {
-		ch := make(chan struct{}, 16)
-		heard[era] = ch
-		sessions[era] = f.connect(t, era, &mcp.ClientOptions{
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} },
-		})
-	}
+	sessions, heard := f.listenForChanges(t)
 	if err := os.WriteFile(f.mark+".extra", nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	crash(t, f, sessions[session])
 	for _, era := range eras {
-		select {
-		case <-heard[era]:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: no notifications/tools/list_changed", era)
-		}
+		heard(era)
 		res, err := call(t, sessions[era], "w__extra", `{}`)
 		if err != nil || res.IsError || resultText(res) != "extra" {
 			t.Errorf("%s: the new tool: %+v, %v", era, res, err)
+		}
+	}
+}
+
+// listenForChanges connects a session of each era that notes
+// notifications/tools/list_changed; heard waits for one on era's session.
+func (f *fixture) listenForChanges(t *testing.T) (sessions map[string]*mcp.ClientSession, heard func(era string)) {
+	t.Helper()
+	changed := map[string]chan struct{}{}
+	sessions = map[string]*mcp.ClientSession{}
+	for _, era := range eras {
+		ch := make(chan struct{}, 16)
+		changed[era] = ch
+		sessions[era] = f.connect(t, era, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} },
+		})
+	}
+	return sessions, func(era string) {
+		t.Helper()
+		select {
+		case <-changed[era]:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no notifications/tools/list_changed", era)
 		}
 	}
 }

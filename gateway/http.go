@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -50,15 +51,17 @@ const (
 // inbound authentication, the host of serve.auth.resource (a page that
 // rebinds its own DNS name to 127.0.0.1 is refused). Requests to /mcp then
 // pass the Origin allowlist (serve.allowed_origins; a request without
-// Origin, from any client that is not a web page, passes), CORS for exactly
-// those origins, with inbound authentication the access token (Verifier's
+// Origin, from any client that is not a web page, passes, and so does one
+// from the loopback origin the request is for: the gateway's own), CORS for
+// exactly those origins, with inbound authentication the access token (Verifier's
 // middleware: 401 with a challenge naming the metadata, 403
 // insufficient_scope without serve.auth.scopes), and the body limit, and
 // go to the SDK's Streamable HTTP handler: a request with a
-// session id, or an initialize, to the stateful one (a 2025-11-25 session,
-// ended after serve.session_idle_timeout without a request); anything else
-// to the stateless one (a 2026-07-28 request, which carries its protocol
-// version, client and capabilities with it). Sessions and 2026-07-28
+// session id, or an initialize of an older protocol, to the stateful one (a
+// 2025-11-25 session, ended after serve.session_idle_timeout without a
+// request); anything else to the stateless one (a 2026-07-28 request, which
+// carries its protocol version, client and capabilities with it, and which
+// answers an initialize as the method it no longer is). Sessions and 2026-07-28
 // subscription streams together are at most serve.max_sessions. Both serve
 // the same mcp.Server. A session belongs to the principal that opened it:
 // another principal's token with its id is refused (403), and nothing is
@@ -112,7 +115,7 @@ func (g *Gateway) buildHandler() http.Handler {
 		hosts.Hosts = []string{host}
 		hosts.Message = "host not allowed: the gateway answers only requests for " + host + " (serve.auth.resource), localhost, 127.0.0.1 or [::1]"
 	}
-	mux.Handle(Endpoint, bearer.OriginCheck{Allowed: g.opts.Serve.AllowedOrigins, Logger: g.log,
+	mux.Handle(Endpoint, bearer.OriginCheck{Allowed: g.opts.Serve.AllowedOrigins, Logger: g.log, SameLoopbackOrigin: true,
 		Message: "origin not allowed: list it in serve.allowed_origins to let this web page use the gateway"}.Wrap(endpoint))
 	return hosts.Wrap(mux)
 }
@@ -177,7 +180,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 	next := stateless
 	switch {
 	case req == nil:
-	case req.Method == "initialize":
+	case req.Method == "initialize" && !statelessEra(req):
 		next = stateful
 		fallthrough
 	case req.Method == "subscriptions/listen":
@@ -206,6 +209,19 @@ func mayOpen(body []byte) bool {
 	return bytes.IndexByte(body, '\\') >= 0 ||
 		bytes.Contains(body, []byte("initialize")) ||
 		bytes.Contains(body, []byte("subscriptions/listen"))
+}
+
+// statelessEra reports whether req says, in its _meta, that it is of
+// protocol version 2026-07-28 or later, as the SDK tells the eras apart.
+func statelessEra(req *jsonrpc.Request) bool {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return false
+	}
+	v, _ := p.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v >= "2026-07-28"
 }
 
 // readBody reads a request body of at most MaxBodyBytes within bodyTimeout

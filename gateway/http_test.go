@@ -245,3 +245,54 @@ func TestDrain(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnLoopbackOrigin: a page of the gateway's own loopback origin (the
+// origin the request is for) gets in without being listed; a page of any
+// other origin, loopback or not, does not (DNS rebinding: the Host check
+// refuses a rebound name before the origin is looked at).
+func TestOwnLoopbackOrigin(t *testing.T) {
+	f := start(t, "", nil)
+	own := "http://" + strings.TrimSuffix(strings.TrimPrefix(f.url, "http://"), gateway.Endpoint)
+	_, port, _ := strings.Cut(strings.TrimPrefix(own, "http://"), ":")
+	for _, tt := range []struct {
+		origin, host string
+		status       int
+	}{
+		{own, "", http.StatusOK},
+		{strings.ToUpper(own), "", http.StatusOK},
+		{"http://localhost:" + port, "", http.StatusForbidden}, // the same port, another origin
+		{"http://127.0.0.1:1", "", http.StatusForbidden},
+		{"https://" + strings.TrimPrefix(own, "http://"), "", http.StatusForbidden},
+		{"http://evil.example:" + port, "evil.example:" + port, http.StatusForbidden},
+	} {
+		code, _, body := post(t, f, stateless, callBody("w__echo", `{"text":"own"}`), func(r *http.Request) {
+			r.Header.Set("Origin", tt.origin)
+			if tt.host != "" {
+				r.Host = tt.host
+			}
+		})
+		if code != tt.status || tt.status == http.StatusOK && !strings.Contains(body, "own") {
+			t.Errorf("Origin %s, Host %q: %d %q, want %d", tt.origin, tt.host, code, body, tt.status)
+		}
+	}
+}
+
+// TestInitializeOfTheStatelessEra: an initialize that says it is a
+// 2026-07-28 request is answered as the method that protocol removed (404,
+// -32601), and opens no session; an older initialize opens one.
+func TestInitializeOfTheStatelessEra(t *testing.T) {
+	f := start(t, "", nil)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
+	init := func(version, extra string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"` + version +
+			`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}` + extra + `}}`
+	}
+	code, h, body := post(t, f, stateless, init("2026-07-28", ","+meta), nil)
+	if code != http.StatusNotFound || !strings.Contains(body, `"code":-32601`) || h.Get("Mcp-Session-Id") != "" {
+		t.Errorf("2026-07-28 initialize: %d %q, session %q; want 404, -32601, no session", code, body, h.Get("Mcp-Session-Id"))
+	}
+	code, h, body = post(t, f, session, init("2025-11-25", ""), nil)
+	if code != http.StatusOK || h.Get("Mcp-Session-Id") == "" || !strings.Contains(body, `"protocolVersion":"2025-11-25"`) {
+		t.Errorf("2025-11-25 initialize: %d %q, session %q; want a session", code, body, h.Get("Mcp-Session-Id"))
+	}
+}

@@ -86,6 +86,9 @@ func serveUpstream() {
 		os.Exit(3)
 		return nil, nil
 	})
+	if os.Getenv(envUpstream) == "relay" {
+		addRelayTools(s)
+	}
 	if _, err := os.Stat(os.Getenv(envMark) + ".extra"); err == nil {
 		// A server that gained a tool since it last ran.
 		add("extra", "A tool added later.", `{"type":"object"}`, "", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

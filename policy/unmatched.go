@@ -30,6 +30,10 @@ type Catalog struct {
 	// NotReady are the other configured servers (failed, starting, waiting
 	// for a login): entries about them cannot be checked.
 	NotReady []string
+	// Prefixes maps a server's id to what its tools' local names start
+	// with (config.Server.LocalPrefix). A server not in it has the
+	// default, its id and "__".
+	Prefixes map[string]string
 	// Tools are the tools of the ready servers.
 	Tools []CatalogTool
 }
@@ -87,7 +91,7 @@ func (p *Policy) Unmatched(cat Catalog, audit config.Audit) []Warning {
 		if name == "*" || slices.ContainsFunc(cat.Tools, func(t CatalogTool) bool { return t.Name == name }) {
 			continue
 		}
-		if srv, _, ok := strings.Cut(name, "__"); ok && slices.Contains(cat.NotReady, srv) {
+		if slices.ContainsFunc(cat.NotReady, func(id string) bool { return strings.HasPrefix(name, cat.prefix(id)) }) {
 			continue
 		}
 		at := entry{name: fmt.Sprintf("audit.record_values[%d]", i)}
@@ -102,6 +106,14 @@ func (p *Policy) Unmatched(cat Catalog, audit config.Audit) []Warning {
 		warn(at, "no tool named %q in the catalog, so no values are recorded for it%s", name, hint)
 	}
 	return out
+}
+
+// prefix is what the local names of server id's tools start with.
+func (c Catalog) prefix(id string) string {
+	if p, ok := c.Prefixes[id]; ok {
+		return p
+	}
+	return id + "__"
 }
 
 // unmatched says why the rule can never apply to a tool of the catalog,

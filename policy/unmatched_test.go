@@ -78,3 +78,36 @@ audit:
 		t.Errorf("the default policy: %v", got)
 	}
 }
+
+// TestUnmatchedRecordValuesPrefixes: an audit.record_values entry whose
+// name starts with the tool_prefix of a server that is not ready is not
+// reported (its tools are unknown); with the default prefix, a name that
+// only looks like SERVER__TOOL of a ready server is.
+func TestUnmatchedRecordValuesPrefixes(t *testing.T) {
+	var p *Policy
+	audit := config.Audit{RecordValues: []string{"gh-create", "fs__nope", "echo"}}
+	cat := Catalog{
+		Ready:    []string{"fs"},
+		NotReady: []string{"gh", "own"},
+		Prefixes: map[string]string{"fs": "fs__", "gh": "gh-"},
+		Tools:    []CatalogTool{{Server: "fs", Name: "fs__read_file", Remote: "read_file"}},
+	}
+	var got []string
+	for _, w := range p.Unmatched(cat, audit) {
+		got = append(got, w.Entry)
+	}
+	// "echo" may be a tool of own, whose default prefix it lacks: reported.
+	want := []string{"audit.record_values[1]", "audit.record_values[2]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	cat.Prefixes["own"] = ""
+	got = nil
+	for _, w := range p.Unmatched(cat, audit) {
+		got = append(got, w.Entry)
+	}
+	// Now any name may be one of own's tools, which are unknown.
+	if len(got) != 0 {
+		t.Errorf("with own's tools under their own names, warnings = %v, want none", got)
+	}
+}

@@ -83,6 +83,13 @@ type OriginCheck struct {
 	Message string
 	// Logger receives a line for each refusal. Nil discards them.
 	Logger *slog.Logger
+	// SameLoopbackOrigin also lets in a request from the very origin it
+	// was sent to when that is plain http to a loopback host (Origin
+	// http://127.0.0.1:8080 on a request for Host 127.0.0.1:8080): only
+	// the server listening there serves that origin, so a page of it is
+	// the server's own. It needs the HostCheck in front, which keeps out a
+	// page whose own name was rebound to a loopback address.
+	SameLoopbackOrigin bool
 }
 
 // Wrap returns next behind the check and CORS.
@@ -102,7 +109,7 @@ func (c OriginCheck) Wrap(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if vals := r.Header.Values("Origin"); len(vals) > 0 {
-			if len(vals) != 1 || !slices.Contains(c.Allowed, strings.ToLower(vals[0])) {
+			if len(vals) != 1 || !slices.Contains(c.Allowed, strings.ToLower(vals[0])) && !c.sameLoopback(vals[0], r.Host) {
 				log.Warn("refused: origin not allowed", "origin", clip(vals[0]), "remote", r.RemoteAddr)
 				http.Error(w, msg, http.StatusForbidden)
 				return
@@ -110,6 +117,12 @@ func (c OriginCheck) Wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameLoopback reports whether origin is the plain http origin of a
+// request for host, a loopback host (see SameLoopbackOrigin).
+func (c OriginCheck) sameLoopback(origin, host string) bool {
+	return c.SameLoopbackOrigin && host != "" && IsLoopbackHostPort(host) && strings.EqualFold(origin, "http://"+host)
 }
 
 // MetadataPaths are where a resource server whose MCP endpoint is at

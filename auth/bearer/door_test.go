@@ -165,6 +165,38 @@ func TestOriginCheck(t *testing.T) {
 	}
 }
 
+// TestSameLoopbackOrigin: with SameLoopbackOrigin, a page of the very
+// loopback origin a request is for gets in (and needs no CORS); a page of
+// another loopback origin, another scheme, or a host that is not loopback
+// does not, nor does any page without the option.
+func TestSameLoopbackOrigin(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
+	for _, tt := range []struct {
+		same         bool
+		host, origin string
+		want         int
+	}{
+		{true, "127.0.0.1:8080", "http://127.0.0.1:8080", 200},
+		{true, "localhost:8080", "http://LOCALHOST:8080", 200},
+		{true, "[::1]:8080", "http://[::1]:8080", 200},
+		{true, "127.0.0.1:8080", "http://127.0.0.1:9090", 403},
+		{true, "127.0.0.1:8080", "http://localhost:8080", 403},
+		{true, "127.0.0.1:8080", "https://127.0.0.1:8080", 403},
+		{true, "evil.example.com:8080", "http://evil.example.com:8080", 403},
+		{true, "127.0.0.1:8080", "null", 403},
+		{false, "127.0.0.1:8080", "http://127.0.0.1:8080", 403},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		req.Host = tt.host
+		req.Header.Set("Origin", tt.origin)
+		rec := httptest.NewRecorder()
+		bearer.OriginCheck{SameLoopbackOrigin: tt.same}.Wrap(ok).ServeHTTP(rec, req)
+		if rec.Code != tt.want {
+			t.Errorf("SameLoopbackOrigin %v, Host %s, Origin %s: %d, want %d", tt.same, tt.host, tt.origin, rec.Code, tt.want)
+		}
+	}
+}
+
 func TestMetadataPaths(t *testing.T) {
 	tests := []struct {
 		resource string

@@ -184,9 +184,17 @@ func checkYAML(path string) error {
 }
 
 // namedBy lists the entries of cfg that name server id: policy entries
-// for exactly that server, and audit.record_values of its tools. Removing
-// the server would leave them naming nothing.
+// for exactly that server, and audit.record_values of its tools (the local
+// names that start with its prefix; with tool_prefix: "" its tools' names
+// cannot be told from others', and none is listed). Removing the server
+// would leave them naming nothing.
 func namedBy(cfg *config.Config, id string) []string {
+	prefix := id + "__"
+	for i := range cfg.Servers {
+		if cfg.Servers[i].ID == id {
+			prefix = cfg.Servers[i].LocalPrefix()
+		}
+	}
 	var names []string
 	for i, c := range cfg.Policy.Tools {
 		if c.Server == id {
@@ -199,7 +207,7 @@ func namedBy(cfg *config.Config, id string) []string {
 		}
 	}
 	for i, v := range cfg.Audit.RecordValues {
-		if strings.HasPrefix(v, id+"__") && i < len(cfg.Audit.RecordValueSources) {
+		if prefix != "" && strings.HasPrefix(v, prefix) && i < len(cfg.Audit.RecordValueSources) {
 			names = append(names, fmt.Sprintf("audit.record_values[%d] (%s)", i, cfg.Audit.RecordValueSources[i]))
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -1206,5 +1207,31 @@ policy:
 	}
 	if b, err := os.ReadFile(filepath.Join(empty, "airlock.yaml")); err != nil || !strings.Contains(string(b), "  - id: ws\n") {
 		t.Errorf("created airlock.yaml = %q, %v", b, err)
+	}
+}
+
+// TestNamedByToolPrefix: airlock remove refuses a server while
+// audit.record_values names one of its tools, by the local names its
+// tool_prefix gives them; a server with tool_prefix: "" has names that
+// cannot be told from others', and no record_values entry holds it back.
+func TestNamedByToolPrefix(t *testing.T) {
+	cfg, err := config.Parse([]byte(`servers:
+  - {id: fs, command: x, allowed_tools: ["*"]}
+  - {id: gh, command: x, allowed_tools: ["*"], tool_prefix: github-}
+  - {id: own, command: x, allowed_tools: ["*"], tool_prefix: ""}
+audit:
+  record_values: [fs__read_file, github-list, gh__list, echo]
+`), "airlock.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string][]string{
+		"fs":  {"audit.record_values[0] (airlock.yaml:6)"},
+		"gh":  {"audit.record_values[1] (airlock.yaml:6)"},
+		"own": nil,
+	} {
+		if diff := cmp.Diff(want, namedBy(cfg, id)); diff != "" {
+			t.Errorf("namedBy(%s) (-want +got):\n%s", id, diff)
+		}
 	}
 }

@@ -18,22 +18,24 @@ var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // or sanitised name unique.
 const hashLen = 8
 
-// assignNames gives every tool its local name. A name is "server__tool"
-// when that fits the providers' rule ^[A-Za-z0-9_-]{1,64}$ as is. Otherwise,
-// or when two tools would get the same name, the name is sanitised,
-// shortened and suffixed with a hash of the server and remote name. The
-// result depends only on the set of tools, never on their order; if hashed
-// names still collide, that is an error, never an overwrite.
-func assignNames(tools []*Tool) error {
-	return assignNamesHash(tools, hashLen)
+// assignNames gives every tool its local name. A name is the server's
+// prefix and the tool's own name ("server__tool" by default; see
+// prefixOf) when that fits the providers' rule ^[A-Za-z0-9_-]{1,64}$ as
+// is. Otherwise, or when two tools would get the same name, the name is
+// sanitised, shortened and suffixed with a hash of the server and remote
+// name. The result depends only on the set of tools, never on their order;
+// if hashed names still collide, that is an error, never an overwrite.
+func assignNames(tools []*Tool, prefixes map[string]string) error {
+	return assignNamesHash(tools, prefixes, hashLen)
 }
 
-func assignNamesHash(tools []*Tool, hashLen int) error {
+func assignNamesHash(tools []*Tool, prefixes map[string]string, hashLen int) error {
 	names := make([]string, len(tools))
 	hashed := make([]string, len(tools))
 	for i, t := range tools {
-		hashed[i] = hashedName(t.Server, t.Remote, hashLen)
-		if names[i] = plainName(t.Server, t.Remote); names[i] == "" {
+		prefix := prefixOf(prefixes, t.Server)
+		hashed[i] = hashedName(prefix, t.Server, t.Remote, hashLen)
+		if names[i] = plainName(prefix, t.Remote); names[i] == "" {
 			names[i] = hashed[i]
 		}
 	}
@@ -69,9 +71,18 @@ func assignNamesHash(tools []*Tool, hashLen int) error {
 	return nil
 }
 
-// plainName is "server__remote" if that is a valid local name, else "".
-func plainName(server, remote string) string {
-	n := server + "__" + remote
+// prefixOf is what the local names of server's tools start with: its entry
+// in prefixes (config.Server.LocalPrefix), else "server__".
+func prefixOf(prefixes map[string]string, server string) string {
+	if p, ok := prefixes[server]; ok {
+		return p
+	}
+	return server + "__"
+}
+
+// plainName is prefix+remote if that is a valid local name, else "".
+func plainName(prefix, remote string) string {
+	n := prefix + remote
 	if !validName.MatchString(n) {
 		return ""
 	}
@@ -80,12 +91,12 @@ func plainName(server, remote string) string {
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 
-// hashedName is a sanitised, shortened "server__remote" with a hash suffix
-// of the exact server and remote name.
-func hashedName(server, remote string, hashLen int) string {
+// hashedName is a sanitised, shortened prefix+remote with a hash suffix of
+// the exact server and remote name.
+func hashedName(prefix, server, remote string, hashLen int) string {
 	sum := sha256.Sum256([]byte(server + "\x00" + remote))
 	suffix := hex.EncodeToString(sum[:])[:hashLen]
-	slug := strings.Trim(unsafeChars.ReplaceAllString(server+"__"+remote, "_"), "_")
+	slug := strings.Trim(unsafeChars.ReplaceAllString(prefix+remote, "_"), "_")
 	if room := MaxNameLen - hashLen - 1; len(slug) > room {
 		slug = slug[:room]
 	}

@@ -36,7 +36,7 @@ func TestLocalNames(t *testing.T) {
 		"a", "_b",
 		"db", long,
 	)
-	if err := assignNames(tools); err != nil {
+	if err := assignNames(tools, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := localNames(tools)
@@ -50,7 +50,8 @@ func TestLocalNames(t *testing.T) {
 		t.Errorf("fs/read_file = %q, want the readable name fs__read_file", got["fs/read_file"])
 	}
 	for _, k := range []string{"gh/issues.list", "a_/b", "a/_b", "db/" + long} {
-		if want := hashedName(strings.Split(k, "/")[0], strings.SplitN(k, "/", 2)[1], hashLen); got[k] != want {
+		server, remote, _ := strings.Cut(k, "/")
+		if want := hashedName(server+"__", server, remote, hashLen); got[k] != want {
 			t.Errorf("%s = %q, want hashed %q", k, got[k], want)
 		}
 	}
@@ -59,7 +60,7 @@ func TestLocalNames(t *testing.T) {
 	}
 	// The names depend on the set of tools, not their order.
 	reversed := bindings("db", long, "a", "_b", "a_", "b", "gh", "issues.list", "fs", "read_file")
-	if err := assignNames(reversed); err != nil {
+	if err := assignNames(reversed, nil); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(got, localNames(reversed)); diff != "" {
@@ -70,9 +71,9 @@ func TestLocalNames(t *testing.T) {
 func TestPlainNameThatEqualsAHashedName(t *testing.T) {
 	// A server may name a tool exactly like another tool's hashed name;
 	// both then fall back, and still get distinct names.
-	h := hashedName("gh", "issues.list", hashLen)
+	h := hashedName("gh__", "gh", "issues.list", hashLen)
 	tools := bindings("gh", "issues.list", strings.SplitN(h, "__", 2)[0], strings.SplitN(h, "__", 2)[1])
-	if err := assignNames(tools); err != nil {
+	if err := assignNames(tools, nil); err != nil {
 		t.Fatal(err)
 	}
 	if tools[0].Name == tools[1].Name {
@@ -89,7 +90,7 @@ func TestUnresolvableCollisionIsAnError(t *testing.T) {
 		pairs = append(pairs, "s", "a"+string(sep)+"b")
 	}
 	tools := bindings(pairs...)
-	err := assignNamesHash(tools, 1)
+	err := assignNamesHash(tools, nil, 1)
 	if err == nil || !strings.Contains(err.Error(), "both map to the local name") {
 		t.Fatalf("assignNames = %v, want a collision error", err)
 	}
@@ -111,7 +112,7 @@ func TestSnapshotID(t *testing.T) {
 		for _, tool := range tools {
 			tool.Input, tool.Description = obj, desc
 		}
-		s, err := Build(tools, 1, launches)
+		s, err := Build(tools, 1, launches, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,5 +141,73 @@ func TestSnapshotID(t *testing.T) {
 	}
 	if got, ok := a.Lookup("gh__list"); !ok || got.Remote != "list" {
 		t.Errorf("Lookup(gh__list) = %v, %v", got, ok)
+	}
+}
+
+// TestToolPrefixes: a server's tool_prefix replaces "server__" in its
+// tools' local names; "" gives them the server's own names. A name that
+// would not be valid, or that another tool would share, still falls back
+// to a hashed name, never to an overwrite.
+func TestToolPrefixes(t *testing.T) {
+	long := strings.Repeat("y", 60)
+	prefixes := map[string]string{"own": "", "other": "", "gh": "github-", "wide": "wide_prefix__"}
+	tools := bindings(
+		"own", "read_file",
+		"own", "echo",
+		"other", "echo", // "echo" twice: both hashed
+		"fs", "echo", // no prefix given: the default
+		"gh", "list",
+		"wide", long, // too long with its prefix: hashed
+		"own", "fs__echo", // looks like another server's default name, and is one
+	)
+	if err := assignNames(tools, prefixes); err != nil {
+		t.Fatal(err)
+	}
+	got := localNames(tools)
+	want := map[string]string{
+		"own/read_file": "read_file",
+		"own/echo":      hashedName("", "own", "echo", hashLen),
+		"other/echo":    hashedName("", "other", "echo", hashLen),
+		"fs/echo":       hashedName("fs__", "fs", "echo", hashLen),
+		"gh/list":       "github-list",
+		"wide/" + long:  hashedName("wide_prefix__", "wide", long, hashLen),
+		"own/fs__echo":  hashedName("", "own", "fs__echo", hashLen),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("local names (-want +got):\n%s", diff)
+	}
+	valid := regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	seen := map[string]bool{}
+	for k, name := range got {
+		if !valid.MatchString(name) || seen[name] {
+			t.Errorf("%s: local name %q is not valid, or not unique", k, name)
+		}
+		seen[name] = true
+	}
+	if !strings.HasPrefix(got["own/echo"], "echo_") || !strings.HasPrefix(got["wide/"+long], "wide_prefix__y") {
+		t.Errorf("hashed names %q, %q do not start with the prefix and the tool's name", got["own/echo"], got["wide/"+long])
+	}
+
+	// The prefix is part of the snapshot's id: the same tools under other
+	// names are another catalog.
+	obj, err := schema.Compile(map[string]any{"type": "object"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(prefixes map[string]string) *Snapshot {
+		tools := bindings("fs", "read")
+		tools[0].Input = obj
+		s, err := Build(tools, 1, nil, prefixes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	def, explicit, own := build(nil), build(map[string]string{"fs": "fs__"}), build(map[string]string{"fs": ""})
+	if def.ID() != explicit.ID() || def.ID() == own.ID() {
+		t.Errorf("snapshot ids: default %s, fs__ %s, own names %s; want the first two equal and the third different", def.ID(), explicit.ID(), own.ID())
+	}
+	if _, ok := own.Lookup("read"); !ok {
+		t.Errorf("Lookup(read) in the snapshot with the server's own names failed")
 	}
 }

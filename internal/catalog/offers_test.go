@@ -31,7 +31,7 @@ func TestOffers(t *testing.T) {
 	if diff := cmp.Diff([]string{"echo"}, names(bound)); diff != "" {
 		t.Errorf("bound tools mismatch (-want +got):\n%s", diff)
 	}
-	snap, err := Build(bound, 1, nil)
+	snap, err := Build(bound, 1, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,14 @@ type Snapshot struct {
 
 // Build names tools and freezes them into a snapshot. launches maps the id
 // of each server the snapshot is built over to its launch fingerprint
-// ([config.Server.LaunchFingerprint]). The same tools of servers launched
-// the same way give the same id, whatever order they come in.
-func Build(tools []*Tool, generation uint64, launches map[string]string) (*Snapshot, error) {
+// ([config.Server.LaunchFingerprint]); prefixes maps it to what the local
+// names of its tools start with ([config.Server.LocalPrefix]; "" for the
+// server's own names; a server not in it gets "ID__"). The
+// same tools of servers launched the same way give the same id, whatever
+// order they come in.
+func Build(tools []*Tool, generation uint64, launches, prefixes map[string]string) (*Snapshot, error) {
 	tools = append([]*Tool(nil), tools...)
-	if err := assignNames(tools); err != nil {
+	if err := assignNames(tools, prefixes); err != nil {
 		return nil, err
 	}
 	sortTools(tools)

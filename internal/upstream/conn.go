@@ -154,6 +154,8 @@ type Conn struct {
 	progress   map[string]*progressWatch // by progress token
 	tokens     atomic.Uint64
 
+	logs logs // the calls in flight, for the server's log messages (logs.go)
+
 	// late catches answers that come after their callers stopped waiting
 	// (late.go); nil on a remote connection.
 	late *lateAnswers
@@ -232,6 +234,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 			late:   c.late,
 			stdout: stdout,
 			trace:  opts.Trace,
+			heard:  c.heard,
 			fault: func(f Fault) {
 				c.setFault(f)
 				if c.stdout != nil {
@@ -254,11 +257,8 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		notify := opts.OnToolsChanged
 		clientOpts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { notify() }
 	}
-	clientOpts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-		c.noteProgress(req.Params)
-	}
 	client := mcp.NewClient(info, clientOpts)
-	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut))
+	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut), c.watchCalls)
 	client.AddReceivingMiddleware(offerNothing)
 
 	connectCtx, cancel := context.WithTimeout(ctx, srv.ConnectTimeout)
@@ -413,10 +413,25 @@ type progressWatch struct {
 	f  func(*mcp.ProgressNotificationParams)
 }
 
-func (c *Conn) noteProgress(p *mcp.ProgressNotificationParams) {
-	if p == nil {
-		return
+// heard is told of each notification as the connection reads it, in the
+// order the server wrote it, before the SDK hands it on (later, and on
+// another goroutine, when the call it was about may have returned): a
+// call's progress and log messages go to the call while it is still in
+// flight. stream is the context of the request whose response stream
+// carried it (a remote server's), or nil.
+func (c *Conn) heard(stream context.Context, method string, params json.RawMessage) {
+	switch method {
+	case "notifications/progress":
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(params, &p) == nil {
+			c.noteProgress(&p)
+		}
+	case "notifications/message":
+		c.heardLog(stream, params)
 	}
+}
+
+func (c *Conn) noteProgress(p *mcp.ProgressNotificationParams) {
 	t, ok := p.ProgressToken.(string)
 	if !ok {
 		return // not one of ours
@@ -531,6 +546,7 @@ type guardedTransport struct {
 	inner  mcp.Transport
 	late   *lateAnswers
 	trace  func(sent bool, msg []byte)
+	heard  func(stream context.Context, method string, params json.RawMessage) // Conn.heard
 	fault  func(Fault)
 	stdout *stdoutWindow // a stdio server's latest output; nil for others
 }
@@ -540,7 +556,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Connection: c, late: t.late, trace: t.trace, fault: t.fault, stdout: t.stdout}, nil
+	return &guardedConn{Connection: c, late: t.late, trace: t.trace, heard: t.heard, fault: t.fault, stdout: t.stdout}, nil
 }
 
 // A guardedConn rejects responses that are not strict JSON: duplicate keys,
@@ -554,6 +570,7 @@ type guardedConn struct {
 	mcp.Connection
 	late   *lateAnswers
 	trace  func(sent bool, msg []byte) // Options.Trace, or nil
+	heard  func(stream context.Context, method string, params json.RawMessage)
 	fault  func(Fault)
 	stdout *stdoutWindow
 }
@@ -575,6 +592,9 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.tap(false, msg)
 	c.late.answered(msg)
+	if n, ok := msg.(*jsonrpc.Request); ok && !n.IsCall() && c.heard != nil {
+		c.heard(nil, n.Method, n.Params)
+	}
 	return msg, nil
 }
 

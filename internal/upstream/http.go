@@ -49,6 +49,7 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 		streamIdle: srv.StreamReadTimeout,
 		terminate:  srv.TerminateOnClose,
 		trace:      opts.Trace,
+		heard:      c.heard,
 		fault:      c.setFault,
 	}
 	t := &mcp.StreamableClientTransport{
@@ -95,7 +96,8 @@ type httpLimits struct {
 	limit      int
 	streamIdle time.Duration
 	terminate  bool
-	trace      func(sent bool, msg []byte) // Options.Trace, or nil
+	trace      func(sent bool, msg []byte)                                         // Options.Trace, or nil
+	heard      func(stream context.Context, method string, params json.RawMessage) // Conn.heard
 	fault      func(Fault)
 }
 
@@ -142,7 +144,7 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.Body == nil || resp.StatusCode/100 != 2 {
 		return resp, nil
 	}
-	check := &messages{limit: t.limit, fault: t.fault, trace: t.trace}
+	check := &messages{limit: t.limit, fault: t.fault, trace: t.trace, stream: req.Context(), heard: t.heard}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if strings.EqualFold(mt, "text/event-stream") {
 		resp.Body = &sseBody{body: resp.Body, idle: t.streamIdle, check: check, note: note, ctx: req.Context()}
@@ -218,9 +220,11 @@ func oversize(limit int) Fault {
 // messages checks the messages of one response, and traces those that
 // pass.
 type messages struct {
-	limit int
-	fault func(Fault)
-	trace func(sent bool, msg []byte) // or nil
+	limit  int
+	fault  func(Fault)
+	trace  func(sent bool, msg []byte) // or nil
+	stream context.Context             // the request's whose response carries them
+	heard  func(stream context.Context, method string, params json.RawMessage)
 }
 
 var errMalformed = errors.New("malformed message")
@@ -238,11 +242,18 @@ func (m *messages) check(msg []byte) (response bool, err error) {
 	var head struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
 		Result json.RawMessage `json:"result"`
 		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(msg, &head) == nil && head.Method == "" && len(head.ID) > 0 && (len(head.Result) > 0 || len(head.Error) > 0) {
+	if json.Unmarshal(msg, &head) != nil {
+		return false, nil
+	}
+	if head.Method == "" && len(head.ID) > 0 && (len(head.Result) > 0 || len(head.Error) > 0) {
 		return true, nil
+	}
+	if head.Method != "" && len(head.ID) == 0 && m.heard != nil {
+		m.heard(m.stream, head.Method, head.Params)
 	}
 	return false, nil
 }
