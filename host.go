@@ -385,6 +385,8 @@ type Snapshot struct {
 	who     Principal          // whom its calls are made for
 	// warnings are the configuration entries that name none of its tools.
 	warnings []Warning
+	// withheld are the allowed tools of its servers the host cannot call.
+	withheld []Withheld
 }
 
 // ID identifies the snapshot's content; the same servers and tools give

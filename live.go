@@ -42,7 +42,10 @@ func (h *Host) build(l *lineage) error {
 
 // snapshotOf freezes the current tools of the lineage's servers.
 func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, error) {
-	var tools []*catalog.Tool
+	var (
+		tools    []*catalog.Tool
+		withheld []Withheld
+	)
 	seen := make([]uint64, len(l.servers))
 	byID := make(map[string]*server, len(l.servers))
 	launches := make(map[string]string, len(l.servers))
@@ -50,6 +53,7 @@ func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, e
 	for i, s := range l.servers {
 		ts, v := s.toolsNow()
 		tools = append(tools, ts...)
+		withheld = append(withheld, s.withheldNow()...)
 		seen[i] = v
 		byID[s.cfg.ID] = s
 		launches[s.cfg.ID] = s.cfg.LaunchFingerprint()
@@ -69,7 +73,7 @@ func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, e
 		who = l.task.who
 	}
 	warnings := h.unmatched(l, snap)
-	return &Snapshot{snap: snap, servers: byID, task: l.task, who: who, warnings: warnings}, seen, nil
+	return &Snapshot{snap: snap, servers: byID, task: l.task, who: who, warnings: warnings, withheld: withheld}, seen, nil
 }
 
 // refresh is the safe point: it discovers again the tools of every server

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,14 @@ type server struct {
 	tools     []*catalog.Tool
 	version   uint64          // counts the times tools were replaced
 	offers    []catalog.Offer // every tool of its last whole tools/list, for people (Available)
+	// withheld are the allowed tools of its last discovery that the host
+	// cannot call (catalog.Withhold).
+	withheld []catalog.Withheld
+	// taskSupport is each tool's execution.taskSupport as the server
+	// last sent it, by name; kept across discoveries, since a page the
+	// SDK serves from its cache is not read again. Only discovery (under
+	// refreshMu) uses it.
+	taskSupport map[string]string
 
 	mu     sync.Mutex
 	status ServerStatus
@@ -77,6 +86,18 @@ func (s *server) setOffers(offers []catalog.Offer) {
 	s.toolsMu.Lock()
 	defer s.toolsMu.Unlock()
 	s.offers = offers
+}
+
+func (s *server) setWithheld(w []catalog.Withheld) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	s.withheld = w
+}
+
+func (s *server) withheldNow() []catalog.Withheld {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	return s.withheld
 }
 
 func (s *server) offersNow() []catalog.Offer {
@@ -252,8 +273,13 @@ func isClosed(c chan struct{}) bool {
 // discover lists a server's tools over conn, with every catalog check, and
 // classifies them by local policy.
 func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]*catalog.Tool, *Error) {
-	lister := &recordingLister{inner: pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout}}
+	lister := &recordingLister{inner: pageTimeout{session: conn.Session(), timeout: s.cfg.RequestTimeout},
+		taskSupport: maps.Clone(s.taskSupport)}
+	if lister.taskSupport == nil {
+		lister.taskSupport = map[string]string{}
+	}
 	lim := catalog.LimitsFrom(h.cfg.Limits)
+	s.setWithheld(nil)
 	advertised, err := catalog.List(ctx, s.cfg.ID, lister, lim)
 	var tools []*catalog.Tool
 	if err == nil {
@@ -264,6 +290,7 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	} else {
 		s.setOffers(nil)
 	}
+	s.taskSupport = lister.taskSupport
 	if err != nil {
 		if ae := authError(s.cfg.ID, "", err); ae != nil {
 			return nil, ae // tools/list needed (more) authorization
@@ -291,6 +318,7 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 				Fields: map[string]any{"remote_tool": t.Remote, "flag": catalog.FlagHidden, "count": t.Hidden}})
 		}
 	}
+	tools = h.withhold(ctx, s, tools, lister.taskSupport)
 	h.rememberTools(ctx, s, conn.ProtocolVersion(), lister)
 	return tools, nil
 }

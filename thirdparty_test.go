@@ -171,3 +171,51 @@ func TestNpxServerUsesTheUsersPackageCache(t *testing.T) {
 		t.Errorf("the server made an npm cache in its private HOME")
 	}
 }
+
+// A tool that can only be called as an MCP task is left out of the
+// catalog, with the reason, instead of being listed for calls that would
+// all fail; the server's other tools are unaffected, and so is a warm
+// start from the tool list cache.
+func TestServerEverythingTaskRequired(t *testing.T) {
+	node, script := testenv.EverythingServer(t)
+	srv := config.Server{
+		ID:               "everything",
+		Transport:        "stdio",
+		Scope:            "host",
+		Command:          node,
+		Args:             []string{script, "stdio"},
+		Cwd:              t.TempDir(),
+		AllowedTools:     []string{"echo", "simulate-research-query"},
+		ProtocolVersions: bothVersions,
+		RequestTimeout:   30 * time.Second,
+		ConnectTimeout:   60 * time.Second,
+		ProbeTimeout:     5 * time.Second,
+	}
+	cfg := newConfig(t, srv)
+	check := func(t *testing.T, h *airlock.Host) {
+		t.Helper()
+		snap := h.Snapshot()
+		var names []string
+		for _, tool := range snap.Tools() {
+			names = append(names, tool.Name)
+		}
+		if want := []string{"everything__echo"}; !slices.Equal(names, want) {
+			t.Errorf("tools = %v, want %v", names, want)
+		}
+		w := snap.Withheld()
+		if len(w) != 1 || w[0].Server != "everything" || w[0].Tool != "simulate-research-query" || w[0].Flag != "task_required" ||
+			!strings.Contains(w[0].Reason, "execution.taskSupport: required") {
+			t.Errorf("withheld = %+v, want simulate-research-query, task_required", w)
+		}
+		wantStatus(t, call(t, h, "everything__simulate-research-query", `{"topic":"x"}`), airlock.UnknownTool)
+	}
+	state := t.TempDir()
+	for _, warm := range []bool{false, true} {
+		h, err := airlock.Open(t.Context(), cfg, &airlock.Options{StateDir: state, WarmStart: warm, StopGrace: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("Open (warm start %v): %v", warm, err)
+		}
+		check(t, h) // warm: the first snapshot is the cached list's
+		h.Close()
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -31,12 +32,18 @@ import (
 type recordingLister struct {
 	inner catalog.Lister
 	tools []*mcp.Tool
-	ttlMs int
-	scope string
-	pages int
+	// taskSupport is each tool's execution.taskSupport, read from the
+	// pages as the server sent them (catalog.TaskSupport).
+	taskSupport map[string]string
+	ttlMs       int
+	scope       string
+	pages       int
 }
 
 func (l *recordingLister) ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
+	if l.taskSupport != nil {
+		ctx = upstream.WithRawResult(ctx, func(page json.RawMessage) { catalog.TaskSupport(page, l.taskSupport) })
+	}
 	res, err := l.inner.ListTools(ctx, params)
 	if err != nil {
 		return nil, err
@@ -92,7 +99,14 @@ func (h *Host) rememberTools(ctx context.Context, s *server, version string, l *
 		lists.Delete(ctx, private)
 		return
 	}
-	tools, err := json.Marshal(l.tools)
+	kept := make([]cachedTool, len(l.tools))
+	for i, t := range l.tools {
+		kept[i] = cachedTool{Tool: t}
+		if support := l.taskSupport[t.Name]; support != "" {
+			kept[i].Execution = &toolExecution{TaskSupport: support}
+		}
+	}
+	tools, err := json.Marshal(kept)
 	if err != nil {
 		return
 	}
@@ -129,9 +143,20 @@ func (h *Host) cachedTools(ctx context.Context, s *server) ([]*catalog.Tool, boo
 			return nil, false
 		}
 	}
-	var raw []*mcp.Tool
-	if err := json.Unmarshal(entry.Tools, &raw); err != nil {
+	var cached []cachedTool
+	if err := json.Unmarshal(entry.Tools, &cached); err != nil {
 		return nil, false
+	}
+	raw := make([]*mcp.Tool, 0, len(cached))
+	support := map[string]string{}
+	for _, t := range cached {
+		if t.Tool == nil {
+			return nil, false
+		}
+		raw = append(raw, t.Tool)
+		if t.Execution != nil {
+			support[t.Name] = t.Execution.TaskSupport
+		}
 	}
 	tools, err := catalog.Discover(ctx, &s.cfg, cachedLister{raw}, catalog.LimitsFrom(h.cfg.Limits))
 	if err != nil {
@@ -141,5 +166,16 @@ func (h *Host) cachedTools(ctx context.Context, s *server) ([]*catalog.Tool, boo
 		effect, _ := h.gov.policy.Classify(t.Server, t.Remote)
 		t.Effect = effect
 	}
-	return tools, true
+	return h.withhold(ctx, s, tools, support), true
+}
+
+// cachedTool is a tool as the cache keeps it: the SDK's, with the
+// execution the SDK's type lacks (catalog.TaskSupport).
+type cachedTool struct {
+	*mcp.Tool
+	Execution *toolExecution `json:"execution,omitempty"`
+}
+
+type toolExecution struct {
+	TaskSupport string `json:"taskSupport,omitempty"`
 }

@@ -101,6 +101,10 @@ type toolsJSON struct {
 	// Warnings are configuration entries that name no tool (see
 	// airlock.Snapshot.Warnings); [] when there are none.
 	Warnings []airlock.Warning `json:"warnings"`
+	// Withheld are allowed tools left out because Airlock cannot call
+	// them (airlock.Snapshot.Withheld), each with the reason; [] when
+	// there are none.
+	Withheld []airlock.Withheld `json:"withheld"`
 }
 
 type artifactJSON struct {
@@ -139,7 +143,10 @@ func errString(e *airlock.Error) *string {
 
 func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJSON {
 	out := toolsJSON{Snapshot: snap.ID(), Generation: snap.Generation(), Servers: []serverJSON{}, Tools: []toolJSON{},
-		Warnings: warningsOutput(snap)}
+		Warnings: warningsOutput(snap), Withheld: snap.Withheld()}
+	if out.Withheld == nil {
+		out.Withheld = []airlock.Withheld{}
+	}
 	for _, s := range servers {
 		out.Servers = append(out.Servers, serverJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Error: errString(s.Err)})
 	}

@@ -56,6 +56,9 @@ func (e *env) reportServers(c *common,
 		for _, w := range s.Snapshot().Warnings() {
 			fmt.Fprintf(e.stderr, "\nairlock: warning: %s\n", w.Msg)
 		}
+		for _, w := range s.Snapshot().Withheld() {
+			fmt.Fprintf(e.stderr, "\nairlock: warning: %s\n", w.Reason)
+		}
 		for _, t := range s.Snapshot().Tools() {
 			if t.Hidden > 0 {
 				fmt.Fprintf(e.stderr, "\nairlock: warning: tool %s: server %s's text for it had %s nobody would see "+

@@ -556,7 +556,7 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Connection: c, late: t.late, trace: t.trace, heard: t.heard, fault: t.fault, stdout: t.stdout}, nil
+	return &guardedConn{Connection: c, late: t.late, trace: t.trace, heard: t.heard, fault: t.fault, stdout: t.stdout, raw: &rawResults{}}, nil
 }
 
 // A guardedConn rejects responses that are not strict JSON: duplicate keys,
@@ -573,6 +573,7 @@ type guardedConn struct {
 	heard  func(stream context.Context, method string, params json.RawMessage)
 	fault  func(Fault)
 	stdout *stdoutWindow
+	raw    *rawResults // the requests whose results are wanted as sent (results.go)
 }
 
 func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -591,6 +592,7 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 	}
 	c.tap(false, msg)
+	c.raw.answered(msg)
 	c.late.answered(msg)
 	if n, ok := msg.(*jsonrpc.Request); ok && !n.IsCall() && c.heard != nil {
 		c.heard(nil, n.Method, n.Params)
@@ -600,6 +602,7 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.tap(true, msg)
+	c.raw.sent(ctx, msg)
 	c.late.sent(ctx, msg)
 	return c.Connection.Write(ctx, msg)
 }

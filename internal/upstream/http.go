@@ -250,6 +250,9 @@ func (m *messages) check(msg []byte) (response bool, err error) {
 		return false, nil
 	}
 	if head.Method == "" && len(head.ID) > 0 && (len(head.Result) > 0 || len(head.Error) > 0) {
+		if f := rawResultOf(m.stream); f != nil && len(head.Result) > 0 {
+			f(head.Result) // the answer to the POST's own request
+		}
 		return true, nil
 	}
 	if head.Method != "" && len(head.ID) == 0 && m.heard != nil {
