@@ -22,12 +22,14 @@ func (e *env) call(o *options, pos []string) error {
 	}
 	// On a terminal, a person is at hand, as in the shell: a call that
 	// needs approval asks on stderr (stdout keeps the result alone) and
-	// reads the answer from the terminal; so does a server's step-up.
-	// Not with --json, which scripts read, nor when the arguments came
-	// from stdin.
+	// reads the answer from the terminal; so do a server's step-up and
+	// its questions during the call. Not with --json, which scripts read,
+	// nor when the arguments came from stdin: then a server's question is
+	// declined, and the result says so.
 	if !o.json && o.callArgs != "-" && isTerminalReader(e.stdin) && isTerminal(e.stderr) {
 		ta := &terminalApprover{out: e.stderr, ed: newLineEditor(e.stdin.(*os.File), e.stderr)}
 		e.approver = ta
+		e.elicit = ta.elicit
 		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
 	}
 	view := newProgressView(e.stderr, o)

@@ -209,7 +209,7 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 	}
 	closeLog := logClose
 	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver, Auth: e.stepUps,
-		CallProgress: e.callProgress}
+		CallProgress: e.callProgress, Elicit: e.elicit}
 	if !c.json && !c.verbose && isTerminal(e.stderr) {
 		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
 	}

@@ -175,6 +175,7 @@ type env struct {
 	closeLog     func()                     // set by openHost
 	actorCfg     *config.Config             // the configuration asActor loaded
 	approver     airlock.Approver           // asks a person, on a terminal (shell, call)
+	elicit       airlock.Elicitor           // puts a server's questions to a person, on a terminal (shell, call)
 	callProgress func(airlock.CallProgress) // shows a call's progress (call)
 	stepUps      airlock.AuthOptions        // step-ups, in a shell on a terminal
 	// hostOptions, when set, completes the host's options once the

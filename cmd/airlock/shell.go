@@ -42,6 +42,7 @@ func (e *env) shell(o *options, _ []string) error {
 		ed = newLineEditor(e.stdin.(*os.File), e.stdout)
 		ta := &terminalApprover{out: e.stdout, ed: ed}
 		e.approver = ta
+		e.elicit = ta.elicit // a server's questions during a call
 		// A remote server that wants more scopes during a call may get
 		// them, if the person here agrees and logs in in the browser.
 		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
@@ -62,14 +63,18 @@ func (e *env) shell(o *options, _ []string) error {
 	for {
 		select {
 		case <-e.ctx.Done():
+			sh.asks.close()
 			sh.calls.Wait()
 			return e.ctx.Err()
 		case l, ok := <-lines:
 			if !ok || (l.err == nil && !sh.handle(l.text, o.json)) {
+				// No answer can come any more.
+				sh.asks.close()
 				sh.calls.Wait()
 				return nil
 			}
 			if l.err != nil {
+				sh.asks.close()
 				sh.calls.Wait()
 				return usageError("shell: reading input: %v", l.err)
 			}
@@ -130,6 +135,7 @@ type shell struct {
 	col   colours
 	view  *progressView // a call's progress bar, on a terminal; or nil
 	calls sync.WaitGroup
+	asks  shellAsks // --json: the questions that wait for an answer command
 }
 
 // handle runs one input line and reports whether to go on.
@@ -191,6 +197,10 @@ type shellCommand struct {
 	Cmd  string          `json:"cmd"`
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	// RequestID, Action and Content are an answer's (asks.go).
+	RequestID string          `json:"request_id"`
+	Action    string          `json:"action"`
+	Content   json.RawMessage `json:"content"`
 }
 
 func (s *shell) handleJSON(text []byte) bool {
@@ -226,11 +236,13 @@ func (s *shell) handleJSON(text []byte) bool {
 		}
 		snap := s.snap
 		s.calls.Go(func() {
-			r := s.host.h.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args})
+			r := s.host.h.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)})
 			s.reply(cmd.ID, callOutput(r))
 		})
+	case "answer":
+		s.reply(cmd.ID, s.answerCommand(&cmd))
 	default:
-		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, approve, deny, turn or quit`, cmd.Cmd)})
+		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, approve, deny, answer, turn or quit`, cmd.Cmd)})
 	}
 	return true
 }
@@ -247,22 +259,32 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 	for key, raw := range fields {
 		switch key {
 		case "id":
-		case "cmd", "name":
+		case "cmd", "name", "request_id", "action":
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
 				return fmt.Errorf("not a valid JSON command: %q must be a string", key)
 			}
-			if key == "cmd" {
+			switch key {
+			case "cmd":
 				cmd.Cmd = s
-			} else {
+			case "name":
 				cmd.Name = s
+			case "request_id":
+				cmd.RequestID = s
+			case "action":
+				cmd.Action = s
 			}
 		case "args":
 			if !bytes.Equal(raw, []byte("null")) {
 				cmd.Args = raw
 			}
+		case "content":
+			if _, err := topLevel(raw); err != nil && !bytes.Equal(raw, []byte("null")) {
+				return fmt.Errorf(`not a valid JSON command: "content" must be a JSON object: %v`, err)
+			}
+			cmd.Content = raw
 		default:
-			return fmt.Errorf(`not a valid JSON command: unknown key %q (want "id", "cmd", "name", "args")`, key)
+			return fmt.Errorf(`not a valid JSON command: unknown key %q (want "id", "cmd", "name", "args"; an answer: "request_id", "action", "content")`, key)
 		}
 	}
 	return nil

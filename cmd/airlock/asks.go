@@ -1,0 +1,501 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/airlockhq/airlock"
+)
+
+// A server may ask a person something during a call (an elicitation, or a
+// sampling request its sampling: ask puts to a person). On a terminal the
+// person is asked there (terminalApprover.elicit); in airlock shell --json
+// the question is an input_request line and the answer an answer command
+// (shell.elicitFor); anywhere else nobody is asked and the host declines.
+
+// elicit asks the person at the terminal a server's question: a form,
+// field by field with the server's defaults and choices; a link, shown
+// with its domain and never opened; or a sampling request, shown whole.
+func (a *terminalApprover) elicit(ctx context.Context, req *airlock.InputRequest) (*airlock.InputAnswer, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	who := fmt.Sprintf("server %s, during %s", req.Server, req.Tool)
+	if req.Round > 1 {
+		who += fmt.Sprintf(" (question %d of this call)", req.Round)
+	}
+	switch {
+	case req.Kind == airlock.InputSampling:
+		return a.askSampling(ctx, who, req)
+	case req.Mode == airlock.ElicitURL:
+		fmt.Fprintf(a.out, "\n%s asks you to open a link:\n  %s\n  %s\n  (domain %s)\n",
+			who, printable(req.Message, 2000), printable(req.URL, 2000), printable(req.Domain, 255))
+		fmt.Fprintln(a.out, "Airlock does not open it. Open it yourself only if you trust that domain.")
+		return a.choose(ctx, "Accept (you open it and finish there)? [y = accept, n = decline, c = cancel] ")
+	}
+	fmt.Fprintf(a.out, "\n%s asks:\n  %s\n", who, printable(req.Message, 2000))
+	f, err := parseForm(req.Schema)
+	if err != nil {
+		fmt.Fprintf(a.out, "The form cannot be shown (%v): declined.\n", err)
+		return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+	}
+	question := "Answer? [y = fill in the form, n = decline, c = cancel] "
+	if len(f) == 0 {
+		question = "Answer? [y = accept, n = decline, c = cancel] "
+	}
+	ans, err := a.choose(ctx, question)
+	if err != nil || ans.Action != airlock.AnswerAccept {
+		return ans, err
+	}
+	content := map[string]any{}
+	for _, fld := range f {
+		v, set, err := a.askField(ctx, fld)
+		if err != nil {
+			return nil, err
+		}
+		if set {
+			content[fld.name] = v
+		}
+	}
+	ans.Content = content
+	return ans, nil
+}
+
+// choose reads accept, decline or cancel; no answer (the end of the
+// input) declines.
+func (a *terminalApprover) choose(ctx context.Context, question string) (*airlock.InputAnswer, error) {
+	for {
+		text, ok, err := a.answer(ctx, question)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+		}
+		switch strings.ToLower(text) {
+		case "y", "yes", "accept":
+			return &airlock.InputAnswer{Action: airlock.AnswerAccept}, nil
+		case "n", "no", "decline", "":
+			return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+		case "c", "cancel":
+			return &airlock.InputAnswer{Action: airlock.AnswerCancel}, nil
+		}
+		fmt.Fprintln(a.out, "Answer y, n or c.")
+	}
+}
+
+// askSampling shows what a server wants a model to be asked, and asks
+// whether it may.
+func (a *terminalApprover) askSampling(ctx context.Context, who string, req *airlock.InputRequest) (*airlock.InputAnswer, error) {
+	fmt.Fprintf(a.out, "\n%s wants a model to answer this:\n", who)
+	if s := req.Sampling; s != nil {
+		if s.SystemPrompt != "" {
+			fmt.Fprintf(a.out, "  system: %s\n", printable(s.SystemPrompt, 2000))
+		}
+		for _, m := range s.Messages {
+			fmt.Fprintf(a.out, "  %s: %s\n", printable(m.Role, 20), printable(m.Text, 2000))
+		}
+		fmt.Fprintf(a.out, "  (at most %d tokens)\n", s.MaxTokens)
+	}
+	text, ok, err := a.answer(ctx, "Let it? [y/N] ")
+	if err != nil {
+		return nil, err
+	}
+	if ok && (strings.EqualFold(text, "y") || strings.EqualFold(text, "yes")) {
+		return &airlock.InputAnswer{Action: airlock.AnswerAccept}, nil
+	}
+	return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+}
+
+// askField reads one field of a form until the answer has the field's
+// type: set is false when the field is left out (it is optional, or its
+// default is taken by the host).
+func (a *terminalApprover) askField(ctx context.Context, f formField) (v any, set bool, err error) {
+	label := f.name
+	if f.title != "" && f.title != f.name {
+		label += " (" + printable(f.title, 100) + ")"
+	}
+	if f.description != "" {
+		label += ": " + printable(f.description, 300)
+	}
+	fmt.Fprintf(a.out, "  %s\n", label)
+	for i, c := range f.choices {
+		line := c.value
+		if c.title != "" && c.title != c.value {
+			line += " — " + c.title
+		}
+		fmt.Fprintf(a.out, "    %d) %s\n", i+1, printable(line, 200))
+	}
+	prompt := "  " + f.name
+	switch {
+	case f.multi:
+		prompt += " (numbers or values, comma-separated)"
+	case len(f.choices) > 0:
+		prompt += " (number or value)"
+	case f.kind == "boolean":
+		prompt += " (y/n)"
+	case f.kind == "number", f.kind == "integer":
+		prompt += " (" + f.kind + ")"
+	}
+	if f.hasDefault {
+		d, _ := json.Marshal(f.def)
+		prompt += " [" + printable(string(d), 100) + "]"
+	} else if !f.required {
+		prompt += " [leave empty to skip]"
+	}
+	prompt += ": "
+	for {
+		text, ok, err := a.answer(ctx, prompt)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return nil, false, io.ErrUnexpectedEOF
+		}
+		if text == "" {
+			if f.hasDefault {
+				return f.def, true, nil
+			}
+			if !f.required {
+				return nil, false, nil
+			}
+			fmt.Fprintln(a.out, "  This field is required.")
+			continue
+		}
+		v, err := f.parse(text)
+		if err != nil {
+			fmt.Fprintf(a.out, "  %v\n", err)
+			continue
+		}
+		return v, true, nil
+	}
+}
+
+// A formField is one property of a form-mode elicitation's schema, as a
+// person is asked for it.
+type formField struct {
+	name, title, description string
+	kind                     string // string, number, integer, boolean; "" for a choice
+	required                 bool
+	def                      any
+	hasDefault               bool
+	choices                  []formChoice // enum, oneOf consts (SEP-1330)
+	multi                    bool         // an array of choices
+}
+
+type formChoice struct{ value, title string }
+
+// parseForm reads the fields of a form's schema, in the order the server
+// wrote them.
+func parseForm(raw json.RawMessage) ([]formField, error) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var doc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, err
+	}
+	order, err := propertyOrder(raw)
+	if err != nil {
+		return nil, err
+	}
+	var out []formField
+	for _, name := range order {
+		var p struct {
+			Type        string          `json:"type"`
+			Title       string          `json:"title"`
+			Description string          `json:"description"`
+			Default     json.RawMessage `json:"default"`
+			Enum        []any           `json:"enum"`
+			EnumNames   []string        `json:"enumNames"`
+			OneOf       []struct {
+				Const any    `json:"const"`
+				Title string `json:"title"`
+			} `json:"oneOf"`
+			Items *struct {
+				Enum  []any `json:"enum"`
+				AnyOf []struct {
+					Const any    `json:"const"`
+					Title string `json:"title"`
+				} `json:"anyOf"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(doc.Properties[name], &p); err != nil {
+			return nil, fmt.Errorf("field %q: %v", name, err)
+		}
+		f := formField{name: name, title: p.Title, description: p.Description, kind: p.Type,
+			required: slices.Contains(doc.Required, name)}
+		if len(p.Default) > 0 {
+			f.hasDefault = json.Unmarshal(p.Default, &f.def) == nil
+		}
+		for i, v := range p.Enum {
+			c := formChoice{value: fmt.Sprint(v)}
+			if i < len(p.EnumNames) {
+				c.title = p.EnumNames[i]
+			}
+			f.choices = append(f.choices, c)
+		}
+		for _, o := range p.OneOf {
+			f.choices = append(f.choices, formChoice{value: fmt.Sprint(o.Const), title: o.Title})
+		}
+		if p.Type == "array" && p.Items != nil {
+			f.multi = true
+			for _, v := range p.Items.Enum {
+				f.choices = append(f.choices, formChoice{value: fmt.Sprint(v)})
+			}
+			for _, o := range p.Items.AnyOf {
+				f.choices = append(f.choices, formChoice{value: fmt.Sprint(o.Const), title: o.Title})
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// propertyOrder returns the names of a schema's properties in the order
+// they were written.
+func propertyOrder(raw json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("the form's schema is not an object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if tok != "properties" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, fmt.Errorf(`the form's "properties" is not an object`)
+		}
+		var names []string
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, tok.(string))
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+		}
+		return names, nil
+	}
+	return nil, nil
+}
+
+// parse reads a person's answer as the field's type.
+func (f formField) parse(text string) (any, error) {
+	if len(f.choices) > 0 {
+		if !f.multi {
+			return f.choice(text)
+		}
+		var out []any
+		for _, part := range strings.Split(text, ",") {
+			v, err := f.choice(strings.TrimSpace(part))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	switch f.kind {
+	case "boolean":
+		switch strings.ToLower(text) {
+		case "y", "yes", "true":
+			return true, nil
+		case "n", "no", "false":
+			return false, nil
+		}
+		return nil, fmt.Errorf("answer y or n")
+	case "integer":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", text)
+		}
+		return n, nil
+	case "number":
+		n, err := strconv.ParseFloat(text, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", text)
+		}
+		return n, nil
+	}
+	return text, nil
+}
+
+// choice reads one of a field's choices, by number or by value.
+func (f formField) choice(text string) (any, error) {
+	if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(f.choices) {
+		return f.choices[n-1].value, nil
+	}
+	for _, c := range f.choices {
+		if c.value == text {
+			return c.value, nil
+		}
+	}
+	return nil, fmt.Errorf("%q is not one of the choices: answer its number or its value", text)
+}
+
+// inputRequestJSON is an input_request line of airlock shell --json
+// (docs/cli.md): the contract's shape, only ever added to.
+type inputRequestJSON struct {
+	Event     string          `json:"event"` // "input_request"
+	RequestID string          `json:"request_id"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Kind      string          `json:"kind"`
+	Mode      string          `json:"mode,omitempty"`
+	Message   string          `json:"message"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
+	URL       string          `json:"url,omitempty"`
+	Domain    string          `json:"domain,omitempty"`
+	Round     int             `json:"round"`
+	Sampling  *samplingJSON   `json:"sampling,omitempty"`
+}
+
+type samplingJSON struct {
+	SystemPrompt string                `json:"system_prompt,omitempty"`
+	Messages     []samplingMessageJSON `json:"messages"`
+	MaxTokens    int64                 `json:"max_tokens"`
+}
+
+type samplingMessageJSON struct {
+	Role string `json:"role"`
+	Text string `json:"text"`
+}
+
+func inputRequestOutput(req *airlock.InputRequest) inputRequestJSON {
+	out := inputRequestJSON{Event: "input_request", RequestID: req.ID, Server: req.Server, Tool: req.Tool, Kind: req.Kind,
+		Mode: req.Mode, Message: req.Message, Schema: req.Schema, URL: req.URL, Domain: req.Domain, Round: req.Round}
+	if s := req.Sampling; s != nil {
+		out.Sampling = &samplingJSON{SystemPrompt: s.SystemPrompt, Messages: []samplingMessageJSON{}, MaxTokens: s.MaxTokens}
+		for _, m := range s.Messages {
+			out.Sampling.Messages = append(out.Sampling.Messages, samplingMessageJSON{Role: m.Role, Text: m.Text})
+		}
+	}
+	return out
+}
+
+// shellAsks are the questions of airlock shell --json's calls that wait
+// for an answer command, by request id. Once the input has ended
+// (closed), nobody can answer: what waits and what comes is declined.
+type shellAsks struct {
+	mu      sync.Mutex
+	waiting map[string]*shellAsk
+	closed  bool
+}
+
+type shellAsk struct {
+	req    *airlock.InputRequest
+	answer chan *airlock.InputAnswer // buffered: one answer
+}
+
+// elicitFor returns the Elicitor of the call the command with id callID
+// made: each question is an input_request line with the call's id, and
+// waits for its answer command.
+func (s *shell) elicitFor(callID json.RawMessage) airlock.Elicitor {
+	return func(ctx context.Context, req *airlock.InputRequest) (*airlock.InputAnswer, error) {
+		a := &shellAsk{req: req, answer: make(chan *airlock.InputAnswer, 1)}
+		s.asks.mu.Lock()
+		if s.asks.closed {
+			s.asks.mu.Unlock()
+			return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+		}
+		if s.asks.waiting == nil {
+			s.asks.waiting = map[string]*shellAsk{}
+		}
+		s.asks.waiting[req.ID] = a
+		s.asks.mu.Unlock()
+		defer func() {
+			s.asks.mu.Lock()
+			delete(s.asks.waiting, req.ID)
+			s.asks.mu.Unlock()
+		}()
+		s.reply(callID, inputRequestOutput(req))
+		select {
+		case ans := <-a.answer:
+			return ans, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// answerCommand answers an input request: it says what to fix when the
+// request is unknown or the answer does not fit, and otherwise hands the
+// answer to the call that waits for it.
+func (s *shell) answerCommand(cmd *shellCommand) any {
+	if cmd.RequestID == "" {
+		return map[string]string{"error": `answer needs "request_id": the request_id of the input_request line it answers`}
+	}
+	ans := &airlock.InputAnswer{Action: cmd.Action}
+	switch cmd.Action {
+	case airlock.AnswerAccept, airlock.AnswerDecline, airlock.AnswerCancel:
+	default:
+		return map[string]string{"error": fmt.Sprintf(`answer: "action" is %q: use accept, decline or cancel`, cmd.Action)}
+	}
+	if len(cmd.Content) > 0 && !bytes.Equal(cmd.Content, []byte("null")) {
+		if cmd.Action != airlock.AnswerAccept {
+			return map[string]string{"error": `answer: "content" goes only with "action": "accept"`}
+		}
+		if err := json.Unmarshal(cmd.Content, &ans.Content); err != nil || ans.Content == nil {
+			return map[string]string{"error": `answer: "content" must be a JSON object of the form's fields`}
+		}
+	}
+	s.asks.mu.Lock()
+	defer s.asks.mu.Unlock()
+	a := s.asks.waiting[cmd.RequestID]
+	if a == nil {
+		return map[string]string{"error": fmt.Sprintf("answer: no input request %q is waiting: it was answered already, its call ended, or the id is wrong", clipText(cmd.RequestID))}
+	}
+	if err := checkAnswer(a.req, ans); err != nil {
+		return map[string]string{"error": "answer: " + err.Error() + "; answer again"}
+	}
+	delete(s.asks.waiting, cmd.RequestID)
+	a.answer <- ans
+	return map[string]bool{"ok": true}
+}
+
+// close declines every question that waits, and every one to come: the
+// input has ended, so nobody can answer.
+func (a *shellAsks) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	for id, w := range a.waiting {
+		w.answer <- &airlock.InputAnswer{Action: airlock.AnswerDecline}
+		delete(a.waiting, id)
+	}
+}
+
+// clipText bounds text a client chose before it is echoed.
+func clipText(s string) string {
+	if r := []rune(s); len(r) > 64 {
+		return string(r[:64]) + "…"
+	}
+	return s
+}
+
+// checkAnswer checks an answer against its request before the host does,
+// so that the person hears at once what to fix.
+func checkAnswer(req *airlock.InputRequest, ans *airlock.InputAnswer) error {
+	return nil
+}
