@@ -39,23 +39,42 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return nil, err
 	}
+	if parkedRequest(req) {
+		return g.resume(ctx, req, who) // the answer to a question its server asked (parked.go)
+	}
 	snap, release, err := g.snapshot(who)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
 	q := g.question(req, who)
 	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
 	rel := g.relayFor(ctx, req, &c)
-	r := g.host.Load().Call(withQuestion(ctx, q), snap, c)
-	rel.close()
-	noteRound(ctx, q)
-	if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
-		return g.ask(q), nil
+	run := func(ctx context.Context, c airlock.Call) *airlock.Result {
+		defer release()
+		r := g.host.Load().Call(withQuestion(ctx, q), snap, c)
+		rel.close()
+		return r
 	}
-	res, err := result(ctx, p.Name, r)
-	g.withHint(who, res, r)
-	return res, err
+	finish := func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error) {
+		noteRound(ctx, q)
+		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
+			return g.ask(q), nil
+		}
+		res, err := result(ctx, p.Name, r)
+		g.withHint(who, res, r)
+		return res, err
+	}
+	// A server's questions during the call go to this client, when it
+	// can be asked (asks.go).
+	switch a := askingOf(req); {
+	case a.any() && a.modern:
+		return g.park(ctx, req, who, a, &c, run, finish)
+	case a.any():
+		a.askSession(req.Session, &c)
+	default:
+		a.decline(&c)
+	}
+	return finish(ctx, run(ctx, c))
 }
 
 // result maps a call's result onto MCP:

@@ -85,6 +85,7 @@ type Gateway struct {
 	opening   int // initialize requests not yet answered, and listen streams open
 
 	levels sessionLevels // the logging levels 2025-11-25 sessions set
+	parked parkedCalls   // 2026-07-28 calls waiting for their client's answer (parked.go)
 
 	closeOnce sync.Once
 }
@@ -93,12 +94,13 @@ type Gateway struct {
 // opened with it:
 //
 //	g := gateway.New(opts)
-//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged})
+//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged, Elicit: g.Elicit})
 //	…
 //	err = g.Start(ctx, h)
 //
 // so that a call policy wants approved can ask the person at the client,
-// and a change of the catalog reaches the clients.
+// a server's question during a call reaches the client that made it, and
+// a change of the catalog reaches the clients.
 func New(opts *Options) *Gateway {
 	g := &Gateway{listed: map[string]*mcp.Tool{}, changed: make(chan struct{}, 1)}
 	if opts != nil {

@@ -20,6 +20,13 @@ import (
 // the question is an input_request line and the answer an answer command
 // (shell.elicitFor); anywhere else nobody is asked and the host declines.
 
+// declineAll is the Elicitor where nobody can be asked: the host declares
+// elicitation to servers, so that a server's question reaches the host
+// and the call's result says what was asked, and declines it.
+func declineAll(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) {
+	return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+}
+
 // elicit asks the person at the terminal a server's question: a form,
 // field by field with the server's defaults and choices; a link, shown
 // with its domain and never opened; or a sampling request, shown whole.

@@ -62,6 +62,9 @@ func (e *env) serve(o *options, _ []string) error {
 		}
 		g = gateway.New(gopts)
 		opts.Approver, opts.CatalogChanged = g, g.CatalogChanged
+		// Servers may ask during calls; each call puts their questions
+		// to its own client (Call.Elicit), or declines them.
+		opts.Elicit = g.Elicit
 		return nil
 	}
 	s, err := e.openSession(&o.common)

@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+)
+
+// A server may ask a person something during a call (an elicitation, an
+// input_required round, a sampling request its sampling: ask puts to a
+// person) or want a model sampled (sampling: allow). Through the gateway,
+// the person and the model are the client's: each question goes to the
+// client that made the call, and to no other, when it declared the
+// capability; otherwise the host is told no (a declined elicitation, a
+// refused sampling request), never left waiting.
+//
+//   - A 2025-11-25 client is asked during its own tools/call, on its
+//     session: elicitation/create (form or URL mode, as it declared) and
+//     sampling/createMessage.
+//   - A 2026-07-28 client cannot be sent requests: its call ends the round
+//     with an input_required result carrying the question, while the
+//     host's call waits; the client's retry, with the answer and the
+//     signed request state, takes the call up again (parked.go).
+//
+// A sampling request a person must agree to (sampling: ask) reaches the
+// client as a form with one yes-or-no field; only yes lets it on.
+
+// asking is what one call's client can be asked, by its declared
+// capabilities.
+type asking struct {
+	form, url, sampling bool
+	modern              bool // a 2026-07-28 request: questions travel as input_required rounds
+}
+
+// askingOf reads what req's client declared.
+func askingOf(req *mcp.CallToolRequest) asking {
+	a := asking{modern: modernRequest(req)}
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return a
+	}
+	a.form = formElicitation(caps)
+	a.url = caps.Elicitation != nil && caps.Elicitation.URL != nil
+	a.sampling = caps.Sampling != nil
+	return a
+}
+
+// any reports whether the client can be asked anything.
+func (a asking) any() bool { return a.form || a.url || a.sampling }
+
+// modernRequest reports whether req came from a 2026-07-28 client: its
+// _meta names the protocol version, or its session negotiated it.
+func modernRequest(req *mcp.CallToolRequest) bool {
+	if m := req.Params.GetMeta(); m != nil {
+		if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
+			return true
+		}
+	}
+	if req.Session == nil {
+		return false
+	}
+	p := req.Session.InitializeParams()
+	return p == nil || p.ProtocolVersion >= "2026-07-28"
+}
+
+// errNotDeclared is why a question was not put to the client.
+type errNotDeclared string
+
+func (e errNotDeclared) Error() string {
+	return "the gateway's client did not declare " + string(e) + ", so it cannot be asked"
+}
+
+// inputParams is the question ir as the client is asked it, or an error
+// when the client did not declare what it takes.
+func (a asking) inputParams(ir *airlock.InputRequest) (mcp.InputRequest, error) {
+	who := fmt.Sprintf("Server %s asks, during %s:\n\n", ir.Server, ir.Tool)
+	switch {
+	case ir.Kind == airlock.InputSampling:
+		if !a.form {
+			return nil, errNotDeclared("form elicitation")
+		}
+		return &mcp.ElicitParams{Mode: "form", Message: samplingQuestion(ir), RequestedSchema: allowSchema}, nil
+	case ir.Mode == airlock.ElicitURL:
+		if !a.url {
+			return nil, errNotDeclared("URL elicitation")
+		}
+		return &mcp.ElicitParams{Mode: "url", Message: who + ir.Message, URL: ir.URL, ElicitationID: ir.ID}, nil
+	}
+	if !a.form {
+		return nil, errNotDeclared("form elicitation")
+	}
+	var schema map[string]any
+	if len(ir.Schema) > 0 {
+		if err := json.Unmarshal(ir.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("the form's schema: %v", err)
+		}
+	}
+	return &mcp.ElicitParams{Mode: "form", Message: who + ir.Message, RequestedSchema: schema}, nil
+}
+
+// allowSchema is the form a sampling request is put to a person with.
+var allowSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"allow": map[string]any{"type": "boolean", "title": "Let the server have a model answer this",
+			"description": "Yes passes the request to a model; no refuses it."},
+	},
+	"required": []string{"allow"},
+}
+
+// samplingQuestion shows a person what a server wants a model to answer.
+func samplingQuestion(ir *airlock.InputRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Server %s, during %s, wants a model to answer this:\n", ir.Server, ir.Tool)
+	if s := ir.Sampling; s != nil {
+		if s.SystemPrompt != "" {
+			fmt.Fprintf(&b, "\nsystem: %s\n", s.SystemPrompt)
+		}
+		for _, m := range s.Messages {
+			fmt.Fprintf(&b, "\n%s: %s\n", m.Role, m.Text)
+		}
+		fmt.Fprintf(&b, "\n(at most %d tokens)", s.MaxTokens)
+	}
+	return b.String()
+}
+
+// inputAnswer is the client's answer to ir as the host takes it.
+func inputAnswer(ir *airlock.InputRequest, res *mcp.ElicitResult) *airlock.InputAnswer {
+	if res == nil {
+		return &airlock.InputAnswer{Action: airlock.AnswerDecline}
+	}
+	if ir.Kind == airlock.InputSampling {
+		if res.Action == airlock.AnswerAccept && res.Content["allow"] == true {
+			return &airlock.InputAnswer{Action: airlock.AnswerAccept}
+		}
+		if res.Action == airlock.AnswerCancel {
+			return &airlock.InputAnswer{Action: airlock.AnswerCancel}
+		}
+		return &airlock.InputAnswer{Action: airlock.AnswerDecline}
+	}
+	return &airlock.InputAnswer{Action: res.Action, Content: res.Content}
+}
+
+// askSession sets c's Elicit and Sample for a call of a 2025-11-25
+// client: each question is a request on the client's session, made in
+// the context of its tools/call.
+func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
+	c.Elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
+		p, err := a.inputParams(ir)
+		if err != nil {
+			return nil, err
+		}
+		res, err := ss.Elicit(ctx, p.(*mcp.ElicitParams))
+		if err != nil {
+			return nil, fmt.Errorf("the gateway's client: %w", err)
+		}
+		return inputAnswer(ir, res), nil
+	}
+	c.Sample = func(ctx context.Context, sr *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+		if !a.sampling {
+			return nil, errNotDeclared("sampling")
+		}
+		res, err := ss.CreateMessage(ctx, sr.Params)
+		if err != nil {
+			return nil, fmt.Errorf("the gateway's client: %w", err)
+		}
+		return res, nil
+	}
+}
+
+// decline sets c's Elicit and Sample for a client that cannot be asked:
+// the host declines the server's question and refuses its sampling
+// request at once, saying why.
+func (a asking) decline(c *airlock.Call) {
+	c.Elicit = func(_ context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
+		_, err := a.inputParams(ir)
+		if err == nil {
+			err = errors.New("the gateway's client cannot be asked during this call")
+		}
+		return nil, err
+	}
+	c.Sample = func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+		return nil, errNotDeclared("sampling")
+	}
+}
+
+// Elicit is the host's Elicitor for a host a gateway serves (with it, the
+// host declares elicitation to servers): every call through the gateway
+// brings its own (Call.Elicit), which goes first; a call made otherwise
+// has no client to ask, and its server's question is declined.
+func (g *Gateway) Elicit(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) {
+	return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+}
+
+var _ airlock.Elicitor = (*Gateway)(nil).Elicit

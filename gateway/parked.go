@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+)
+
+// A 2026-07-28 client cannot be sent a request: when a server asks a
+// question during its call, the host's call is parked, the client's
+// tools/call ends with an input_required result that carries the
+// question and a request state the gateway signed, and the client's
+// retry, carrying the answer and the state, finds the parked call, hands
+// it the answer and waits for what comes next: another question, or the
+// result. Parked calls live in the gateway process that made them.
+
+// inputKey names the one input request of a parked call's round.
+const inputKey = "airlock_input"
+
+// parkedPrefix starts the request state of a parked call; an approval
+// question's state never does (it is base64 of a JSON object).
+const parkedPrefix = "in."
+
+// answerWithin is how long a parked call waits for its client's answer;
+// then the question is cancelled and the call goes on without it.
+const answerWithin = 10 * time.Minute
+
+// maxParked bounds the calls parked in one gateway; past it, a question
+// is declined.
+const maxParked = 1000
+
+// A parkedCall is a call of a 2026-07-28 client that the host runs in the
+// background while its questions travel to the client.
+type parkedCall struct {
+	id           string
+	tool, caller string
+	cancel       context.CancelFunc
+	finish       func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error)
+
+	asks chan *parkedAsk // the host's questions, to the round that relays them
+	done chan struct{}   // closed when the host's call has returned
+	res  *airlock.Result // set before done is closed
+
+	mu      sync.Mutex
+	pending *parkedAsk // the question the client was asked, until it answers
+}
+
+// A parkedAsk is one question of a parked call: what the client is asked,
+// and where its answer goes.
+type parkedAsk struct {
+	params mcp.InputRequest
+	answer chan mcp.InputResponse // buffered: one answer
+}
+
+// parkedCalls are a gateway's parked calls, by id.
+type parkedCalls struct {
+	mu    sync.Mutex
+	calls map[string]*parkedCall
+}
+
+func (p *parkedCalls) add(c *parkedCall) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.calls) >= maxParked {
+		return false
+	}
+	if p.calls == nil {
+		p.calls = map[string]*parkedCall{}
+	}
+	p.calls[c.id] = c
+	return true
+}
+
+func (p *parkedCalls) get(id string) *parkedCall {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls[id]
+}
+
+func (p *parkedCalls) remove(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.calls, id)
+}
+
+// park runs the call in the background, with c's questions sent to the
+// client as input_required rounds, and returns the first round's answer.
+// run makes the host's call (and then ends its hold on the snapshot); it
+// is given a context of the gateway's, since the request's ends with
+// this round. finish turns the call's result into the answer of the round
+// that takes it.
+func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller, a asking, c *airlock.Call,
+	run func(ctx context.Context, c airlock.Call) *airlock.Result,
+	finish func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	life, stop, ok := g.calls.enter(context.Background())
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down: call again once it is back"}
+	}
+	life, cancel := context.WithCancel(life)
+	p := &parkedCall{id: rand.Text(), tool: req.Params.Name, caller: who.key(), cancel: cancel, finish: finish,
+		asks: make(chan *parkedAsk), done: make(chan struct{})}
+	if !g.parked.add(p) {
+		cancel()
+		stop()
+		g.calls.leave()
+		asking{}.decline(c) // too many parked: this call's questions are declined
+		return finish(ctx, run(ctx, *c))
+	}
+	c.Elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
+		params, err := a.inputParams(ir)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := p.ask(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		res, _ := resp.(*mcp.ElicitResult)
+		if resp != nil && res == nil {
+			return nil, errors.New("the gateway's client answered a question with something else")
+		}
+		return inputAnswer(ir, res), nil
+	}
+	c.Sample = func(ctx context.Context, sr *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+		if !a.sampling {
+			return nil, errNotDeclared("sampling")
+		}
+		resp, err := p.ask(ctx, sr.Params)
+		if err != nil {
+			return nil, err
+		}
+		res, ok := resp.(*mcp.CreateMessageResult)
+		if !ok {
+			return nil, errors.New("the gateway's client did not answer the sampling request with a message")
+		}
+		return res, nil
+	}
+	call := *c
+	go func() {
+		defer g.calls.leave()
+		defer stop()
+		defer cancel()
+		p.res = run(life, call)
+		close(p.done)
+		// Kept for the client's next round, if one is coming.
+		select {
+		case <-time.After(answerWithin):
+		case <-life.Done():
+		}
+		g.parked.remove(p.id)
+	}()
+	return g.round(ctx, p)
+}
+
+// ask puts a question to the client through the next round, and waits
+// for the answer: a cancelled question when none comes in time.
+func (p *parkedCall) ask(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
+	a := &parkedAsk{params: params, answer: make(chan mcp.InputResponse, 1)}
+	timer := time.NewTimer(answerWithin)
+	defer timer.Stop()
+	select {
+	case p.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return &mcp.ElicitResult{Action: airlock.AnswerCancel}, nil
+	}
+	select {
+	case resp := <-a.answer:
+		return resp, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-timer.C:
+		return &mcp.ElicitResult{Action: airlock.AnswerCancel}, nil
+	}
+}
+
+// round waits for what the parked call does next: a question, which ends
+// the round with an input_required result, or the call's result. A
+// client that goes away (its request ends) cancels the call.
+func (g *Gateway) round(ctx context.Context, p *parkedCall) (*mcp.CallToolResult, error) {
+	select {
+	case a := <-p.asks:
+		p.mu.Lock()
+		p.pending = a
+		p.mu.Unlock()
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{inputKey: a.params},
+			RequestState:  g.sealParked(p),
+		}, nil
+	case <-p.done:
+		g.parked.remove(p.id)
+		return p.finish(ctx, p.res)
+	case <-ctx.Done():
+		p.cancel()
+		g.parked.remove(p.id)
+		return nil, ctx.Err()
+	}
+}
+
+// resume is a round of a parked call: the retry of a 2026-07-28 client,
+// whose request state names the call. The answer goes to the question the
+// client was asked; then the round waits for what comes next.
+func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, error) {
+	p := g.openParked(req.Params.RequestState, req.Params.Name, who.key())
+	if p == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "the request state names no call waiting for an answer here: it expired, was answered already, or is not this gateway's; make the call again"}
+	}
+	p.mu.Lock()
+	a := p.pending
+	p.pending = nil
+	p.mu.Unlock()
+	if a == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "this call's question was answered already; make the call again"}
+	}
+	resp := req.Params.InputResponses[inputKey]
+	if resp == nil {
+		resp = &mcp.ElicitResult{Action: airlock.AnswerCancel} // the client left the question unanswered
+	}
+	a.answer <- resp
+	return g.round(ctx, p)
+}
+
+// parkedState is what a parked call's request state says, signed with
+// the gateway's key: the call, for one tool and one caller, until it
+// expires. A client can neither answer another's call nor replay a state.
+type parkedState struct {
+	Call    string `json:"p"`
+	Tool    string `json:"t"`
+	Caller  string `json:"c"`
+	Expires int64  `json:"e"`
+}
+
+func (g *Gateway) sealParked(p *parkedCall) string {
+	body, _ := json.Marshal(parkedState{Call: p.id, Tool: p.tool, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
+	enc := base64.RawURLEncoding
+	b := parkedPrefix + enc.EncodeToString(body)
+	return b + "." + enc.EncodeToString(g.mac([]byte(b)))
+}
+
+// openParked returns the parked call a state names, if the gateway signed
+// it for tool and caller, it has not expired, and the call is still here.
+func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
+	if !strings.HasPrefix(state, parkedPrefix) || len(state) > 1024 {
+		return nil
+	}
+	i := strings.LastIndexByte(state, '.')
+	enc := base64.RawURLEncoding
+	sum, err := enc.DecodeString(state[i+1:])
+	if err != nil || !hmac.Equal(sum, g.mac([]byte(state[:i]))) {
+		return nil
+	}
+	body, err := enc.DecodeString(strings.TrimPrefix(state[:i], parkedPrefix))
+	if err != nil {
+		return nil
+	}
+	var st parkedState
+	if json.Unmarshal(body, &st) != nil || st.Tool != tool || st.Caller != caller || time.Now().Unix() > st.Expires {
+		return nil
+	}
+	p := g.parked.get(st.Call)
+	if p == nil || p.tool != tool || p.caller != caller {
+		return nil
+	}
+	return p
+}
+
+// parkedRequest reports whether req is a round of a parked call.
+func parkedRequest(req *mcp.CallToolRequest) bool {
+	return strings.HasPrefix(req.Params.RequestState, parkedPrefix)
+}
