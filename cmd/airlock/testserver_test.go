@@ -16,6 +16,7 @@ import (
 const (
 	envTestServer = "AIRLOCK_CLI_TEST_SERVER"
 	envTestMark   = "AIRLOCK_CLI_TEST_MARK"
+	envTestAsks   = "AIRLOCK_CLI_TEST_ASKS" // set: the server has the tools of askserver_test.go
 )
 
 func serveTestServer() {
@@ -68,6 +69,9 @@ func serveTestServer() {
 			time.Sleep(time.Duration(in.PauseMS) * time.Millisecond)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 		})
+	if os.Getenv(envTestAsks) != "" {
+		addAskTools(s)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// askConfig writes an airlock.yaml in dir whose server w (the test
+// binary) has the tools that ask (askserver_test.go), speaks era, and
+// passes sampling requests on (sampling: allow).
+func askConfig(t *testing.T, dir, era string) string {
+	t.Helper()
+	path := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, path, testServerYAML(t, "[ask_form, ask_url, ask_twice, sample]", envTestAsks, "1")+
+		fmt.Sprintf("    protocol_versions: [%q]\n    sampling: allow\n", era))
+	return path
+}
+
+// A liveShell is airlock shell --json running, driven line by line.
+type liveShell struct {
+	t     *testing.T
+	in    io.WriteCloser
+	lines chan map[string]any
+	cmd   *exec.Cmd
+}
+
+func startShell(t *testing.T, dir string, args ...string) *liveShell {
+	t.Helper()
+	cmd := exec.Command(airlockBin, append([]string{"shell", "--json"}, args...)...)
+	cmd.Dir = dir
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &testenv.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &liveShell{t: t, in: in, lines: make(chan map[string]any, 16), cmd: cmd}
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var v map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+				v = map[string]any{"unparsed": sc.Text()}
+			}
+			s.lines <- v
+		}
+	}()
+	t.Cleanup(func() {
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("shell did not end after its input did\nstderr:\n%s", stderr)
+		}
+	})
+	return s
+}
+
+// send writes one command line.
+func (s *liveShell) send(v any) {
+	s.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if _, err := s.in.Write(append(b, '\n')); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// next reads the next output line.
+func (s *liveShell) next() map[string]any {
+	s.t.Helper()
+	select {
+	case v, ok := <-s.lines:
+		if !ok {
+			s.t.Fatal("the shell ended early")
+		}
+		return v
+	case <-time.After(time.Minute):
+		s.t.Fatal("no output from the shell within a minute")
+	}
+	return nil
+}
+
+// TestShellJSONInputRequests: a server's questions during a call reach
+// airlock shell --json as input_request lines, and answer commands answer
+// them: a form (answers that do not fit are refused with what to fix; the
+// server's defaults fill what is left out), a link (shown with its
+// domain), two questions in one call, decline and cancel. Both eras.
+func TestShellJSONInputRequests(t *testing.T) {
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			dir := t.TempDir()
+			askConfig(t, dir, era)
+			sh := startShell(t, dir)
+
+			sh.send(map[string]any{"id": 1, "cmd": "call", "name": "w__ask_form"})
+			q := sh.next()
+			if q["id"] != 1.0 || q["event"] != "input_request" || q["kind"] != "elicitation" || q["mode"] != "form" ||
+				q["server"] != "w" || q["tool"] != "w__ask_form" || q["message"] != "Who are you?" {
+				t.Fatalf("input request = %v", q)
+			}
+			rid, _ := q["request_id"].(string)
+			if !strings.HasPrefix(rid, "inq_") {
+				t.Errorf("request_id = %q, want inq_…", rid)
+			}
+			if props, _ := q["schema"].(map[string]any)["properties"].(map[string]any); props["colour"] == nil {
+				t.Errorf("schema = %v, want the form's", q["schema"])
+			}
+			answers := []struct {
+				answer map[string]any
+				want   string
+			}{
+				{map[string]any{"id": "a1", "cmd": "answer", "request_id": "inq_nope", "action": "accept"}, "no input request"},
+				{map[string]any{"id": "a2", "cmd": "answer", "request_id": rid, "action": "maybe"}, `"action" is "maybe": use accept, decline or cancel`},
+				{map[string]any{"id": "a3", "cmd": "answer", "request_id": rid, "action": "accept", "content": map[string]any{"colour": "blue", "count": 2}}, "colour"},
+				{map[string]any{"id": "a4", "cmd": "answer", "request_id": rid, "action": "accept", "content": map[string]any{"colour": "red", "count": "two"}}, "count"},
+			}
+			for _, a := range answers {
+				sh.send(a.answer)
+				got := sh.next()
+				if e, _ := got["error"].(string); got["id"] != a.answer["id"] || !strings.Contains(e, a.want) {
+					t.Errorf("answer %v: got %v, want an error that says %q", a.answer, got, a.want)
+				}
+			}
+			sh.send(map[string]any{"id": "a5", "cmd": "answer", "request_id": rid, "action": "accept", "content": map[string]any{"colour": "green", "count": 2}})
+			if got := sh.next(); got["id"] != "a5" || got["ok"] != true {
+				t.Fatalf("answer: %v, want ok", got)
+			}
+			r := sh.next()
+			if r["id"] != 1.0 || r["status"] != "ok" || r["content"] != `accept {"colour":"green","count":2,"name":"Ada"}` {
+				t.Errorf("result = %v, want the answer with the default name", r)
+			}
+
+			sh.send(map[string]any{"id": 2, "cmd": "call", "name": "w__ask_url"})
+			q = sh.next()
+			if q["mode"] != "url" || q["url"] != "https://auth.example.com/connect?state=xyz" || q["domain"] != "auth.example.com" {
+				t.Fatalf("input request = %v, want the link and its domain", q)
+			}
+			sh.send(map[string]any{"id": "b", "cmd": "answer", "request_id": q["request_id"], "action": "decline"})
+			sh.next()
+			if r := sh.next(); r["id"] != 2.0 || r["content"] != "decline" {
+				t.Errorf("result = %v, want decline", r)
+			}
+
+			sh.send(map[string]any{"id": 3, "cmd": "call", "name": "w__ask_twice"})
+			q = sh.next()
+			sh.send(map[string]any{"id": "c1", "cmd": "answer", "request_id": q["request_id"], "action": "accept", "content": map[string]any{"ok": true}})
+			sh.next()
+			q2 := sh.next()
+			if q2["event"] != "input_request" || q2["message"] != "Second question?" || q2["request_id"] == q["request_id"] || q2["round"] != 2.0 {
+				t.Fatalf("second input request = %v", q2)
+			}
+			sh.send(map[string]any{"id": "c2", "cmd": "answer", "request_id": q2["request_id"], "action": "cancel"})
+			sh.next()
+			if r := sh.next(); r["id"] != 3.0 || r["content"] != "accept {\"ok\":true}\ncancel" {
+				t.Errorf("result = %v, want both answers", r)
+			}
+			sh.send(map[string]any{"id": 4, "cmd": "quit"})
+		})
+	}
+}
+
+// TestCallDeclinesWithoutATerminal: airlock call with nobody to ask
+// declines the server's question, and the result says what was asked.
+func TestCallDeclinesWithoutATerminal(t *testing.T) {
+	dir := t.TempDir()
+	askConfig(t, dir, "2026-07-28")
+	r := runCLI(t, dir, "", "call", "w__ask_form", "--json").want(t, 0)
+	out := decode(t, r.stdout)
+	if out["content"] != "decline" {
+		t.Errorf("content = %v, want the server told decline", out["content"])
+	}
+	inputs, _ := out["inputs"].([]any)
+	if len(inputs) != 1 {
+		t.Fatalf("inputs = %v, want the one question", out["inputs"])
+	}
+	in := inputs[0].(map[string]any)
+	if in["kind"] != "elicitation" || in["mode"] != "form" || in["message"] != "Who are you?" || in["action"] != "decline" {
+		t.Errorf("input = %v", in)
+	}
+	r = runCLI(t, dir, "", "call", "w__ask_url").want(t, 0)
+	if want := "server w asked for input during the call"; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "auth.example.com") {
+		t.Errorf("stderr = %q, want it to say %q, and the link's domain", r.stderr, want)
+	}
+}
+
+// TestServeRelaysQuestions: through airlock serve, a server's questions
+// go to the client that made the call when it declared elicitation
+// (both eras: elicitation/create, or input_required rounds), and its
+// sampling requests to the client's sampling; a client that declared
+// neither has the question declined and the sampling refused.
+func TestServeRelaysQuestions(t *testing.T) {
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := askConfig(t, dir, era)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+
+			var asked []string
+			c := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Mode+": "+req.Params.Message)
+					switch {
+					case req.Params.Mode == "url":
+						return &mcp.ElicitResult{Action: "accept"}, nil
+					case strings.Contains(req.Params.Message, "Second"):
+						return &mcp.ElicitResult{Action: "decline"}, nil
+					case strings.Contains(req.Params.Message, "First"):
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+					}
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "red", "count": 3}}, nil
+				},
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "hi"}}, nil
+				},
+			})
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for _, tt := range []struct{ tool, want string }{
+				{"w__ask_form", `accept {"colour":"red","count":3,"name":"Ada"}`},
+				{"w__ask_url", "accept"},
+				{"w__ask_twice", "accept {\"ok\":true}\ndecline"},
+				{"w__sample", "the model said: hi"},
+			} {
+				if got := callText(ctx, t, cs, tt.tool); got != tt.want {
+					t.Errorf("%s: %q, want %q", tt.tool, got, tt.want)
+				}
+			}
+			if len(asked) != 4 || !strings.HasPrefix(asked[0], "form: ") || !strings.Contains(asked[0], "Who are you?") ||
+				!strings.Contains(asked[0], "w") || !strings.HasPrefix(asked[1], "url: ") {
+				t.Errorf("asked %q", asked)
+			}
+
+			plain := mcp.NewClient(&mcp.Implementation{Name: "not-asked", Version: "1"}, nil)
+			ps, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ps.Close()
+			if got := callText(ctx, t, ps, "w__ask_form"); got != "decline" {
+				t.Errorf("ask_form without elicitation: %q, want decline", got)
+			}
+			if got := callText(ctx, t, ps, "w__sample"); !strings.HasPrefix(got, "sampling failed") {
+				t.Errorf("sample without sampling: %q, want the server refused", got)
+			}
+		})
+	}
+}
+
+// callText calls tool and returns its result's text.
+func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool string) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+	if err != nil {
+		t.Errorf("%s: %v", tool, err)
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
