@@ -67,6 +67,7 @@ const (
 
 	defaultMaxCallsPerTurn        = 32
 	defaultMaxConcurrentPerTenant = 64
+	defaultMaxInputRounds         = 8
 
 	defaultTenant = "default"
 )
@@ -366,6 +367,10 @@ type Limits struct {
 	// MaxConcurrentPerTenant bounds the calls in flight for one tenant,
 	// across every server.
 	MaxConcurrentPerTenant int
+	// MaxInputRounds bounds the times a server may ask a person for input
+	// during one call (an input_required result, or an elicitation/create
+	// request); a server that asks once more breaks the contract.
+	MaxInputRounds int
 }
 
 func defaultLimits() Limits {
@@ -377,6 +382,7 @@ func defaultLimits() Limits {
 
 		MaxCallsPerTurn:        defaultMaxCallsPerTurn,
 		MaxConcurrentPerTenant: defaultMaxConcurrentPerTenant,
+		MaxInputRounds:         defaultMaxInputRounds,
 	}
 }
 

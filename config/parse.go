@@ -25,6 +25,7 @@ var (
 			"max_pages": "under limits:", "max_tools": "under limits:",
 			"max_description": "under limits:", "max_message_bytes": "under limits:",
 			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
+			"max_input_rounds": "under limits:",
 			"tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
@@ -43,6 +44,7 @@ var (
 			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
 			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
 			"max_calls_per_turn": "under limits: at the top level", "max_concurrent_per_tenant": "under limits: at the top level",
+			"max_input_rounds": "under limits: at the top level",
 			"client_id": "under oauth:", "client_metadata_url": "under oauth:",
 			"dynamic_registration": "under oauth:", "redirect_uri": "under oauth:",
 		},
@@ -50,7 +52,7 @@ var (
 	healthKeys = keySet{known: []string{"interval", "timeout"}}
 	limitKeys  = keySet{
 		known: []string{"max_pages", "max_tools", "max_description", "max_message_bytes",
-			"max_calls_per_turn", "max_concurrent_per_tenant"},
+			"max_calls_per_turn", "max_concurrent_per_tenant", "max_input_rounds"},
 	}
 )
 
@@ -476,6 +478,7 @@ func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
 	set("max_message_bytes", &l.MaxMessageBytes, 1024, 1<<30, "bytes")
 	set("max_calls_per_turn", &l.MaxCallsPerTurn, 1, 100000, "calls")
 	set("max_concurrent_per_tenant", &l.MaxConcurrentPerTenant, 1, 100000, "calls")
+	set("max_input_rounds", &l.MaxInputRounds, 1, 64, "rounds")
 }
 
 // healthCheck reads health_check: {interval, timeout}. It reports whether

@@ -37,7 +37,7 @@ func TestParseDefaults(t *testing.T) {
 			Source:           "airlock.yaml:2",
 		}},
 		Limits: Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20,
-			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64},
+			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64, MaxInputRounds: 8},
 		Tenancy:   Tenancy{Tenant: "default", User: "alice"},
 		Approvals: Approvals{TTL: time.Hour},
 	}
@@ -82,6 +82,7 @@ limits:
   max_message_bytes: 1024
   max_calls_per_turn: 1
   max_concurrent_per_tenant: 100000
+  max_input_rounds: 64
 tenancy: {tenant: "acme.eu", user: "${AIRLOCK_TEST_USER}@acme"}
 egress: {proxy: "https://proxy.internal:3128/"}
 `
@@ -128,7 +129,7 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			Source:         "conf/airlock.yaml:18",
 		}},
 		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024,
-			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000},
+			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000, MaxInputRounds: 64},
 		Tenancy:   Tenancy{Tenant: "acme.eu", User: "bob@acme"},
 		Egress:    Egress{Proxy: "https://proxy.internal:3128/"},
 		Approvals: Approvals{TTL: time.Hour},
@@ -446,6 +447,10 @@ func TestParseErrors(t *testing.T) {
 		{"call limits not integers", server + "limits: {max_calls_per_turn: \"32\", max_concurrent_per_tenant: 6.4}\n", []string{
 			"airlock.yaml:5: limits.max_calls_per_turn: must be a whole number of calls from 1 to 100000",
 			"airlock.yaml:5: limits.max_concurrent_per_tenant: must be a whole number of calls from 1 to 100000"}},
+		{"input rounds out of range", server + "limits:\n  max_input_rounds: 0\n", []string{
+			"airlock.yaml:6: limits.max_input_rounds: must be a whole number of rounds from 1 to 64"}},
+		{"input rounds past the bound", server + "limits: {max_input_rounds: 65}\n", []string{
+			"airlock.yaml:5: limits.max_input_rounds: must be a whole number of rounds from 1 to 64"}},
 		{"call limit in a server", server + "    max_calls_per_turn: 3\n", []string{
 			"airlock.yaml:5: servers[0].max_calls_per_turn: unknown key here: it belongs under limits: at the top level"}},
 		{"limits unknown", server + "limits: {max_page: 3}\n", []string{
