@@ -36,7 +36,7 @@ var (
 			"tool_prefix", "protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
-			"stream_read_timeout", "terminate_on_close", "ca_file"},
+			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level",
@@ -300,7 +300,8 @@ func (r *yamlReader) workspace(se *serverEntry, v string, line int, path string)
 	}
 }
 
-// serverTools reads allowed_tools, tool_prefix and protocol_versions.
+// serverTools reads allowed_tools, tool_prefix, protocol_versions and
+// sampling.
 func (r *yamlReader) serverTools(se *serverEntry) {
 	e, s := se.entry, &se.s
 	if p, ok := r.require(e, "allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`); ok {
@@ -311,6 +312,9 @@ func (r *yamlReader) serverTools(se *serverEntry) {
 	}
 	if p, ok := e.keys["protocol_versions"]; ok {
 		s.ProtocolVersions = r.protocolVersions(p.val, e.path+".protocol_versions")
+	}
+	if v, ok := r.keyText(e, "sampling", oneOf(SamplingDeny, SamplingAsk, SamplingAllow)); ok {
+		s.Sampling = v
 	}
 }
 

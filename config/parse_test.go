@@ -163,6 +163,30 @@ func TestLocalPrefix(t *testing.T) {
 	}
 }
 
+// TestSampling: a server's sampling requests are refused unless its entry
+// says otherwise; only ask and allow may reach a model.
+func TestSampling(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		want       string
+		may        bool
+	}{
+		{"default", server, "", false},
+		{"deny", server + "    sampling: deny\n", SamplingDeny, false},
+		{"ask", server + "    sampling: ask\n", SamplingAsk, true},
+		{"allow", server + "    sampling: allow\n", SamplingAllow, true},
+	} {
+		cfg, err := Parse([]byte(tt.yaml), "airlock.yaml", t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		s := cfg.Servers[0]
+		if s.Sampling != tt.want || s.MaySample() != tt.may {
+			t.Errorf("%s: Sampling %q, MaySample %v; want %q, %v", tt.name, s.Sampling, s.MaySample(), tt.want, tt.may)
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func TestParseCwd(t *testing.T) {
@@ -346,6 +370,8 @@ func TestParseErrors(t *testing.T) {
 			"airlock.yaml:5: servers[0].cwd: a scope: task server runs in its task's worktree; remove cwd (use ${workspace} in args for paths inside it)"}},
 		{"scope other", server + "    scope: global\n", []string{
 			`airlock.yaml:5: servers[0].scope: must be host or task, not "global"`}},
+		{"sampling other", server + "    sampling: yes\n", []string{
+			`airlock.yaml:5: servers[0].sampling: must be deny, ask or allow, not "yes"`}},
 		{"command empty", "servers:\n  - id: a\n    command: \" \"\n    allowed_tools: []\n", []string{
 			"airlock.yaml:3: servers[0].command: must not be empty: give the program to run"}},
 		{"command list", "servers:\n  - id: a\n    command: [npx, x]\n    allowed_tools: []\n", []string{
