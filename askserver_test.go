@@ -155,6 +155,7 @@ var formParams = &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: map
 		"name":  map[string]any{"type": "string", "default": "John Doe"},
 		"age":   map[string]any{"type": "integer", "minimum": 0},
 		"color": map[string]any{"type": "string", "enum": []any{"red", "green"}, "default": "green"},
+		"score": map[string]any{"type": "number", "default": 95.5},
 	},
 	"required": []any{"age"},
 }}

@@ -56,7 +56,7 @@ func newForm(requested any) (*form, json.RawMessage, error) {
 			return nil, nil, fmt.Errorf("form field %q: %v", name, err)
 		}
 		if d, ok := p["default"]; ok {
-			f.defaults[name] = d
+			f.defaults[name] = plainJSON(d)
 		}
 	}
 	if f.schema, err = schema.Compile(doc, &schema.CompileOptions{RequireObject: true}); err != nil {
@@ -156,4 +156,19 @@ func (r *InputRequest) content(a *InputAnswer) (map[string]any, error) {
 		return nil, fmt.Errorf("the answer does not fit the form: %v", err)
 	}
 	return content, nil
+}
+
+// plainJSON is v (from schema.Decode) as encoding/json decodes it, numbers
+// as float64: what the answers it goes into hold, and what the SDK checks
+// them as.
+func plainJSON(v any) any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(raw, &out) != nil {
+		return v
+	}
+	return out
 }

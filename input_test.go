@@ -84,7 +84,7 @@ func TestElicitForm(t *testing.T) {
 		h := openAsks(t, askConfig(t, version, ""), &airlock.Options{Elicit: p.elicit})
 		r := call(t, h, "form", `{}`)
 		wantStatus(t, r, airlock.OK)
-		if want := `accept {"age":30,"color":"green","name":"John Doe"}`; r.Content != want {
+		if want := `accept {"age":30,"color":"green","name":"John Doe","score":95.5}`; r.Content != want {
 			t.Errorf("the server saw %q, want %q", r.Content, want)
 		}
 		asked := p.requests()
