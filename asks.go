@@ -64,6 +64,11 @@ type InputRequest struct {
 	URL, Domain string
 	// Sampling is what a sampling request asks for (kind sampling).
 	Sampling *SamplingRequest
+	// Problem, when the Elicitor is asked again, says why the host refused
+	// its last answer (it did not fit Schema): for the person to fix.
+	Problem string
+
+	form *form // the compiled Schema (form mode)
 }
 
 // A SamplingRequest is what a server wants sampled: the person sees it
@@ -87,18 +92,42 @@ type SamplingMessage struct {
 type InputAnswer struct {
 	// Action is AnswerAccept, AnswerDecline or AnswerCancel.
 	Action string
-	// Content is the form's content (form mode, accept only). The host
-	// checks it against the request's Schema before it is sent: an
-	// answer that does not fit is an error for the person to fix, not
-	// something the server sees.
+	// Content is the form's content (form mode, accept only). A property
+	// left out that the Schema gives a default gets it (SEP-1034). The
+	// host checks the content against the request's Schema before it is
+	// sent: an answer that does not fit is an error for the person to
+	// fix, not something the server sees. The Elicitor is asked again,
+	// with InputRequest.Problem saying what is wrong, up to three answers
+	// in all; then the host declines.
 	Content map[string]any
 }
 
 // An Elicitor asks a person an InputRequest and returns the answer. It is
 // called on a goroutine of its own while the call waits, with a context
 // that ends when the call ends (or the server withdraws the request); an
-// error declines the request and is logged.
+// error, or a nil answer, declines the request (an error is logged). The
+// call's request_timeout does not run while a person is asked.
 type Elicitor func(ctx context.Context, req *InputRequest) (*InputAnswer, error)
+
+// An InputRecord is one request a server made during a call for a person
+// or a model, and what became of it (Result.Inputs): the result of a
+// call says that the server asked, and what.
+type InputRecord struct {
+	// ID is the InputRequest's; Round, Kind, Mode, Message and Domain are
+	// as there. Kind may also name a client feature the host did not
+	// declare ("roots", or "elicitation" or "sampling" when undeclared).
+	ID, Kind, Mode string
+	Round          int
+	Message        string
+	Domain         string
+	// Action is what the server was answered: AnswerAccept, AnswerDecline
+	// or AnswerCancel, or "" when the request was refused (a sampling
+	// request that was not allowed, a feature the host did not declare).
+	Action string
+	// Reason says why the host answered without a person's accepting,
+	// when it did: nobody to ask, the answer did not fit the form, ...
+	Reason string
+}
 
 // A SampleRequest is a server's request to sample a model, as it reaches
 // a Sampler: after a person agreed (sampling: ask) or at once (allow).

@@ -126,6 +126,9 @@ func (h *Host) recordResult(ctx context.Context, q *request) {
 	if r.RecoveryID != "" {
 		fields["recovery"] = r.RecoveryID
 	}
+	if r.InputRounds > 0 {
+		fields["input_rounds"] = r.InputRounds
+	}
 	if q.tool != nil {
 		if r.Structured != nil {
 			h.argsRecord(q.tool.Name, r.Structured, "result", fields)

@@ -276,6 +276,9 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 //	with an answer                         succeeded  -                       ok
 //	with an answer that isError            failed     -                       tool_error
 //	with the server's JSON-RPC error       failed     no                      connection_error
+//	between rounds of input: too many,     failed     no                      contract_error (denied:
+//	  a feature not declared, a dropped                                       sampling refused)
+//	  requestState, sampling refused
 //	refused for credentials (401/403)      failed     no                      auth_required
 //	session gone (HTTP 404), idempotent    failed     once, on a new session  connection_error
 //	session gone (HTTP 404), other writes  unknown    no                      outcome_unknown
@@ -314,6 +317,11 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 			}
 			return nil, q.r.fail(e)
 		case refusedUnread(err) && !gone:
+			h.endIntent(q.intent, store.OutcomeFailed, e.Msg)
+			return nil, q.r.fail(e)
+		case errors.As(err, new(*inputError)):
+			// The server answered the last round (input_required): it
+			// did not finish, and the host will not go on.
 			h.endIntent(q.intent, store.OutcomeFailed, e.Msg)
 			return nil, q.r.fail(e)
 		case q.intent == "":

@@ -31,6 +31,14 @@
 // A server's own annotations (read-only, destructive) are hints: they are
 // shown, and never lower a tool's [Effect], which only local policy sets.
 //
+// A server that asks for something during a call (an elicitation, an
+// input_required round, a sample of a model) asks a person, never the
+// model: an [InputRequest] goes to the [Elicitor] of the call or the host
+// ([Options.Elicit]), the answer is checked against the request's schema
+// before the server sees it, and the rounds are bounded
+// (limits.max_input_rounds) and recorded with the call. Sampling is
+// governed per server (servers[].sampling: deny, ask or allow).
+//
 // A [Task] gives agent work a git worktree of its own, with its own
 // instances of the task-scoped servers.
 //

@@ -101,14 +101,23 @@ type Options struct {
 	CatalogChanged func()
 	// Elicit, when set, is the person a server's questions go to during a
 	// call (see InputRequest): elicitations, input_required rounds, and
-	// sampling requests of servers whose sampling: is ask. Nil declines
-	// them all, and the host tells servers it has nobody to ask. A call's
-	// own Call.Elicit goes first.
+	// sampling requests of servers whose sampling: is ask. A call's own
+	// Call.Elicit goes first.
+	//
+	// Servers are told (the elicitation capability) that the host can ask
+	// a person exactly when Elicit is set: a connection serves every call,
+	// so the declaration is the host's, not a call's. Nil declares
+	// nothing, and a server that asks anyway is refused (a 2026-07-28 one
+	// ends the call contract_error). A program whose calls bring their own
+	// Elicitor (the gateway, which asks the client whose call it is) sets
+	// Elicit too, to one that declines: an Elicitor that returns a nil
+	// answer declines.
 	Elicit Elicitor
 	// Sample, when set, samples a model for servers whose sampling: is
 	// allow, or ask once a person agreed. Nil refuses every sampling
-	// request, as does sampling: deny (the default). A call's own
-	// Call.Sample goes first.
+	// request, as does sampling: deny (the default), which also leaves
+	// sampling undeclared to the server. A call's own Call.Sample goes
+	// first.
 	Sample Sampler
 }
 

@@ -166,6 +166,11 @@ type Result struct {
 	// QueueWait is how long the call waited for one of its server's slots
 	// (max_concurrency).
 	QueueWait time.Duration
+	// InputRounds counts the times the server asked for input during the
+	// call (elicitations, input_required rounds, sampling requests), and
+	// Inputs says what it asked and what it was answered, in order.
+	InputRounds int
+	Inputs      []InputRecord
 }
 
 // A Decision is the verdict of hooks and policy on a call.

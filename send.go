@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,6 +24,12 @@ import (
 // host asks for the server's log messages during the call and passes on
 // those that are the call's (upstream.LogWatch). Cancelling ctx, or
 // either bound, makes the SDK send notifications/cancelled.
+//
+// A server that asks for input during the call (input.go) is answered:
+// an input_required result by sending the call again, a fresh request
+// each round, with the answers and the requestState as the server gave
+// it; the request timeout starts again each round, and does not run
+// while a person is asked.
 func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error) {
 	srv, conn := q.srv, q.link.conn
 	params := &mcp.CallToolParams{Name: q.tool.Remote, Arguments: q.args}
@@ -30,19 +37,11 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 	defer cancel(nil)
 	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
 	defer idle.Stop()
-	sendCtx, note := callCtx, (*upstream.CallNote)(nil)
 	if srv.cfg.Remote() {
 		// A remote connection can break while the request waits (its
-		// session gone, its stream cut): the call ends then. And only
-		// there can a request be refused unread, fail on the way, or lose
-		// its answer stream.
+		// session gone, its stream cut): the call ends then.
 		stop := context.AfterFunc(conn.Live(), func() { cancel(errBroken) })
 		defer stop()
-		sendCtx, note = upstream.WithCallNote(callCtx)
-	} else {
-		// An answer that comes after the host stopped waiting can still
-		// be caught on such a connection (see awaitLate).
-		sendCtx, q.late = upstream.WithLateWatch(callCtx)
 	}
 	extend, report, mine := srv.cfg.MaxCallDuration > srv.cfg.RequestTimeout, h.opts.CallProgress, q.call.Progress
 	if extend {
@@ -66,6 +65,7 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		defer done()
 		params.SetProgressToken(token)
 	}
+	sendCtx := callCtx
 	if f := q.call.Log; f != nil {
 		sendCtx = upstream.WithLogWatch(sendCtx, &upstream.LogWatch{Level: q.call.LogLevel, F: func(level, logger string, data any) {
 			raw, err := json.Marshal(h.gov.scrubValue(data))
@@ -76,7 +76,52 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 				Level: level, Logger: h.gov.scrub(logger), Data: raw})
 		}})
 	}
-	res, err := conn.Session().CallTool(sendCtx, params)
+	var pauses sync.Mutex
+	paused := 0
+	pause := func() func() {
+		pauses.Lock()
+		if paused++; paused == 1 {
+			idle.Stop()
+		}
+		pauses.Unlock()
+		return func() {
+			pauses.Lock()
+			if paused--; paused == 0 {
+				idle.Reset(srv.cfg.RequestTimeout)
+			}
+			pauses.Unlock()
+		}
+	}
+	ask := h.newAsking(q, pause, cancel)
+	defer ask.close()
+	sendCtx = upstream.WithAsker(sendCtx, ask.asker())
+	for round := 1; ; round++ {
+		if round > 1 {
+			idle.Reset(srv.cfg.RequestTimeout)
+		}
+		res, err := h.sendRound(ctx, callCtx, sendCtx, q, params)
+		if err != nil || !res.NeedsInput() {
+			return res, err
+		}
+		if params, err = ask.inputRound(callCtx, params, res); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// sendRound sends one tools/call request of q and waits for its answer.
+func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	note := (*upstream.CallNote)(nil)
+	if q.srv.cfg.Remote() {
+		// Only a remote request can be refused unread, fail on the way,
+		// or lose its answer stream.
+		sendCtx, note = upstream.WithCallNote(sendCtx)
+	} else {
+		// An answer that comes after the host stopped waiting can still
+		// be caught on such a connection (see awaitLate).
+		sendCtx, q.late = upstream.WithLateWatch(sendCtx)
+	}
+	res, err := q.link.conn.Session().CallTool(sendCtx, params)
 	if err != nil && note != nil && ctx.Err() == nil {
 		switch werr := note.WriteErr(); {
 		case werr != nil && refusedUnread(werr):
@@ -100,7 +145,7 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		}
 	}
 	if err != nil && ctx.Err() == nil {
-		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) || errors.Is(cause, errTooLong) {
+		if cause := context.Cause(callCtx); errors.Is(cause, errTimeout) || errors.Is(cause, errTooLong) || errors.Is(cause, errInputRounds) {
 			err = fmt.Errorf("%w: %w", cause, err)
 		}
 	}
@@ -147,9 +192,15 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 		}
 	}
 	var werr *jsonrpc.Error
+	var ierr *inputError
 	switch f := conn.Fault(); {
+	case errors.As(err, &ierr):
+		return e(ierr.kind, "%s", ierr.msg)
 	case ctx.Err() != nil:
 		return e(Cancelled, "%s: cancelled", tool.Name)
+	case errors.Is(err, errInputRounds):
+		return e(ContractError, "%s: server %s asked for input more than %d times during one call (limits.max_input_rounds); the call was cancelled",
+			tool.Name, tool.Server, h.maxInputRounds())
 	case errors.Is(err, mcp.ErrSessionMissing):
 		return e(ConnectionError, "%s: the server answered that its session is gone (HTTP 404)", tool.Name)
 	case errors.Is(err, errTimeout):

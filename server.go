@@ -436,6 +436,10 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		MaxMessageBytes: h.cfg.Limits.MaxMessageBytes,
 		Grace:           h.opts.StopGrace,
 		Trace:           h.trace.tap(s.cfg.ID),
+		// Servers are told the host can ask a person only when it can
+		// (input.go), and that it samples only for those that may.
+		Elicitation: h.opts.Elicit != nil,
+		Sampling:    s.cfg.MaySample(),
 		// A changed tool list only marks the server (and drops its cached
 		// list): the catalog changes at the next safe point, never under a
 		// turn's feet.

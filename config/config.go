@@ -67,6 +67,7 @@ const (
 
 	defaultMaxCallsPerTurn        = 32
 	defaultMaxConcurrentPerTenant = 64
+	defaultMaxInputRounds         = 8
 
 	defaultTenant = "default"
 )
@@ -242,6 +243,13 @@ type Server struct {
 	// that often and mark it degraded while pings fail.
 	HealthCheck HealthCheck
 
+	// Sampling says what becomes of the server's sampling requests
+	// (sampling/createMessage): SamplingDeny or "" (the default) refuses
+	// them, SamplingAsk asks a person first, SamplingAllow passes
+	// them to the host's model. Only a server that may sample is told the
+	// host can (the sampling capability).
+	Sampling string
+
 	// Source is "file:line" where the server was defined, for messages.
 	Source string
 }
@@ -269,6 +277,19 @@ type OAuth struct {
 	// loopback IP literal with an explicit port, on which airlock listens
 	// during a login. It defaults to http://127.0.0.1:8765/callback.
 	RedirectURI string
+}
+
+// The values of a server's sampling: key.
+const (
+	SamplingDeny  = "deny"
+	SamplingAsk   = "ask"
+	SamplingAllow = "allow"
+)
+
+// MaySample reports whether the server's sampling requests may ever reach
+// a model: sampling is ask or allow.
+func (s *Server) MaySample() bool {
+	return s.Sampling == SamplingAsk || s.Sampling == SamplingAllow
 }
 
 // HealthCheck is health_check: {interval, timeout} (defaults 30s and 5s
@@ -366,6 +387,10 @@ type Limits struct {
 	// MaxConcurrentPerTenant bounds the calls in flight for one tenant,
 	// across every server.
 	MaxConcurrentPerTenant int
+	// MaxInputRounds bounds the times a server may ask a person for input
+	// during one call (an input_required result, or an elicitation/create
+	// request); a server that asks once more breaks the contract.
+	MaxInputRounds int
 }
 
 func defaultLimits() Limits {
@@ -377,6 +402,7 @@ func defaultLimits() Limits {
 
 		MaxCallsPerTurn:        defaultMaxCallsPerTurn,
 		MaxConcurrentPerTenant: defaultMaxConcurrentPerTenant,
+		MaxInputRounds:         defaultMaxInputRounds,
 	}
 }
 

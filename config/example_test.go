@@ -49,6 +49,7 @@ func TestExample(t *testing.T) {
 	everything.ToolPrefix = ptr("everything__")
 	everything.RequestTimeout = time.Minute
 	everything.SecretEnv = map[string]string{"API_KEY": "EVERYTHING_API_KEY"}
+	everything.Sampling = SamplingDeny
 	github := newServer(dir, "mcp.json:3")
 	github.ID, github.Command = "github", "github-mcp-server"
 	github.Args = []string{"stdio", "--toolsets", "issues"}
@@ -66,25 +67,25 @@ func TestExample(t *testing.T) {
 		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:175"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:176"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:182"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:183"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:192", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:199", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:196"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:199", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:203"}}},
-				{Server: "everything", Tool: "get-annotated-message", Decision: "allow", Source: "example.yaml:205", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:209"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:211"},
+					Source: "example.yaml:203"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:206", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:210"}}},
+				{Server: "everything", Tool: "get-annotated-message", Decision: "allow", Source: "example.yaml:212", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:216"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:218"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:216",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:222"}},
+			CedarSource: "example.yaml:223",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:229"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
-		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:234"}},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:241"}},
 		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
 			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute},

@@ -25,7 +25,7 @@ var (
 			"max_pages": "under limits:", "max_tools": "under limits:",
 			"max_description": "under limits:", "max_message_bytes": "under limits:",
 			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
-			"tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
+			"max_input_rounds": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
 		},
@@ -35,7 +35,7 @@ var (
 			"tool_prefix", "protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
-			"stream_read_timeout", "terminate_on_close", "ca_file"},
+			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level",
@@ -43,14 +43,14 @@ var (
 			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
 			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
 			"max_calls_per_turn": "under limits: at the top level", "max_concurrent_per_tenant": "under limits: at the top level",
-			"client_id": "under oauth:", "client_metadata_url": "under oauth:",
+			"max_input_rounds": "under limits: at the top level", "client_id": "under oauth:", "client_metadata_url": "under oauth:",
 			"dynamic_registration": "under oauth:", "redirect_uri": "under oauth:",
 		},
 	}
 	healthKeys = keySet{known: []string{"interval", "timeout"}}
 	limitKeys  = keySet{
 		known: []string{"max_pages", "max_tools", "max_description", "max_message_bytes",
-			"max_calls_per_turn", "max_concurrent_per_tenant"},
+			"max_calls_per_turn", "max_concurrent_per_tenant", "max_input_rounds"},
 	}
 )
 
@@ -298,7 +298,8 @@ func (r *yamlReader) workspace(se *serverEntry, v string, line int, path string)
 	}
 }
 
-// serverTools reads allowed_tools, tool_prefix and protocol_versions.
+// serverTools reads allowed_tools, tool_prefix, protocol_versions and
+// sampling.
 func (r *yamlReader) serverTools(se *serverEntry) {
 	e, s := se.entry, &se.s
 	if p, ok := r.require(e, "allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`); ok {
@@ -309,6 +310,9 @@ func (r *yamlReader) serverTools(se *serverEntry) {
 	}
 	if p, ok := e.keys["protocol_versions"]; ok {
 		s.ProtocolVersions = r.protocolVersions(p.val, e.path+".protocol_versions")
+	}
+	if v, ok := r.keyText(e, "sampling", oneOf(SamplingDeny, SamplingAsk, SamplingAllow)); ok {
+		s.Sampling = v
 	}
 }
 
@@ -476,6 +480,7 @@ func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
 	set("max_message_bytes", &l.MaxMessageBytes, 1024, 1<<30, "bytes")
 	set("max_calls_per_turn", &l.MaxCallsPerTurn, 1, 100000, "calls")
 	set("max_concurrent_per_tenant", &l.MaxConcurrentPerTenant, 1, 100000, "calls")
+	set("max_input_rounds", &l.MaxInputRounds, 1, 64, "rounds")
 }
 
 // healthCheck reads health_check: {interval, timeout}. It reports whether

@@ -37,7 +37,7 @@ func TestParseDefaults(t *testing.T) {
 			Source:           "airlock.yaml:2",
 		}},
 		Limits: Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20,
-			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64},
+			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64, MaxInputRounds: 8},
 		Tenancy:   Tenancy{Tenant: "default", User: "alice"},
 		Approvals: Approvals{TTL: time.Hour},
 	}
@@ -82,6 +82,7 @@ limits:
   max_message_bytes: 1024
   max_calls_per_turn: 1
   max_concurrent_per_tenant: 100000
+  max_input_rounds: 64
 tenancy: {tenant: "acme.eu", user: "${AIRLOCK_TEST_USER}@acme"}
 egress: {proxy: "https://proxy.internal:3128/"}
 `
@@ -128,7 +129,7 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			Source:         "conf/airlock.yaml:18",
 		}},
 		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024,
-			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000},
+			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000, MaxInputRounds: 64},
 		Tenancy:   Tenancy{Tenant: "acme.eu", User: "bob@acme"},
 		Egress:    Egress{Proxy: "https://proxy.internal:3128/"},
 		Approvals: Approvals{TTL: time.Hour},
@@ -159,6 +160,30 @@ func TestLocalPrefix(t *testing.T) {
 	}
 	if got := (&Server{ID: "fs"}).LocalPrefix(); got != "fs__" {
 		t.Errorf("LocalPrefix() of a Server built in Go = %q, want fs__", got)
+	}
+}
+
+// TestSampling: a server's sampling requests are refused unless its entry
+// says otherwise; only ask and allow may reach a model.
+func TestSampling(t *testing.T) {
+	for _, tt := range []struct {
+		name, yaml string
+		want       string
+		may        bool
+	}{
+		{"default", server, "", false},
+		{"deny", server + "    sampling: deny\n", SamplingDeny, false},
+		{"ask", server + "    sampling: ask\n", SamplingAsk, true},
+		{"allow", server + "    sampling: allow\n", SamplingAllow, true},
+	} {
+		cfg, err := Parse([]byte(tt.yaml), "airlock.yaml", t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		s := cfg.Servers[0]
+		if s.Sampling != tt.want || s.MaySample() != tt.may {
+			t.Errorf("%s: Sampling %q, MaySample %v; want %q, %v", tt.name, s.Sampling, s.MaySample(), tt.want, tt.may)
+		}
 	}
 }
 
@@ -345,6 +370,8 @@ func TestParseErrors(t *testing.T) {
 			"airlock.yaml:5: servers[0].cwd: a scope: task server runs in its task's worktree; remove cwd (use ${workspace} in args for paths inside it)"}},
 		{"scope other", server + "    scope: global\n", []string{
 			`airlock.yaml:5: servers[0].scope: must be host or task, not "global"`}},
+		{"sampling other", server + "    sampling: yes\n", []string{
+			`airlock.yaml:5: servers[0].sampling: must be deny, ask or allow, not "yes"`}},
 		{"command empty", "servers:\n  - id: a\n    command: \" \"\n    allowed_tools: []\n", []string{
 			"airlock.yaml:3: servers[0].command: must not be empty: give the program to run"}},
 		{"command list", "servers:\n  - id: a\n    command: [npx, x]\n    allowed_tools: []\n", []string{
@@ -446,6 +473,10 @@ func TestParseErrors(t *testing.T) {
 		{"call limits not integers", server + "limits: {max_calls_per_turn: \"32\", max_concurrent_per_tenant: 6.4}\n", []string{
 			"airlock.yaml:5: limits.max_calls_per_turn: must be a whole number of calls from 1 to 100000",
 			"airlock.yaml:5: limits.max_concurrent_per_tenant: must be a whole number of calls from 1 to 100000"}},
+		{"input rounds out of range", server + "limits:\n  max_input_rounds: 0\n", []string{
+			"airlock.yaml:6: limits.max_input_rounds: must be a whole number of rounds from 1 to 64"}},
+		{"input rounds past the bound", server + "limits: {max_input_rounds: 65}\n", []string{
+			"airlock.yaml:5: limits.max_input_rounds: must be a whole number of rounds from 1 to 64"}},
 		{"call limit in a server", server + "    max_calls_per_turn: 3\n", []string{
 			"airlock.yaml:5: servers[0].max_calls_per_turn: unknown key here: it belongs under limits: at the top level"}},
 		{"limits unknown", server + "limits: {max_page: 3}\n", []string{

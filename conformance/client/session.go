@@ -94,6 +94,10 @@ func openSession(ctx context.Context, serverURL, name string, sc scenario, extra
 			Open:    approve,
 			Consent: consentAlways,
 		},
+		// The person accepts every question a server asks as it is
+		// offered: a form with its defaults (SEP-1034), which the host
+		// fills in and checks before the server sees them.
+		Elicit: acceptAsOffered,
 	}
 	if s.host, err = airlock.Open(ctx, cfg, opts); err != nil {
 		return nil, fmt.Errorf("cannot open the host: %w", err)
@@ -266,4 +270,12 @@ func loginHelps(err error) bool {
 func origin(raw string) string {
 	u, _ := url.Parse(raw)
 	return u.Scheme + "://" + u.Host
+}
+
+// acceptAsOffered is a person who accepts every question as it is asked,
+// adding nothing: a form's defaults are what it sends.
+func acceptAsOffered(_ context.Context, req *airlock.InputRequest) (*airlock.InputAnswer, error) {
+	stderrLog.Info("a server asked for input; accepted as offered", "server", req.Server, "tool", req.Tool,
+		"kind", req.Kind, "mode", req.Mode, "round", req.Round)
+	return &airlock.InputAnswer{Action: airlock.AnswerAccept}, nil
 }

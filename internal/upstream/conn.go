@@ -45,6 +45,17 @@ type Options struct {
 	Grace time.Duration
 	// OnToolsChanged is called when the server says its tool list changed.
 	OnToolsChanged func()
+	// Elicitation declares the elicitation capability, form and URL
+	// modes, to the server: the host has a person to ask. An
+	// elicitation/create the server sends during a call then goes to the
+	// call's Asker (asks.go); without it, the server is answered "method
+	// not found".
+	Elicitation bool
+	// Sampling declares the sampling capability (without tools) to the
+	// server: its configuration lets it ask for samples. A
+	// sampling/createMessage the server sends during a call then goes to
+	// the call's Asker; without it, "method not found".
+	Sampling bool
 	// SecretEnv holds secret environment values for the server (NAME to
 	// value). They are added last and appear nowhere else.
 	SecretEnv map[string]string
@@ -154,7 +165,8 @@ type Conn struct {
 	progress   map[string]*progressWatch // by progress token
 	tokens     atomic.Uint64
 
-	logs logs // the calls in flight, for the server's log messages (logs.go)
+	calls calls // the tools/call requests in flight (calls.go)
+	logs  logs  // the session's log level (logs.go)
 
 	// late catches answers that come after their callers stopped waiting
 	// (late.go); nil on a remote connection.
@@ -247,11 +259,23 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	if info == nil {
 		info = &mcp.Implementation{Name: "airlock", Version: "dev"}
 	}
+	// The host offers servers no client features but elicitation, when
+	// it has a person to ask, and sampling, to a server that may sample;
+	// never roots (asks.go). It runs a call's rounds of input itself: the
+	// SDK hands input_required results back.
+	decl := &mcp.ClientCapabilities{}
 	clientOpts := &mcp.ClientOptions{
-		Logger: c.log,
-		// The host offers no client features (roots, sampling, elicitation)
-		// to servers.
-		Capabilities: &mcp.ClientCapabilities{},
+		Logger:         c.log,
+		Capabilities:   decl,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	}
+	if opts.Elicitation {
+		decl.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+		clientOpts.ElicitationHandler = c.elicit
+	}
+	if opts.Sampling {
+		decl.Sampling = &mcp.SamplingCapabilities{}
+		clientOpts.CreateMessageHandler = c.sample //lint:ignore SA1019 servers may still ask for samples (asks.go)
 	}
 	if opts.OnToolsChanged != nil {
 		notify := opts.OnToolsChanged
@@ -259,7 +283,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	}
 	client := mcp.NewClient(info, clientOpts)
 	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut), c.watchCalls)
-	client.AddReceivingMiddleware(offerNothing)
+	client.AddReceivingMiddleware(c.offerOnly(decl))
 
 	connectCtx, cancel := context.WithTimeout(ctx, srv.ConnectTimeout)
 	defer cancel()
@@ -288,22 +312,6 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		return fail(true, nil, "server %s: does not advertise the tools capability", srv.ID)
 	}
 	return nil
-}
-
-// offerNothing answers every request a server sends but ping (roots/list,
-// sampling/createMessage, elicitation/create) with the standard JSON-RPC
-// error for a method the client does not have, -32601: the host offers
-// servers no client features, and says so as the protocol expects, where
-// the SDK would answer roots/list with an empty list and the others with
-// errors of its own. A method the SDK does not know at all never gets
-// here; the SDK answers it with -32601 too. Notifications pass.
-func offerNothing(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "ping" || strings.HasPrefix(method, "notifications/") {
-			return next(ctx, method, req)
-		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
-	}
 }
 
 // firstVersion picks the version the handshake starts with: the newest the

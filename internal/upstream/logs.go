@@ -55,14 +55,11 @@ func WithLogWatch(ctx context.Context, w *LogWatch) context.Context {
 // logLevels are the syslog severities of MCP logging, least severe first.
 var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-// logs are the calls of one connection in flight, and those among them
-// that watch for log messages.
+// logs is what a connection knows about log messages: the level an older
+// server's session was set to.
 type logs struct {
-	mu       sync.Mutex
-	inFlight int                // tools/call requests awaiting their answers
-	watches  map[*logWatch]bool // those that asked for log messages
-	level    mcp.LoggingLevel   // what an older server's session was set to, or ""
-	setMu    sync.Mutex         // one logging/setLevel at a time
+	level mcp.LoggingLevel // what an older server's session was set to, or ""
+	setMu sync.Mutex       // one logging/setLevel at a time; guards level
 }
 
 // A logWatch is a LogWatch while its call is in flight; f is nil once the
@@ -73,47 +70,28 @@ type logWatch struct {
 	f     func(level, logger string, data any)
 }
 
-// watchCalls is a sending middleware that counts the calls in flight and
-// registers the LogWatch of those that carry one, asking the server for
-// their log messages: in the request's _meta on a 2026-07-28 connection,
-// through the session's level on an older one.
-func (c *Conn) watchCalls(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" {
-			return next(ctx, method, req)
-		}
-		lw, _ := ctx.Value(logWatchKey{}).(*LogWatch)
-		level := mcp.LoggingLevel("")
-		if lw != nil && lw.F != nil && slices.Contains(logLevels, mcp.LoggingLevel(lw.Level)) && c.serverLogs() {
-			level = mcp.LoggingLevel(lw.Level)
-		}
-		if level != "" && !c.newProtocol() {
-			c.lowerLevel(ctx, level)
-		}
-		if p, ok := req.GetParams().(*mcp.CallToolParams); ok && level != "" && c.newProtocol() {
-			m := p.GetMeta()
-			if m == nil {
-				m = map[string]any{}
-			}
-			m[mcp.MetaKeyLogLevel] = string(level)
-			p.SetMeta(m)
-		}
-		var w *logWatch
-		if level != "" {
-			w = &logWatch{level: level, f: lw.F}
-		}
-		c.logs.enter(w)
-		defer c.logs.leave(w)
-		return next(context.WithValue(ctx, callLogsKey{}, &callLogs{w}), method, req)
+// logWatch returns the watch of a tools/call that carries a LogWatch in
+// ctx, or nil, and asks the server for its log messages: in the request's
+// _meta on a 2026-07-28 connection, through the session's level on an
+// older one.
+func (c *Conn) logWatch(ctx context.Context, req mcp.Request) *logWatch {
+	lw, _ := ctx.Value(logWatchKey{}).(*LogWatch)
+	if lw == nil || lw.F == nil || !slices.Contains(logLevels, mcp.LoggingLevel(lw.Level)) || !c.serverLogs() {
+		return nil
 	}
+	level := mcp.LoggingLevel(lw.Level)
+	if !c.newProtocol() {
+		c.lowerLevel(ctx, level)
+	} else if p, ok := req.GetParams().(*mcp.CallToolParams); ok {
+		m := p.GetMeta()
+		if m == nil {
+			m = map[string]any{}
+		}
+		m[mcp.MetaKeyLogLevel] = string(level)
+		p.SetMeta(m)
+	}
+	return &logWatch{level: level, f: lw.F}
 }
-
-// callLogs marks the context of a tools/call request, and so the response
-// stream a remote server answers it on: w is the call's watch, or nil when
-// it asked for no log messages.
-type callLogs struct{ w *logWatch }
-
-type callLogsKey struct{}
 
 // serverLogs reports whether the server declared logging. A 2026-07-28
 // server's logs need no capability of their own; an older one's do.
@@ -135,46 +113,17 @@ func (c *Conn) newProtocol() bool {
 func (c *Conn) lowerLevel(ctx context.Context, level mcp.LoggingLevel) {
 	c.logs.setMu.Lock()
 	defer c.logs.setMu.Unlock()
-	c.logs.mu.Lock()
-	cur := c.logs.level
-	c.logs.mu.Unlock()
-	if cur != "" && severity(cur) <= severity(level) {
+	if cur := c.logs.level; cur != "" && severity(cur) <= severity(level) {
 		return
 	}
 	if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 		c.log.Debug("server did not take a logging level", "level", level, "error", err)
 		return
 	}
-	c.logs.mu.Lock()
 	c.logs.level = level
-	c.logs.mu.Unlock()
 }
 
 func severity(l mcp.LoggingLevel) int { return slices.Index(logLevels, l) }
-
-func (l *logs) enter(w *logWatch) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.inFlight++
-	if w != nil {
-		if l.watches == nil {
-			l.watches = map[*logWatch]bool{}
-		}
-		l.watches[w] = true
-	}
-}
-
-func (l *logs) leave(w *logWatch) {
-	l.mu.Lock()
-	l.inFlight--
-	delete(l.watches, w)
-	l.mu.Unlock()
-	if w != nil {
-		w.mu.Lock()
-		w.f = nil
-		w.mu.Unlock()
-	}
-}
 
 // heardLog is told of each log message as it is read (Conn.heard): params
 // are the notification's, stream the context of the request whose response
@@ -186,16 +135,18 @@ func (c *Conn) heardLog(stream context.Context, params json.RawMessage) {
 		return
 	}
 	var w *logWatch
-	if cl, ok := contextValue[*callLogs](stream, callLogsKey{}); ok {
-		w = cl.w // the call's own stream: its watch, or nobody's
+	if call, ok := contextValue[*inFlight](stream, inFlightKey{}); ok {
+		w = call.logs // the call's own stream: its watch, or nobody's
 	} else {
-		l := &c.logs
-		l.mu.Lock()
-		if len(l.watches) == 1 && (c.newProtocol() || l.inFlight == 1) {
-			for w = range l.watches {
-			}
+		var call *inFlight
+		if c.newProtocol() {
+			call = c.calls.only(func(f *inFlight) bool { return f.logs != nil })
+		} else {
+			call = c.calls.only(nil)
 		}
-		l.mu.Unlock()
+		if call != nil {
+			w = call.logs
+		}
 		if w == nil {
 			c.log.Debug("server log message not passed on: no single call in flight it can belong to", "level", p.Level)
 			return

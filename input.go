@@ -1,0 +1,502 @@
+//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the host must answer it.
+
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/upstream"
+	"github.com/airlockhq/airlock/store"
+)
+
+// A server asks for input during a call in two ways, and both take the
+// same path here (asking): a 2026-07-28 server ends a round of the call
+// with an input_required result, which the host answers by sending the
+// call again with inputResponses and the requestState echoed unchanged
+// (inputRound); an older server sends elicitation/create or
+// sampling/createMessage while the call is in flight, which the
+// connection hands to the call's upstream.Asker. Every request counts as
+// a round (an input_required result with several requests counts once);
+// past limits.max_input_rounds the call ends contract_error. Each
+// question goes to the person (Call.Elicit, else Options.Elicit), never
+// to the model; each request and answer is an audit event of the call,
+// and the call's result lists them (Result.Inputs).
+
+// Audit events of a call's rounds of input.
+const (
+	eventInputRequest = "input_request" // a server asked for input during a call
+	eventInputAnswer  = "input_answer"  // and what it was answered
+)
+
+// maxAnswers bounds how often a person is asked one question whose
+// answers do not fit its form.
+const maxAnswers = 3
+
+// errInputRounds cancels a call whose server asked for input more often
+// than limits.max_input_rounds allows.
+var errInputRounds = errors.New("asked for input too often")
+
+// An inputError ends a call between rounds of input: the server answered
+// the last round (input_required), and the host will not go on.
+type inputError struct {
+	kind Kind
+	msg  string
+}
+
+func (e *inputError) Error() string { return e.msg }
+
+// asking is one call's rounds of input.
+type asking struct {
+	h      *Host
+	q      *request
+	pause  func() (resume func()) // stops the call's request timeout while a person is asked
+	cancel context.CancelCauseFunc
+
+	mu     sync.Mutex
+	rounds int
+	inputs []InputRecord
+	state  bool // a round carried a requestState
+	closed bool // the call's send returned: its result has the rounds
+}
+
+// close hands the rounds to the call's result; a request still being
+// answered after that goes unrecorded there (the audit trail has it).
+func (a *asking) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	a.q.r.InputRounds, a.q.r.Inputs = a.rounds, a.inputs
+}
+
+// newAsking starts q's rounds of input: pause stops the request timeout
+// while a person is asked; cancel ends the request in flight.
+func (h *Host) newAsking(q *request, pause func() func(), cancel context.CancelCauseFunc) *asking {
+	return &asking{h: h, q: q, pause: pause, cancel: cancel}
+}
+
+// asker is what the connection hands the requests of q's server during
+// the call (an older server's elicitation/create and
+// sampling/createMessage).
+func (a *asking) asker() *upstream.Asker {
+	return &upstream.Asker{
+		Elicit: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			round, ok := a.nextRound()
+			if !ok {
+				return &mcp.ElicitResult{Action: AnswerDecline}, nil
+			}
+			req, err := a.elicitation(p, round)
+			if err != nil {
+				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round}, err.Error())
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+			}
+			ans, err := a.ask(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}, nil
+		},
+		Sample: func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			round, ok := a.nextRound()
+			if !ok {
+				return nil, &jsonrpc.Error{Code: upstream.CodeSamplingRefused, Message: "sampling refused: too many requests during one call"}
+			}
+			res, refusal := a.sample(ctx, p, round)
+			if refusal != "" {
+				return nil, &jsonrpc.Error{Code: upstream.CodeSamplingRefused, Message: "sampling refused: " + refusal}
+			}
+			return res, nil
+		},
+		Undeclared: func(method string) {
+			kind := map[string]string{"elicitation/create": InputElicitation, "sampling/createMessage": InputSampling,
+				"roots/list": "roots"}[method]
+			if kind == "" {
+				kind = method
+			}
+			a.refused(context.Background(), &InputRequest{Kind: kind}, a.undeclared(kind))
+		},
+	}
+}
+
+// undeclared says why the host did not declare a client feature.
+func (a *asking) undeclared(kind string) string {
+	switch kind {
+	case InputElicitation:
+		return "refused: Airlock declared no elicitation to servers (it has nobody to ask: Options.Elicit)"
+	case InputSampling:
+		return fmt.Sprintf("refused: Airlock declared no sampling to this server (servers[].sampling is %s)", a.q.srv.cfg.Sampling)
+	}
+	return fmt.Sprintf("refused: Airlock declares no %s to servers", kind)
+}
+
+// nextRound counts a round; past the limit it ends the call.
+func (a *asking) nextRound() (int, bool) {
+	a.mu.Lock()
+	a.rounds++
+	n := a.rounds
+	a.mu.Unlock()
+	if n > a.h.maxInputRounds() {
+		a.cancel(errInputRounds)
+		return n, false
+	}
+	return n, true
+}
+
+// roundsError is the message of a call whose server asked too often.
+func (a *asking) roundsError() string {
+	return fmt.Sprintf("%s: server %s asked for input more than %d times during one call (limits.max_input_rounds); the call was stopped",
+		a.q.tool.Name, a.q.tool.Server, a.h.maxInputRounds())
+}
+
+// maxInputRounds is limits.max_input_rounds; zero (a configuration built
+// in code) means the default, 8: never unbounded.
+func (h *Host) maxInputRounds() int {
+	if n := h.cfg.Limits.MaxInputRounds; n > 0 {
+		return n
+	}
+	return 8
+}
+
+// inputRound answers an input_required result of a 2026-07-28 server:
+// the params of the call's next round, or why the call ends.
+func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res *mcp.CallToolResult) (*mcp.CallToolParams, error) {
+	tool := a.q.tool
+	contract := func(format string, args ...any) error {
+		return &inputError{kind: ContractError, msg: tool.Name + ": " + fmt.Sprintf(format, args...)}
+	}
+	round, ok := a.nextRound()
+	if !ok {
+		return nil, &inputError{kind: ContractError, msg: a.roundsError()}
+	}
+	a.mu.Lock()
+	dropped := a.state && res.RequestState == ""
+	a.state = a.state || res.RequestState != ""
+	a.mu.Unlock()
+	if dropped {
+		return nil, contract("server %s asked for input again without the requestState it had kept until then", tool.Server)
+	}
+
+	// No requests: the server sheds load and asks to be called again.
+	if len(res.InputRequests) == 0 {
+		select {
+		case <-time.After(time.Duration(round) * 100 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled"}
+		}
+		next := *params
+		next.InputResponses, next.RequestState = nil, res.RequestState
+		return &next, nil
+	}
+
+	// Each request must be for a feature the host declared, and is put to
+	// the person (or the sampler) one at a time, in the order of its key.
+	for _, key := range slices.Sorted(maps.Keys(res.InputRequests)) {
+		switch p := res.InputRequests[key].(type) {
+		case *mcp.ElicitParams:
+			if a.h.opts.Elicit == nil {
+				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round, Message: a.h.gov.scrub(p.Message)}, a.undeclared(InputElicitation))
+				return nil, contract("server %s asked for elicitation, which Airlock did not declare to it", tool.Server)
+			}
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			if !a.q.srv.cfg.MaySample() {
+				a.refused(ctx, &InputRequest{Kind: InputSampling, Round: round}, a.undeclared(InputSampling))
+				return nil, contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
+			}
+		default:
+			kind := "roots"
+			if _, roots := p.(*mcp.ListRootsParams); !roots {
+				kind = fmt.Sprintf("%T", p)
+			}
+			a.refused(ctx, &InputRequest{Kind: kind, Round: round}, a.undeclared(kind))
+			return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
+		}
+	}
+	responses := mcp.InputResponseMap{}
+	for _, key := range slices.Sorted(maps.Keys(res.InputRequests)) {
+		switch p := res.InputRequests[key].(type) {
+		case *mcp.ElicitParams:
+			req, err := a.elicitation(p, round)
+			if err != nil {
+				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round}, err.Error())
+				return nil, contract("server %s asked for input with an invalid request: %v", tool.Server, err)
+			}
+			ans, err := a.ask(ctx, req)
+			if err != nil {
+				return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled while a person was asked for input"}
+			}
+			responses[key] = &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}
+		case *mcp.CreateMessageParams:
+			sampled, refusal := a.sample(ctx, p, round)
+			if refusal != "" {
+				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
+			}
+			responses[key] = sampled
+		case *mcp.CreateMessageWithToolsParams:
+			basic, err := withoutTools(p)
+			if err != nil {
+				a.refused(ctx, &InputRequest{Kind: InputSampling, Round: round}, "refused: "+err.Error())
+				return nil, contract("server %s asked for %v", tool.Server, err)
+			}
+			sampled, refusal := a.sample(ctx, basic, round)
+			if refusal != "" {
+				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
+			}
+			responses[key] = sampled
+		}
+	}
+	next := *params
+	next.InputResponses, next.RequestState = responses, res.RequestState
+	return &next, nil
+}
+
+// elicitation is the InputRequest of an elicitation, checked: a form's
+// schema compiles and is flat, a URL is an http(s) URL with a host.
+func (a *asking) elicitation(p *mcp.ElicitParams, round int) (*InputRequest, error) {
+	req := a.request(InputElicitation, round)
+	req.Message = a.h.gov.scrub(p.Message)
+	switch p.Mode {
+	case "", ElicitForm:
+		if p.URL != "" {
+			return nil, errors.New("a form elicitation carries no URL")
+		}
+		f, raw, err := newForm(p.RequestedSchema)
+		if err != nil {
+			return nil, err
+		}
+		req.Mode, req.Schema, req.form = ElicitForm, raw, f
+	case ElicitURL:
+		u, err := url.Parse(p.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
+			return nil, errors.New("a URL elicitation needs an http or https URL")
+		}
+		req.Mode, req.URL, req.Domain = ElicitURL, p.URL, u.Hostname()
+	default:
+		return nil, fmt.Errorf("unknown elicitation mode %q", p.Mode)
+	}
+	return req, nil
+}
+
+// request is a new InputRequest of q's call.
+func (a *asking) request(kind string, round int) *InputRequest {
+	q := a.q
+	return &InputRequest{ID: store.NewID("inq_"), ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
+		Round: round, Kind: kind}
+}
+
+// ask puts req to the person and returns the answer the server is sent:
+// the person's, checked against the form, or a decline when there is
+// nobody to ask or the person gave no answer that fits. It errs only
+// when ctx ends.
+func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, error) {
+	a.audit(ctx, req, eventInputRequest, nil)
+	elicit := a.q.call.Elicit
+	if elicit == nil {
+		elicit = a.h.opts.Elicit
+	}
+	if elicit == nil {
+		return a.declined(ctx, req, "nobody to ask (no Elicitor)"), nil
+	}
+	resume := a.pause()
+	defer resume()
+	for try := 1; ; try++ {
+		ans, err := elicit(ctx, req)
+		if ctx.Err() != nil {
+			a.answered(ctx, req, &InputAnswer{Action: AnswerCancel}, "the call ended before the person answered")
+			return nil, ctx.Err()
+		}
+		if err != nil {
+			a.h.log.Warn("elicitor failed; the request is declined", "server", req.Server, "tool", req.Tool, "error", err)
+			return a.declined(ctx, req, "the elicitor failed: "+err.Error()), nil
+		}
+		if ans == nil {
+			return a.declined(ctx, req, ""), nil
+		}
+		content, err := req.content(ans)
+		if err == nil {
+			out := &InputAnswer{Action: ans.Action, Content: content}
+			a.answered(ctx, req, out, "")
+			return out, nil
+		}
+		if try == maxAnswers {
+			return a.declined(ctx, req, fmt.Sprintf("no answer fit the form in %d tries (%v)", maxAnswers, err)), nil
+		}
+		req.Problem = err.Error()
+	}
+}
+
+// declined records that the host declined req itself, and why.
+func (a *asking) declined(ctx context.Context, req *InputRequest, reason string) *InputAnswer {
+	ans := &InputAnswer{Action: AnswerDecline}
+	a.answered(ctx, req, ans, reason)
+	return ans
+}
+
+// refused records a request the host refused without asking anyone.
+func (a *asking) refused(ctx context.Context, req *InputRequest, reason string) {
+	if req.ID == "" {
+		req.ID = store.NewID("inq_")
+	}
+	a.audit(ctx, req, eventInputRequest, nil)
+	a.answered(ctx, req, &InputAnswer{}, reason)
+}
+
+// answered records the answer the server is sent for req, in the audit
+// trail and in the call's result.
+func (a *asking) answered(ctx context.Context, req *InputRequest, ans *InputAnswer, reason string) {
+	a.answeredWith(ctx, req, ans, reason, nil)
+}
+
+// answeredWith is answered, with further fields for the audit event.
+func (a *asking) answeredWith(ctx context.Context, req *InputRequest, ans *InputAnswer, reason string, fields map[string]any) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["action"] = ans.Action
+	if reason != "" {
+		fields["reason"] = reason
+	}
+	if ans.Content != nil {
+		audit.Record(fields, "answer", a.q.tool.Name, ans.Content)
+	}
+	a.audit(ctx, req, eventInputAnswer, fields)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return
+	}
+	a.inputs = append(a.inputs, InputRecord{ID: req.ID, Kind: req.Kind, Mode: req.Mode, Round: req.Round,
+		Message: req.Message, Domain: req.Domain, Action: ans.Action, Reason: reason})
+}
+
+// audit writes an event about req: what was asked (a URL only by its
+// domain, which may be all that is safe to keep of it; a sampling
+// request's conversation as shape and hash unless audit.record_values
+// covers the tool), and fields.
+func (a *asking) audit(ctx context.Context, req *InputRequest, name string, fields map[string]any) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["request"], fields["kind"], fields["round"] = req.ID, req.Kind, req.Round
+	if req.Mode != "" {
+		fields["mode"] = req.Mode
+	}
+	if name == eventInputRequest {
+		if req.Message != "" {
+			fields["message"] = req.Message
+		}
+		if req.Domain != "" {
+			fields["domain"] = req.Domain
+		}
+		if req.form != nil {
+			fields["fields"] = req.form.names
+		}
+		if s := req.Sampling; s != nil {
+			fields["max_tokens"] = s.MaxTokens
+			audit.Record(fields, "sampling", a.q.tool.Name, map[string]any{"system_prompt": s.SystemPrompt, "messages": s.Messages})
+		}
+	}
+	a.h.audit(ctx, a.q.event(name, fields))
+}
+
+// sample answers a server's sampling request as its sampling: says:
+// ask puts it to the person first, allow goes straight to the sampler.
+// It returns the sample, or why the request was refused.
+func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round int) (*mcp.CreateMessageResult, string) {
+	q := a.q
+	req := a.request(InputSampling, round)
+	req.Sampling = a.samplingRequest(p)
+	switch q.srv.cfg.Sampling {
+	case config.SamplingAsk:
+		ans, err := a.ask(ctx, req)
+		if err != nil {
+			return nil, "the call ended before the person answered"
+		}
+		if ans.Action != AnswerAccept {
+			return nil, "the person did not agree"
+		}
+	case config.SamplingAllow:
+		a.audit(ctx, req, eventInputRequest, nil)
+	default:
+		reason := a.undeclared(InputSampling)
+		a.refused(ctx, req, reason)
+		return nil, reason
+	}
+	sampler := q.call.Sample
+	if sampler == nil {
+		sampler = a.h.opts.Sample
+	}
+	refuse := func(reason string) (*mcp.CreateMessageResult, string) {
+		a.answeredWith(ctx, req, &InputAnswer{}, reason, map[string]any{"sampled": false})
+		return nil, reason
+	}
+	if sampler == nil {
+		return refuse("no model to sample (no Sampler)")
+	}
+	resume := a.pause()
+	res, err := sampler(ctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Params: p})
+	resume()
+	if err != nil || res == nil {
+		reason := "the sampler gave no sample"
+		if err != nil {
+			reason = "the sampler failed: " + a.h.gov.scrub(err.Error())
+		}
+		return refuse(reason)
+	}
+	fields := map[string]any{"sampled": true, "model": res.Model, "stop_reason": res.StopReason}
+	audit.Record(fields, "sample", q.tool.Name, res.Content)
+	a.answeredWith(ctx, req, &InputAnswer{Action: AnswerAccept}, "", fields)
+	return res, ""
+}
+
+// withoutTools is a sampling request as basic sampling has it, or an
+// error if it needs sampling with tools, which the host never declares:
+// tools, a tool choice, or a message of several content blocks.
+func withoutTools(p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageParams, error) {
+	if len(p.Tools) > 0 || p.ToolChoice != nil {
+		return nil, errors.New("sampling with tools, which Airlock did not declare to it")
+	}
+	out := &mcp.CreateMessageParams{Meta: p.Meta, IncludeContext: p.IncludeContext, MaxTokens: p.MaxTokens,
+		Metadata: p.Metadata, ModelPreferences: p.ModelPreferences, StopSequences: p.StopSequences,
+		SystemPrompt: p.SystemPrompt, Temperature: p.Temperature}
+	for _, m := range p.Messages {
+		if m == nil || len(m.Content) != 1 {
+			return nil, errors.New("a sampling message of several content blocks, which needs sampling with tools, which Airlock did not declare to it")
+		}
+		out.Messages = append(out.Messages, &mcp.SamplingMessage{Role: m.Role, Content: m.Content[0]})
+	}
+	return out, nil
+}
+
+// samplingRequest is what a person is shown of a sampling request.
+func (a *asking) samplingRequest(p *mcp.CreateMessageParams) *SamplingRequest {
+	s := &SamplingRequest{SystemPrompt: a.h.gov.scrub(p.SystemPrompt), MaxTokens: p.MaxTokens}
+	for _, m := range p.Messages {
+		if m == nil {
+			continue
+		}
+		text := ""
+		switch c := m.Content.(type) {
+		case *mcp.TextContent:
+			text = c.Text
+		case *mcp.ImageContent:
+			text = "[image " + c.MIMEType + "]"
+		case *mcp.AudioContent:
+			text = "[audio " + c.MIMEType + "]"
+		default:
+			text = fmt.Sprintf("[%T]", c)
+		}
+		s.Messages = append(s.Messages, SamplingMessage{Role: string(m.Role), Text: a.h.gov.scrub(text)})
+	}
+	return s
+}

@@ -1,0 +1,127 @@
+//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the host must answer it.
+
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A server asks its client for something during a call in one of two
+// ways:
+//
+//   - a 2026-07-28 server ends the call with an input_required result
+//     (SEP-2322), which the client answers by calling again. The
+//     connection hands such a result back as it is (CallToolResult with
+//     NeedsInput): the SDK's own rounds are off, so that the host runs
+//     them, counts them and asks the person in the call's own context;
+//   - an older server sends a request of its own (elicitation/create,
+//     sampling/createMessage, roots/list) while the call is in flight, a
+//     request that names no call. As with log messages, it goes to the
+//     call it can only belong to (calls.go): the only tools/call in flight
+//     on the connection, to that call's Asker. When there is none, or
+//     more than one, nobody is asked: an elicitation is declined and a
+//     sampling request refused.
+//
+// A client feature is declared only when the host can answer it:
+// elicitation when it has a person to ask (Options.Elicitation), sampling
+// when the server's configuration lets it sample (Options.Sampling); roots
+// never. A request for any other client feature is answered "method not
+// found", and the call it belongs to, if any, is told (Asker.Undeclared).
+
+// An Asker is where the requests a server sends during one call go (see
+// WithAsker). Its functions are called on goroutines of the connection,
+// possibly concurrently, and only while the call is in flight; ctx ends
+// when the server withdraws its request or the connection breaks.
+type Asker struct {
+	// Elicit answers an elicitation/create, when the host declared
+	// elicitation. The SDK has checked the request (a form's schema is a
+	// flat object of primitives, a URL request has a URL) and checks a
+	// form's answer against the schema again before it is sent.
+	Elicit func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// Sample answers a sampling/createMessage, when the host declared
+	// sampling: a result, or an error the server is sent (a
+	// *jsonrpc.Error keeps its code; CodeSamplingRefused for a refusal).
+	Sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	// Undeclared is told of a request for a client feature the host did
+	// not declare (method names it); the server is answered "method not
+	// found".
+	Undeclared func(method string)
+}
+
+type askerKey struct{}
+
+// WithAsker returns a context whose tools/call sends the requests its
+// server makes during the call to a.
+func WithAsker(ctx context.Context, a *Asker) context.Context {
+	return context.WithValue(ctx, askerKey{}, a)
+}
+
+// CodeSamplingRefused is the JSON-RPC error code of a sampling request
+// the client refuses, as the specification gives it ("User rejected
+// sampling request").
+const CodeSamplingRefused = -1
+
+// asker returns the Asker of the call a request that names no call
+// belongs to, or nil.
+func (c *Conn) asker() *Asker {
+	if call := c.calls.only(nil); call != nil {
+		return call.ask
+	}
+	return nil
+}
+
+// elicit is the client's elicitation handler, when the host declared
+// elicitation.
+func (c *Conn) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	a := c.asker()
+	if a == nil || a.Elicit == nil {
+		c.log.Warn("elicitation declined: it belongs to no single call in flight, so nobody can be asked", "mode", req.Params.Mode)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	return a.Elicit(ctx, req.Params)
+}
+
+// sample is the client's sampling handler, when the host declared
+// sampling.
+func (c *Conn) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	a := c.asker()
+	if a == nil || a.Sample == nil {
+		c.log.Warn("sampling request refused: it belongs to no single call in flight")
+		return nil, &jsonrpc.Error{Code: CodeSamplingRefused, Message: "sampling refused: the request belongs to no single call in flight, so nobody can be asked"}
+	}
+	res, err := a.Sample(ctx, req.Params)
+	if err == nil && res == nil {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client gave no answer"}
+	}
+	return res, err
+}
+
+// offerOnly answers every request a server sends (roots/list,
+// sampling/createMessage, elicitation/create) but ping and what decl
+// declares with the standard JSON-RPC error for a method the client does
+// not have, -32601, as the protocol expects, where the SDK would answer
+// roots/list with an empty list and the others with errors of its own.
+// The call in flight such a request belongs to, if any, is told
+// (Asker.Undeclared). A method the SDK does not know at all never gets
+// here; the SDK answers it with -32601 too. Notifications pass.
+func (c *Conn) offerOnly(decl *mcp.ClientCapabilities) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch {
+			case method == "ping", strings.HasPrefix(method, "notifications/"),
+				method == "elicitation/create" && decl.Elicitation != nil,
+				method == "sampling/createMessage" && decl.Sampling != nil:
+				return next(ctx, method, req)
+			}
+			if a := c.asker(); a != nil && a.Undeclared != nil {
+				a.Undeclared(method)
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method not found: %q", method)}
+		}
+	}
+}
