@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -140,11 +141,7 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 		if err != nil {
 			return nil, err
 		}
-		res, ok := resp.(*mcp.CreateMessageResult)
-		if !ok {
-			return nil, errors.New("the gateway's client did not answer the sampling request with a message")
-		}
-		return res, nil
+		return sampledMessage(resp)
 	}
 	call := *c
 	go func() {
@@ -280,4 +277,24 @@ func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 // parkedRequest reports whether req is a round of a parked call.
 func parkedRequest(req *mcp.CallToolRequest) bool {
 	return strings.HasPrefix(req.Params.RequestState, parkedPrefix)
+}
+
+// sampledMessage is a client's answer to a sampling request as the host
+// takes it: one message. The SDK's clients answer with the form that may
+// carry several content blocks.
+func sampledMessage(resp mcp.InputResponse) (*mcp.CreateMessageResult, error) {
+	switch r := resp.(type) {
+	case *mcp.CreateMessageResult:
+		return r, nil
+	case *mcp.CreateMessageWithToolsResult:
+		if len(r.Content) != 1 {
+			return nil, fmt.Errorf("the gateway's client answered the sampling request with %d content blocks; one is taken", len(r.Content))
+		}
+		return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
+	case *mcp.ElicitResult:
+		if r.Action == airlock.AnswerCancel {
+			return nil, errors.New("the gateway's client did not answer the sampling request in time")
+		}
+	}
+	return nil, errors.New("the gateway's client did not answer the sampling request with a message")
 }

@@ -37,6 +37,9 @@ func (a *terminalApprover) elicit(ctx context.Context, req *airlock.InputRequest
 	if req.Round > 1 {
 		who += fmt.Sprintf(" (question %d of this call)", req.Round)
 	}
+	if req.Problem != "" {
+		fmt.Fprintf(a.out, "\nThat answer does not fit: %s\n", printable(req.Problem, 500))
+	}
 	switch {
 	case req.Kind == airlock.InputSampling:
 		return a.askSampling(ctx, who, req)
@@ -375,7 +378,9 @@ type inputRequestJSON struct {
 	URL       string          `json:"url,omitempty"`
 	Domain    string          `json:"domain,omitempty"`
 	Round     int             `json:"round"`
-	Sampling  *samplingJSON   `json:"sampling,omitempty"`
+	// Problem says why the last answer to this question was refused.
+	Problem  string        `json:"problem,omitempty"`
+	Sampling *samplingJSON `json:"sampling,omitempty"`
 }
 
 type samplingJSON struct {
@@ -391,7 +396,7 @@ type samplingMessageJSON struct {
 
 func inputRequestOutput(req *airlock.InputRequest) inputRequestJSON {
 	out := inputRequestJSON{Event: "input_request", RequestID: req.ID, Server: req.Server, Tool: req.Tool, Kind: req.Kind,
-		Mode: req.Mode, Message: req.Message, Schema: req.Schema, URL: req.URL, Domain: req.Domain, Round: req.Round}
+		Mode: req.Mode, Message: req.Message, Schema: req.Schema, URL: req.URL, Domain: req.Domain, Round: req.Round, Problem: req.Problem}
 	if s := req.Sampling; s != nil {
 		out.Sampling = &samplingJSON{SystemPrompt: s.SystemPrompt, Messages: []samplingMessageJSON{}, MaxTokens: s.MaxTokens}
 		for _, m := range s.Messages {
@@ -504,5 +509,5 @@ func clipText(s string) string {
 // checkAnswer checks an answer against its request before the host does,
 // so that the person hears at once what to fix.
 func checkAnswer(req *airlock.InputRequest, ans *airlock.InputAnswer) error {
-	return nil
+	return req.Check(ans)
 }

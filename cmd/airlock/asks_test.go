@@ -24,7 +24,8 @@ func askConfig(t *testing.T, dir, era string) string {
 	t.Helper()
 	path := filepath.Join(dir, "airlock.yaml")
 	writeFile(t, path, testServerYAML(t, "[ask_form, ask_url, ask_twice, sample]", envTestAsks, "1")+
-		fmt.Sprintf("    protocol_versions: [%q]\n    sampling: allow\n", era))
+		fmt.Sprintf("    protocol_versions: [%q]\n    sampling: allow\n", era)+
+		"policy:\n  rules:\n    - {server: w, tool: \"*\", decision: allow}\n")
 	return path
 }
 
@@ -225,6 +226,8 @@ func TestServeRelaysQuestions(t *testing.T) {
 
 			var asked []string
 			c := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+					Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					asked = append(asked, req.Params.Mode+": "+req.Params.Message)
 					switch {
@@ -270,7 +273,10 @@ func TestServeRelaysQuestions(t *testing.T) {
 			if got := callText(ctx, t, ps, "w__ask_form"); got != "decline" {
 				t.Errorf("ask_form without elicitation: %q, want decline", got)
 			}
-			if got := callText(ctx, t, ps, "w__sample"); !strings.HasPrefix(got, "sampling failed") {
+			// The server is refused: in 2025-11-25 it says so itself; in
+			// 2026-07-28 the host ends the call with the refusal.
+			if got := callText(ctx, t, ps, "w__sample"); !strings.HasPrefix(got, "sampling failed") &&
+				!strings.Contains(got, "did not declare sampling") {
 				t.Errorf("sample without sampling: %q, want the server refused", got)
 			}
 		})

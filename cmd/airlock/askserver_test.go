@@ -58,8 +58,13 @@ func addAskTools(s *mcp.Server) {
 				}
 				return sampled(res), nil
 			}
-			if res, ok := req.Params.InputResponses["s"].(*mcp.CreateMessageResult); ok {
+			switch res := req.Params.InputResponses["s"].(type) {
+			case *mcp.CreateMessageResult:
 				return sampled(res), nil
+			case *mcp.CreateMessageWithToolsResult:
+				if len(res.Content) == 1 {
+					return sampled(&mcp.CreateMessageResult{Content: res.Content[0]}), nil
+				}
 			}
 			if len(req.Params.InputResponses) > 0 {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling failed"}}}, nil

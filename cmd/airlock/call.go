@@ -51,6 +51,7 @@ func (e *env) call(o *options, pos []string) error {
 		}
 	} else {
 		printResult(e.stdout, e.stderr, r)
+		printInputs(e.stderr, s.Snapshot(), pos[0], r)
 	}
 	return exitCode(kindExit(r.Status))
 }
@@ -96,6 +97,44 @@ func printResult(stdout, stderr io.Writer, r *airlock.Result) {
 	}
 	for _, a := range r.Artifacts {
 		fmt.Fprintf(stderr, "artifact %s (%s, %d bytes) saved at %s\n", a.ID, a.MediaType, a.Size, a.Path)
+	}
+}
+
+// printInputs says what the server asked during the call, and what it
+// was answered: on stderr, for the person reading a CI log at 2 a.m.
+func printInputs(w io.Writer, snap *airlock.Snapshot, tool string, r *airlock.Result) {
+	server := "?"
+	for _, t := range snap.Tools() {
+		if t.Name == tool {
+			server = t.Server
+		}
+	}
+	for _, in := range r.Inputs {
+		what := in.Kind
+		if in.Mode != "" {
+			what += ", " + in.Mode
+		}
+		fmt.Fprintf(w, "airlock: server %s asked for input during the call (%s, question %d): %q",
+			server, what, in.Round, printable(in.Message, 300))
+		if in.Domain != "" {
+			fmt.Fprintf(w, " (a link to %s)", printable(in.Domain, 255))
+		}
+		action := in.Action
+		if action == "" {
+			action = "refused"
+		} else {
+			action += "d"
+			if in.Action == airlock.AnswerAccept {
+				action = "accepted"
+			} else if in.Action == airlock.AnswerCancel {
+				action = "cancelled"
+			}
+		}
+		fmt.Fprintf(w, "; %s", action)
+		if in.Reason != "" {
+			fmt.Fprintf(w, ": %s", printable(in.Reason, 300))
+		}
+		fmt.Fprintln(w)
 	}
 }
 

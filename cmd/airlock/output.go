@@ -125,6 +125,9 @@ type callJSON struct {
 	DurationMS int64           `json:"duration_ms"`
 	Error      *string         `json:"error"`
 	Decision   *decisionJSON   `json:"decision,omitempty"`
+	// Inputs are the questions the server asked during the call (a person
+	// or a model), each with what it was answered; absent when none.
+	Inputs []inputJSON `json:"inputs,omitempty"`
 }
 
 type decisionJSON struct {
@@ -201,7 +204,24 @@ func callOutput(r *airlock.Result) callJSON {
 	for _, a := range r.Artifacts {
 		out.Artifacts = append(out.Artifacts, artifactJSON{ID: a.ID, MediaType: a.MediaType, Size: a.Size, Path: a.Path})
 	}
+	for _, in := range r.Inputs {
+		out.Inputs = append(out.Inputs, inputJSON{ID: in.ID, Round: in.Round, Kind: in.Kind, Mode: in.Mode,
+			Message: in.Message, Domain: in.Domain, Action: in.Action, Reason: in.Reason})
+	}
 	return out
+}
+
+// inputJSON is one question a server asked during a call, and its answer
+// (the "inputs" of a call's JSON).
+type inputJSON struct {
+	ID      string `json:"id"`
+	Round   int    `json:"round"`
+	Kind    string `json:"kind"`
+	Mode    string `json:"mode,omitempty"`
+	Message string `json:"message"`
+	Domain  string `json:"domain,omitempty"`
+	Action  string `json:"action"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // writeJSON writes v as one line.

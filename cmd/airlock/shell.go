@@ -188,6 +188,7 @@ func (s *shell) handleText(text string) bool {
 		r := s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
 		s.view.finish()
 		printResult(&b, &b, r)
+		printInputs(&b, s.snap, name, r)
 	default:
 		fmt.Fprintf(&b, "unknown command %q; type help\n", cmd)
 	}
