@@ -299,3 +299,43 @@ func callText(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool str
 	}
 	return b.String()
 }
+
+// TestCallAsksFormOnTerminal: on a terminal, airlock call asks a server's
+// form field by field: the server's default is taken on an empty answer
+// (SEP-1034), a choice by its number (SEP-1330), a number that is not one
+// is asked again; a link is shown with its domain and not opened.
+func TestCallAsksFormOnTerminal(t *testing.T) {
+	dir := t.TempDir()
+	askConfig(t, dir, "2026-07-28")
+
+	p := onPTY(t, dir, "call", "w__ask_form")
+	p.expect("server w, during w__ask_form asks:")
+	p.expect("Who are you?")
+	p.expect("[y = fill in the form, n = decline, c = cancel] ")
+	p.send("y\r")
+	p.expect("2) green — Green")
+	p.expect("colour (number or value): ")
+	p.send("2\r")
+	p.expect("count (integer): ")
+	p.send("many\r")
+	p.expect(`"many" is not a whole number`)
+	p.send("3\r")
+	p.expect(`name (Your name)`)
+	p.expect(`name ["Ada"]: `)
+	p.send("\r")
+	p.expect("sure (y/n) [leave empty to skip]: ")
+	p.send("y\r")
+	if code, out := p.exit(); code != 0 || !strings.Contains(out, `accept {"colour":"green","count":3,"name":"Ada","sure":true}`) {
+		t.Fatalf("exit %d, terminal:\n%s", code, out)
+	}
+
+	p = onPTY(t, dir, "call", "w__ask_url")
+	p.expect("server w, during w__ask_url asks you to open a link:")
+	p.expect("https://auth.example.com/connect?state=xyz")
+	p.expect("(domain auth.example.com)")
+	p.expect("Airlock does not open it.")
+	p.send("c\r")
+	if code, out := p.exit(); code != 0 || !strings.Contains(out, "cancel") {
+		t.Fatalf("exit %d, terminal:\n%s", code, out)
+	}
+}
