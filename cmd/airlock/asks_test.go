@@ -339,3 +339,66 @@ func TestCallAsksFormOnTerminal(t *testing.T) {
 		t.Fatalf("exit %d, terminal:\n%s", code, out)
 	}
 }
+
+// TestServeParkedCallState: a 2026-07-28 client's answer reaches its
+// parked call only with the request state the gateway signed for that
+// call, tool and caller: a changed state, or the state under another
+// tool's name, is refused and the call still waits; the right one
+// finishes it, once.
+func TestServeParkedCallState(t *testing.T) {
+	dir := t.TempDir()
+	cfg := askConfig(t, dir, "2026-07-28")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+	c := mcp.NewClient(&mcp.Implementation{Name: "rounds", Version: "1"}, &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "w__ask_twice", Arguments: map[string]any{}})
+	if err != nil || !first.NeedsInput() || first.RequestState == "" {
+		t.Fatalf("first round: %+v, %v; want an input_required result", first, err)
+	}
+	var key string
+	for k := range first.InputRequests {
+		key = k
+	}
+	answer := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}}
+	state := first.RequestState
+	for _, bad := range []struct {
+		name, tool, state string
+	}{
+		{"changed", "w__ask_twice", state[:len(state)-2] + "xx"},
+		{"another tool", "w__ask_form", state},
+		{"not the gateway's", "w__ask_twice", "in.e30.AAAA"},
+	} {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: bad.tool, Arguments: map[string]any{}, InputResponses: answer, RequestState: bad.state})
+		if err == nil || !strings.Contains(err.Error(), "the request state names no call waiting for an answer here") {
+			t.Errorf("%s: %v, want the state refused", bad.name, err)
+		}
+	}
+	second, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "w__ask_twice", Arguments: map[string]any{}, InputResponses: answer, RequestState: state})
+	if err != nil || !second.NeedsInput() {
+		t.Fatalf("second round: %+v, %v; want the second question", second, err)
+	}
+	for k := range second.InputRequests {
+		key = k
+	}
+	last, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "w__ask_twice", Arguments: map[string]any{},
+		InputResponses: mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "decline"}}, RequestState: second.RequestState})
+	if err != nil || last.NeedsInput() {
+		t.Fatalf("last round: %+v, %v", last, err)
+	}
+	if got := last.Content[0].(*mcp.TextContent).Text; got != "accept {\"ok\":true}\ndecline" {
+		t.Errorf("result %q", got)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "w__ask_twice", Arguments: map[string]any{},
+		InputResponses: answer, RequestState: second.RequestState}); err == nil {
+		t.Error("a state used already was taken again")
+	}
+}
