@@ -36,8 +36,10 @@ func capabilities() *mcp.ServerCapabilities {
 // gateway's words, naming the capabilities (sampling, elicitation, roots;
 // nothing else the server sent goes on, and roots only with listChanged,
 // since the SDK writes an empty roots object into every capability set).
-// The gateway offers servers no client capabilities, whatever its client
-// declared, so the call cannot succeed through it either way.
+// What Airlock declares to a server does not follow the client (roots
+// never; sampling as the server's sampling: says; elicitation always, as
+// the gateway relays it), so such a call cannot succeed through it either
+// way.
 func missingCapabilities(r *airlock.Result) *jsonrpc.Error {
 	var werr *jsonrpc.Error
 	if r.Status != airlock.ConnectionError || r.Err == nil || !errors.As(r.Err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities {
