@@ -21,10 +21,15 @@ import (
 // binary) has the tools that ask (askserver_test.go), speaks era, and
 // passes sampling requests on (sampling: allow).
 func askConfig(t *testing.T, dir, era string) string {
+	return askConfigSampling(t, dir, era, "allow")
+}
+
+// askConfigSampling is askConfig with the server's sampling: set.
+func askConfigSampling(t *testing.T, dir, era, sampling string) string {
 	t.Helper()
 	path := filepath.Join(dir, "airlock.yaml")
 	writeFile(t, path, testServerYAML(t, "[ask_form, ask_url, ask_twice, sample]", envTestAsks, "1")+
-		fmt.Sprintf("    protocol_versions: [%q]\n    sampling: allow\n", era)+
+		fmt.Sprintf("    protocol_versions: [%q]\n    sampling: %s\n", era, sampling)+
 		"policy:\n  rules:\n    - {server: w, tool: \"*\", decision: allow}\n")
 	return path
 }
@@ -186,6 +191,28 @@ func TestShellJSONInputRequests(t *testing.T) {
 	}
 }
 
+// TestShellJSONSamplingAsk: a sampling request that sampling: ask puts to
+// a person is an input_request of kind sampling, showing what the model
+// would be asked; declined, the server is refused.
+func TestShellJSONSamplingAsk(t *testing.T) {
+	dir := t.TempDir()
+	askConfigSampling(t, dir, "2025-11-25", "ask")
+	sh := startShell(t, dir)
+	sh.send(map[string]any{"id": 1, "cmd": "call", "name": "w__sample"})
+	q := sh.next()
+	want := map[string]any{"system_prompt": "Be brief.", "max_tokens": 50.0,
+		"messages": []any{map[string]any{"role": "user", "text": "Say hi."}}}
+	if q["event"] != "input_request" || q["kind"] != "sampling" || fmt.Sprint(q["sampling"]) != fmt.Sprint(want) {
+		t.Fatalf("input request = %v, want the sampling request %v", q, want)
+	}
+	sh.send(map[string]any{"id": "a", "cmd": "answer", "request_id": q["request_id"], "action": "decline"})
+	sh.next()
+	if r := sh.next(); r["id"] != 1.0 || !strings.HasPrefix(r["content"].(string), "sampling failed") {
+		t.Errorf("result = %v, want the server refused", r)
+	}
+	sh.send(map[string]any{"id": 2, "cmd": "quit"})
+}
+
 // TestCallDeclinesWithoutATerminal: airlock call with nobody to ask
 // declines the server's question, and the result says what was asked.
 func TestCallDeclinesWithoutATerminal(t *testing.T) {
@@ -216,13 +243,33 @@ func TestCallDeclinesWithoutATerminal(t *testing.T) {
 // sampling requests to the client's sampling; a client that declared
 // neither has the question declined and the sampling refused.
 func TestServeRelaysQuestions(t *testing.T) {
-	for _, era := range []string{"2026-07-28", "2025-11-25"} {
-		t.Run(era, func(t *testing.T) {
+	for _, tc := range []struct{ era, transport string }{
+		{"2026-07-28", "http"}, {"2025-11-25", "http"}, {"2026-07-28", "stdio"}, {"2025-11-25", "stdio"},
+	} {
+		era := tc.era
+		t.Run(tc.era+"/"+tc.transport, func(t *testing.T) {
 			dir := t.TempDir()
 			cfg := askConfig(t, dir, era)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+			var url string
+			if tc.transport == "http" {
+				url, _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+			}
+			connect := func(c *mcp.Client) *mcp.ClientSession {
+				t.Helper()
+				var transport mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url}
+				if tc.transport == "stdio" {
+					cmd := exec.Command(airlockBin, "serve", "--stdio", "--config", cfg)
+					cmd.Dir = dir
+					transport = &mcp.CommandTransport{Command: cmd}
+				}
+				cs, err := c.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: era})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cs
+			}
 
 			var asked []string
 			c := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
@@ -244,10 +291,7 @@ func TestServeRelaysQuestions(t *testing.T) {
 					return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "hi"}}, nil
 				},
 			})
-			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
-			if err != nil {
-				t.Fatal(err)
-			}
+			cs := connect(c)
 			defer cs.Close()
 			for _, tt := range []struct{ tool, want string }{
 				{"w__ask_form", `accept {"colour":"red","count":3,"name":"Ada"}`},
@@ -265,10 +309,7 @@ func TestServeRelaysQuestions(t *testing.T) {
 			}
 
 			plain := mcp.NewClient(&mcp.Implementation{Name: "not-asked", Version: "1"}, nil)
-			ps, err := plain.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
-			if err != nil {
-				t.Fatal(err)
-			}
+			ps := connect(plain)
 			defer ps.Close()
 			if got := callText(ctx, t, ps, "w__ask_form"); got != "decline" {
 				t.Errorf("ask_form without elicitation: %q, want decline", got)
