@@ -411,3 +411,22 @@ func noFileContains(t *testing.T, dir, s string) {
 		t.Fatalf("no files under %s to scan", dir)
 	}
 }
+
+// TestRemoteTaskRequired: over Streamable HTTP as over stdio, a tool that
+// can only be called as an MCP task is withheld, with the reason.
+func TestRemoteTaskRequired(t *testing.T) {
+	node, script := testenv.EverythingServer(t)
+	srv := remote("everything", startEverythingHTTP(t, node, script)+"/mcp")
+	srv.AllowedTools = []string{"echo", "simulate-research-query"}
+	h, err := airlock.Open(context.Background(), devConfig(t, srv), &airlock.Options{StopGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if got := toolNames(h.Snapshot()); !slices.Equal(got, []string{"everything__echo"}) {
+		t.Errorf("tools = %v, want only everything__echo", got)
+	}
+	if w := h.Snapshot().Withheld(); len(w) != 1 || w[0].Tool != "simulate-research-query" || w[0].Flag != "task_required" {
+		t.Errorf("withheld = %+v", w)
+	}
+}
