@@ -18,22 +18,27 @@ import (
 // reference server from the npm registry (it speaks 2025-11-25 only) and the
 // go-sdk's conformance server (it speaks 2026-07-28).
 
-func TestServerEverything(t *testing.T) {
-	node, script := testenv.EverythingServer(t)
-	srv := config.Server{
+// everythingStdio is server-everything as a stdio server with allowed
+// tools.
+func everythingStdio(t *testing.T, node, script string, allowed ...string) config.Server {
+	return config.Server{
 		ID:               "everything",
 		Transport:        "stdio",
 		Scope:            "host",
 		Command:          node,
 		Args:             []string{script, "stdio"},
 		Cwd:              t.TempDir(),
-		AllowedTools:     []string{"echo", "get-sum", "get-tiny-image"},
+		AllowedTools:     allowed,
 		ProtocolVersions: bothVersions,
 		RequestTimeout:   30 * time.Second,
 		ConnectTimeout:   60 * time.Second,
 		ProbeTimeout:     5 * time.Second,
 	}
-	h := open(t, newConfig(t, srv))
+}
+
+func TestServerEverything(t *testing.T) {
+	node, script := testenv.EverythingServer(t)
+	h := open(t, newConfig(t, everythingStdio(t, node, script, "echo", "get-sum", "get-tiny-image")))
 	st := h.Servers()[0]
 	if st.Status != airlock.StatusReady {
 		t.Fatalf("server = %+v: %v", st, st.Err)
@@ -178,20 +183,7 @@ func TestNpxServerUsesTheUsersPackageCache(t *testing.T) {
 // start from the tool list cache.
 func TestServerEverythingTaskRequired(t *testing.T) {
 	node, script := testenv.EverythingServer(t)
-	srv := config.Server{
-		ID:               "everything",
-		Transport:        "stdio",
-		Scope:            "host",
-		Command:          node,
-		Args:             []string{script, "stdio"},
-		Cwd:              t.TempDir(),
-		AllowedTools:     []string{"echo", "simulate-research-query"},
-		ProtocolVersions: bothVersions,
-		RequestTimeout:   30 * time.Second,
-		ConnectTimeout:   60 * time.Second,
-		ProbeTimeout:     5 * time.Second,
-	}
-	cfg := newConfig(t, srv)
+	cfg := newConfig(t, everythingStdio(t, node, script, "echo", "simulate-research-query"))
 	check := func(t *testing.T, h *airlock.Host) {
 		t.Helper()
 		snap := h.Snapshot()

@@ -151,14 +151,32 @@ func inputAnswer(ir *airlock.InputRequest, res *mcp.ElicitResult) *airlock.Input
 // client: each question is a request on the client's session, made in
 // the context of its tools/call.
 func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
+	a.via(c, func(ctx context.Context, p mcp.InputRequest) (mcp.InputResponse, error) {
+		switch p := p.(type) {
+		case *mcp.ElicitParams:
+			return ss.Elicit(ctx, p)
+		case *mcp.CreateMessageParams:
+			return ss.CreateMessage(ctx, p)
+		}
+		return nil, fmt.Errorf("cannot ask %T", p)
+	})
+}
+
+// via sets c's Elicit and Sample to put the server's questions to the
+// client through send, which returns the client's answer.
+func (a asking) via(c *airlock.Call, send func(ctx context.Context, p mcp.InputRequest) (mcp.InputResponse, error)) {
 	c.Elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
-		p, err := a.inputParams(ir)
+		params, err := a.inputParams(ir)
 		if err != nil {
 			return nil, err
 		}
-		res, err := ss.Elicit(ctx, p.(*mcp.ElicitParams))
+		resp, err := send(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway's client: %w", err)
+		}
+		res, ok := resp.(*mcp.ElicitResult)
+		if !ok {
+			return nil, errors.New("the gateway's client answered a question with something else")
 		}
 		return inputAnswer(ir, res), nil
 	}
@@ -166,11 +184,11 @@ func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
 		if !a.sampling {
 			return nil, errNotDeclared("sampling")
 		}
-		res, err := ss.CreateMessage(ctx, sr.Params)
+		resp, err := send(ctx, sr.Params)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway's client: %w", err)
 		}
-		return res, nil
+		return sampledMessage(resp)
 	}
 }
 

@@ -118,31 +118,7 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 		asking{}.decline(c) // too many parked: this call's questions are declined
 		return finish(ctx, run(ctx, *c))
 	}
-	c.Elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
-		params, err := a.inputParams(ir)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := p.ask(ctx, params)
-		if err != nil {
-			return nil, err
-		}
-		res, _ := resp.(*mcp.ElicitResult)
-		if resp != nil && res == nil {
-			return nil, errors.New("the gateway's client answered a question with something else")
-		}
-		return inputAnswer(ir, res), nil
-	}
-	c.Sample = func(ctx context.Context, sr *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
-		if !a.sampling {
-			return nil, errNotDeclared("sampling")
-		}
-		resp, err := p.ask(ctx, sr.Params)
-		if err != nil {
-			return nil, err
-		}
-		return sampledMessage(resp)
-	}
+	a.via(c, p.ask)
 	call := *c
 	go func() {
 		defer g.calls.leave()
