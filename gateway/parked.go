@@ -121,17 +121,13 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 	a.via(c, p.ask)
 	call := *c
 	go func() {
-		defer g.calls.leave()
-		defer stop()
-		defer cancel()
 		p.res = run(life, call)
+		cancel()
+		stop()
+		g.calls.leave()
 		close(p.done)
-		// Kept for the client's next round, if one is coming.
-		select {
-		case <-time.After(answerWithin):
-		case <-life.Done():
-		}
-		g.parked.remove(p.id)
+		// The result waits for the client's next round, if one is coming.
+		time.AfterFunc(answerWithin, func() { g.parked.remove(p.id) })
 	}()
 	return g.round(ctx, p)
 }
