@@ -61,6 +61,7 @@ func (e *inputError) Error() string { return e.msg }
 type asking struct {
 	h      *Host
 	q      *request
+	call   context.Context        // ends when the call does
 	pause  func() (resume func()) // stops the call's request timeout while a person is asked
 	cancel context.CancelCauseFunc
 
@@ -80,10 +81,11 @@ func (a *asking) close() {
 	a.q.r.InputRounds, a.q.r.Inputs = a.rounds, a.inputs
 }
 
-// newAsking starts q's rounds of input: pause stops the request timeout
-// while a person is asked; cancel ends the request in flight.
-func (h *Host) newAsking(q *request, pause func() func(), cancel context.CancelCauseFunc) *asking {
-	return &asking{h: h, q: q, pause: pause, cancel: cancel}
+// newAsking starts q's rounds of input: call ends with the call, pause
+// stops the request timeout while a person is asked, cancel ends the
+// request in flight.
+func (h *Host) newAsking(q *request, call context.Context, pause func() func(), cancel context.CancelCauseFunc) *asking {
+	return &asking{h: h, q: q, call: call, pause: pause, cancel: cancel}
 }
 
 // asker is what the connection hands the requests of q's server during
@@ -307,6 +309,8 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 	if elicit == nil {
 		return a.declined(ctx, req, "nobody to ask (no Elicitor)"), nil
 	}
+	ctx, stop := a.bound(ctx)
+	defer stop()
 	resume := a.pause()
 	defer resume()
 	for try := 1; ; try++ {
@@ -317,7 +321,7 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 		}
 		if err != nil {
 			a.h.log.Warn("elicitor failed; the request is declined", "server", req.Server, "tool", req.Tool, "error", err)
-			return a.declined(ctx, req, "the elicitor failed: "+err.Error()), nil
+			return a.declined(ctx, req, "the elicitor failed: "+a.h.gov.scrub(err.Error())), nil
 		}
 		if ans == nil {
 			return a.declined(ctx, req, ""), nil
@@ -332,6 +336,18 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 			return a.declined(ctx, req, fmt.Sprintf("no answer fit the form in %d tries (%v)", maxAnswers, err)), nil
 		}
 		req.Problem = err.Error()
+	}
+}
+
+// bound is ctx, ended also when the call ends: a person (or a model) is
+// asked for as long as the call lasts and the server still wants the
+// answer (an older server may withdraw its request).
+func (a *asking) bound(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(a.call, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
 	}
 }
 
@@ -443,9 +459,11 @@ func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round i
 	if sampler == nil {
 		return refuse("no model to sample (no Sampler)")
 	}
+	sctx, stop := a.bound(ctx)
 	resume := a.pause()
-	res, err := sampler(ctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Params: p})
+	res, err := sampler(sctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Params: p})
 	resume()
+	stop()
 	if err != nil || res == nil {
 		reason := "the sampler gave no sample"
 		if err != nil {

@@ -444,3 +444,104 @@ func TestInputAudit(t *testing.T) {
 		t.Errorf("input_answer = %+v; want the values, which record_values asks for", ans[0].Fields)
 	}
 }
+
+// TestInputOverHTTP: a remote server's questions reach the person too:
+// an older server's elicitation/create and sampling/createMessage come on
+// the call's response stream; a 2026-07-28 server's rounds are new
+// requests.
+func TestInputOverHTTP(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		hs := newHTTPServer(t, askServer, version == "2026-07-28") // stateless: the 2026-07-28 way
+		srv := remote("asks", hs.url)
+		srv.ProtocolVersions, srv.ToolPrefix, srv.Sampling = []string{version}, new(string), config.SamplingAsk
+		cfg := devConfig(t, srv)
+		classify(cfg, "asks", "read", "form", "multi", "sample")
+		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 3, "a": "y"})}}
+		sampler := func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi"}}, nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		h, err := airlock.Open(ctx, cfg, &airlock.Options{Elicit: p.elicit, Sample: sampler, StopGrace: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		for _, c := range []struct{ tool, args, want string }{
+			{"form", `{}`, `accept {"a":"y","age":3,"color":"green","name":"John Doe","score":95.5}`},
+			{"multi", `{"rounds":2}`, "answers y,y"},
+			{"sample", `{}`, "sampled hi"},
+		} {
+			r := call(t, h, c.tool, c.args)
+			wantStatus(t, r, airlock.OK)
+			if r.Content != c.want {
+				t.Errorf("%s: the server saw %q, want %q", c.tool, r.Content, c.want)
+			}
+		}
+	})
+}
+
+// TestInputRoundLimitOnAWrite: a write stopped between rounds (the server
+// answered input_required: it did not finish) is journaled failed; one
+// stopped while its request was in flight (an older server asking again
+// and again) may have done anything, and is outcome_unknown.
+func TestInputRoundLimitOnAWrite(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		p := &person{answers: []*airlock.InputAnswer{accept(nil)}}
+		cfg := askConfig(t, version, "")
+		cfg.Limits.MaxInputRounds = 2
+		for i := range cfg.Policy.Tools {
+			if cfg.Policy.Tools[i].Tool == "loop" {
+				cfg.Policy.Tools[i].Effect = "write"
+			}
+		}
+		h := openAsks(t, cfg, &airlock.Options{Elicit: p.elicit})
+		r := call(t, h, "loop", `{}`)
+		want, outcome := airlock.ContractError, store.OutcomeFailed
+		if version == "2025-11-25" {
+			want, outcome = airlock.OutcomeUnknown, store.OutcomeUnknown
+		}
+		wantStatus(t, r, want)
+		if !strings.Contains(r.Err.Msg, "limits.max_input_rounds") {
+			t.Errorf("error = %q", r.Err.Msg)
+		}
+		h.Close()
+		st, err := airlock.OpenStore(h.StateDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		recs, err := st.Journal().Records(context.Background(), store.RecordFilter{All: true})
+		if err != nil || len(recs) != 1 || recs[0].Status != outcome {
+			t.Fatalf("journal = %+v (%v), want one record, %s", recs, err, outcome)
+		}
+	})
+}
+
+// TestElicitorSeesTheCallEnd: the person's question is withdrawn when the
+// call ends (here: the caller gives up).
+func TestElicitorSeesTheCallEnd(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		asked := make(chan struct{})
+		ended := make(chan error, 1)
+		wait := func(ctx context.Context, _ *airlock.InputRequest) (*airlock.InputAnswer, error) {
+			close(asked)
+			<-ctx.Done()
+			ended <- ctx.Err()
+			return nil, ctx.Err()
+		}
+		h := openAsks(t, askConfig(t, version, ""), &airlock.Options{Elicit: wait})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-asked
+			cancel()
+		}()
+		r := h.Call(ctx, h.Snapshot(), airlock.Call{ID: "c", Name: "form"})
+		wantStatus(t, r, airlock.Cancelled)
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the Elicitor was not told that the call ended")
+		}
+	})
+}

@@ -92,7 +92,7 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 			pauses.Unlock()
 		}
 	}
-	ask := h.newAsking(q, pause, cancel)
+	ask := h.newAsking(q, callCtx, pause, cancel)
 	defer ask.close()
 	sendCtx = upstream.WithAsker(sendCtx, ask.asker())
 	for round := 1; ; round++ {
