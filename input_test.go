@@ -334,14 +334,7 @@ func TestSampling(t *testing.T) {
 		t.Run("deny", func(t *testing.T) {
 			h := openAsks(t, askConfig(t, version, config.SamplingDeny), &airlock.Options{Sample: sampler})
 			r := call(t, h, "sample", `{}`)
-			if version == "2026-07-28" {
-				wantStatus(t, r, airlock.ContractError)
-			} else {
-				wantStatus(t, r, airlock.OK)
-				if r.Content != "refused -32601" {
-					t.Errorf("the server saw %q, want method not found", r.Content)
-				}
-			}
+			wantRefused(t, version, r, airlock.ContractError, "refused -32601")
 			if len(r.Inputs) != 1 || r.Inputs[0].Kind != airlock.InputSampling || !strings.Contains(r.Inputs[0].Reason, "sampling is deny") {
 				t.Errorf("inputs = %+v, want the refused request", r.Inputs)
 			}
@@ -364,14 +357,7 @@ func TestSampling(t *testing.T) {
 			p = &person{answers: []*airlock.InputAnswer{{Action: airlock.AnswerDecline}}}
 			h = openAsks(t, askConfig(t, version, config.SamplingAsk), &airlock.Options{Elicit: p.elicit, Sample: sampler})
 			r = call(t, h, "sample", `{}`)
-			if version == "2026-07-28" {
-				wantStatus(t, r, airlock.Denied)
-			} else {
-				wantStatus(t, r, airlock.OK)
-				if r.Content != "refused -1" {
-					t.Errorf("the server saw %q, want the refusal", r.Content)
-				}
-			}
+			wantRefused(t, version, r, airlock.Denied, "refused -1")
 		})
 		t.Run("allow", func(t *testing.T) {
 			h := openAsks(t, askConfig(t, version, config.SamplingAllow), &airlock.Options{Sample: sampler})
@@ -386,14 +372,25 @@ func TestSampling(t *testing.T) {
 			}
 
 			h = openAsks(t, askConfig(t, version, config.SamplingAllow), &airlock.Options{})
-			r = call(t, h, "sample", `{}`)
-			if version == "2026-07-28" {
-				wantStatus(t, r, airlock.Denied)
-			} else if r.Content != "refused -1" {
-				t.Errorf("without a Sampler the server saw %q, want the refusal", r.Content)
-			}
+			wantRefused(t, version, call(t, h, "sample", `{}`), airlock.Denied, "refused -1")
 		})
 	})
+}
+
+// wantRefused checks a call whose server asked for what the host refuses:
+// on 2026-07-28, which asks in the call's result, the call ends with kind;
+// an older server is told in an error of its own, and answers the call
+// with what it saw (seen).
+func wantRefused(t *testing.T, version string, r *airlock.Result, kind airlock.Kind, seen string) {
+	t.Helper()
+	if version == "2026-07-28" {
+		wantStatus(t, r, kind)
+		return
+	}
+	wantStatus(t, r, airlock.OK)
+	if r.Content != seen {
+		t.Errorf("the server saw %q, want %q", r.Content, seen)
+	}
 }
 
 // TestRootsRefused: the host declares no roots: an older server that asks
@@ -403,14 +400,7 @@ func TestRootsRefused(t *testing.T) {
 	eachEra(t, func(t *testing.T, version string) {
 		h := openAsks(t, askConfig(t, version, ""), &airlock.Options{})
 		r := call(t, h, "roots", `{}`)
-		if version == "2026-07-28" {
-			wantStatus(t, r, airlock.ContractError)
-		} else {
-			wantStatus(t, r, airlock.OK)
-			if r.Content != "refused -32601" {
-				t.Errorf("the server saw %q, want method not found", r.Content)
-			}
-		}
+		wantRefused(t, version, r, airlock.ContractError, "refused -32601")
 		if len(r.Inputs) != 1 || r.Inputs[0].Kind != "roots" {
 			t.Errorf("inputs = %+v", r.Inputs)
 		}
