@@ -324,7 +324,7 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 			return a.declined(ctx, req, "the elicitor failed: "+a.h.gov.scrub(err.Error())), nil
 		}
 		if ans == nil {
-			return a.declined(ctx, req, ""), nil
+			return a.declined(ctx, req, "nobody answered"), nil
 		}
 		content, err := req.content(ans)
 		if err == nil {

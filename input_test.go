@@ -5,6 +5,7 @@ package airlock_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -200,10 +201,12 @@ func TestElicitMultiRound(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			n++
-			if req.Round != n || req.Message != "question "+string(rune('0'+n)) {
+			if req.Round != n || req.Message != fmt.Sprintf("question %d", n) {
 				t.Errorf("asked %+v in round %d", req, n)
 			}
-			return accept(map[string]any{"a": "x" + string(rune('0'+n))}), nil
+			// The server keeps the answers in its signed requestState:
+			// characters JSON escapes must come back as they went.
+			return accept(map[string]any{"a": fmt.Sprintf("x%d\u2028\"é<", n)}), nil
 		}
 		cfg := askConfig(t, version, "")
 		for i := range cfg.Policy.Tools {
@@ -214,7 +217,7 @@ func TestElicitMultiRound(t *testing.T) {
 		h := openAsks(t, cfg, &airlock.Options{Elicit: elicit})
 		r := call(t, h, "multi", `{"rounds":3}`)
 		wantStatus(t, r, airlock.OK)
-		if r.Content != "answers x1,x2,x3" || r.InputRounds != 3 || len(r.Inputs) != 3 {
+		if r.Content != "answers x1\u2028\"é<,x2\u2028\"é<,x3\u2028\"é<" || r.InputRounds != 3 || len(r.Inputs) != 3 {
 			t.Errorf("content %q, rounds %d, inputs %d; want three rounds answered", r.Content, r.InputRounds, len(r.Inputs))
 		}
 		h.Close()
