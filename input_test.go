@@ -414,12 +414,17 @@ func TestRootsRefused(t *testing.T) {
 // secrets scrubbed, the answer's values only where audit.record_values
 // covers the tool.
 func TestInputAudit(t *testing.T) {
-	p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 41})}}
+	const canary = "canary-Zk3v9q"
+	p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 41, "name": canary})}}
 	cfg := askConfig(t, "2026-07-28", "")
 	cfg.Audit.RecordValues = []string{"form"}
-	h := openAsks(t, cfg, &airlock.Options{Elicit: p.elicit})
+	h := openAsks(t, cfg, &airlock.Options{Elicit: p.elicit, Secrets: []string{canary}})
 	wantStatus(t, call(t, h, "form", `{}`), airlock.OK)
 	h.Close()
+	all := append(auditEvents(t, h, "input_request"), auditEvents(t, h, "input_answer")...)
+	if b, _ := json.Marshal(all); strings.Contains(string(b), canary) {
+		t.Errorf("a secret reached the audit trail: %s", b)
+	}
 	req := auditEvents(t, h, "input_request")
 	if len(req) != 1 {
 		t.Fatalf("input_request events: %+v", req)
