@@ -100,7 +100,7 @@ func (a *asking) asker() *upstream.Asker {
 			}
 			req, err := a.elicitation(p, round)
 			if err != nil {
-				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round}, err.Error())
+				a.refused(ctx, a.request(InputElicitation, round), err.Error())
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 			}
 			ans, err := a.ask(ctx, req)
@@ -126,7 +126,7 @@ func (a *asking) asker() *upstream.Asker {
 			if kind == "" {
 				kind = method
 			}
-			a.refused(context.Background(), &InputRequest{Kind: kind}, a.undeclared(kind))
+			a.refused(context.Background(), a.request(kind, 0), a.undeclared(kind))
 		},
 	}
 }
@@ -155,10 +155,10 @@ func (a *asking) nextRound() (int, bool) {
 	return n, true
 }
 
-// roundsError is the message of a call whose server asked too often.
-func (a *asking) roundsError() string {
+// tooManyRounds is the message of a call whose server asked too often.
+func (h *Host) tooManyRounds(q *request) string {
 	return fmt.Sprintf("%s: server %s asked for input more than %d times during one call (limits.max_input_rounds); the call was stopped",
-		a.q.tool.Name, a.q.tool.Server, a.h.maxInputRounds())
+		q.tool.Name, q.tool.Server, h.maxInputRounds())
 }
 
 // maxInputRounds is limits.max_input_rounds; zero (a configuration built
@@ -179,7 +179,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 	}
 	round, ok := a.nextRound()
 	if !ok {
-		return nil, &inputError{kind: ContractError, msg: a.roundsError()}
+		return nil, &inputError{kind: ContractError, msg: a.h.tooManyRounds(a.q)}
 	}
 	a.mu.Lock()
 	dropped := a.state && res.RequestState == ""
@@ -207,12 +207,14 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 		switch p := res.InputRequests[key].(type) {
 		case *mcp.ElicitParams:
 			if a.h.opts.Elicit == nil {
-				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round, Message: a.h.gov.scrub(p.Message)}, a.undeclared(InputElicitation))
+				req := a.request(InputElicitation, round)
+				req.Message = a.h.gov.scrub(p.Message)
+				a.refused(ctx, req, a.undeclared(InputElicitation))
 				return nil, contract("server %s asked for elicitation, which Airlock did not declare to it", tool.Server)
 			}
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			if !a.q.srv.cfg.MaySample() {
-				a.refused(ctx, &InputRequest{Kind: InputSampling, Round: round}, a.undeclared(InputSampling))
+				a.refused(ctx, a.request(InputSampling, round), a.undeclared(InputSampling))
 				return nil, contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
 			}
 		default:
@@ -220,7 +222,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 			if _, roots := p.(*mcp.ListRootsParams); !roots {
 				kind = fmt.Sprintf("%T", p)
 			}
-			a.refused(ctx, &InputRequest{Kind: kind, Round: round}, a.undeclared(kind))
+			a.refused(ctx, a.request(kind, round), a.undeclared(kind))
 			return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
 		}
 	}
@@ -230,7 +232,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 		case *mcp.ElicitParams:
 			req, err := a.elicitation(p, round)
 			if err != nil {
-				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round}, err.Error())
+				a.refused(ctx, a.request(InputElicitation, round), err.Error())
 				return nil, contract("server %s asked for input with an invalid request: %v", tool.Server, err)
 			}
 			ans, err := a.ask(ctx, req)
@@ -238,18 +240,16 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled while a person was asked for input"}
 			}
 			responses[key] = &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}
-		case *mcp.CreateMessageParams:
-			sampled, refusal := a.sample(ctx, p, round)
-			if refusal != "" {
-				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			basic, ok := p.(*mcp.CreateMessageParams)
+			if !ok {
+				var err error
+				if basic, err = withoutTools(p.(*mcp.CreateMessageWithToolsParams)); err != nil {
+					a.refused(ctx, a.request(InputSampling, round), "refused: "+err.Error())
+					return nil, contract("server %s asked for %v", tool.Server, err)
+				}
 			}
-			responses[key] = sampled
-		case *mcp.CreateMessageWithToolsParams:
-			basic, err := withoutTools(p)
-			if err != nil {
-				a.refused(ctx, &InputRequest{Kind: InputSampling, Round: round}, "refused: "+err.Error())
-				return nil, contract("server %s asked for %v", tool.Server, err)
-			}
+			// A refusal cannot be an input response: the call ends.
 			sampled, refusal := a.sample(ctx, basic, round)
 			if refusal != "" {
 				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
@@ -360,9 +360,6 @@ func (a *asking) declined(ctx context.Context, req *InputRequest, reason string)
 
 // refused records a request the host refused without asking anyone.
 func (a *asking) refused(ctx context.Context, req *InputRequest, reason string) {
-	if req.ID == "" {
-		req.ID = store.NewID("inq_")
-	}
 	a.audit(ctx, req, eventInputRequest, nil)
 	a.answered(ctx, req, &InputAnswer{}, reason)
 }

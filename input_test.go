@@ -254,7 +254,9 @@ func TestInputRoundLimit(t *testing.T) {
 		if got := len(p.requests()); got != 3 {
 			t.Errorf("the person was asked %d times, want 3", got)
 		}
-		if r.InputRounds != 4 {
+		// An older server may ask once more before it hears that the call
+		// was cancelled: it is counted, and nobody is asked.
+		if r.InputRounds != 4 && (version == "2026-07-28" || r.InputRounds < 4) {
 			t.Errorf("rounds = %d, want 4 (the one refused included)", r.InputRounds)
 		}
 	})
