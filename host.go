@@ -99,6 +99,17 @@ type Options struct {
 	// come from several goroutines, may come in bursts, and must not
 	// block.
 	CatalogChanged func()
+	// Elicit, when set, is the person a server's questions go to during a
+	// call (see InputRequest): elicitations, input_required rounds, and
+	// sampling requests of servers whose sampling: is ask. Nil declines
+	// them all, and the host tells servers it has nobody to ask. A call's
+	// own Call.Elicit goes first.
+	Elicit Elicitor
+	// Sample, when set, samples a model for servers whose sampling: is
+	// allow, or ask once a person agreed. Nil refuses every sampling
+	// request, as does sampling: deny (the default). A call's own
+	// Call.Sample goes first.
+	Sample Sampler
 }
 
 // Server states, as `airlock tools --json` and `status` report them.

@@ -100,6 +100,11 @@ type Call struct {
 	// Call has returned; it should return quickly.
 	Log      func(CallLog)
 	LogLevel string
+	// Elicit and Sample, when set, stand for Options.Elicit and
+	// Options.Sample during this call: the gateway sends a server's
+	// questions to the client whose call it is.
+	Elicit Elicitor
+	Sample Sampler
 }
 
 // A CallLog is a log message (notifications/message) a server wrote

@@ -152,6 +152,8 @@ func TestMaxSessions(t *testing.T) {
 	first := f.connect(t, session, nil)
 	// A 2026-07-28 client that listens for changes holds a stream open.
 	f.connect(t, stateless, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
+	// The client opens its stream after Connect returns.
+	waitFor(t, "the listening client's stream", func() bool { return f.g.Opening() == 1 })
 	c := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil)
 	if cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: session}); err == nil {
 		cs.Close()

@@ -1,0 +1,117 @@
+package airlock
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A server may ask a person something during a call: a 2025-11-25 server
+// with an elicitation/create request, a 2026-07-28 one by ending the call
+// with an input_required result whose input requests the host answers by
+// calling again (SEP-2322). A server whose sampling: is ask wants a model
+// sampled, and a person must agree first. Each of these is an
+// InputRequest, put to the person (Options.Elicit, or the call's own
+// Call.Elicit), never to the model. With no one to ask, the host declines.
+
+// The kinds of an InputRequest.
+const (
+	InputElicitation = "elicitation" // the server asks the person for information
+	InputSampling    = "sampling"    // the server wants a model sampled (sampling: ask)
+)
+
+// The modes of an elicitation.
+const (
+	ElicitForm = "form" // the person fills in a form described by Schema
+	ElicitURL  = "url"  // the person is sent to URL, outside the host
+)
+
+// The actions of an InputAnswer, as MCP names them.
+const (
+	AnswerAccept  = "accept"
+	AnswerDecline = "decline"
+	AnswerCancel  = "cancel"
+)
+
+// An InputRequest is a server's question to a person during a call.
+type InputRequest struct {
+	// ID names the request ("inq_" and random letters), unique in the
+	// host, for an answer that comes back later (airlock shell's answer
+	// command).
+	ID string
+	// ToolCallID is the call's Call.ID; Tool and Server name its tool
+	// (local name) and server.
+	ToolCallID   string
+	Tool, Server string
+	// Round counts the times the server has asked during this call, from
+	// 1; it is never more than limits.max_input_rounds.
+	Round int
+	// Kind is InputElicitation or InputSampling.
+	Kind string
+	// Mode is ElicitForm or ElicitURL (elicitations only).
+	Mode string
+	// Message is the server's own words, with configured secrets scrubbed.
+	// It is the server's text: show it as such, with control characters
+	// removed.
+	Message string
+	// Schema is the JSON Schema of the form's content (form mode): a flat
+	// object of strings, numbers, booleans and enums, whose properties may
+	// carry defaults (SEP-1034).
+	Schema json.RawMessage
+	// URL is where a URL-mode elicitation sends the person, and Domain its
+	// host, to show with it. The host never opens it: the person decides.
+	URL, Domain string
+	// Sampling is what a sampling request asks for (kind sampling).
+	Sampling *SamplingRequest
+}
+
+// A SamplingRequest is what a server wants sampled: the person sees it
+// before it goes to a model (sampling: ask).
+type SamplingRequest struct {
+	// SystemPrompt is the system prompt the server asks for, if any.
+	SystemPrompt string
+	// Messages are the conversation to sample, each a role and its text
+	// (content that is not text is described, as "[image image/png]").
+	Messages []SamplingMessage
+	// MaxTokens is the most tokens the server asks for.
+	MaxTokens int64
+}
+
+// A SamplingMessage is one message of a SamplingRequest.
+type SamplingMessage struct {
+	Role, Text string
+}
+
+// An InputAnswer is the person's answer to an InputRequest.
+type InputAnswer struct {
+	// Action is AnswerAccept, AnswerDecline or AnswerCancel.
+	Action string
+	// Content is the form's content (form mode, accept only). The host
+	// checks it against the request's Schema before it is sent: an
+	// answer that does not fit is an error for the person to fix, not
+	// something the server sees.
+	Content map[string]any
+}
+
+// An Elicitor asks a person an InputRequest and returns the answer. It is
+// called on a goroutine of its own while the call waits, with a context
+// that ends when the call ends (or the server withdraws the request); an
+// error declines the request and is logged.
+type Elicitor func(ctx context.Context, req *InputRequest) (*InputAnswer, error)
+
+// A SampleRequest is a server's request to sample a model, as it reaches
+// a Sampler: after a person agreed (sampling: ask) or at once (allow).
+type SampleRequest struct {
+	// ToolCallID is the call's Call.ID, when the request came during a
+	// call the host can tell; Tool and Server name its tool (local name)
+	// and server.
+	ToolCallID   string
+	Tool, Server string
+	// Params are the request's, as the server sent them.
+	Params *mcp.CreateMessageParams
+}
+
+// A Sampler samples a model for a server. The host passes its result to
+// the server; an error refuses the request.
+type Sampler func(ctx context.Context, req *SampleRequest) (*mcp.CreateMessageResult, error)
