@@ -27,7 +27,7 @@ const maxMetadataBytes = 1 << 20
 // discovery is what a login learned about a server and its authorization
 // server.
 type discovery struct {
-	prmURL string
+	prmURL string // "" for the 2025-03-26 fallback
 	prm    *oauthex.ProtectedResourceMetadata
 	asm    *oauthex.AuthServerMeta
 }
@@ -35,6 +35,15 @@ type discovery struct {
 // discover finds and checks the server's protected resource metadata and
 // its authorization server's metadata. pin must be the login's, so that the
 // SDK later sees the very documents checked here.
+//
+// A server that publishes no protected resource metadata at all (its
+// challenge names none, and every well-known URL answers 404) is a
+// 2025-03-26 server: its origin is its
+// authorization server, whose metadata is used where it publishes some,
+// and whose endpoints are otherwise the specification's defaults
+// (/authorize, /token, /register on that origin). The SDK falls back the
+// same way, from the same documents; PKCE S256 is sent all the same, and
+// every endpoint must pass the egress guard.
 func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
 	hc := pin.client()
 	var candidates []string
@@ -78,6 +87,16 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 		d.prmURL, d.prm = mu, prm
 		break
 	}
+	// A server whose challenge named metadata that is not there is
+	// broken, not old.
+	legacy := d.prm == nil && firstErr == nil && challengeURL == ""
+	if legacy {
+		prm, err := legacyResourceMetadata(srv)
+		if err != nil {
+			return nil, err
+		}
+		d.prm = prm
+	}
 	if d.prm == nil {
 		return nil, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource, firstErr)
 	}
@@ -91,21 +110,34 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 		}
 		return nil, refused(srv.ID, "the authorization server's metadata is not acceptable", err)
 	}
-	if asm == nil {
+	switch {
+	case asm == nil && legacy:
+		// The 2025-03-26 default endpoints, as the SDK builds them.
+		asm = &oauthex.AuthServerMeta{
+			Issuer:                issuer,
+			AuthorizationEndpoint: issuer + "/authorize",
+			TokenEndpoint:         issuer + "/token",
+			RegistrationEndpoint:  issuer + "/register",
+		}
+	case asm == nil:
 		// The SDK would fall back to guessed endpoints, without any proof
-		// of PKCE support; a host does not guess.
+		// of PKCE support; a server that publishes resource metadata
+		// names an authorization server that must publish its own.
 		return nil, refused(srv.ID, "the authorization server "+issuer+" publishes no metadata (RFC 8414 or OpenID Connect discovery)", nil)
-	}
-	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+	case srv.clientCredentials():
+		if err := checkClientCredentialsSupport(srv, asm); err != nil {
+			return nil, err
+		}
+	case !slices.Contains(asm.CodeChallengeMethodsSupported, "S256"):
 		return nil, refused(srv.ID, "the authorization server "+asm.Issuer+" does not advertise PKCE with S256 (code_challenge_methods_supported)", nil)
 	}
-	if asm.AuthorizationEndpoint == "" || asm.TokenEndpoint == "" {
+	if asm.TokenEndpoint == "" || (asm.AuthorizationEndpoint == "" && !srv.clientCredentials()) {
 		return nil, refused(srv.ID, "the authorization server's metadata lacks an authorization or token endpoint", nil)
 	}
 	// Refuse endpoints the host would never be allowed to reach before a
 	// person is sent to log in; the connection is checked again when made.
 	endpoints := []string{asm.TokenEndpoint}
-	if srv.DynamicRegistration && asm.RegistrationEndpoint != "" {
+	if srv.DynamicRegistration && asm.RegistrationEndpoint != "" && !srv.clientCredentials() {
 		endpoints = append(endpoints, asm.RegistrationEndpoint)
 	}
 	for _, e := range endpoints {
@@ -122,6 +154,25 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 }
 
 var errNotFound = errors.New("not found")
+
+// legacyResourceMetadata stands in for the protected resource metadata of
+// a 2025-03-26 server, which publishes none: its authorization server is
+// the origin of its MCP endpoint. The SDK takes the origin of the
+// resource; the two must agree, so that the endpoints checked here are
+// the ones it uses.
+func legacyResourceMetadata(srv *Server) (*oauthex.ProtectedResourceMetadata, error) {
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		return nil, refused(srv.ID, "the server's URL cannot be parsed", err)
+	}
+	origin := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+	r, err := url.Parse(srv.Resource)
+	if err != nil || !strings.EqualFold((&url.URL{Scheme: r.Scheme, Host: r.Host}).String(), origin) {
+		return nil, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource+
+			", and the 2025-03-26 fallback (the server's origin as its authorization server) needs the resource on the server's origin, "+origin, nil)
+	}
+	return &oauthex.ProtectedResourceMetadata{Resource: srv.Resource, AuthorizationServers: []string{origin}}, nil
+}
 
 // fetchResourceMetadata fetches and strictly decodes RFC 9728 metadata.
 func fetchResourceMetadata(ctx context.Context, hc *http.Client, metadataURL string) (*oauthex.ProtectedResourceMetadata, error) {

@@ -141,7 +141,9 @@ func insufficientScope(h http.Header) (scopes []string, metadata string, ok bool
 }
 
 // stepUp obtains a token with the scopes need added, with the person's
-// consent. used is the token the server found lacking.
+// consent; with the client credentials grant, by issuing one, unless the
+// configuration lists the scopes. used is the token the server found
+// lacking.
 func (c *Client) stepUp(ctx context.Context, srv *Server, who Owner, used string, need []string, metadata string) (string, error) {
 	unlock, err := c.lockLogin(ctx, bindingKey(who, srv))
 	if err != nil {
@@ -173,6 +175,18 @@ func (c *Client) stepUp(ctx context.Context, srv *Server, who Owner, used string
 	if c.futileStepUp(srv, who, need) {
 		return "", &Error{Kind: KindInsufficientScope, Server: srv.ID, Scopes: added,
 			msg: "a step-up to these scopes did not satisfy the server before, and is not tried again until airlock restarts"}
+	}
+	if srv.clientCredentials() {
+		// Nobody is there to ask. Configured scopes are what the operator
+		// lets the client ask for; without them the server selects, and
+		// its authorization server decides what this client may have.
+		if len(srv.Scopes) > 0 {
+			return "", &Error{Kind: KindInsufficientScope, Server: srv.ID, Scopes: added, msg: "the client credentials ask only for the configured scopes"}
+		}
+		if _, err := c.issueLocked(ctx, srv, who, need, metadata); err != nil {
+			return "", err
+		}
+		return c.token(ctx, srv, who)
 	}
 	want := union(union(srv.Scopes, granted), need)
 	if c.opts.Consent == nil {
