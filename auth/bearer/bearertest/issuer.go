@@ -38,6 +38,10 @@ type Options struct {
 	// ClientID and ClientSecret, when set, are required (HTTP Basic) at the
 	// introspection endpoint.
 	ClientID, ClientSecret string
+	// NoMetadata makes it a 2025-03-26 authorization server: it publishes
+	// no metadata document (clients fall back to /authorize and /token on
+	// its origin) and sends no RFC 9207 iss in its redirects.
+	NoMetadata bool
 }
 
 // Issuer is a running test authorization server. Its methods are safe for
@@ -49,6 +53,7 @@ type Issuer struct {
 	JWKSURL, IntrospectionURL string
 
 	srv  *httptest.Server
+	mux  *http.ServeMux
 	opts Options
 
 	mu      sync.Mutex
@@ -79,7 +84,10 @@ func New(t testing.TB, opts *Options) *Issuer {
 	}
 	iss.keys = []*Key{NewRSAKey(t, "key-1")}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
+	iss.mux = mux
+	if !iss.opts.NoMetadata {
+		mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
+	}
 	mux.HandleFunc("GET /jwks", iss.serveJWKS)
 	mux.HandleFunc("POST /introspect", iss.serveIntrospect)
 	mux.HandleFunc("GET /authorize", iss.serveAuthorize)
@@ -379,4 +387,8 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // String describes the issuer for test logs.
+// Handle serves h at pattern on the issuer's own origin: a 2025-03-26
+// MCP server, whose origin is its authorization server.
+func (iss *Issuer) Handle(pattern string, h http.Handler) { iss.mux.Handle(pattern, h) }
+
 func (iss *Issuer) String() string { return fmt.Sprintf("test issuer %s", iss.URL) }

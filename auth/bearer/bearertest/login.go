@@ -82,7 +82,9 @@ func (iss *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	back, _ := url.Parse(redirect)
 	answer := back.Query()
 	answer.Set("state", q.Get("state"))
-	answer.Set("iss", iss.URL)
+	if !iss.opts.NoMetadata {
+		answer.Set("iss", iss.URL)
+	}
 	switch {
 	case q.Get("response_type") != "code":
 		answer.Set("error", "unsupported_response_type")
