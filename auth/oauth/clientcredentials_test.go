@@ -85,8 +85,8 @@ func TestClientCredentialsSecret(t *testing.T) {
 		t.Errorf("scopes requested (-want +got):\n%s", diff)
 	}
 	st, err := e.client.Status(ctx, e.srv, e.who)
-	if err != nil || !st.LoggedIn || st.Refreshable || st.Registration != "preregistered" || !cmp.Equal(st.Scopes, []string{scopeRead}) {
-		t.Errorf("Status = %+v, %v; want logged in, no refresh token, scopes %s", st, err, scopeRead)
+	if err != nil || !st.LoggedIn || !st.Refreshable || st.Registration != "preregistered" || !cmp.Equal(st.Scopes, []string{scopeRead}) {
+		t.Errorf("Status = %+v, %v; want logged in, renewable without a person, scopes %s", st, err, scopeRead)
 	}
 
 	// Past the token's expiry, the next call's token is issued again.
