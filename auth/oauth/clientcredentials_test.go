@@ -48,7 +48,6 @@ func serviceEnv(t *testing.T, svc *oauthtest.ServiceClient, configure func(s *oa
 	e.srv.Grant = oauth.GrantClientCredentials
 	e.srv.ClientID = serviceID
 	e.srv.Scopes = nil
-	e.srv.RedirectURI = ""
 	configure(e.srv)
 	return e
 }
@@ -207,6 +206,37 @@ func TestClientCredentialsStepUp(t *testing.T) {
 	var oe *oauth.Error
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindInsufficientScope || !strings.Contains(err.Error(), "configured scopes") {
 		t.Errorf("write with configured scopes = %v, want KindInsufficientScope naming them", err)
+	}
+}
+
+// TestGrantChange: when the configuration moves a server from a person's
+// login to the client credentials grant, the person's token does not serve
+// the client's calls, and the other way round.
+func TestGrantChange(t *testing.T) {
+	e := serviceEnv(t, &oauthtest.ServiceClient{ID: serviceID, Secret: serviceSecret}, withSecret(serviceSecret), nil)
+	person := *e.srv
+	person.Grant, person.ClientID, person.ClientSecret, person.Scopes = "", "airlock", "", []string{scopeRead}
+	e.user.Store(e.playUser(oauthtest.User, oauthtest.Password, nil))
+	if _, err := e.client.Login(context.Background(), &person, e.who); err != nil {
+		t.Fatal(err)
+	}
+
+	cs := e.openSession()
+	if _, err := call(cs, "read"); err != nil {
+		t.Fatal(err)
+	}
+	tokens := e.rs.Seen()
+	claims, err := e.as.Verify(context.Background(), tokens[len(tokens)-1], e.rs.URL)
+	if err != nil || claims.Subject != serviceID {
+		t.Fatalf("the client credentials server's call carried a token for %q (%v), want one for %s", claims.Subject, err, serviceID)
+	}
+
+	tr, err := e.client.Transport(&person, e.who, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callWith(t, tr, person.URL, "read"); !errors.Is(err, oauth.ErrAuthRequired) || !strings.Contains(err.Error(), "another grant") {
+		t.Errorf("the person's call after the client's token replaced theirs = %v, want auth required", err)
 	}
 }
 

@@ -122,6 +122,14 @@ const (
 // clientCredentials reports whether s uses the client credentials grant.
 func (s *Server) clientCredentials() bool { return s.Grant == GrantClientCredentials }
 
+// recordGrant is the Grant of the records of s's tokens.
+func (s *Server) recordGrant() string {
+	if s.clientCredentials() {
+		return string(GrantClientCredentials)
+	}
+	return ""
+}
+
 func (s *Server) validate() error {
 	switch {
 	case s == nil:

@@ -129,6 +129,11 @@ func (c *Client) refreshAfter(ctx context.Context, srv *Server, who Owner, used 
 	if err := c.loadLocked(ctx, srv, ps); err != nil {
 		return "", err
 	}
+	if ps.rec.Grant != srv.recordGrant() {
+		// The configuration changed grants: a person's token never
+		// serves the client's own calls, nor the other way round.
+		return "", authRequired(srv.ID, "the stored token was obtained with another grant")
+	}
 	if ps.rec.AccessToken != used && ps.rec.valid(c.opts.Now()) {
 		return ps.rec.AccessToken, nil
 	}
