@@ -209,6 +209,55 @@ func TestClientCredentialsStepUp(t *testing.T) {
 	}
 }
 
+// TestClientCredentialsDiscovery: what an authorization server's metadata
+// must say before a client's secret or assertion is sent to it. PKCE is
+// not among it: the grant has no authorization request to protect.
+func TestClientCredentialsDiscovery(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(self string, doc map[string]any)
+		want string // "" when a token is issued
+	}{
+		{"no PKCE advertised", func(self string, doc map[string]any) {
+			doc["issuer"] = self
+			delete(doc, "code_challenge_methods_supported")
+		}, ""},
+		{"no client_credentials grant", func(self string, doc map[string]any) {
+			doc["issuer"] = self
+			doc["grant_types_supported"] = []string{"authorization_code", "refresh_token"}
+		}, "does not offer the client_credentials grant"},
+		{"no client secret", func(self string, doc map[string]any) {
+			doc["issuer"] = self
+			doc["token_endpoint_auth_methods_supported"] = []string{"private_key_jwt"}
+		}, "takes no client secret"},
+		{"plain http token endpoint", func(self string, doc map[string]any) {
+			doc["issuer"] = self
+			doc["token_endpoint"] = "http://tokens.example.test/token"
+		}, "is not https"},
+		{"issuer mismatch", func(self string, doc map[string]any) {}, "does not match issuer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := serviceEnv(t, &oauthtest.ServiceClient{ID: serviceID, Secret: serviceSecret}, withSecret(serviceSecret),
+				&envOptions{metadata: tt.edit})
+			_, err := e.client.Login(context.Background(), e.srv, e.who)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Login = %v, want a token", err)
+				}
+				return
+			}
+			var oe *oauth.Error
+			if !errors.As(err, &oe) || oe.Kind != oauth.KindRefused || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Login = %v, want KindRefused containing %q", err, tt.want)
+			}
+			if got := e.as.Stats(); got.ClientCredentials != 0 || got.RefusedClients != 0 {
+				t.Errorf("authorization server stats = %+v: the credentials were sent", got)
+			}
+		})
+	}
+}
+
 // TestGrantChange: when the configuration moves a server from a person's
 // login to the client credentials grant, the person's token does not serve
 // the client's calls, and the other way round.

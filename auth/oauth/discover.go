@@ -102,7 +102,13 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 	}
 
 	issuer := d.prm.AuthorizationServers[0]
-	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
+	getMetadata := auth.GetAuthServerMetadata
+	if srv.clientCredentials() {
+		// The SDK's fetch refuses metadata without PKCE, which the
+		// client credentials grant does not use.
+		getMetadata = fetchAuthServerMetadata
+	}
+	asm, err := getMetadata(ctx, issuer, hc)
 	if err != nil {
 		// The SDK keeps only the text of the errors it meets.
 		if e := fetchFailed(srv.ID, "the authorization server's metadata", pin.failure()); e != nil {
@@ -142,8 +148,13 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 	}
 	for _, e := range endpoints {
 		u, err := url.Parse(e)
-		if err != nil || u.Hostname() == "" {
+		if err != nil || u.Hostname() == "" || u.User != nil {
 			return nil, refused(srv.ID, "the authorization server's metadata has an invalid endpoint", nil)
+		}
+		if u.Scheme != "https" && (u.Scheme != "http" || !egress.IsLoopbackHost(u.Hostname())) {
+			// Codes, secrets and assertions would cross the network
+			// unprotected.
+			return nil, refused(srv.ID, "the authorization server's endpoint "+where(u)+" is not https", nil)
 		}
 		if err := g.CheckHost(ctx, u.Hostname()); err != nil {
 			return nil, refused(srv.ID, "the authorization server's endpoint "+e+" is not reachable under the egress policy", err)
@@ -176,42 +187,87 @@ func legacyResourceMetadata(srv *Server) (*oauthex.ProtectedResourceMetadata, er
 
 // fetchResourceMetadata fetches and strictly decodes RFC 9728 metadata.
 func fetchResourceMetadata(ctx context.Context, hc *http.Client, metadataURL string) (*oauthex.ProtectedResourceMetadata, error) {
+	var prm oauthex.ProtectedResourceMetadata
+	if err := fetchMetadata(ctx, hc, metadataURL, &prm, http.StatusNotFound); err != nil {
+		return nil, err
+	}
+	return &prm, nil
+}
+
+// fetchAuthServerMetadata fetches and strictly decodes the metadata of the
+// authorization server issuer from the URLs the SDK tries (RFC 8414, then
+// OpenID Connect discovery), checking its issuer as the SDK does but not
+// requiring PKCE. It returns nil when every URL answers 4xx.
+func fetchAuthServerMetadata(ctx context.Context, issuer string, hc *http.Client) (*oauthex.AuthServerMeta, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("the issuer %q is not a URL", issuer)
+	}
+	path := strings.Trim(u.Path, "/")
+	suffixes := []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"}
+	var urls []string
+	for _, s := range suffixes {
+		urls = append(urls, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(s+"/"+path, "/")}).String())
+	}
+	if path != "" {
+		urls = append(urls, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/" + path + suffixes[1]}).String())
+	}
+	for _, mu := range urls {
+		var asm oauthex.AuthServerMeta
+		err := fetchMetadata(ctx, hc, mu, &asm, 0)
+		if errors.Is(err, errNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+			return nil, fmt.Errorf("metadata issuer %q does not match issuer URL %q", printable(asm.Issuer, 200), issuer)
+		}
+		return &asm, nil
+	}
+	return nil, nil
+}
+
+// fetchMetadata fetches the JSON document at metadataURL and strictly
+// decodes it into v. It returns errNotFound for the status notFound, or
+// for any 4xx when notFound is 0.
+func fetchMetadata(ctx context.Context, hc *http.Client, metadataURL string, v any, notFound int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metadataURL, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, errNotFound
+	case resp.StatusCode == notFound || (notFound == 0 && resp.StatusCode/100 == 4):
+		return errNotFound
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("%s answered %s", metadataURL, resp.Status)
+		return fmt.Errorf("%s answered %s", metadataURL, resp.Status)
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, fmt.Errorf("%s is not JSON", metadataURL)
+		return fmt.Errorf("%s is not JSON", metadataURL)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(body) > maxMetadataBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", metadataURL, maxMetadataBytes)
+		return fmt.Errorf("%s is larger than %d bytes", metadataURL, maxMetadataBytes)
 	}
 	// Duplicate or case-variant members could let two readers see two
 	// documents; refuse them before decoding.
 	if err := schema.Check(body, &schema.DecodeOptions{MaxDepth: 8, CaseFold: true}); err != nil {
-		return nil, fmt.Errorf("%s: %w", metadataURL, err)
+		return fmt.Errorf("%s: %w", metadataURL, err)
 	}
-	var prm oauthex.ProtectedResourceMetadata
-	if err := json.Unmarshal(body, &prm); err != nil {
-		return nil, fmt.Errorf("%s: %w", metadataURL, err)
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: %w", metadataURL, err)
 	}
-	return &prm, nil
+	return nil
 }
 
 // pinned serves each GET from the first answer it got for that URL, so that
