@@ -1,10 +1,8 @@
 package airlock_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -40,18 +38,11 @@ func TestNullHeaderArgument(t *testing.T) {
 	hs := newHTTPServer(t, newServer, true)
 	inner := *hs.handler.Load()
 	var recording http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			Method string `json:"method"`
-			Params struct {
-				Name string `json:"name"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
-			got := msg.Params.Name + " no header"
+		// 2026-07-28 requests name their method and tool in headers.
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			got := r.Header.Get("Mcp-Name") + " no header"
 			if v, ok := r.Header["Mcp-Param-Verbose"]; ok {
-				got = msg.Params.Name + " Mcp-Param-Verbose=" + strings.Join(v, ",")
+				got = r.Header.Get("Mcp-Name") + " Mcp-Param-Verbose=" + strings.Join(v, ",")
 			}
 			mu.Lock()
 			seen = append(seen, got)

@@ -252,16 +252,10 @@ func checkGrant(g string) string {
 // token is first needed, never here; a message never quotes them. It
 // returns the absolute path.
 func checkPrivateKeyFile(dir, name string) (string, string) {
-	path := name
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(dir, path)
-	}
-	info, err := os.Stat(path)
+	path, info, msg := regularFile(dir, name)
 	switch {
-	case err != nil:
-		return "", fmt.Sprintf("cannot read %s: %v", show(name), errors.Unwrap(err))
-	case !info.Mode().IsRegular():
-		return "", fmt.Sprintf("%s is not a regular file", show(name))
+	case msg != "":
+		return "", msg
 	case runtime.GOOS != "windows" && info.Mode().Perm()&0o077 != 0:
 		return "", fmt.Sprintf("%s may be read or written by others (mode %04o): make it readable only by its owner (chmod 600)", show(name), info.Mode().Perm())
 	}

@@ -525,7 +525,7 @@ func TestOAuthClientCredentials(t *testing.T) {
 		{"{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET, client_metadata_url: https://a.example.com/c.json}", "servers[0].oauth.client_metadata_url: is not used with grant: client_credentials"},
 		{`{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET, redirect_uri: "http://127.0.0.1:9/cb"}`, "servers[0].oauth.redirect_uri: is not used with grant: client_credentials"},
 		{"{grant: client_credentials, client_id: ci, private_key_file: open.pem}", `servers[0].oauth.private_key_file: "open.pem" may be read or written by others (mode 0644): make it readable only by its owner (chmod 600)`},
-		{"{grant: client_credentials, client_id: ci, private_key_file: missing.pem}", `servers[0].oauth.private_key_file: cannot read "missing.pem": no such file or directory`},
+		{"{grant: client_credentials, client_id: ci, private_key_file: missing.pem}", `servers[0].oauth.private_key_file: file "missing.pem" does not exist`},
 		{"{grant: client_credentials, client_id: ci, private_key_file: .}", `servers[0].oauth.private_key_file: "." is not a regular file`},
 		{"{client_id: ci, private_key_file: key.pem}", "servers[0].oauth.private_key_file: is only used with grant: client_credentials"},
 	} {
