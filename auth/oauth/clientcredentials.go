@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -121,7 +122,9 @@ func (c *Client) issueToken(ctx context.Context, srv *Server, rec *record) error
 		EndpointParams: url.Values{"resource": {rec.Resource}},
 	}
 	if srv.PrivateKey != nil {
-		a, err := clientAssertion(srv.PrivateKey, srv.ClientID, rec.Issuer, c.opts.Now())
+		// The authorization server checks the assertion's times against
+		// its own clock, which is the real one.
+		a, err := clientAssertion(srv.PrivateKey, srv.ClientID, rec.Issuer, time.Now())
 		if err != nil {
 			return refused(srv.ID, "oauth.private_key_file: "+err.Error(), nil)
 		}

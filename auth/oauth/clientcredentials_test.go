@@ -148,8 +148,16 @@ func TestClientCredentialsPrivateKeyJWT(t *testing.T) {
 	if got, err := call(cs, "read"); err != nil || got != "read ok" {
 		t.Fatalf("call read = %q, %v", got, err)
 	}
-	if got := e.as.Stats(); got.Assertions != 1 || got.ClientCredentials != 1 {
-		t.Errorf("authorization server stats = %+v, want one verified assertion and one token", got)
+	// Past the token's expiry (on the host's clock), a new assertion, dated
+	// by the real clock the authorization server checks it with, gets
+	// another token.
+	e.as.SetAccessTokenTTL(time.Hour)
+	e.clock.advance(10 * time.Minute)
+	if got, err := call(cs, "read"); err != nil || got != "read ok" {
+		t.Fatalf("call after expiry = %q, %v", got, err)
+	}
+	if got := e.as.Stats(); got.Assertions != 2 || got.ClientCredentials != 2 {
+		t.Errorf("authorization server stats = %+v, want two verified assertions and two tokens", got)
 	}
 
 	other := *e.srv
@@ -173,7 +181,7 @@ func TestClientCredentialsPrivateKeyJWT(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Kind != oauth.KindRefused || !strings.Contains(err.Error(), "does not take assertions signed with ES256") {
 		t.Fatalf("Login with an ES256 key = %v, want KindRefused naming the algorithm", err)
 	}
-	if got := e.as.Stats(); got.RefusedClients != 1 || got.ClientCredentials != 1 {
+	if got := e.as.Stats(); got.RefusedClients != 1 || got.ClientCredentials != 2 {
 		t.Errorf("authorization server stats = %+v: an assertion it does not take was sent", got)
 	}
 }

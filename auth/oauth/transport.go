@@ -24,7 +24,9 @@ import (
 // a second 401 to an [Error] of KindAuthRequired. A 403 with
 // error="insufficient_scope" leads, at most once per request and only if
 // [Options.Consent] agrees, to a login for the union of the scopes and one
-// resend; without consent it is an [Error] of KindInsufficientScope. Such
+// resend; without consent it is an [Error] of KindInsufficientScope. With
+// the client credentials grant there is nobody to ask: a token for the
+// union is issued unless srv.Scopes are configured, which bound it. Such
 // errors are returned before any response reaches the caller: the server
 // refused the request without acting on it. A request whose body cannot be
 // sent again is not resent.
