@@ -38,12 +38,12 @@ type discovery struct {
 //
 // A server that publishes no protected resource metadata at all (its
 // challenge names none, and every well-known URL answers 404) is a
-// 2025-03-26 server: its origin is its
-// authorization server, whose metadata is used where it publishes some,
-// and whose endpoints are otherwise the specification's defaults
-// (/authorize, /token, /register on that origin). The SDK falls back the
-// same way, from the same documents; PKCE S256 is sent all the same, and
-// every endpoint must pass the egress guard.
+// 2025-03-26 server: its origin is its authorization server, whose
+// metadata is used where it publishes some, and whose endpoints are
+// otherwise the specification's defaults (/authorize, /token, /register
+// on that origin). The SDK falls back the same way, from the same
+// documents; PKCE S256 is sent all the same, and every endpoint must pass
+// the egress guard.
 func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
 	hc := pin.client()
 	var candidates []string

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
-	"github.com/airlockhq/airlock/auth/bearer"
 )
 
 // Transport returns a round tripper for requests to srv on behalf of who.
@@ -132,12 +130,7 @@ func insufficientScope(h http.Header) (scopes []string, metadata string, ok bool
 		if ch.Scheme != "bearer" || ch.Params["error"] != "insufficient_scope" {
 			continue
 		}
-		for _, s := range strings.Fields(ch.Params["scope"]) {
-			if bearer.IsScopeToken(s) {
-				scopes = append(scopes, s)
-			}
-		}
-		return scopes, ch.Params["resource_metadata"], true
+		return scopeTokens(ch.Params["scope"]), ch.Params["resource_metadata"], true
 	}
 	return nil, "", false
 }
