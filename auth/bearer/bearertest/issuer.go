@@ -292,17 +292,25 @@ func (iss *Issuer) Revoke(token string) {
 
 func (iss *Issuer) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	iss.metadataHits.Add(1)
+	grants, methods := []string{"authorization_code", "refresh_token"}, []string{"none"}
+	iss.logins.mu.Lock()
+	if len(iss.logins.services) > 0 {
+		grants = append(grants, "client_credentials")
+		methods = append(methods, "client_secret_basic", "private_key_jwt")
+	}
+	iss.logins.mu.Unlock()
 	writeJSON(w, map[string]any{
-		"issuer":                                         iss.URL,
-		"authorization_endpoint":                         iss.URL + "/authorize",
-		"token_endpoint":                                 iss.URL + "/token",
-		"jwks_uri":                                       iss.JWKSURL,
-		"introspection_endpoint":                         iss.IntrospectionURL,
-		"response_types_supported":                       []string{"code"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":               []string{"S256"},
-		"token_endpoint_auth_methods_supported":          []string{"none"},
-		"authorization_response_iss_parameter_supported": true,
+		"issuer":                                           iss.URL,
+		"authorization_endpoint":                           iss.URL + "/authorize",
+		"token_endpoint":                                   iss.URL + "/token",
+		"jwks_uri":                                         iss.JWKSURL,
+		"introspection_endpoint":                           iss.IntrospectionURL,
+		"response_types_supported":                         []string{"code"},
+		"grant_types_supported":                            grants,
+		"code_challenge_methods_supported":                 []string{"S256"},
+		"token_endpoint_auth_methods_supported":            methods,
+		"token_endpoint_auth_signing_alg_values_supported": []string{"RS256", "ES256"},
+		"authorization_response_iss_parameter_supported":   true,
 	})
 }
 
