@@ -3,7 +3,9 @@
 // mints RFC 9068 access tokens signed with keys generated at start, rotates
 // keys, revokes tokens and answers RFC 7662 introspection. For clients that
 // log in, it runs the authorization code flow with PKCE S256 and the RFC
-// 8707 resource, and rotates refresh tokens (login.go).
+// 8707 resource, and rotates refresh tokens (login.go); for services, the
+// client credentials grant with a secret or RFC 7523 assertions
+// (service.go).
 //
 // Tokens are built and signed here with the standard library only (not with
 // the JWT library the verifier uses), so that tests of the verifier do not
