@@ -17,24 +17,26 @@ var sortScopes = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 // TestScopeSelection: scopes configured are requested as they are; left
 // out, the server says which (the MCP specification's scope selection):
 // the scope of its 401 challenge, else its resource metadata's
-// scopes_supported. The authorization server lists offline_access, so a
-// person's login asks for it too.
+// scopes_supported. Where the authorization server lists offline_access,
+// a person's login asks for it too.
 func TestScopeSelection(t *testing.T) {
 	all := []string{scopeRead, scopeWrite, oauthtest.ScopeAdmin}
 	tests := []struct {
 		name       string
 		configured []string
 		resource   *oauthtest.ResourceOptions
+		as         *oauthtest.Options
 		want       []string
 	}{
-		{"configured", []string{scopeWrite}, nil, []string{scopeWrite, "offline_access"}},
-		{"from the challenge", nil, nil, []string{scopeRead, "offline_access"}},
-		{"from scopes_supported", nil, &oauthtest.ResourceOptions{ChallengeScopes: []string{}}, append(all, "offline_access")},
-		{"configured over the challenge and scopes_supported", []string{oauthtest.ScopeAdmin}, nil, []string{oauthtest.ScopeAdmin, "offline_access"}},
+		{"configured", []string{scopeWrite}, nil, nil, []string{scopeWrite, "offline_access"}},
+		{"from the challenge", nil, nil, nil, []string{scopeRead, "offline_access"}},
+		{"from scopes_supported", nil, &oauthtest.ResourceOptions{ChallengeScopes: []string{}}, nil, append(all, "offline_access")},
+		{"configured over the challenge and scopes_supported", []string{oauthtest.ScopeAdmin}, nil, nil, []string{oauthtest.ScopeAdmin, "offline_access"}},
+		{"no offline_access where it is not supported", nil, nil, &oauthtest.Options{NoOfflineAccess: true}, []string{scopeRead}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, &envOptions{resource: tt.resource})
+			e := newEnv(t, &envOptions{resource: tt.resource, as: tt.as})
 			e.srv.Scopes = tt.configured
 			st := e.login()
 			if diff := cmp.Diff([][]string{tt.want}, e.as.Requested(), sortScopes); diff != "" {

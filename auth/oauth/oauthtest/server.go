@@ -58,6 +58,9 @@ type Options struct {
 	// Service, if set, is a confidential client that obtains tokens
 	// with the client credentials grant.
 	Service *ServiceClient
+	// NoOfflineAccess leaves offline_access out of the scopes the
+	// server's metadata lists as supported.
+	NoOfflineAccess bool
 }
 
 // ServiceClient is a client registered for the client credentials grant
@@ -118,13 +121,17 @@ func New(t testing.TB, opts *Options) *Server {
 
 	var cryptoKey [32]byte
 	rand.Read(cryptoKey[:])
+	supported := []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess, "mcp:read", "mcp:write"}
+	if o.NoOfflineAccess {
+		supported = slices.DeleteFunc(supported, func(s string) bool { return s == oidc.ScopeOfflineAccess })
+	}
 	s.provider, err = op.NewProvider(&op.Config{
 		CryptoKey:               cryptoKey,
 		CodeMethodS256:          !o.NoPKCE,
 		GrantTypeRefreshToken:   true,
 		AuthMethodPost:          true,
 		AuthMethodPrivateKeyJWT: true,
-		SupportedScopes:         []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess, "mcp:read", "mcp:write"},
+		SupportedScopes:         supported,
 	}, st, op.StaticIssuer(s.URL), op.WithAllowInsecure(), op.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
