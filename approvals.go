@@ -64,126 +64,177 @@ type RememberingApprover interface {
 // approval_required, or denied (a person denied this very call within the
 // approval TTL, or denies it now).
 func (h *Host) approve(ctx context.Context, q *request) *Result {
-	snap, tool, args, d, r, cfg := q.snap, q.tool, q.args, q.decision, q.r, &q.srv.cfg
-	reason, fail := r.Decision.Reason, q.fail
+	b, res := h.bindApproval(q)
+	if res != nil {
+		return res
+	}
+	if res, settled := h.priorAnswer(ctx, q, b); settled {
+		return res
+	}
+	req, res := h.approvalRequest(ctx, q, b)
+	if res != nil {
+		return res
+	}
+	q.r.ApprovalID = req.ID
+	if h.gov.approver != nil {
+		if res, settled := h.askNow(ctx, q, b, req); settled {
+			return res
+		}
+	}
+	return q.fail(ApprovalRequired, nil, "%s needs a person's approval (%s): run airlock approvals approve %s, then call again with the same arguments",
+		q.tool.Name, q.r.Decision.Reason, req.ID)
+}
+
+// An approvalBinding is what an approval for one call is bound to.
+type approvalBinding struct {
+	// digest binds a grant to exactly this call: the tool as defined now,
+	// on its server as launched now, with these arguments.
+	digest string
+	// definition is the same without the arguments: what a remembered
+	// "always" is bound to.
+	definition string
+	// rememberable says whether a remembered rule may answer: only
+	// policy's question may be. A hook that asks must be asked again; a
+	// request does not say whether a hook asked along with policy, so no
+	// rule applies while hooks may ask.
+	rememberable bool
+}
+
+// bindApproval computes the call's approval binding, or the denial when
+// it cannot be computed.
+func (h *Host) bindApproval(q *request) (approvalBinding, *Result) {
+	tool, cfg := q.tool, &q.srv.cfg
 	in := policy.DigestInput{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: args, WorkDir: cfg.Cwd,
+		Description: tool.Description, InputSchema: tool.Input.JSON(), Arguments: q.args, WorkDir: cfg.Cwd,
 		Launch: cfg.LaunchFingerprint()}
 	digest, err := policy.Digest(in)
 	if err != nil {
-		return fail(Denied, err, "%s refused: cannot bind an approval to these arguments: %v", tool.Name, err)
+		return approvalBinding{}, q.fail(Denied, err, "%s refused: cannot bind an approval to these arguments: %v", tool.Name, err)
 	}
-	// The tool as defined now, on its server as launched now, whatever the
-	// arguments: what a remembered "always" is bound to.
 	in.Arguments = nil
 	definition, err := policy.Digest(in)
 	if err != nil {
-		return fail(Denied, err, "%s refused: cannot bind an approval to this tool: %v", tool.Name, err)
+		return approvalBinding{}, q.fail(Denied, err, "%s refused: cannot bind an approval to this tool: %v", tool.Name, err)
 	}
-	// Only policy's question may be answered by a remembered rule. A hook
-	// that asks must be asked again; a request does not say whether a hook
-	// asked along with policy, so no rule applies while hooks may ask.
-	rememberable := r.Decision.Rule != "hook" && len(h.gov.before) == 0
+	return approvalBinding{digest: digest, definition: definition,
+		rememberable: q.r.Decision.Rule != "hook" && len(h.gov.before) == 0}, nil
+}
+
+// priorAnswer looks for an answer a person gave before, for the call's
+// tenant and user: a grant waiting for exactly this call (used, once), a
+// denial of exactly this call within the approval TTL, or an "always"
+// remembered for the tool as it is defined now. settled reports whether
+// one was found; res is then nil when the call may go on.
+func (h *Host) priorAnswer(ctx context.Context, q *request, b approvalBinding) (res *Result, settled bool) {
+	tool, who, now := q.tool, q.snap.who, h.gov.now()
 	approvals := h.gov.store.Approvals()
-	now := h.gov.now()
-	who := snap.who
-	used := func(a store.Approval) *Result {
-		r.ApprovalID = a.ID
-		h.audit(ctx, q.event(store.EventApprovalUsed, principalFields(map[string]any{"approval": a.ID}, "", who)))
-		return nil
+	unreadable := func(err error) (*Result, bool) {
+		return q.fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err), true
 	}
 
-	// A grant waiting for exactly this call (same tool definition, same
-	// arguments), asked for this tenant and user, is used, once.
-	if a, err := approvals.Consume(ctx, digest, who.Tenant, who.User, now); err == nil {
-		return used(a)
+	if a, err := approvals.Consume(ctx, b.digest, who.Tenant, who.User, now); err == nil {
+		return h.usedGrant(ctx, q, a), true
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+		return unreadable(err)
 	}
 
-	// A person who denied exactly this call, for this principal, is not
-	// asked again until the approval TTL has passed.
-	if a, err := approvals.Denial(ctx, digest, who.Tenant, who.User, now.Add(-h.gov.ttl)); err == nil {
-		r.ApprovalID = a.ID
+	if a, err := approvals.Denial(ctx, b.digest, who.Tenant, who.User, now.Add(-h.gov.ttl)); err == nil {
+		q.r.ApprovalID = a.ID
 		by := a.DecidedBy
 		if by == "" {
 			by = "a person"
 		}
-		return fail(Denied, nil, "%s refused: %s denied this call at %s (approval %s); the same call is refused until %s",
-			tool.Name, by, a.DecidedAt.Format(time.RFC3339), a.ID, a.DecidedAt.Add(h.gov.ttl).Format(time.RFC3339))
+		return q.fail(Denied, nil, "%s refused: %s denied this call at %s (approval %s); the same call is refused until %s",
+			tool.Name, by, a.DecidedAt.Format(time.RFC3339), a.ID, a.DecidedAt.Add(h.gov.ttl).Format(time.RFC3339)), true
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+		return unreadable(err)
 	}
 
-	// A person who answered "always" for this tool, as it is defined now,
-	// and this principal has answered policy's question already.
-	if rememberable {
-		if rule, err := approvals.Remembered(ctx, definition, who.Tenant, who.User); err == nil {
-			h.audit(ctx, store.Event{Event: store.EventRuleUsed, Server: tool.Server, Tool: tool.Name, Snapshot: snap.ID(),
-				Fields: principalFields(map[string]any{"rule": rule.ID}, "", who)})
-			return nil
-		} else if !errors.Is(err, store.ErrNotFound) {
-			return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
-		}
+	if !b.rememberable {
+		return nil, false
 	}
+	rule, err := approvals.Remembered(ctx, b.definition, who.Tenant, who.User)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false
+	} else if err != nil {
+		return unreadable(err)
+	}
+	h.audit(ctx, store.Event{Event: store.EventRuleUsed, Server: tool.Server, Tool: tool.Name, Snapshot: q.snap.ID(),
+		Fields: principalFields(map[string]any{"rule": rule.ID}, "", who)})
+	return nil, true
+}
 
-	// Otherwise there is a request for a person: this principal's pending
-	// one for this call, or a new one.
-	var req store.Approval
+// usedGrant records that the call uses grant a; the call goes on.
+func (h *Host) usedGrant(ctx context.Context, q *request, a store.Approval) *Result {
+	q.r.ApprovalID = a.ID
+	h.audit(ctx, q.event(store.EventApprovalUsed, principalFields(map[string]any{"approval": a.ID}, "", q.snap.who)))
+	return nil
+}
+
+// approvalRequest returns the request for a person about the call: the
+// principal's pending one for exactly this call, or a new one, recorded
+// and audited.
+func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBinding) (store.Approval, *Result) {
+	tool, who, d, cfg := q.tool, q.snap.who, q.decision, &q.srv.cfg
+	approvals := h.gov.store.Approvals()
 	pending, err := approvals.List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Tenant: who.Tenant, User: who.User})
 	if err != nil {
-		return fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+		return store.Approval{}, q.fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
 	}
-	if i := slices.IndexFunc(pending, func(a store.Approval) bool { return a.Digest == digest && owns(who, a) }); i >= 0 {
-		req = pending[i]
-	} else {
-		summary := policy.Summary(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-			Arguments: args, Principal: who, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
-		summary = strings.TrimSpace(summary)
-		if reason != d.Reason {
-			summary += "\nalso: " + reason // a hook asked
-		}
-		req = store.Approval{ID: store.NewID("apr_"), Server: tool.Server, Tool: tool.Name, Digest: digest,
-			Summary: h.gov.redactor.String(summary), Target: h.gov.redactor.String(cfg.Target()), Definition: definition,
-			Status: store.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: who.Tenant, User: who.User}
-		if err := approvals.Create(ctx, req); err != nil {
-			return fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
-		}
-		h.audit(ctx, q.event(store.EventApprovalRequested, principalFields(map[string]any{"approval": req.ID, "rule": d.Rule}, "", who)))
+	if i := slices.IndexFunc(pending, func(a store.Approval) bool { return a.Digest == b.digest && owns(who, a) }); i >= 0 {
+		return pending[i], nil
 	}
-	r.ApprovalID = req.ID
+	summary := policy.Summary(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
+		Arguments: q.args, Principal: who, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
+	summary = strings.TrimSpace(summary)
+	if reason := q.r.Decision.Reason; reason != d.Reason {
+		summary += "\nalso: " + reason // a hook asked
+	}
+	now := h.gov.now()
+	req := store.Approval{ID: store.NewID("apr_"), Server: tool.Server, Tool: tool.Name, Digest: b.digest,
+		Summary: h.gov.redactor.String(summary), Target: h.gov.redactor.String(cfg.Target()), Definition: b.definition,
+		Status: store.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: who.Tenant, User: who.User}
+	if err := approvals.Create(ctx, req); err != nil {
+		return store.Approval{}, q.fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
+	}
+	h.audit(ctx, q.event(store.EventApprovalRequested, principalFields(map[string]any{"approval": req.ID, "rule": d.Rule}, "", who)))
+	return req, nil
+}
 
-	// A person at hand (a terminal, a callback) may answer now, for the
-	// principal the call is made for.
-	if h.gov.approver != nil {
-		ar := ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
-			Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who}
-		var answer Verdict
-		var remember bool
-		if ra, ok := h.gov.approver.(RememberingApprover); ok && rememberable && req.Definition != "" {
-			answer, remember, err = ra.ApproveRemember(ctx, ar)
-		} else {
-			answer, err = h.gov.approver.Approve(ctx, ar)
-		}
-		switch {
-		case err != nil:
-			h.log.Warn("approver failed", "approval", req.ID, "error", err)
-		case answer == Allow || answer == Deny:
-			as := Actor{Principal: who, By: who.User}
-			ans := personsAnswer{grant: answer == Allow, remember: remember && answer == Allow, note: "answered when asked", call: q.r.CallID}
-			if _, err := decideApproval(ctx, h.gov.store, h.trail, req.ID, ans, as); err != nil {
-				return fail(Denied, err, "%s refused: %v", tool.Name, err)
-			}
-			if answer == Deny {
-				return fail(Denied, nil, "%s refused: a person denied approval %s", tool.Name, req.ID)
-			}
-			if a, err := approvals.Consume(ctx, digest, who.Tenant, who.User, h.gov.now()); err == nil {
-				return used(a)
-			}
-		}
+// askNow puts req to the person at hand (a terminal, a callback), for the
+// principal the call is made for. settled reports whether they answered
+// for good; res is then nil when they granted the call.
+func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req store.Approval) (res *Result, settled bool) {
+	who := q.snap.who
+	ar := ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
+		Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who}
+	var answer Verdict
+	var remember bool
+	var err error
+	if ra, ok := h.gov.approver.(RememberingApprover); ok && b.rememberable && req.Definition != "" {
+		answer, remember, err = ra.ApproveRemember(ctx, ar)
+	} else {
+		answer, err = h.gov.approver.Approve(ctx, ar)
 	}
-	return fail(ApprovalRequired, nil, "%s needs a person's approval (%s): run airlock approvals approve %s, then call again with the same arguments",
-		tool.Name, reason, req.ID)
+	switch {
+	case err != nil:
+		h.log.Warn("approver failed", "approval", req.ID, "error", err)
+		return nil, false
+	case answer != Allow && answer != Deny:
+		return nil, false
+	}
+	as := Actor{Principal: who, By: who.User}
+	ans := personsAnswer{grant: answer == Allow, remember: remember && answer == Allow, note: "answered when asked", call: q.r.CallID}
+	if _, err := decideApproval(ctx, h.gov.store, h.trail, req.ID, ans, as); err != nil {
+		return q.fail(Denied, err, "%s refused: %v", q.tool.Name, err), true
+	}
+	if answer == Deny {
+		return q.fail(Denied, nil, "%s refused: a person denied approval %s", q.tool.Name, req.ID), true
+	}
+	if a, err := h.gov.store.Approvals().Consume(ctx, b.digest, who.Tenant, who.User, h.gov.now()); err == nil {
+		return h.usedGrant(ctx, q, a), true
+	}
+	return nil, false
 }
 
 // ErrOtherPrincipal is returned (wrapped) for an approval request or a

@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"crypto"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -32,6 +33,7 @@ type Credentials struct {
 	err  error
 
 	pools sync.Map // ca_file → *x509.CertPool
+	keys  sync.Map // oauth.private_key_file → crypto.Signer
 }
 
 // OpenCredentials returns the credentials of opts.Principal (empty fields
@@ -167,19 +169,48 @@ func (c *Credentials) server(srv *config.Server) (*oauth.Server, error) {
 		return nil, err
 	}
 	o := srv.OAuth
+	key, err := c.privateKey(srv)
+	if err != nil {
+		return nil, err
+	}
 	return &oauth.Server{
 		ID:                   srv.ID,
 		URL:                  srv.URL,
 		Resource:             srv.Resource,
 		Scopes:               srv.Scopes,
+		Grant:                oauth.Grant(o.Grant),
 		RedirectURI:          o.RedirectURI,
 		ClientID:             o.ClientID,
 		ClientSecret:         secretOf(o.ClientSecretEnv),
+		PrivateKey:           key,
 		ClientMetadataURL:    o.ClientMetadataURL,
 		DynamicRegistration:  o.DynamicRegistration,
 		AllowPrivateNetworks: srv.AllowPrivateNetworks,
 		RootCAs:              roots,
 	}, nil
+}
+
+// privateKey returns the key of srv's oauth.private_key_file, read once,
+// or nil when it has none. Its errors name the setting, never the key.
+func (c *Credentials) privateKey(srv *config.Server) (crypto.Signer, error) {
+	name := srv.OAuth.PrivateKeyFile
+	if name == "" {
+		return nil, nil
+	}
+	if k, ok := c.keys.Load(name); ok {
+		return k.(crypto.Signer), nil
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: cannot read its oauth.private_key_file: %w", srv.ID, errors.Unwrap(err))
+	}
+	key, err := oauth.ParsePrivateKey(b)
+	clear(b)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: oauth.private_key_file: %w", srv.ID, err)
+	}
+	k, _ := c.keys.LoadOrStore(name, key)
+	return k.(crypto.Signer), nil
 }
 
 // roots returns the certificate authorities srv's connections trust: the

@@ -25,7 +25,8 @@ const maxFormProperties = 64
 // asks only for a yes or no) and checks that it is what MCP allows: a flat
 // object whose properties are strings, numbers, integers, booleans, enums
 // of strings (SEP-1330: enum, oneOf of consts, or an array of them), each
-// with an optional default. It returns the canonical JSON of the schema.
+// with an optional default. It returns the schema's JSON, as the person's
+// Elicitor is to show it.
 func newForm(requested any) (*form, json.RawMessage, error) {
 	raw := []byte(`{"type":"object","properties":{}}`)
 	if requested != nil {
@@ -39,7 +40,7 @@ func newForm(requested any) (*form, json.RawMessage, error) {
 		return nil, nil, err
 	}
 	root, ok := doc.(map[string]any)
-	if !ok || root["type"] != "object" {
+	if t, typed := root["type"]; !ok || typed && t != "object" {
 		return nil, nil, errors.New(`the form's schema is not of type "object"`)
 	}
 	props, _ := root["properties"].(map[string]any)
@@ -47,6 +48,7 @@ func newForm(requested any) (*form, json.RawMessage, error) {
 		return nil, nil, fmt.Errorf("the form has %d fields, more than %d", len(props), maxFormProperties)
 	}
 	f := &form{names: slices.Sorted(maps.Keys(props)), defaults: map[string]any{}}
+	checked := maps.Clone(props) // what is compiled: without display-only enumNames
 	for _, name := range f.names {
 		p, ok := props[name].(map[string]any)
 		if !ok {
@@ -58,8 +60,18 @@ func newForm(requested any) (*form, json.RawMessage, error) {
 		if d, ok := p["default"]; ok {
 			f.defaults[name] = plainJSON(d)
 		}
+		if _, ok := p["enumNames"]; ok { // the legacy titles of an enum's values (SEP-1330)
+			p = maps.Clone(p)
+			delete(p, "enumNames")
+			checked[name] = p
+		}
 	}
-	if f.schema, err = schema.Compile(doc, &schema.CompileOptions{RequireObject: true}); err != nil {
+	root = maps.Clone(root)
+	root["type"] = "object" // as MCP has it, when the server left it out
+	if props != nil {
+		root["properties"] = checked
+	}
+	if f.schema, err = schema.Compile(root, &schema.CompileOptions{RequireObject: true}); err != nil {
 		return nil, nil, err
 	}
 	// A default must itself fit: otherwise accepting the form as offered
@@ -74,7 +86,7 @@ func newForm(requested any) (*form, json.RawMessage, error) {
 			}
 		}
 	}
-	return f, f.schema.JSON(), nil
+	return f, raw, nil
 }
 
 // flatField checks one property of a form: a primitive, or a list of

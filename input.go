@@ -61,6 +61,7 @@ func (e *inputError) Error() string { return e.msg }
 type asking struct {
 	h      *Host
 	q      *request
+	call   context.Context        // ends when the call does
 	pause  func() (resume func()) // stops the call's request timeout while a person is asked
 	cancel context.CancelCauseFunc
 
@@ -80,10 +81,11 @@ func (a *asking) close() {
 	a.q.r.InputRounds, a.q.r.Inputs = a.rounds, a.inputs
 }
 
-// newAsking starts q's rounds of input: pause stops the request timeout
-// while a person is asked; cancel ends the request in flight.
-func (h *Host) newAsking(q *request, pause func() func(), cancel context.CancelCauseFunc) *asking {
-	return &asking{h: h, q: q, pause: pause, cancel: cancel}
+// newAsking starts q's rounds of input: call ends with the call, pause
+// stops the request timeout while a person is asked, cancel ends the
+// request in flight.
+func (h *Host) newAsking(q *request, call context.Context, pause func() func(), cancel context.CancelCauseFunc) *asking {
+	return &asking{h: h, q: q, call: call, pause: pause, cancel: cancel}
 }
 
 // asker is what the connection hands the requests of q's server during
@@ -98,7 +100,7 @@ func (a *asking) asker() *upstream.Asker {
 			}
 			req, err := a.elicitation(p, round)
 			if err != nil {
-				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round}, err.Error())
+				a.refused(ctx, a.request(InputElicitation, round), err.Error())
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
 			}
 			ans, err := a.ask(ctx, req)
@@ -124,7 +126,7 @@ func (a *asking) asker() *upstream.Asker {
 			if kind == "" {
 				kind = method
 			}
-			a.refused(context.Background(), &InputRequest{Kind: kind}, a.undeclared(kind))
+			a.refused(context.Background(), a.request(kind, 0), a.undeclared(kind))
 		},
 	}
 }
@@ -153,10 +155,10 @@ func (a *asking) nextRound() (int, bool) {
 	return n, true
 }
 
-// roundsError is the message of a call whose server asked too often.
-func (a *asking) roundsError() string {
+// tooManyRounds is the message of a call whose server asked too often.
+func (h *Host) tooManyRounds(q *request) string {
 	return fmt.Sprintf("%s: server %s asked for input more than %d times during one call (limits.max_input_rounds); the call was stopped",
-		a.q.tool.Name, a.q.tool.Server, a.h.maxInputRounds())
+		q.tool.Name, q.tool.Server, h.maxInputRounds())
 }
 
 // maxInputRounds is limits.max_input_rounds; zero (a configuration built
@@ -177,7 +179,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 	}
 	round, ok := a.nextRound()
 	if !ok {
-		return nil, &inputError{kind: ContractError, msg: a.roundsError()}
+		return nil, &inputError{kind: ContractError, msg: a.h.tooManyRounds(a.q)}
 	}
 	a.mu.Lock()
 	dropped := a.state && res.RequestState == ""
@@ -205,12 +207,14 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 		switch p := res.InputRequests[key].(type) {
 		case *mcp.ElicitParams:
 			if a.h.opts.Elicit == nil {
-				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round, Message: a.h.gov.scrub(p.Message)}, a.undeclared(InputElicitation))
+				req := a.request(InputElicitation, round)
+				req.Message = a.h.gov.scrub(p.Message)
+				a.refused(ctx, req, a.undeclared(InputElicitation))
 				return nil, contract("server %s asked for elicitation, which Airlock did not declare to it", tool.Server)
 			}
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			if !a.q.srv.cfg.MaySample() {
-				a.refused(ctx, &InputRequest{Kind: InputSampling, Round: round}, a.undeclared(InputSampling))
+				a.refused(ctx, a.request(InputSampling, round), a.undeclared(InputSampling))
 				return nil, contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
 			}
 		default:
@@ -218,7 +222,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 			if _, roots := p.(*mcp.ListRootsParams); !roots {
 				kind = fmt.Sprintf("%T", p)
 			}
-			a.refused(ctx, &InputRequest{Kind: kind, Round: round}, a.undeclared(kind))
+			a.refused(ctx, a.request(kind, round), a.undeclared(kind))
 			return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
 		}
 	}
@@ -228,7 +232,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 		case *mcp.ElicitParams:
 			req, err := a.elicitation(p, round)
 			if err != nil {
-				a.refused(ctx, &InputRequest{Kind: InputElicitation, Round: round}, err.Error())
+				a.refused(ctx, a.request(InputElicitation, round), err.Error())
 				return nil, contract("server %s asked for input with an invalid request: %v", tool.Server, err)
 			}
 			ans, err := a.ask(ctx, req)
@@ -236,18 +240,16 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled while a person was asked for input"}
 			}
 			responses[key] = &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}
-		case *mcp.CreateMessageParams:
-			sampled, refusal := a.sample(ctx, p, round)
-			if refusal != "" {
-				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			basic, ok := p.(*mcp.CreateMessageParams)
+			if !ok {
+				var err error
+				if basic, err = withoutTools(p.(*mcp.CreateMessageWithToolsParams)); err != nil {
+					a.refused(ctx, a.request(InputSampling, round), "refused: "+err.Error())
+					return nil, contract("server %s asked for %v", tool.Server, err)
+				}
 			}
-			responses[key] = sampled
-		case *mcp.CreateMessageWithToolsParams:
-			basic, err := withoutTools(p)
-			if err != nil {
-				a.refused(ctx, &InputRequest{Kind: InputSampling, Round: round}, "refused: "+err.Error())
-				return nil, contract("server %s asked for %v", tool.Server, err)
-			}
+			// A refusal cannot be an input response: the call ends.
 			sampled, refusal := a.sample(ctx, basic, round)
 			if refusal != "" {
 				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
@@ -307,6 +309,8 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 	if elicit == nil {
 		return a.declined(ctx, req, "nobody to ask (no Elicitor)"), nil
 	}
+	ctx, stop := a.bound(ctx)
+	defer stop()
 	resume := a.pause()
 	defer resume()
 	for try := 1; ; try++ {
@@ -317,10 +321,10 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 		}
 		if err != nil {
 			a.h.log.Warn("elicitor failed; the request is declined", "server", req.Server, "tool", req.Tool, "error", err)
-			return a.declined(ctx, req, "the elicitor failed: "+err.Error()), nil
+			return a.declined(ctx, req, "the elicitor failed: "+a.h.gov.scrub(err.Error())), nil
 		}
 		if ans == nil {
-			return a.declined(ctx, req, ""), nil
+			return a.declined(ctx, req, "nobody answered"), nil
 		}
 		content, err := req.content(ans)
 		if err == nil {
@@ -335,6 +339,18 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 	}
 }
 
+// bound is ctx, ended also when the call ends: a person (or a model) is
+// asked for as long as the call lasts and the server still wants the
+// answer (an older server may withdraw its request).
+func (a *asking) bound(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(a.call, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
 // declined records that the host declined req itself, and why.
 func (a *asking) declined(ctx context.Context, req *InputRequest, reason string) *InputAnswer {
 	ans := &InputAnswer{Action: AnswerDecline}
@@ -344,9 +360,6 @@ func (a *asking) declined(ctx context.Context, req *InputRequest, reason string)
 
 // refused records a request the host refused without asking anyone.
 func (a *asking) refused(ctx context.Context, req *InputRequest, reason string) {
-	if req.ID == "" {
-		req.ID = store.NewID("inq_")
-	}
 	a.audit(ctx, req, eventInputRequest, nil)
 	a.answered(ctx, req, &InputAnswer{}, reason)
 }
@@ -443,9 +456,11 @@ func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round i
 	if sampler == nil {
 		return refuse("no model to sample (no Sampler)")
 	}
+	sctx, stop := a.bound(ctx)
 	resume := a.pause()
-	res, err := sampler(ctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Params: p})
+	res, err := sampler(sctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Params: p})
 	resume()
+	stop()
 	if err != nil || res == nil {
 		reason := "the sampler gave no sample"
 		if err != nil {

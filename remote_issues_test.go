@@ -2,9 +2,17 @@ package airlock_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +131,75 @@ func TestIssueServiceThroughTheHost(t *testing.T) {
 	issued, reused := iss.Grants()
 	if issued != 2 || reused != 0 {
 		t.Errorf("tokens issued = %d, refresh tokens reused = %d; want one login each and no reuse", issued, reused)
+	}
+}
+
+// TestIssueServiceWithClientCredentials: a CI job's host reaches the issue
+// service with nobody logging in. Its client proves who it is with ES256
+// assertions that bearertest verifies; the service's first challenge
+// names the read scope, and a write, answered 403 insufficient_scope, gets
+// a token issued for both, without a person.
+func TestIssueServiceWithClientCredentials(t *testing.T) {
+	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	iss := bearertest.New(t, nil)
+	base := issuestest.Start(t, iss)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyFile := filepath.Join(t.TempDir(), "ci-runner.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	iss.AllowService("ci-runner", "", &key.PublicKey)
+	iss.SetPerson("acme", "")
+
+	remoteSrv := remote("issues", base+issues.Endpoint)
+	remoteSrv.Resource = base
+	remoteSrv.OAuth = &config.OAuth{Grant: config.GrantClientCredentials, ClientID: "ci-runner", PrivateKeyFile: keyFile}
+	cfg := devConfig(t, remoteSrv)
+	classify(cfg, "issues", "read", "get_issue", "list_issues")
+	classify(cfg, "issues", "write", "create_issue")
+	cfg.Policy.Rules = append(cfg.Policy.Rules, config.Rule{Server: "issues", Tool: "*", Decision: "allow", Source: "test"})
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: t.TempDir(),
+		Auth: airlock.AuthOptions{Open: func(context.Context, string) error {
+			t.Error("a person was sent to log in")
+			return errors.New("nobody is here")
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+		t.Fatalf("server = %+v (%v), want ready without a login", st, st.Err)
+	}
+
+	r := call(t, h, "issues__create_issue", `{"project":"ci","title":"Nightly build failed","idempotency_key":"n-1"}`)
+	wantStatus(t, r, airlock.OK)
+	if !strings.Contains(string(r.Structured), `"created_by":"ci-runner"`) {
+		t.Errorf("create_issue = %s, want it created by the client", r.Structured)
+	}
+	wantStatus(t, call(t, h, "issues__list_issues", `{}`), airlock.OK)
+	if issued, refused := iss.ServiceGrants(); issued != 2 || refused != 0 {
+		t.Errorf("client credentials tokens issued = %d, refused = %d; want 2 (read, then read and write) and 0", issued, refused)
+	}
+	if issued, _ := iss.Grants(); issued != 0 {
+		t.Errorf("%d tokens came from a person's login", issued)
+	}
+
+	// The authorization server now holds another key for the client: an
+	// assertion signed with this one is refused at the token endpoint.
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	iss.AllowService("ci-runner", "", &other.PublicKey)
+	creds := h.Credentials()
+	if err := creds.Logout(context.Background(), "issues"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := creds.Login(context.Background(), "issues"); err == nil || !strings.Contains(err.Error(), "refused the client credentials") {
+		t.Errorf("Login with a key the authorization server does not hold = %v, want the credentials refused", err)
+	}
+	if _, refused := iss.ServiceGrants(); refused != 1 {
+		t.Errorf("refused client credentials requests = %d, want 1", refused)
 	}
 }

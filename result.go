@@ -102,7 +102,9 @@ type Call struct {
 	LogLevel string
 	// Elicit and Sample, when set, stand for Options.Elicit and
 	// Options.Sample during this call: the gateway sends a server's
-	// questions to the client whose call it is.
+	// questions to the client whose call it is. Servers hear that the
+	// host can ask a person only when Options.Elicit is set (see there),
+	// so a host whose calls bring their own Elicit sets it too.
 	Elicit Elicitor
 	Sample Sampler
 }

@@ -92,7 +92,7 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 			pauses.Unlock()
 		}
 	}
-	ask := h.newAsking(q, pause, cancel)
+	ask := h.newAsking(q, callCtx, pause, cancel)
 	defer ask.close()
 	sendCtx = upstream.WithAsker(sendCtx, ask.asker())
 	for round := 1; ; round++ {
@@ -199,8 +199,7 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 	case ctx.Err() != nil:
 		return e(Cancelled, "%s: cancelled", tool.Name)
 	case errors.Is(err, errInputRounds):
-		return e(ContractError, "%s: server %s asked for input more than %d times during one call (limits.max_input_rounds); the call was cancelled",
-			tool.Name, tool.Server, h.maxInputRounds())
+		return e(ContractError, "%s", h.tooManyRounds(q))
 	case errors.Is(err, mcp.ErrSessionMissing):
 		return e(ConnectionError, "%s: the server answered that its session is gone (HTTP 404)", tool.Name)
 	case errors.Is(err, errTimeout):

@@ -196,8 +196,11 @@ type Server struct {
 	// private addresses; loopback is reachable only in development mode,
 	// cloud metadata addresses never.
 	AllowPrivateNetworks bool
-	// Scopes are the OAuth scopes requested at login. Set exactly when
-	// OAuth is.
+	// Scopes are the OAuth scopes to request. Only with OAuth, and
+	// optional: when empty, the scopes a server asks for are requested
+	// (the MCP specification's scope selection: the scope of its 401
+	// challenge, else its resource metadata's scopes_supported, else
+	// none).
 	Scopes []string
 	// OAuth, when not nil, has the host log in to the server's
 	// authorization server and send its access token.
@@ -254,10 +257,24 @@ type Server struct {
 	Source string
 }
 
+// Grants airlock obtains tokens with (OAuth.Grant).
+const (
+	// GrantAuthorizationCode: a person logs in (airlock auth login).
+	GrantAuthorizationCode = "authorization_code"
+	// GrantClientCredentials: airlock obtains tokens with its own client
+	// credentials, without a person (CI jobs, daemons).
+	GrantClientCredentials = "client_credentials"
+)
+
 // OAuth is a remote server's oauth: mapping: how airlock identifies itself
-// to the authorization server. At least one of ClientID,
-// ClientMetadataURL and DynamicRegistration is set.
+// to the authorization server. With the authorization code grant, at least
+// one of ClientID, ClientMetadataURL and DynamicRegistration is set; with
+// the client credentials grant, ClientID and exactly one of
+// ClientSecretEnv and PrivateKeyFile.
 type OAuth struct {
+	// Grant is GrantClientCredentials, or GrantAuthorizationCode or ""
+	// (the default: a person logs in).
+	Grant string
 	// ClientID is a client id registered with the authorization server
 	// in advance, or "".
 	ClientID string
@@ -277,6 +294,11 @@ type OAuth struct {
 	// loopback IP literal with an explicit port, on which airlock listens
 	// during a login. It defaults to http://127.0.0.1:8765/callback.
 	RedirectURI string
+	// PrivateKeyFile is the absolute path of the PEM private key that
+	// signs the client's assertions (private_key_jwt, RFC 7523) with the
+	// client credentials grant, or "". Only its owner may read it; it is
+	// read when a token is first needed and never written anywhere.
+	PrivateKeyFile string
 }
 
 // The values of a server's sampling: key.
@@ -291,6 +313,10 @@ const (
 func (s *Server) MaySample() bool {
 	return s.Sampling == SamplingAsk || s.Sampling == SamplingAllow
 }
+
+// ClientCredentials reports whether airlock obtains the server's tokens
+// with its own client credentials, without a person logging in.
+func (o *OAuth) ClientCredentials() bool { return o != nil && o.Grant == GrantClientCredentials }
 
 // HealthCheck is health_check: {interval, timeout} (defaults 30s and 5s
 // when the key is given; no checks when it is not).

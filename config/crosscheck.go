@@ -93,10 +93,13 @@ func (r *yamlReader) checkServer(se *serverEntry, ids *registry) {
 }
 
 // oauthOnly are the keys of a remote server that only OAuth uses, each
-// with the message for when oauth: is there without it.
+// with the message for when oauth: is there without it ("" when it may be
+// left out).
 var oauthOnly = []struct{ key, required string }{
 	{"resource", "is required with oauth: give the OAuth resource of the server, such as https://mcp.example.com; it is never guessed from url, which may differ"},
-	{"scopes", "is required with oauth: list the OAuth scopes to request, such as [mcp:issues.read]"},
+	// Left out, the server's own 401 challenge or resource metadata says
+	// which scopes to request (the MCP specification's scope selection).
+	{"scopes", ""},
 }
 
 // checkRemote checks the keys of a transport: http server against each
@@ -112,7 +115,7 @@ func (r *yamlReader) checkRemote(se *serverEntry) {
 		switch _, has := e.keys[k.key]; {
 		case has && !hasOAuth:
 			r.keyError(e, k.key, "is only used with OAuth: set oauth: to use %s, or remove it", k.key)
-		case !has && hasOAuth:
+		case !has && hasOAuth && k.required != "":
 			r.errorAt(e.at[k.key], op.line, e.path+"."+k.key, "%s", k.required)
 		}
 	}
@@ -122,11 +125,43 @@ func (r *yamlReader) checkRemote(se *serverEntry) {
 	// An empty string counts as not set, and a value that was refused is
 	// not also reported as missing.
 	o, path, at := s.OAuth, e.path+".oauth", e.at["oauth"]
+	if o.ClientCredentials() {
+		r.checkClientCredentials(o, op, path, at)
+		return
+	}
+	if o.PrivateKeyFile != "" {
+		r.errorAt(at, op.line, path+".private_key_file", "is only used with grant: %s: a person logging in needs no key", GrantClientCredentials)
+	}
 	if o.ClientSecretEnv != "" && o.ClientID == "" && !r.failedUnder(path) {
 		r.errorAt(at, op.line, path+".client_secret_env", "is only used with client_id: a client secret belongs to a client registered in advance")
 	}
 	if o.ClientID == "" && o.ClientMetadataURL == "" && !o.DynamicRegistration && !r.failedUnder(path) {
 		r.errorAt(at, op.line, path, "says nothing about how airlock identifies itself to the authorization server: set client_id, client_metadata_url or dynamic_registration: true")
+	}
+}
+
+// checkClientCredentials checks oauth: with grant: client_credentials:
+// the client registered in advance and exactly one way to prove it is
+// that client; the keys of a person's login mean nothing here.
+func (r *yamlReader) checkClientCredentials(o *OAuth, op pair, path string, at int) {
+	failed := r.failedUnder(path)
+	if o.ClientMetadataURL != "" {
+		r.errorAt(at, op.line, path+".client_metadata_url", "is not used with grant: %s: give the client_id registered for airlock", GrantClientCredentials)
+	}
+	if o.DynamicRegistration {
+		r.errorAt(at, op.line, path+".dynamic_registration", "is not used with grant: %s: give the client_id registered for airlock", GrantClientCredentials)
+	}
+	if o.RedirectURI != defaultRedirectURI {
+		r.errorAt(at, op.line, path+".redirect_uri", "is not used with grant: %s: nobody logs in, so nothing is redirected", GrantClientCredentials)
+	}
+	switch {
+	case failed:
+	case o.ClientID == "":
+		r.errorAt(at, op.line, path+".client_id", "is required with grant: %s: give the client id the authorization server registered for airlock", GrantClientCredentials)
+	case o.ClientSecretEnv == "" && o.PrivateKeyFile == "":
+		r.errorAt(at, op.line, path, "needs client_secret_env (the host variable that holds the client secret: client_secret_basic) or private_key_file (a PEM private key that signs the client's assertions: private_key_jwt) with grant: %s", GrantClientCredentials)
+	case o.ClientSecretEnv != "" && o.PrivateKeyFile != "":
+		r.errorAt(at, op.line, path, "has both client_secret_env and private_key_file: give one way for the client to prove who it is")
 	}
 }
 

@@ -39,10 +39,10 @@ func TestExample(t *testing.T) {
 	issues.URL, issues.Resource = "https://mcp.example.com/mcp", "https://mcp.example.com"
 	issues.AllowedHosts = []string{"mcp.example.com"}
 	issues.Scopes = []string{"mcp:issues.read"}
-	issues.OAuth = &OAuth{ClientMetadataURL: "https://airlock.example.com/client.json", RedirectURI: "http://127.0.0.1:8765/callback"}
+	issues.OAuth = &OAuth{Grant: GrantAuthorizationCode, ClientMetadataURL: "https://airlock.example.com/client.json", RedirectURI: "http://127.0.0.1:8765/callback"}
 	issues.AllowedTools = []string{"get_issue", "search_issues"}
 	issues.CAFile = filepath.Join(dir, "internal-ca.pem")
-	everything := newServer(dir, "example.yaml:127")
+	everything := newServer(dir, "example.yaml:139")
 	everything.ID, everything.Command = "everything", "npx"
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
@@ -67,25 +67,25 @@ func TestExample(t *testing.T) {
 		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:182"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:183"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:194"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:195"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:199", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:211", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:203"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:206", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:210"}}},
-				{Server: "everything", Tool: "get-annotated-message", Decision: "allow", Source: "example.yaml:212", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:216"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:218"},
+					Source: "example.yaml:215"}}},
+				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:218", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:222"}}},
+				{Server: "everything", Tool: "get-annotated-message", Decision: "allow", Source: "example.yaml:224", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:228"}}},
+				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:230"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:223",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:229"}},
+			CedarSource: "example.yaml:235",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:241"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
-		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:241"}},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:253"}},
 		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
 			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute},

@@ -45,6 +45,7 @@ var (
 			"max_calls_per_turn": "under limits: at the top level", "max_concurrent_per_tenant": "under limits: at the top level",
 			"max_input_rounds": "under limits: at the top level", "client_id": "under oauth:", "client_metadata_url": "under oauth:",
 			"dynamic_registration": "under oauth:", "redirect_uri": "under oauth:",
+			"grant": "under oauth:", "private_key_file": "under oauth:",
 		},
 	}
 	healthKeys = keySet{known: []string{"interval", "timeout"}}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -101,16 +102,25 @@ func checkCedarFile(dir, file string) string {
 	case checkString(file) != "":
 		return checkString(file)
 	}
-	p := file
+	_, _, msg := regularFile(dir, file)
+	return msg
+}
+
+// regularFile checks that the file name, relative to the configuration's
+// directory dir, is a regular file. It returns its path and information,
+// or a message that names the file as written, never the resolved host
+// path.
+func regularFile(dir, name string) (string, fs.FileInfo, string) {
+	p := name
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
 	info, err := os.Stat(p)
 	switch {
 	case err != nil:
-		return fmt.Sprintf("file %s %s", show(file), describeFSError(err))
+		return "", nil, fmt.Sprintf("file %s %s", show(name), describeFSError(err))
 	case !info.Mode().IsRegular():
-		return fmt.Sprintf("%s is not a regular file", show(file))
+		return "", nil, fmt.Sprintf("%s is not a regular file", show(name))
 	}
-	return ""
+	return p, info, ""
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -23,7 +24,8 @@ var (
 	httpOnlyKeys  = []string{"url", "resource", "allowed_hosts", "allow_private_networks", "scopes",
 		"oauth", "stream_read_timeout", "terminate_on_close", "ca_file"}
 
-	oauthKeys = keySet{known: []string{"client_id", "client_secret_env", "client_metadata_url", "dynamic_registration", "redirect_uri"}}
+	oauthKeys = keySet{known: []string{"client_id", "client_secret_env", "client_metadata_url", "dynamic_registration", "redirect_uri",
+		"grant", "private_key_file"}}
 )
 
 // remote reads the keys of a transport: http server entry. The checks of
@@ -179,8 +181,8 @@ func validScope(s string) bool {
 }
 
 // oauth reads oauth: {client_id, client_secret_env, client_metadata_url,
-// dynamic_registration, redirect_uri} of the server entry e. An empty string
-// counts as not set.
+// dynamic_registration, redirect_uri, grant, private_key_file} of the
+// server entry e. An empty string counts as not set.
 func (r *yamlReader) oauth(e *entry, p pair) *OAuth {
 	path := e.path + ".oauth"
 	o := &OAuth{RedirectURI: defaultRedirectURI}
@@ -220,8 +222,44 @@ func (r *yamlReader) oauth(e *entry, p pair) *OAuth {
 			}
 		}
 	}
+	o.Grant = str("grant", checkGrant)
+	if kp, ok := f["private_key_file"]; ok {
+		if v, ok := r.text(kp.val, path+".private_key_file"); ok && v != "" {
+			if abs, msg := checkPrivateKeyFile(r.dir, v); msg != "" {
+				r.errorf(resolve(kp.val).Line, path+".private_key_file", "%s", msg)
+			} else {
+				o.PrivateKeyFile = abs
+			}
+		}
+	}
 	r.note(e, "oauth")
 	return o
+}
+
+// checkGrant allows the two grants airlock can use.
+func checkGrant(g string) string {
+	switch g {
+	case GrantAuthorizationCode, GrantClientCredentials:
+		return ""
+	}
+	return fmt.Sprintf("%s is not a grant airlock uses: give %s (a person logs in, the default) or %s (airlock's own client credentials, for CI jobs and daemons)",
+		show(g), GrantAuthorizationCode, GrantClientCredentials)
+}
+
+// checkPrivateKeyFile checks private_key_file, relative to the
+// configuration's directory: a regular file that only its owner may read
+// or write, as for every key file. Its contents are read once, when a
+// token is first needed, never here; a message never quotes them. It
+// returns the absolute path.
+func checkPrivateKeyFile(dir, name string) (string, string) {
+	path, info, msg := regularFile(dir, name)
+	switch {
+	case msg != "":
+		return "", msg
+	case runtime.GOOS != "windows" && info.Mode().Perm()&0o077 != 0:
+		return "", fmt.Sprintf("%s may be read or written by others (mode %04o): make it readable only by its owner (chmod 600)", show(name), info.Mode().Perm())
+	}
+	return path, ""
 }
 
 // clientSecretEnv reads client_secret_env: the name of a host variable

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,14 @@ servers:
 			s.AllowedHosts = []string{"localhost"}
 			s.Scopes = []string{"s"}
 			s.OAuth = &OAuth{DynamicRegistration: true, RedirectURI: "http://127.0.0.1:8765/callback"}
+		}},
+		{"oauth without scopes", strings.Replace(withOAuth, "    scopes: [mcp:issues.read]\n", "", 1), func(s *Server) {
+			oauth(s)
+			s.Scopes = nil
+		}},
+		{"oauth with the grant named", strings.Replace(withOAuth, "{client_id: airlock}", "{client_id: airlock, grant: authorization_code}", 1), func(s *Server) {
+			oauth(s)
+			s.OAuth.Grant = GrantAuthorizationCode
 		}},
 		{"a long request_timeout lengthens stream_read_timeout", remoteServer + "    request_timeout: 10m\n", func(s *Server) {
 			s.RequestTimeout = 10 * time.Minute
@@ -279,9 +289,9 @@ func TestParseRemoteErrors(t *testing.T) {
 			"airlock.yaml:7: servers[0].resource: is only used with OAuth: set oauth: to use resource, or remove it"}},
 		{"scopes without oauth", remoteServer + "    scopes: [a]\n", []string{
 			"airlock.yaml:7: servers[0].scopes: is only used with OAuth: set oauth: to use scopes, or remove it"}},
-		{"oauth without resource and scopes", remoteServer + "    oauth: {client_id: a}\n", []string{
-			"airlock.yaml:7: servers[0].resource: is required with oauth: give the OAuth resource of the server, such as https://mcp.example.com; it is never guessed from url, which may differ",
-			"airlock.yaml:7: servers[0].scopes: is required with oauth: list the OAuth scopes to request, such as [mcp:issues.read]"}},
+		// Scopes may be left out: the server says which it needs.
+		{"oauth without resource", remoteServer + "    oauth: {client_id: a}\n", []string{
+			"airlock.yaml:7: servers[0].resource: is required with oauth: give the OAuth resource of the server, such as https://mcp.example.com; it is never guessed from url, which may differ"}},
 		{"oauth empty", oauth("{}"), []string{
 			"airlock.yaml:9: servers[0].oauth: says nothing about how airlock identifies itself to the authorization server: set client_id, client_metadata_url or dynamic_registration: true"}},
 		{"oauth empty strings", oauth(`{client_id: "", client_metadata_url: "", dynamic_registration: false}`), []string{
@@ -467,4 +477,64 @@ func redirectServers(uris ...string) string {
 `, i+2, uri)
 	}
 	return b.String()
+}
+
+// TestOAuthClientCredentials: grant: client_credentials takes a client id
+// and one way to prove it (a secret in a host variable, or a private key
+// file only its owner may read), and refuses the keys of a person's login.
+func TestOAuthClientCredentials(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"key.pem": "-----BEGIN PRIVATE KEY-----\nnot checked here\n-----END PRIVATE KEY-----\n", "open.pem": "x"})
+	if err := os.Chmod(filepath.Join(dir, "key.pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "open.pem"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := mapEnv(map[string]string{"CI_SECRET": "s3cr3t-value"})
+	src := func(o string) string {
+		return strings.Replace(strings.Replace(withOAuth, "    scopes: [mcp:issues.read]\n", "", 1), "{client_id: airlock}", o, 1)
+	}
+	for _, tt := range []struct {
+		oauth string
+		want  OAuth
+	}{
+		{"{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET}",
+			OAuth{Grant: GrantClientCredentials, ClientID: "ci", ClientSecretEnv: "CI_SECRET", RedirectURI: defaultRedirectURI}},
+		{"{grant: client_credentials, client_id: ci, private_key_file: key.pem}",
+			OAuth{Grant: GrantClientCredentials, ClientID: "ci", PrivateKeyFile: filepath.Join(dir, "key.pem"), RedirectURI: defaultRedirectURI}},
+	} {
+		cfg, err := parseYAML([]byte(src(tt.oauth)), "airlock.yaml", dir, env)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.oauth, err)
+		}
+		o := cfg.Servers[0].OAuth
+		if diff := cmp.Diff(&tt.want, o); diff != "" {
+			t.Errorf("%s: OAuth mismatch (-want +got):\n%s", tt.oauth, diff)
+		}
+		if !o.ClientCredentials() {
+			t.Errorf("%s: ClientCredentials() = false", tt.oauth)
+		}
+	}
+	for _, tt := range []struct{ oauth, want string }{
+		{"{grant: password, client_id: ci}", `servers[0].oauth.grant: "password" is not a grant airlock uses: give authorization_code (a person logs in, the default) or client_credentials`},
+		{"{grant: client_credentials, client_secret_env: CI_SECRET}", "servers[0].oauth.client_id: is required with grant: client_credentials"},
+		{"{grant: client_credentials, client_id: ci}", "servers[0].oauth: needs client_secret_env (the host variable that holds the client secret: client_secret_basic) or private_key_file"},
+		{"{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET, private_key_file: key.pem}", "servers[0].oauth: has both client_secret_env and private_key_file"},
+		{"{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET, dynamic_registration: true}", "servers[0].oauth.dynamic_registration: is not used with grant: client_credentials"},
+		{"{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET, client_metadata_url: https://a.example.com/c.json}", "servers[0].oauth.client_metadata_url: is not used with grant: client_credentials"},
+		{`{grant: client_credentials, client_id: ci, client_secret_env: CI_SECRET, redirect_uri: "http://127.0.0.1:9/cb"}`, "servers[0].oauth.redirect_uri: is not used with grant: client_credentials"},
+		{"{grant: client_credentials, client_id: ci, private_key_file: open.pem}", `servers[0].oauth.private_key_file: "open.pem" may be read or written by others (mode 0644): make it readable only by its owner (chmod 600)`},
+		{"{grant: client_credentials, client_id: ci, private_key_file: missing.pem}", `servers[0].oauth.private_key_file: file "missing.pem" does not exist`},
+		{"{grant: client_credentials, client_id: ci, private_key_file: .}", `servers[0].oauth.private_key_file: "." is not a regular file`},
+		{"{client_id: ci, private_key_file: key.pem}", "servers[0].oauth.private_key_file: is only used with grant: client_credentials"},
+	} {
+		_, err := parseYAML([]byte(src(tt.oauth)), "airlock.yaml", dir, env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("oauth %s: error %v, want %q", tt.oauth, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t-value") {
+			t.Errorf("oauth %s: the error shows the secret", tt.oauth)
+		}
+	}
 }

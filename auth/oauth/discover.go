@@ -27,7 +27,7 @@ const maxMetadataBytes = 1 << 20
 // discovery is what a login learned about a server and its authorization
 // server.
 type discovery struct {
-	prmURL string
+	prmURL string // "" for the 2025-03-26 fallback
 	prm    *oauthex.ProtectedResourceMetadata
 	asm    *oauthex.AuthServerMeta
 }
@@ -35,6 +35,15 @@ type discovery struct {
 // discover finds and checks the server's protected resource metadata and
 // its authorization server's metadata. pin must be the login's, so that the
 // SDK later sees the very documents checked here.
+//
+// A server that publishes no protected resource metadata at all (its
+// challenge names none, and every well-known URL answers 404) is a
+// 2025-03-26 server: its origin is its authorization server, whose
+// metadata is used where it publishes some, and whose endpoints are
+// otherwise the specification's defaults (/authorize, /token, /register
+// on that origin). The SDK falls back the same way, from the same
+// documents; PKCE S256 is sent all the same, and every endpoint must pass
+// the egress guard.
 func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
 	hc := pin.client()
 	var candidates []string
@@ -78,12 +87,28 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 		d.prmURL, d.prm = mu, prm
 		break
 	}
+	// A server whose challenge named metadata that is not there is
+	// broken, not old.
+	legacy := d.prm == nil && firstErr == nil && challengeURL == ""
+	if legacy {
+		prm, err := legacyResourceMetadata(srv)
+		if err != nil {
+			return nil, err
+		}
+		d.prm = prm
+	}
 	if d.prm == nil {
 		return nil, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource, firstErr)
 	}
 
 	issuer := d.prm.AuthorizationServers[0]
-	asm, err := auth.GetAuthServerMetadata(ctx, issuer, hc)
+	getMetadata := auth.GetAuthServerMetadata
+	if srv.clientCredentials() {
+		// The SDK's fetch refuses metadata without PKCE, which the
+		// client credentials grant does not use.
+		getMetadata = fetchAuthServerMetadata
+	}
+	asm, err := getMetadata(ctx, issuer, hc)
 	if err != nil {
 		// The SDK keeps only the text of the errors it meets.
 		if e := fetchFailed(srv.ID, "the authorization server's metadata", pin.failure()); e != nil {
@@ -91,27 +116,45 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 		}
 		return nil, refused(srv.ID, "the authorization server's metadata is not acceptable", err)
 	}
-	if asm == nil {
+	switch {
+	case asm == nil && legacy:
+		// The 2025-03-26 default endpoints, as the SDK builds them.
+		asm = &oauthex.AuthServerMeta{
+			Issuer:                issuer,
+			AuthorizationEndpoint: issuer + "/authorize",
+			TokenEndpoint:         issuer + "/token",
+			RegistrationEndpoint:  issuer + "/register",
+		}
+	case asm == nil:
 		// The SDK would fall back to guessed endpoints, without any proof
-		// of PKCE support; a host does not guess.
+		// of PKCE support; a server that publishes resource metadata
+		// names an authorization server that must publish its own.
 		return nil, refused(srv.ID, "the authorization server "+issuer+" publishes no metadata (RFC 8414 or OpenID Connect discovery)", nil)
-	}
-	if !slices.Contains(asm.CodeChallengeMethodsSupported, "S256") {
+	case srv.clientCredentials():
+		if err := checkClientCredentialsSupport(srv, asm); err != nil {
+			return nil, err
+		}
+	case !slices.Contains(asm.CodeChallengeMethodsSupported, "S256"):
 		return nil, refused(srv.ID, "the authorization server "+asm.Issuer+" does not advertise PKCE with S256 (code_challenge_methods_supported)", nil)
 	}
-	if asm.AuthorizationEndpoint == "" || asm.TokenEndpoint == "" {
+	if asm.TokenEndpoint == "" || (asm.AuthorizationEndpoint == "" && !srv.clientCredentials()) {
 		return nil, refused(srv.ID, "the authorization server's metadata lacks an authorization or token endpoint", nil)
 	}
 	// Refuse endpoints the host would never be allowed to reach before a
 	// person is sent to log in; the connection is checked again when made.
 	endpoints := []string{asm.TokenEndpoint}
-	if srv.DynamicRegistration && asm.RegistrationEndpoint != "" {
+	if srv.DynamicRegistration && asm.RegistrationEndpoint != "" && !srv.clientCredentials() {
 		endpoints = append(endpoints, asm.RegistrationEndpoint)
 	}
 	for _, e := range endpoints {
 		u, err := url.Parse(e)
-		if err != nil || u.Hostname() == "" {
+		if err != nil || u.Hostname() == "" || u.User != nil {
 			return nil, refused(srv.ID, "the authorization server's metadata has an invalid endpoint", nil)
+		}
+		if u.Scheme != "https" && (u.Scheme != "http" || !egress.IsLoopbackHost(u.Hostname())) {
+			// Codes, secrets and assertions would cross the network
+			// unprotected.
+			return nil, refused(srv.ID, "the authorization server's endpoint "+where(u)+" is not https", nil)
 		}
 		if err := g.CheckHost(ctx, u.Hostname()); err != nil {
 			return nil, refused(srv.ID, "the authorization server's endpoint "+e+" is not reachable under the egress policy", err)
@@ -123,44 +166,108 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 
 var errNotFound = errors.New("not found")
 
+// legacyResourceMetadata stands in for the protected resource metadata of
+// a 2025-03-26 server, which publishes none: its authorization server is
+// the origin of its MCP endpoint. The SDK takes the origin of the
+// resource; the two must agree, so that the endpoints checked here are
+// the ones it uses.
+func legacyResourceMetadata(srv *Server) (*oauthex.ProtectedResourceMetadata, error) {
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		return nil, refused(srv.ID, "the server's URL cannot be parsed", err)
+	}
+	origin := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+	r, err := url.Parse(srv.Resource)
+	if err != nil || !strings.EqualFold((&url.URL{Scheme: r.Scheme, Host: r.Host}).String(), origin) {
+		return nil, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource+
+			", and the 2025-03-26 fallback (the server's origin as its authorization server) needs the resource on the server's origin, "+origin, nil)
+	}
+	return &oauthex.ProtectedResourceMetadata{Resource: srv.Resource, AuthorizationServers: []string{origin}}, nil
+}
+
 // fetchResourceMetadata fetches and strictly decodes RFC 9728 metadata.
 func fetchResourceMetadata(ctx context.Context, hc *http.Client, metadataURL string) (*oauthex.ProtectedResourceMetadata, error) {
+	var prm oauthex.ProtectedResourceMetadata
+	if err := fetchMetadata(ctx, hc, metadataURL, &prm, http.StatusNotFound); err != nil {
+		return nil, err
+	}
+	return &prm, nil
+}
+
+// fetchAuthServerMetadata fetches and strictly decodes the metadata of the
+// authorization server issuer from the URLs the SDK tries (RFC 8414, then
+// OpenID Connect discovery), checking its issuer as the SDK does but not
+// requiring PKCE. It returns nil when every URL answers 4xx.
+func fetchAuthServerMetadata(ctx context.Context, issuer string, hc *http.Client) (*oauthex.AuthServerMeta, error) {
+	u, err := url.Parse(issuer)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("the issuer %q is not a URL", issuer)
+	}
+	path := strings.Trim(u.Path, "/")
+	suffixes := []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"}
+	var urls []string
+	for _, s := range suffixes {
+		urls = append(urls, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: strings.TrimSuffix(s+"/"+path, "/")}).String())
+	}
+	if path != "" {
+		urls = append(urls, (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/" + path + suffixes[1]}).String())
+	}
+	for _, mu := range urls {
+		var asm oauthex.AuthServerMeta
+		err := fetchMetadata(ctx, hc, mu, &asm, 0)
+		if errors.Is(err, errNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSuffix(asm.Issuer, "/") != strings.TrimSuffix(issuer, "/") {
+			return nil, fmt.Errorf("metadata issuer %q does not match issuer URL %q", printable(asm.Issuer, 200), issuer)
+		}
+		return &asm, nil
+	}
+	return nil, nil
+}
+
+// fetchMetadata fetches the JSON document at metadataURL and strictly
+// decodes it into v. It returns errNotFound for the status notFound, or
+// for any 4xx when notFound is 0.
+func fetchMetadata(ctx context.Context, hc *http.Client, metadataURL string, v any, notFound int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metadataURL, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, errNotFound
+	case resp.StatusCode == notFound || (notFound == 0 && resp.StatusCode/100 == 4):
+		return errNotFound
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("%s answered %s", metadataURL, resp.Status)
+		return fmt.Errorf("%s answered %s", metadataURL, resp.Status)
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, fmt.Errorf("%s is not JSON", metadataURL)
+		return fmt.Errorf("%s is not JSON", metadataURL)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(body) > maxMetadataBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", metadataURL, maxMetadataBytes)
+		return fmt.Errorf("%s is larger than %d bytes", metadataURL, maxMetadataBytes)
 	}
 	// Duplicate or case-variant members could let two readers see two
 	// documents; refuse them before decoding.
 	if err := schema.Check(body, &schema.DecodeOptions{MaxDepth: 8, CaseFold: true}); err != nil {
-		return nil, fmt.Errorf("%s: %w", metadataURL, err)
+		return fmt.Errorf("%s: %w", metadataURL, err)
 	}
-	var prm oauthex.ProtectedResourceMetadata
-	if err := json.Unmarshal(body, &prm); err != nil {
-		return nil, fmt.Errorf("%s: %w", metadataURL, err)
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: %w", metadataURL, err)
 	}
-	return &prm, nil
+	return nil
 }
 
 // pinned serves each GET from the first answer it got for that URL, so that

@@ -1,6 +1,7 @@
 // Package oauth is the host's OAuth 2.1 client for remote MCP servers: it
-// logs a person in, keeps their tokens apart from everyone else's, and puts
-// a bearer token on each request to the server.
+// logs a person in (or, for a headless client, obtains tokens with the
+// client's own credentials), keeps their tokens apart from everyone
+// else's, and puts a bearer token on each request to the server.
 //
 // The protocol work is the MCP SDK's and golang.org/x/oauth2's: discovery
 // (RFC 9728 protected resource metadata, RFC 8414 / OpenID Connect
@@ -25,7 +26,17 @@
 //   - Stricter discovery: the authorization server must publish metadata
 //     that advertises PKCE S256, the resource metadata must name the
 //     configured resource, and the documents the SDK then uses are the ones
-//     that were checked (they are fetched once per login).
+//     that were checked (they are fetched once per login). The one
+//     exception is a 2025-03-26 server, which publishes no resource
+//     metadata: its origin is its authorization server, with that
+//     origin's metadata or the default /authorize, /token and /register.
+//   - Scope selection: configured scopes are requested as they are;
+//     without them, those of the server's 401 challenge, else its
+//     resource metadata's scopes_supported, else none ([Server.Scopes]).
+//   - The client credentials grant ([GrantClientCredentials]): tokens
+//     issued with the client's secret (client_secret_basic) or an RFC 7523
+//     assertion signed by its private key (private_key_jwt), with nobody
+//     logging in, and issued again when they expire.
 //   - Bounded fetches: every request to a metadata endpoint or an
 //     authorization server is answered in full, body included, within
 //     [Options.FetchTimeout] and 1 MiB, or the login or refresh fails
@@ -49,7 +60,8 @@
 //     person's consent, to a login for the union of the scopes.
 //
 // Tokens, codes, verifiers and client secrets are never logged, never put in
-// errors, and never written anywhere but the secret store.
+// errors, and never written anywhere but the secret store; a client
+// credentials secret or private key is not even written there.
 //
 // The host's upstream layer and the CLI's auth commands import it.
 package oauth

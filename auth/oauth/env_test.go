@@ -76,6 +76,9 @@ type envOptions struct {
 	// metadataProxy).
 	metadata func(self string, doc map[string]any)
 	resolver *fakeResolver
+	// resource configures the protected MCP server (its Issuer is set
+	// here).
+	resource *oauthtest.ResourceOptions
 }
 
 // freeRedirect returns a loopback redirect URI on a port that was free.
@@ -102,7 +105,12 @@ func newEnv(t *testing.T, o *envOptions) *env {
 	if o.metadata != nil {
 		issuer = metadataProxy(t, e.as, o.metadata)
 	}
-	e.rs = oauthtest.NewResourceServer(t, e.as, &oauthtest.ResourceOptions{Issuer: issuer})
+	var rsOpts oauthtest.ResourceOptions
+	if o.resource != nil {
+		rsOpts = *o.resource
+	}
+	rsOpts.Issuer = issuer
+	e.rs = oauthtest.NewResourceServer(t, e.as, &rsOpts)
 
 	tmp := t.TempDir()
 	e.storeDir = filepath.Join(tmp, "store")

@@ -26,7 +26,9 @@ import (
 // and checks the server's and the authorization server's metadata, listens
 // on the redirect URI, passes the authorization URL to [Options.Open] and
 // waits, at most [Options.LoginTimeout], for the person to finish. Logins
-// for the same tenant, user and server run one at a time.
+// for the same tenant, user and server run one at a time. With the client
+// credentials grant nobody is asked: Login obtains a token at once (as the
+// first call would).
 func (c *Client) Login(ctx context.Context, srv *Server, who Owner) (*Status, error) {
 	if err := srv.validate(); err != nil {
 		return nil, err
@@ -36,6 +38,11 @@ func (c *Client) Login(ctx context.Context, srv *Server, who Owner) (*Status, er
 		return nil, err
 	}
 	defer unlock()
+	if srv.clientCredentials() {
+		// Nobody logs in: a login issues a token at once, which shows
+		// that the credentials work.
+		return c.issueLocked(ctx, srv, who, nil, "")
+	}
 	return c.loginLocked(ctx, srv, who, nil, "")
 }
 
@@ -73,8 +80,10 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 	}
 	pin := newPinned(base)
 	hc := pin.client()
+	var ch challenged
 	if challengeURL == "" {
-		challengeURL = challenge(ctx, hc, srv)
+		ch = challenge(ctx, hc, srv)
+		challengeURL = ch.metadata
 	}
 	d, err := c.discover(ctx, pin, c.guard(srv), srv, challengeURL)
 	if err != nil {
@@ -82,18 +91,15 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 	}
 	p := Partition{Tenant: who.Tenant, User: who.User, Server: srv.ID, Resource: srv.Resource, Issuer: d.asm.Issuer}
 
-	scopes := srv.Scopes
-	if extra != nil {
-		if prev, err := c.loadRecord(ctx, p); err == nil {
-			scopes = union(scopes, prev.Scopes)
-		}
-		scopes = union(scopes, extra)
-	}
-
+	// The SDK requests exactly these scopes, and adds offline_access
+	// where the authorization server lists it, so that a refresh token
+	// comes.
+	scopes := c.requestScopes(ctx, srv, p, ch.scopes, d, extra)
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:         srv.RedirectURI,
 		RequestRefreshToken: true,
 		Client:              hc,
+		ScopeFilter:         func([]string) []string { return slices.Clone(scopes) },
 	}
 	if srv.ClientMetadataURL != "" {
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: srv.ClientMetadataURL}
@@ -211,23 +217,49 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 			return nil, unavailable(srv.ID, "cannot save the client registration", err)
 		}
 	}
-	ps := c.partition(p)
-	if err := ps.acquire(ctx); err != nil {
+	if err := c.saveLogin(ctx, srv, who, p, got); err != nil {
 		return nil, err
 	}
-	err = c.putJSON(ctx, tokenKey(p), got)
+	return c.status(srv, p, got), nil
+}
+
+// saveLogin stores the tokens a login or an issue obtained in partition p
+// and binds who's logins to srv to p's issuer. The caller holds the login
+// lock.
+func (c *Client) saveLogin(ctx context.Context, srv *Server, who Owner, p Partition, rec *record) error {
+	ps := c.partition(p)
+	if err := ps.acquire(ctx); err != nil {
+		return err
+	}
+	err := c.putJSON(ctx, tokenKey(p), rec)
 	if err == nil {
-		ps.rec, ps.dirty = got, false
+		ps.rec, ps.dirty = rec, false
 		err = c.putJSON(ctx, bindingKey(who, srv), &binding{Issuer: p.Issuer})
 	}
 	ps.release()
 	if err != nil {
-		return nil, unavailable(srv.ID, "cannot save the login", err)
+		return unavailable(srv.ID, "cannot save the login", err)
 	}
 	c.mu.Lock()
 	c.bindings[bindingKey(who, srv)] = p.Issuer
 	c.mu.Unlock()
-	return c.status(srv, p, got), nil
+	return nil
+}
+
+// requestScopes returns the scopes a login or an issue for partition p
+// asks for. A step-up (extra not nil) asks for the configured scopes, those
+// already granted and those the server wants on top (the union: a step-up
+// never loses what was granted); a first login for those selectScopes
+// returns.
+func (c *Client) requestScopes(ctx context.Context, srv *Server, p Partition, challenged []string, d *discovery, extra []string) []string {
+	if extra == nil {
+		return selectScopes(srv, challenged, d)
+	}
+	scopes := srv.Scopes
+	if prev, err := c.loadRecord(ctx, p); err == nil {
+		scopes = union(union(scopes, prev.Requested), prev.Scopes)
+	}
+	return union(scopes, extra)
 }
 
 // grantedScopes returns the scopes of a token response, or what was
@@ -316,38 +348,78 @@ func (c *Client) getJSON(ctx context.Context, key string, v any) error {
 	return nil
 }
 
-// challenge asks the server, without a token, where its protected resource
-// metadata is: the resource_metadata of the Bearer challenge of its 401
-// (RFC 9728 §5.1), which may name a URL no well-known rule finds. It
-// returns "" when the server gives none; discovery then tries the
-// well-known URLs.
-func challenge(ctx context.Context, hc *http.Client, srv *Server) string {
+// challenged is what a server's 401 said about itself: where its
+// protected resource metadata is, and which scopes a token needs.
+type challenged struct {
+	metadata string
+	scopes   []string
+}
+
+// challenge asks the server, without a token, what its Bearer challenge
+// says (RFC 9728 §5.1, RFC 6750 §3): the resource_metadata, which may name
+// a URL no well-known rule finds, and the scope a token needs. Either is
+// empty when the server gives none; discovery then tries the well-known
+// URLs, and scope selection the resource metadata.
+func challenge(ctx context.Context, hc *http.Client, srv *Server) challenged {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	body := strings.NewReader(`{"jsonrpc":"2.0","id":"airlock-login","method":"ping"}`)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL, body)
 	if err != nil {
-		return ""
+		return challenged{}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return ""
+		return challenged{}
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
-		return ""
+		return challenged{}
 	}
 	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
-		return ""
+		return challenged{}
 	}
+	var out challenged
 	for _, ch := range cs {
-		if strings.EqualFold(ch.Scheme, "bearer") && ch.Params["resource_metadata"] != "" {
-			return ch.Params["resource_metadata"]
+		if !strings.EqualFold(ch.Scheme, "bearer") {
+			continue
+		}
+		if out.metadata == "" {
+			out.metadata = ch.Params["resource_metadata"]
+		}
+		if out.scopes == nil {
+			out.scopes = scopeTokens(ch.Params["scope"])
 		}
 	}
-	return ""
+	return out
+}
+
+// scopeTokens returns the valid scope tokens of a space-separated scope
+// parameter, each once, or nil.
+func scopeTokens(param string) []string {
+	var out []string
+	for _, s := range strings.Fields(param) {
+		if bearer.IsScopeToken(s) && !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// selectScopes returns the scopes to request for srv (the MCP
+// specification's scope selection strategy): the configured ones; else
+// those of the server's 401 challenge; else its resource metadata's
+// scopes_supported; else none, and the request names no scope.
+func selectScopes(srv *Server, challenged []string, d *discovery) []string {
+	switch {
+	case len(srv.Scopes) > 0:
+		return srv.Scopes
+	case len(challenged) > 0:
+		return challenged
+	}
+	return scopeTokens(strings.Join(d.prm.ScopesSupported, " "))
 }

@@ -516,7 +516,12 @@ func TestServerValidation(t *testing.T) {
 		edit func(s *oauth.Server)
 		want string
 	}{
-		{"no scopes", func(s *oauth.Server) { s.Scopes = nil }, "scope"},
+		{"unknown grant", func(s *oauth.Server) { s.Grant = "implicit" }, `grant "implicit" is not one airlock uses`},
+		{"client credentials without client id", func(s *oauth.Server) {
+			s.Grant, s.ClientID, s.ClientSecret = oauth.GrantClientCredentials, "", "s3cret-for-the-test"
+		}, "needs oauth.client_id for the client credentials grant"},
+		{"client credentials without secret or key", func(s *oauth.Server) { s.Grant = oauth.GrantClientCredentials },
+			"needs exactly one of oauth.client_secret_env and oauth.private_key_file"},
 		{"bad scope", func(s *oauth.Server) { s.Scopes = []string{`a"b`} }, "not a valid OAuth scope"},
 		{"no client", func(s *oauth.Server) { s.ClientID = "" }, "client_id"},
 		{"redirect not loopback", func(s *oauth.Server) { s.RedirectURI = "http://example.com:8765/cb" }, "redirect_uri"},

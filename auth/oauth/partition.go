@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"crypto"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
@@ -68,8 +69,14 @@ type Server struct {
 	// Resource is the OAuth resource (RFC 8707) of the server; it is never
 	// derived from URL.
 	Resource string
-	// Scopes are requested at login (at least one).
+	// Scopes are requested for the server's tokens. When empty, the
+	// server says which (the MCP specification's scope selection): the
+	// scope of its 401 challenge, else its resource metadata's
+	// scopes_supported, else none is requested.
 	Scopes []string
+	// Grant is how tokens are obtained: GrantAuthorizationCode (the
+	// default when empty: a person logs in) or GrantClientCredentials.
+	Grant Grant
 	// RedirectURI is the loopback redirect URI the login listens on:
 	// http, an IP literal loopback host and an explicit port.
 	RedirectURI string
@@ -78,6 +85,11 @@ type Server struct {
 	// ClientSecret is the pre-registered client's secret, or "" for a
 	// public client. It is sent to the token endpoint only.
 	ClientSecret string
+	// PrivateKey, with the client credentials grant instead of
+	// ClientSecret, signs the client's assertions (private_key_jwt, RFC
+	// 7523): an RSA, ECDSA (P-256, P-384, P-521) or Ed25519 key. Only
+	// signatures leave the host.
+	PrivateKey crypto.Signer
 	// ClientMetadataURL is the https URL of this client's metadata
 	// document, used as the client id where the authorization server
 	// supports client ID metadata documents (preferred).
@@ -93,6 +105,31 @@ type Server struct {
 	RootCAs *x509.CertPool
 }
 
+// Grant is how a server's tokens are obtained.
+type Grant string
+
+// The grants a [Server] may use.
+const (
+	// GrantAuthorizationCode: a person logs in ([Client.Login]); tokens
+	// are refreshed with the refresh token.
+	GrantAuthorizationCode Grant = "authorization_code"
+	// GrantClientCredentials: the client's own credentials (RFC 6749
+	// §4.4), with nobody logging in; a token is issued when one is
+	// needed and issued again when it expires.
+	GrantClientCredentials Grant = "client_credentials"
+)
+
+// clientCredentials reports whether s uses the client credentials grant.
+func (s *Server) clientCredentials() bool { return s.Grant == GrantClientCredentials }
+
+// recordGrant is the Grant of the records of s's tokens.
+func (s *Server) recordGrant() string {
+	if s.clientCredentials() {
+		return string(GrantClientCredentials)
+	}
+	return ""
+}
+
 func (s *Server) validate() error {
 	switch {
 	case s == nil:
@@ -101,9 +138,13 @@ func (s *Server) validate() error {
 		return errors.New("the server has no id")
 	case s.URL == "" || s.Resource == "":
 		return fmt.Errorf("server %s needs url and resource", s.ID)
-	case len(s.Scopes) == 0:
-		return fmt.Errorf("server %s needs at least one scope", s.ID)
-	case s.ClientID == "" && s.ClientMetadataURL == "" && !s.DynamicRegistration:
+	case s.Grant != "" && s.Grant != GrantAuthorizationCode && s.Grant != GrantClientCredentials:
+		return fmt.Errorf("server %s: grant %q is not one airlock uses", s.ID, printable(string(s.Grant), 32))
+	case s.clientCredentials() && s.ClientID == "":
+		return fmt.Errorf("server %s needs oauth.client_id for the client credentials grant", s.ID)
+	case s.clientCredentials() && (s.ClientSecret == "") == (s.PrivateKey == nil):
+		return fmt.Errorf("server %s needs exactly one of oauth.client_secret_env and oauth.private_key_file for the client credentials grant", s.ID)
+	case !s.clientCredentials() && s.ClientID == "" && s.ClientMetadataURL == "" && !s.DynamicRegistration:
 		return fmt.Errorf("server %s needs oauth.client_id, oauth.client_metadata_url or oauth.dynamic_registration", s.ID)
 	}
 	for _, sc := range s.Scopes {
@@ -116,6 +157,14 @@ func (s *Server) validate() error {
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return fmt.Errorf("server %s: %q is not an absolute http(s) URL", s.ID, raw)
 		}
+	}
+	if s.PrivateKey != nil {
+		if _, err := signingAlg(s.PrivateKey); err != nil {
+			return fmt.Errorf("server %s: oauth.private_key_file: %w", s.ID, err)
+		}
+	}
+	if s.clientCredentials() {
+		return nil // nobody logs in: there is no redirect
 	}
 	if _, err := redirectAddr(s.RedirectURI); err != nil {
 		return fmt.Errorf("server %s: %w", s.ID, err)

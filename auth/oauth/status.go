@@ -22,7 +22,9 @@ type Status struct {
 	Expiry time.Time `json:"expiry,omitzero"`
 	// Expired is true when the access token must be refreshed before use.
 	Expired bool `json:"expired"`
-	// Refreshable is true when a refresh token is stored.
+	// Refreshable is true when the access token can be renewed without a
+	// person: a refresh token is stored, or the client credentials grant
+	// issues another.
 	Refreshable bool `json:"refreshable"`
 	// LoginAgain is true when the authorization server refused the
 	// refresh token (invalid_grant: the grant was revoked or ran out):
@@ -65,7 +67,7 @@ func (c *Client) status(srv *Server, p Partition, rec *record) *Status {
 		Scopes:       append([]string(nil), rec.Scopes...),
 		Expiry:       rec.Expiry,
 		Expired:      !rec.valid(c.opts.Now()),
-		Refreshable:  rec.RefreshToken != "",
+		Refreshable:  rec.RefreshToken != "" || rec.Grant == string(GrantClientCredentials),
 		Registration: rec.Registration,
 	}
 }

@@ -22,13 +22,19 @@ const expiryMargin = 30 * time.Second
 // record is what is stored for a partition: the tokens and what is needed
 // to refresh them.
 type record struct {
-	Issuer       string    `json:"issuer"`
-	Resource     string    `json:"resource"`
-	TokenURL     string    `json:"token_url"`
-	AuthStyle    int       `json:"auth_style"`
-	ClientID     string    `json:"client_id"`
-	ClientSecret string    `json:"client_secret,omitempty"`
-	Registration string    `json:"registration"`
+	Issuer       string `json:"issuer"`
+	Resource     string `json:"resource"`
+	TokenURL     string `json:"token_url"`
+	AuthStyle    int    `json:"auth_style"`
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	Registration string `json:"registration"`
+	// Grant is "client_credentials" for tokens the client obtains with
+	// its own credentials, "" for a person's login.
+	Grant string `json:"grant,omitempty"`
+	// Requested are the scopes a client credentials token is issued
+	// for, again at each issue.
+	Requested    []string  `json:"requested,omitempty"`
 	AccessToken  string    `json:"access_token"`
 	RefreshToken string    `json:"refresh_token,omitempty"`
 	Expiry       time.Time `json:"expiry,omitzero"`
@@ -79,7 +85,13 @@ func (c *Client) partitionFor(ctx context.Context, srv *Server, who Owner) (Part
 // has expired. Concurrent callers for one partition share one refresh.
 func (c *Client) token(ctx context.Context, srv *Server, who Owner) (string, error) {
 	// A valid token is never empty, so none is ruled out.
-	return c.refreshAfter(ctx, srv, who, "")
+	tok, err := c.refreshAfter(ctx, srv, who, "")
+	if srv.clientCredentials() && needsLogin(err) {
+		// Nobody logs in: the client's own credentials get the first
+		// token.
+		return c.firstToken(ctx, srv, who)
+	}
+	return tok, err
 }
 
 // renewLocked gets a token other than used for ps: one another process
@@ -116,6 +128,11 @@ func (c *Client) refreshAfter(ctx context.Context, srv *Server, who Owner, used 
 	defer ps.release()
 	if err := c.loadLocked(ctx, srv, ps); err != nil {
 		return "", err
+	}
+	if ps.rec.Grant != srv.recordGrant() {
+		// The configuration changed grants: a person's token never
+		// serves the client's own calls, nor the other way round.
+		return "", authRequired(srv.ID, "the stored token was obtained with another grant")
 	}
 	if ps.rec.AccessToken != used && ps.rec.valid(c.opts.Now()) {
 		return ps.rec.AccessToken, nil
@@ -174,10 +191,14 @@ func (c *Client) loadLocked(ctx context.Context, srv *Server, ps *partState) err
 	return nil
 }
 
-// refreshLocked uses the refresh token. The caller holds ps's lock, so at
+// refreshLocked uses the refresh token, or issues a new token with the
+// client credentials grant. The caller holds ps's lock, so at
 // most one refresh per partition is in flight in this process; the result
 // is saved before anyone uses it, so a rotated refresh token is not lost.
 func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) (string, error) {
+	if srv.clientCredentials() {
+		return c.reissueLocked(ctx, srv, ps)
+	}
 	rec := ps.rec
 	if rec.RefreshRefused {
 		return "", authRequired(srv.ID, refreshRefused)

@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
-
-	"github.com/airlockhq/airlock/auth/bearer"
 )
 
 // Transport returns a round tripper for requests to srv on behalf of who.
@@ -24,7 +22,9 @@ import (
 // a second 401 to an [Error] of KindAuthRequired. A 403 with
 // error="insufficient_scope" leads, at most once per request and only if
 // [Options.Consent] agrees, to a login for the union of the scopes and one
-// resend; without consent it is an [Error] of KindInsufficientScope. Such
+// resend; without consent it is an [Error] of KindInsufficientScope. With
+// the client credentials grant there is nobody to ask: a token for the
+// union is issued unless srv.Scopes are configured, which bound it. Such
 // errors are returned before any response reaches the caller: the server
 // refused the request without acting on it. A request whose body cannot be
 // sent again is not resent.
@@ -130,18 +130,15 @@ func insufficientScope(h http.Header) (scopes []string, metadata string, ok bool
 		if ch.Scheme != "bearer" || ch.Params["error"] != "insufficient_scope" {
 			continue
 		}
-		for _, s := range strings.Fields(ch.Params["scope"]) {
-			if bearer.IsScopeToken(s) {
-				scopes = append(scopes, s)
-			}
-		}
-		return scopes, ch.Params["resource_metadata"], true
+		return scopeTokens(ch.Params["scope"]), ch.Params["resource_metadata"], true
 	}
 	return nil, "", false
 }
 
 // stepUp obtains a token with the scopes need added, with the person's
-// consent. used is the token the server found lacking.
+// consent; with the client credentials grant, by issuing one, unless the
+// configuration lists the scopes. used is the token the server found
+// lacking.
 func (c *Client) stepUp(ctx context.Context, srv *Server, who Owner, used string, need []string, metadata string) (string, error) {
 	unlock, err := c.lockLogin(ctx, bindingKey(who, srv))
 	if err != nil {
@@ -173,6 +170,18 @@ func (c *Client) stepUp(ctx context.Context, srv *Server, who Owner, used string
 	if c.futileStepUp(srv, who, need) {
 		return "", &Error{Kind: KindInsufficientScope, Server: srv.ID, Scopes: added,
 			msg: "a step-up to these scopes did not satisfy the server before, and is not tried again until airlock restarts"}
+	}
+	if srv.clientCredentials() {
+		// Nobody is there to ask. Configured scopes are what the operator
+		// lets the client ask for; without them the server selects, and
+		// its authorization server decides what this client may have.
+		if len(srv.Scopes) > 0 {
+			return "", &Error{Kind: KindInsufficientScope, Server: srv.ID, Scopes: added, msg: "the client credentials ask only for the configured scopes"}
+		}
+		if _, err := c.issueLocked(ctx, srv, who, need, metadata); err != nil {
+			return "", err
+		}
+		return c.token(ctx, srv, who)
 	}
 	want := union(union(srv.Scopes, granted), need)
 	if c.opts.Consent == nil {

@@ -70,9 +70,13 @@ func run() error {
 // client beyond the server URL.
 type scenarioContext struct {
 	// ClientID and ClientSecret are a pre-registered OAuth client
-	// (auth/pre-registration).
+	// (auth/pre-registration, auth/client-credentials-basic).
 	ClientID     string `json:"client_id"`
 	ClientSecret string `json:"client_secret"`
+	// PrivateKeyPEM is the private key of a pre-registered client that
+	// proves who it is with signed assertions
+	// (auth/client-credentials-jwt).
+	PrivateKeyPEM string `json:"private_key_pem"`
 	// ToolCalls are calls to make after listing the tools
 	// (http-custom-headers).
 	ToolCalls []struct {

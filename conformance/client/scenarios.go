@@ -24,21 +24,16 @@ type scenario struct {
 // oauthSetup is the OAuth part of a server entry that is not the same for
 // every scenario.
 type oauthSetup struct {
-	// scopes are the configured scopes: an operator always lists them
-	// (config refuses oauth: without scopes:).
-	scopes []string
+	// clientCredentials makes the entry grant: client_credentials, with
+	// the client the scenario's context gives (a secret, or a private
+	// key): a CI job's or a daemon's server, where nobody logs in.
+	clientCredentials bool
 	// originResource configures the server's origin as its resource
 	// instead of its URL: what the operator of a server that documents
 	// its resource that way writes (config never derives resource from
 	// url).
 	originResource bool
 }
-
-// operatorScopes are the scopes the OAuth scenarios' server entries list.
-// The suite's servers do not document theirs, so an operator could not know
-// them: the entry names one of their own choosing, and the servers that
-// want more say so with 403 insufficient_scope (step-up).
-var operatorScopes = []string{"mcp"}
 
 var scenarios = map[string]scenario{
 	// The handshake and tools/list happen when the host opens.
@@ -133,13 +128,24 @@ var authScenarios = []string{
 }
 
 func init() {
+	// The entries list no scopes: the suite's servers say which they
+	// need (their 401 challenge, their resource metadata), and the host
+	// requests those, as the specification's scope selection says; the
+	// servers that want more say so with 403 insufficient_scope
+	// (step-up).
 	for _, name := range authScenarios {
-		scenarios[name] = scenario{oauth: &oauthSetup{scopes: operatorScopes}, run: callTestTool}
+		scenarios[name] = scenario{oauth: &oauthSetup{}, run: callTestTool}
 	}
 	// This server's protected resource metadata is at the root of its
 	// origin and names the origin as the resource (RFC 9728 §3.3 allows
 	// that), so the tokens it takes are for the origin.
-	scenarios["auth/metadata-var2"] = scenario{oauth: &oauthSetup{scopes: operatorScopes, originResource: true}, run: callTestTool}
+	scenarios["auth/metadata-var2"] = scenario{oauth: &oauthSetup{originResource: true}, run: callTestTool}
+	// A headless client: the host obtains its tokens itself, with the
+	// secret (client_secret_basic) or the private key (private_key_jwt)
+	// of the client the scenario registered.
+	for _, name := range []string{"auth/client-credentials-basic", "auth/client-credentials-jwt"} {
+		scenarios[name] = scenario{oauth: &oauthSetup{clientCredentials: true}, run: callTestTool}
+	}
 }
 
 func nothing(context.Context, *session, *scenarioContext) error { return nil }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -66,13 +67,21 @@ func openSession(ctx context.Context, serverURL, name string, sc scenario, extra
 		}
 	}()
 
-	var redirect string
-	if sc.oauth != nil {
+	var redirect, keyFile string
+	if sc.oauth != nil && !sc.oauth.clientCredentials {
 		if redirect, err = testenv.FreeRedirectURI(); err != nil {
 			return nil, err
 		}
 	}
-	doc, err := configYAML(serverURL, u.Hostname(), sc, extra, redirect)
+	if extra.PrivateKeyPEM != "" {
+		// As an operator would: the key in a file only its owner may
+		// read, its path in the configuration.
+		keyFile = filepath.Join(state, "client-key.pem")
+		if err := os.WriteFile(keyFile, []byte(extra.PrivateKeyPEM), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	doc, err := configYAML(serverURL, u.Hostname(), sc, extra, redirect, keyFile)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +190,7 @@ func (s *session) call(ctx context.Context, remote string, args any) (*airlock.R
 // configYAML is the airlock.yaml for the scenario's server. It goes
 // through config.Parse, so that it passes every check a file written by a
 // person passes, and gets the same defaults.
-func configYAML(serverURL, host string, sc scenario, extra *scenarioContext, redirect string) ([]byte, error) {
+func configYAML(serverURL, host string, sc scenario, extra *scenarioContext, redirect, keyFile string) ([]byte, error) {
 	// The suite names the version to speak when it is run with
 	// --spec-version; otherwise the configuration's default applies (the
 	// newest first, falling back to initialize for older servers).
@@ -206,11 +215,16 @@ func configYAML(serverURL, host string, sc scenario, extra *scenarioContext, red
 		if o.originResource {
 			srv["resource"] = origin(serverURL)
 		}
-		srv["scopes"] = o.scopes
 		oauth := map[string]any{
 			"client_metadata_url":  clientMetadataURL,
 			"dynamic_registration": true,
 			"redirect_uri":         redirect,
+		}
+		if o.clientCredentials {
+			oauth = map[string]any{"grant": "client_credentials"}
+			if keyFile != "" {
+				oauth["private_key_file"] = keyFile
+			}
 		}
 		if extra.ClientID != "" {
 			oauth["client_id"] = extra.ClientID

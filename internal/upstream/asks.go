@@ -66,6 +66,21 @@ func WithAsker(ctx context.Context, a *Asker) context.Context {
 // sampling request").
 const CodeSamplingRefused = -1
 
+// declare offers the server the client features opts asks for, with
+// their handlers: elicitation (form and URL modes) and sampling (without
+// tools).
+func (c *Conn) declare(opts *Options, clientOpts *mcp.ClientOptions) {
+	decl := clientOpts.Capabilities
+	if opts.Elicitation {
+		decl.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
+		clientOpts.ElicitationHandler = c.elicit
+	}
+	if opts.Sampling {
+		decl.Sampling = &mcp.SamplingCapabilities{}
+		clientOpts.CreateMessageHandler = c.sample
+	}
+}
+
 // asker returns the Asker of the call a request that names no call
 // belongs to, or nil.
 func (c *Conn) asker() *Asker {

@@ -269,14 +269,7 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		Capabilities:   decl,
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	}
-	if opts.Elicitation {
-		decl.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
-		clientOpts.ElicitationHandler = c.elicit
-	}
-	if opts.Sampling {
-		decl.Sampling = &mcp.SamplingCapabilities{}
-		clientOpts.CreateMessageHandler = c.sample //lint:ignore SA1019 servers may still ask for samples (asks.go)
-	}
+	c.declare(opts, clientOpts)
 	if opts.OnToolsChanged != nil {
 		notify := opts.OnToolsChanged
 		clientOpts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { notify() }

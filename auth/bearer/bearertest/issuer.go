@@ -3,7 +3,9 @@
 // mints RFC 9068 access tokens signed with keys generated at start, rotates
 // keys, revokes tokens and answers RFC 7662 introspection. For clients that
 // log in, it runs the authorization code flow with PKCE S256 and the RFC
-// 8707 resource, and rotates refresh tokens (login.go).
+// 8707 resource, and rotates refresh tokens (login.go); for services, the
+// client credentials grant with a secret or RFC 7523 assertions
+// (service.go).
 //
 // Tokens are built and signed here with the standard library only (not with
 // the JWT library the verifier uses), so that tests of the verifier do not
@@ -38,6 +40,10 @@ type Options struct {
 	// ClientID and ClientSecret, when set, are required (HTTP Basic) at the
 	// introspection endpoint.
 	ClientID, ClientSecret string
+	// NoMetadata makes it a 2025-03-26 authorization server: it publishes
+	// no metadata document (clients fall back to /authorize and /token on
+	// its origin) and sends no RFC 9207 iss in its redirects.
+	NoMetadata bool
 }
 
 // Issuer is a running test authorization server. Its methods are safe for
@@ -49,6 +55,7 @@ type Issuer struct {
 	JWKSURL, IntrospectionURL string
 
 	srv  *httptest.Server
+	mux  *http.ServeMux
 	opts Options
 
 	mu      sync.Mutex
@@ -79,7 +86,10 @@ func New(t testing.TB, opts *Options) *Issuer {
 	}
 	iss.keys = []*Key{NewRSAKey(t, "key-1")}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
+	iss.mux = mux
+	if !iss.opts.NoMetadata {
+		mux.HandleFunc("GET /.well-known/oauth-authorization-server", iss.serveMetadata)
+	}
 	mux.HandleFunc("GET /jwks", iss.serveJWKS)
 	mux.HandleFunc("POST /introspect", iss.serveIntrospect)
 	mux.HandleFunc("GET /authorize", iss.serveAuthorize)
@@ -284,17 +294,25 @@ func (iss *Issuer) Revoke(token string) {
 
 func (iss *Issuer) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	iss.metadataHits.Add(1)
+	grants, methods := []string{"authorization_code", "refresh_token"}, []string{"none"}
+	iss.logins.mu.Lock()
+	if len(iss.logins.services) > 0 {
+		grants = append(grants, "client_credentials")
+		methods = append(methods, "client_secret_basic", "private_key_jwt")
+	}
+	iss.logins.mu.Unlock()
 	writeJSON(w, map[string]any{
-		"issuer":                                         iss.URL,
-		"authorization_endpoint":                         iss.URL + "/authorize",
-		"token_endpoint":                                 iss.URL + "/token",
-		"jwks_uri":                                       iss.JWKSURL,
-		"introspection_endpoint":                         iss.IntrospectionURL,
-		"response_types_supported":                       []string{"code"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":               []string{"S256"},
-		"token_endpoint_auth_methods_supported":          []string{"none"},
-		"authorization_response_iss_parameter_supported": true,
+		"issuer":                                           iss.URL,
+		"authorization_endpoint":                           iss.URL + "/authorize",
+		"token_endpoint":                                   iss.URL + "/token",
+		"jwks_uri":                                         iss.JWKSURL,
+		"introspection_endpoint":                           iss.IntrospectionURL,
+		"response_types_supported":                         []string{"code"},
+		"grant_types_supported":                            grants,
+		"code_challenge_methods_supported":                 []string{"S256"},
+		"token_endpoint_auth_methods_supported":            methods,
+		"token_endpoint_auth_signing_alg_values_supported": []string{"RS256", "ES256"},
+		"authorization_response_iss_parameter_supported":   true,
 	})
 }
 
@@ -379,4 +397,8 @@ type roundTripper func(*http.Request) (*http.Response, error)
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // String describes the issuer for test logs.
+// Handle serves h at pattern on the issuer's own origin: a 2025-03-26
+// MCP server, whose origin is its authorization server.
+func (iss *Issuer) Handle(pattern string, h http.Handler) { iss.mux.Handle(pattern, h) }
+
 func (iss *Issuer) String() string { return fmt.Sprintf("test issuer %s", iss.URL) }

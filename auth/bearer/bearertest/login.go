@@ -23,6 +23,10 @@ type logins struct {
 	granted  int // access tokens issued by the two grants
 	reused   int // refresh tokens presented after they were rotated away
 	spentRTs map[string]bool
+	// services are the clients of the client credentials grant
+	// (service.go), with the tokens they were issued and refused.
+	services                      map[string]*service
+	serviceIssued, serviceRefused int
 }
 
 // A grant is what a code or a refresh token stands for.
@@ -82,7 +86,9 @@ func (iss *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	back, _ := url.Parse(redirect)
 	answer := back.Query()
 	answer.Set("state", q.Get("state"))
-	answer.Set("iss", iss.URL)
+	if !iss.opts.NoMetadata {
+		answer.Set("iss", iss.URL)
+	}
 	switch {
 	case q.Get("response_type") != "code":
 		answer.Set("error", "unsupported_response_type")
@@ -106,8 +112,9 @@ func (iss *Issuer) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveToken is the token endpoint: the authorization_code grant (the
-// code used once, the PKCE verifier, the same redirect URI and resource)
-// and the refresh_token grant, which rotates the refresh token.
+// code used once, the PKCE verifier, the same redirect URI and resource),
+// the refresh_token grant, which rotates the refresh token, and the
+// client_credentials grant of the services (service.go).
 func (iss *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		tokenError(w, "invalid_request")
@@ -146,6 +153,17 @@ func (iss *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 			l.spentRTs = map[string]bool{}
 		}
 		l.spentRTs[rt] = true
+	case "client_credentials":
+		g = iss.serviceGrant(r)
+		l.mu.Unlock()
+		if g == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			writeJSON(w, map[string]any{"error": "invalid_client"})
+			return
+		}
+		iss.issue(w, g, "")
+		return
 	default:
 		l.mu.Unlock()
 		tokenError(w, "unsupported_grant_type")
@@ -163,7 +181,12 @@ func (iss *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	l.refresh[rt] = g
 	l.granted++
 	l.mu.Unlock()
+	iss.issue(w, g, rt)
+}
 
+// issue answers a token request with an access token for g, and the
+// refresh token rt unless it is empty.
+func (iss *Issuer) issue(w http.ResponseWriter, g *grant, rt string) {
 	claims := iss.Claims(g.resource, g.tenant, g.subject, g.scopes...)
 	claims["client_id"] = g.client
 	access, err := iss.mint(claims, nil)
@@ -171,9 +194,13 @@ func (iss *Issuer) serveToken(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	answer := map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": 300,
+		"scope": strings.Join(g.scopes, " ")}
+	if rt != "" {
+		answer["refresh_token"] = rt
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": 300,
-		"refresh_token": rt, "scope": strings.Join(g.scopes, " ")})
+	writeJSON(w, answer)
 }
 
 func tokenError(w http.ResponseWriter, code string) {

@@ -36,6 +36,17 @@ type ResourceOptions struct {
 	// Stateful serves sessions (the 2025-11-25 way) instead of the
 	// stateless handler.
 	Stateful bool
+	// ChallengeScopes are the scopes its 401 challenge names; nil means
+	// ScopeRead, empty means none.
+	ChallengeScopes []string
+	// ScopesSupported are the scopes_supported of its resource metadata;
+	// nil means ScopeRead, ScopeWrite and ScopeAdmin, empty means none.
+	ScopesSupported []string
+	// Legacy makes it a 2025-03-26 server: its MCP endpoint is on the
+	// authorization server's own origin (the URL and the resource are the
+	// authorization server's), and it publishes no resource metadata and
+	// names none in its challenges.
+	Legacy bool
 }
 
 // ResourceServer is a protected MCP server on loopback: the SDK's
@@ -56,7 +67,7 @@ type ResourceServer struct {
 }
 
 // NewResourceServer starts a resource server that trusts as. It is closed
-// when the test ends.
+// when the test ends. A Legacy one is served by as itself.
 func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *ResourceServer {
 	t.Helper()
 	var o ResourceOptions
@@ -66,18 +77,28 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 	if o.Issuer == "" {
 		o.Issuer = as.URL
 	}
-	rs := &ResourceServer{calls: map[string]int{}}
+	if o.ChallengeScopes == nil {
+		o.ChallengeScopes = []string{ScopeRead}
+	}
+	if o.ScopesSupported == nil {
+		o.ScopesSupported = []string{ScopeRead, ScopeWrite, ScopeAdmin}
+	}
+	rs := &ResourceServer{calls: map[string]int{}, URL: as.URL}
 	mux := http.NewServeMux()
-	hs := httptest.NewUnstartedServer(mux)
-	rs.URL = "http://" + hs.Listener.Addr().String()
-	metadataURL, _ := bearer.MetadataURL(rs.URL)
-	challenge := bearer.Challenge{ResourceMetadata: metadataURL, Scopes: []string{ScopeRead}}
-
-	mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:             rs.URL,
-		AuthorizationServers: []string{o.Issuer},
-		ScopesSupported:      []string{ScopeRead, ScopeWrite, ScopeAdmin},
-	}))
+	var hs *httptest.Server
+	if !o.Legacy {
+		hs = httptest.NewUnstartedServer(mux)
+		rs.URL = "http://" + hs.Listener.Addr().String()
+	}
+	challenge := bearer.Challenge{Scopes: o.ChallengeScopes}
+	if !o.Legacy {
+		challenge.ResourceMetadata, _ = bearer.MetadataURL(rs.URL)
+		mux.Handle("/.well-known/oauth-protected-resource", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource:             rs.URL,
+			AuthorizationServers: []string{o.Issuer},
+			ScopesSupported:      o.ScopesSupported,
+		}))
+	}
 
 	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	for _, name := range []string{"read", "write", "admin"} {
@@ -92,7 +113,7 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: !o.Stateful, JSONResponse: !o.Stateful})
 
-	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	protected := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rs.mu.Lock()
 		rs.requests++
 		refuse := rs.refuse
@@ -134,7 +155,12 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 			return
 		}
 		handler.ServeHTTP(w, r)
-	}))
+	})
+	if o.Legacy {
+		as.mux.Handle("/mcp", protected)
+		return rs
+	}
+	mux.Handle("/mcp", protected)
 	// A plain protected endpoint for raw HTTP calls.
 	mux.Handle("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

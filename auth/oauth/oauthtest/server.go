@@ -17,6 +17,7 @@ package oauthtest
 
 import (
 	"context"
+	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
@@ -54,6 +55,23 @@ type Options struct {
 	// Withhold are scopes the server never grants, however often they
 	// are asked for.
 	Withhold []string
+	// Service, if set, is a confidential client that obtains tokens
+	// with the client credentials grant.
+	Service *ServiceClient
+	// NoOfflineAccess leaves offline_access out of the scopes the
+	// server's metadata lists as supported.
+	NoOfflineAccess bool
+}
+
+// ServiceClient is a client registered for the client credentials grant
+// (a CI job, a daemon). It proves who it is with Secret (HTTP Basic or the
+// form) or, when PublicKey is set, with an RFC 7523 assertion signed by
+// the matching private key, which the token endpoint verifies (signature,
+// issuer and subject, audience the issuer, expiry).
+type ServiceClient struct {
+	ID        string
+	Secret    string
+	PublicKey crypto.PublicKey
 }
 
 // Server is a running authorization server.
@@ -64,6 +82,7 @@ type Server struct {
 	provider *op.Provider
 	storage  *storage
 	verifier *op.AccessTokenVerifier
+	mux      *http.ServeMux
 }
 
 // Users and passwords the login page accepts.
@@ -90,28 +109,35 @@ func New(t testing.TB, opts *Options) *Server {
 		t.Fatal(err)
 	}
 	st := &storage{
-		key: key, keyID: "k1", clientID: o.ClientID, redirect: o.RedirectURIs, tenant: o.Tenant, withhold: o.Withhold,
+		key: key, keyID: "k1", clientID: o.ClientID, redirect: o.RedirectURIs, tenant: o.Tenant, withhold: o.Withhold, service: o.Service,
 		users: map[string]string{User: Password}, ttl: o.AccessTokenTTL,
 		requests: map[string]*authRequest{}, codes: map[string]string{},
 		refresh: map[string]*refreshGrant{}, revokedR: map[string]bool{}, revoked: map[string]bool{},
 	}
-	s := &Server{storage: st}
 	mux := http.NewServeMux()
+	s := &Server{storage: st, mux: mux}
 	hs := httptest.NewUnstartedServer(mux)
 	s.URL = "http://" + hs.Listener.Addr().String()
 
 	var cryptoKey [32]byte
 	rand.Read(cryptoKey[:])
+	supported := []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess, "mcp:read", "mcp:write"}
+	if o.NoOfflineAccess {
+		supported = slices.DeleteFunc(supported, func(s string) bool { return s == oidc.ScopeOfflineAccess })
+	}
 	s.provider, err = op.NewProvider(&op.Config{
-		CryptoKey:             cryptoKey,
-		CodeMethodS256:        !o.NoPKCE,
-		GrantTypeRefreshToken: true,
-		SupportedScopes:       []string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess, "mcp:read", "mcp:write"},
+		CryptoKey:               cryptoKey,
+		CodeMethodS256:          !o.NoPKCE,
+		GrantTypeRefreshToken:   true,
+		AuthMethodPost:          true,
+		AuthMethodPrivateKeyJWT: true,
+		SupportedScopes:         supported,
 	}, st, op.StaticIssuer(s.URL), op.WithAllowInsecure(), op.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.verifier = op.NewAccessTokenVerifier(s.URL, &op.OpenIDKeySet{Storage: st})
+	st.assertions = op.NewJWTProfileVerifier(st, s.URL, time.Hour, time.Second)
 	mux.HandleFunc("/login", s.login)
 	mux.Handle("/", withResource(s.provider))
 	hs.Start()
@@ -119,16 +145,17 @@ func New(t testing.TB, opts *Options) *Server {
 	return s
 }
 
-// withResource hands the request's resource parameters to the storage
-// through the context: the provider parses the parameters it knows and
-// ignores the rest.
+// withResource hands the request's parameters to the storage through the
+// context: the provider parses the parameters it knows and ignores the
+// rest (the resource; a client assertion, which it does not check for the
+// client credentials grant).
 func withResource(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := r.ParseForm(); err != nil {
 			http.Error(w, "bad form", http.StatusBadRequest)
 			return
 		}
-		ctx := context.WithValue(r.Context(), resourceKey{}, r.Form["resource"])
+		ctx := context.WithValue(r.Context(), formKey{}, r.Form)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -195,6 +222,15 @@ func (s *Server) Authorize(ctx context.Context, authURL, user, password string) 
 		next = l.String()
 	}
 	return "", errors.New("too many redirects")
+}
+
+// Requested returns the scopes of every authorization request and client
+// credentials token request so far, in order, as the client sent them
+// (nil for a request that named none).
+func (s *Server) Requested() [][]string {
+	s.storage.mu.Lock()
+	defer s.storage.mu.Unlock()
+	return slices.Clone(s.storage.requested)
 }
 
 // Stats returns what the server has done so far.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/subtle"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +30,9 @@ type storage struct {
 	tenant   string
 	withhold []string
 	users    map[string]string // subject → password
+	service  *ServiceClient
+	// assertions verifies the service client's assertions.
+	assertions *op.JWTProfileVerifier
 
 	mu       sync.Mutex
 	ttl      time.Duration
@@ -38,6 +43,9 @@ type storage struct {
 	issued   []string        // access token ids
 	revoked  map[string]bool // access token ids
 	stats    Stats
+	// requested are the scopes of each authorization and client
+	// credentials request.
+	requested [][]string
 }
 
 // Stats counts what the authorization server did.
@@ -53,6 +61,11 @@ type Stats struct {
 	// MissingResource counts authorization and token requests without a
 	// resource parameter (refused).
 	MissingResource int
+	// ClientCredentials counts tokens issued to the service client;
+	// Assertions the client assertions among them whose signature was
+	// verified; RefusedClients the client credentials requests refused
+	// for a wrong secret or a bad assertion.
+	ClientCredentials, Assertions, RefusedClients int
 }
 
 type authRequest struct {
@@ -108,13 +121,18 @@ func (s *storage) newAccessID() string {
 	return id
 }
 
-type resourceKey struct{}
+type formKey struct{}
 
-// resourceFrom returns the resource parameters of the request being served
-// (put in the context by the provider's wrapper).
+// formFrom returns the parameters of the request being served (put in the
+// context by the provider's wrapper).
+func formFrom(ctx context.Context) url.Values {
+	f, _ := ctx.Value(formKey{}).(url.Values)
+	return f
+}
+
+// resourceFrom returns the resource parameters of the request being served.
 func resourceFrom(ctx context.Context) []string {
-	r, _ := ctx.Value(resourceKey{}).([]string)
-	return r
+	return formFrom(ctx)["resource"]
 }
 
 func (s *storage) oneResource(ctx context.Context) (string, error) {
@@ -133,6 +151,7 @@ func (s *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest, 
 	if err != nil {
 		return nil, err
 	}
+	s.requested = append(s.requested, slices.Clone(req.Scopes))
 	a := &authRequest{id: rand.Text(), req: *req, resource: res}
 	a.req.Scopes = slices.DeleteFunc(slices.Clone(req.Scopes), func(sc string) bool { return slices.Contains(s.withhold, sc) })
 	s.requests[a.id] = a
@@ -198,10 +217,14 @@ func (s *storage) complete(id, subject string) error {
 	return nil
 }
 
-func (s *storage) CreateAccessToken(ctx context.Context, _ op.TokenRequest) (string, time.Time, error) {
+func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats.CodeExchanges++
+	if _, ok := req.(*serviceGrant); ok {
+		s.stats.ClientCredentials++
+	} else {
+		s.stats.CodeExchanges++
+	}
 	return s.newAccessID(), time.Now().Add(s.ttl), nil
 }
 
@@ -324,15 +347,91 @@ func (s *storage) GetPrivateClaimsFromScopes(_ context.Context, _, _ string, sco
 	return claims, nil
 }
 
-func (s *storage) GetKeyByIDAndClientID(context.Context, string, string) (*jose.JSONWebKey, error) {
-	return nil, errors.New("no client keys")
+// GetKeyByIDAndClientID returns the service client's public key, which
+// verifies its assertions (whatever their key id).
+func (s *storage) GetKeyByIDAndClientID(_ context.Context, _, clientID string) (*jose.JSONWebKey, error) {
+	if s.service == nil || s.service.PublicKey == nil || clientID != s.service.ID {
+		return nil, errors.New("no such client key")
+	}
+	return &jose.JSONWebKey{Key: s.service.PublicKey, Use: "sig"}, nil
 }
+
+// ClientCredentials authenticates the service client (op's client
+// credentials grant leaves that to the storage): its secret, or its
+// assertion, verified as RFC 7523 says.
+func (s *storage) ClientCredentials(ctx context.Context, clientID, secret string) (op.Client, error) {
+	svc := s.service
+	if svc == nil || clientID != svc.ID {
+		return nil, s.refuseClient("no such client")
+	}
+	form := formFrom(ctx)
+	if svc.PublicKey == nil {
+		if secret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(svc.Secret)) != 1 {
+			return nil, s.refuseClient("wrong client secret")
+		}
+		return &serviceClient{client{id: clientID}}, nil
+	}
+	if form.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer" || secret != "" {
+		return nil, s.refuseClient("a client assertion is required")
+	}
+	req, err := op.VerifyJWTAssertion(ctx, form.Get("client_assertion"), s.assertions)
+	if err != nil || req.Issuer != clientID {
+		return nil, s.refuseClient("the client assertion is not valid")
+	}
+	s.mu.Lock()
+	s.stats.Assertions++
+	s.mu.Unlock()
+	return &serviceClient{client{id: clientID}}, nil
+}
+
+func (s *storage) refuseClient(why string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.RefusedClients++
+	return errors.New(why)
+}
+
+// ClientCredentialsTokenRequest is the grant of a token to the service
+// client for the resource it names.
+func (s *storage) ClientCredentialsTokenRequest(ctx context.Context, clientID string, scopes []string) (op.TokenRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requested = append(s.requested, slices.Clone(scopes))
+	res, err := s.oneResource(ctx)
+	if err != nil {
+		return nil, err
+	}
+	granted := slices.DeleteFunc(slices.Clone(scopes), func(sc string) bool { return slices.Contains(s.withhold, sc) })
+	return &serviceGrant{client: clientID, resource: res, scopes: granted}, nil
+}
+
+// serviceGrant is a client credentials grant: the client is its own
+// subject.
+type serviceGrant struct {
+	client, resource string
+	scopes           []string
+}
+
+func (g *serviceGrant) GetSubject() string    { return g.client }
+func (g *serviceGrant) GetAudience() []string { return []string{g.resource} }
+func (g *serviceGrant) GetScopes() []string   { return g.scopes }
 
 func (s *storage) ValidateJWTProfileScopes(context.Context, string, []string) ([]string, error) {
 	return nil, errors.New("no JWT profile grants")
 }
 
 func (s *storage) Health(context.Context) error { return nil }
+
+// serviceClient is the service client as the provider sees it.
+type serviceClient struct {
+	client
+}
+
+func (c *serviceClient) AuthMethod() oidc.AuthMethod { return oidc.AuthMethodBasic }
+func (c *serviceClient) GrantTypes() []oidc.GrantType {
+	return []oidc.GrantType{oidc.GrantTypeClientCredentials}
+}
+func (c *serviceClient) ApplicationType() op.ApplicationType { return op.ApplicationTypeWeb }
 
 // client is the one public client (PKCE, no secret) the server knows.
 type client struct {
