@@ -28,8 +28,9 @@ func askConfig(t *testing.T, dir, era string) string {
 func askConfigSampling(t *testing.T, dir, era, sampling string) string {
 	t.Helper()
 	path := filepath.Join(dir, "airlock.yaml")
-	writeFile(t, path, testServerYAML(t, "[ask_form, ask_url, ask_twice, sample]", envTestAsks, "1")+
+	writeFile(t, path, testServerYAML(t, "[ask_form, ask_url, ask_twice, ask_forever, sample]", envTestAsks, "1")+
 		fmt.Sprintf("    protocol_versions: [%q]\n    sampling: %s\n", era, sampling)+
+		"limits: {max_input_rounds: 3}\n"+
 		"policy:\n  rules:\n    - {server: w, tool: \"*\", decision: allow}\n")
 	return path
 }
@@ -186,7 +187,25 @@ func TestShellJSONInputRequests(t *testing.T) {
 			if r := sh.next(); r["id"] != 3.0 || r["content"] != "accept {\"ok\":true}\ncancel" {
 				t.Errorf("result = %v, want both answers", r)
 			}
-			sh.send(map[string]any{"id": 4, "cmd": "quit"})
+			// A server that asks past limits.max_input_rounds (3 here) is
+			// stopped, never an endless call: contract_error for a
+			// 2026-07-28 server, which asks in results; a 2025-11-25
+			// server asks while it runs the call, which may have done
+			// something by then: outcome_unknown.
+			sh.send(map[string]any{"id": 4, "cmd": "call", "name": "w__ask_forever"})
+			for round := 1.0; round <= 3; round++ {
+				q := sh.next()
+				if q["event"] != "input_request" || q["round"] != round {
+					t.Fatalf("question %v = %v", round, q)
+				}
+				sh.send(map[string]any{"id": "d", "cmd": "answer", "request_id": q["request_id"], "action": "accept", "content": map[string]any{}})
+				sh.next()
+			}
+			want := map[string]string{"2026-07-28": "contract_error", "2025-11-25": "outcome_unknown"}[era]
+			if r := sh.next(); r["id"] != 4.0 || r["status"] != want || !strings.Contains(r["error"].(string), "limits.max_input_rounds") {
+				t.Errorf("result = %v, want %s naming the limit", r, want)
+			}
+			sh.send(map[string]any{"id": 5, "cmd": "quit"})
 		})
 	}
 }
@@ -281,7 +300,9 @@ func TestServeRelaysQuestions(t *testing.T) {
 					case req.Params.Mode == "url":
 						return &mcp.ElicitResult{Action: "accept"}, nil
 					case strings.Contains(req.Params.Message, "Second"):
-						return &mcp.ElicitResult{Action: "decline"}, nil
+						return &mcp.ElicitResult{Action: "cancel"}, nil
+					case strings.Contains(req.Params.Message, "Again?"):
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 					case strings.Contains(req.Params.Message, "First"):
 						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
 					}
@@ -296,14 +317,24 @@ func TestServeRelaysQuestions(t *testing.T) {
 			for _, tt := range []struct{ tool, want string }{
 				{"w__ask_form", `accept {"colour":"red","count":3,"name":"Ada"}`},
 				{"w__ask_url", "accept"},
-				{"w__ask_twice", "accept {\"ok\":true}\ndecline"},
+				{"w__ask_twice", "accept {\"ok\":true}\ncancel"},
 				{"w__sample", "the model said: hi"},
 			} {
 				if got := callText(ctx, t, cs, tt.tool); got != tt.want {
 					t.Errorf("%s: %q, want %q", tt.tool, got, tt.want)
 				}
 			}
-			if len(asked) != 4 || !strings.HasPrefix(asked[0], "form: ") || !strings.Contains(asked[0], "Who are you?") ||
+			// Past limits.max_input_rounds the call is stopped: the
+			// client gets the gateway's contract_error (2026-07-28), or
+			// an outcome_unknown result naming the limit (2025-11-25).
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "w__ask_forever", Arguments: map[string]any{}})
+			switch {
+			case era == "2026-07-28" && (err == nil || !strings.Contains(err.Error(), "contract_error")):
+				t.Errorf("ask_forever: %+v, %v; want contract_error", res, err)
+			case era == "2025-11-25" && (err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "limits.max_input_rounds")):
+				t.Errorf("ask_forever: %+v, %v; want outcome_unknown naming the limit", res, err)
+			}
+			if len(asked) != 4+3 || !strings.HasPrefix(asked[0], "form: ") || !strings.Contains(asked[0], "Who are you?") ||
 				!strings.Contains(asked[0], "w") || !strings.HasPrefix(asked[1], "url: ") {
 				t.Errorf("asked %q", asked)
 			}

@@ -28,8 +28,9 @@ var askForm = map[string]any{
 }
 
 // addAskTools adds ask_form (one form), ask_url (a link), ask_twice (two
-// questions, one after the other, the second naming the first answer)
-// and sample (a sampling request); each answers with what it was told.
+// questions, one after the other), ask_forever (a question after every
+// answer, never done) and sample (a sampling request); each answers with
+// what it was told.
 func addAskTools(s *mcp.Server) {
 	object := map[string]any{"type": "object"}
 	s.AddTool(&mcp.Tool{Name: "ask_form", Description: "Ask for a form.", InputSchema: object},
@@ -46,6 +47,18 @@ func addAskTools(s *mcp.Server) {
 			yes := map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}, "required": []any{"ok"}}
 			return askRounds(ctx, req, []*mcp.ElicitParams{{Mode: "form", Message: "First question?", RequestedSchema: yes},
 				{Mode: "form", Message: "Second question?", RequestedSchema: yes}})
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_forever", Description: "Ask again after every answer.", InputSchema: object},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			again := &mcp.ElicitParams{Mode: "form", Message: "Again?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}
+			if !modernSession(req) {
+				for {
+					if _, err := req.Session.Elicit(ctx, again); err != nil {
+						return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil
+					}
+				}
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"again": again}, RequestState: "forever"}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "sample", Description: "Ask the client's model.", InputSchema: object},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
