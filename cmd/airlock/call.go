@@ -26,7 +26,6 @@ func (e *env) call(o *options, pos []string) error {
 	// its questions during the call. Not with --json, which scripts read,
 	// nor when the arguments came from stdin: then a server's question is
 	// declined, and the result says so.
-	e.elicit = declineAll
 	if !o.json && o.callArgs != "-" && isTerminalReader(e.stdin) && isTerminal(e.stderr) {
 		ta := &terminalApprover{out: e.stderr, ed: newLineEditor(e.stdin.(*os.File), e.stderr)}
 		e.approver = ta

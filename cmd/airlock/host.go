@@ -208,8 +208,15 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 		return nil, nil, err
 	}
 	closeLog := logClose
+	// Every command's host tells servers it can ask a person, so that a
+	// server whose tools depend on it lists the same ones whatever the
+	// command; where nobody can be asked, its questions are declined.
+	elicit := e.elicit
+	if elicit == nil {
+		elicit = declineAll
+	}
 	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver, Auth: e.stepUps,
-		CallProgress: e.callProgress, Elicit: e.elicit}
+		CallProgress: e.callProgress, Elicit: elicit}
 	if !c.json && !c.verbose && isTerminal(e.stderr) {
 		opts.Progress = newProgress(e.stderr, len(cfg.Servers)).update
 	}

@@ -41,7 +41,6 @@ func (e *env) shell(o *options, _ []string) error {
 	// A server's question goes to the person: on the terminal, or as an
 	// input_request line (each --json call brings its own Elicitor);
 	// elsewhere it is declined.
-	e.elicit = declineAll
 	if !o.json && isTerminal(e.stdout) && isTerminalReader(e.stdin) {
 		ed = newLineEditor(e.stdin.(*os.File), e.stdout)
 		ta := &terminalApprover{out: e.stdout, ed: ed}
