@@ -58,6 +58,14 @@ func (r *rawResults) sent(ctx context.Context, msg jsonrpc.Message) {
 		r.waiting = map[jsonrpc.ID]func(json.RawMessage){}
 	}
 	r.waiting[req.ID] = f
+	// A request that is never answered is forgotten when its caller
+	// stops waiting.
+	id := req.ID
+	context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		delete(r.waiting, id)
+		r.mu.Unlock()
+	})
 }
 
 // answered shows a result to whoever wants it.
