@@ -474,3 +474,50 @@ func TestServeParkedCallState(t *testing.T) {
 		t.Error("a state used already was taken again")
 	}
 }
+
+// TestServeSamplingAsk: with sampling: ask, the person at the client is
+// asked first (a form with one yes-or-no field that shows the request),
+// and only then is the client's model sampled.
+func TestServeSamplingAsk(t *testing.T) {
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := askConfigSampling(t, dir, era, "ask")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+			allow := true
+			var asked []string
+			sampled := 0
+			c := mcp.NewClient(&mcp.Implementation{Name: "sampler", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"allow": allow}}, nil
+				},
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					sampled++
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "hi"}}, nil
+				},
+			})
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got := callText(ctx, t, cs, "w__sample"); got != "the model said: hi" {
+				t.Errorf("allowed: %q", got)
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "wants a model to answer this") || !strings.Contains(asked[0], "system: Be brief.") ||
+				!strings.Contains(asked[0], "user: Say hi.") || !strings.Contains(asked[0], "at most 50 tokens") {
+				t.Errorf("asked %q, want the sampling request shown", asked)
+			}
+			allow = false
+			if got := callText(ctx, t, cs, "w__sample"); strings.Contains(got, "the model said") {
+				t.Errorf("refused: %q, want no sampling", got)
+			}
+			if sampled != 1 {
+				t.Errorf("sampled %d times, want once (only when allowed)", sampled)
+			}
+		})
+	}
+}
