@@ -37,8 +37,8 @@ const parkedPrefix = "in."
 // then the question is cancelled and the call goes on without it.
 const answerWithin = 10 * time.Minute
 
-// maxParked bounds the calls parked in one gateway; past it, a question
-// is declined.
+// maxParked bounds the calls in one gateway that wait for their clients'
+// answers; past it, a question is declined.
 const maxParked = 1000
 
 // A parkedCall is a call of a 2026-07-28 client that the host runs in the
@@ -46,6 +46,7 @@ const maxParked = 1000
 type parkedCall struct {
 	id           string
 	tool, caller string
+	reg          *parkedCalls // where it is found once it has asked
 	cancel       context.CancelFunc
 	finish       func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error)
 
@@ -70,9 +71,14 @@ type parkedCalls struct {
 	calls map[string]*parkedCall
 }
 
+// add keeps c, unless it would be one too many; a call kept already
+// stays.
 func (p *parkedCalls) add(c *parkedCall) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.calls[c.id] == c {
+		return true
+	}
 	if len(p.calls) >= maxParked {
 		return false
 	}
@@ -110,14 +116,7 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 	}
 	life, cancel := context.WithCancel(life)
 	p := &parkedCall{id: rand.Text(), tool: req.Params.Name, caller: who.key(), cancel: cancel, finish: finish,
-		asks: make(chan *parkedAsk), done: make(chan struct{})}
-	if !g.parked.add(p) {
-		cancel()
-		stop()
-		g.calls.leave()
-		asking{}.decline(c) // too many parked: this call's questions are declined
-		return finish(ctx, run(ctx, *c))
-	}
+		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{})}
 	a.via(c, p.ask)
 	call := *c
 	go func() {
@@ -126,8 +125,11 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 		stop()
 		g.calls.leave()
 		close(p.done)
-		// The result waits for the client's next round, if one is coming.
-		time.AfterFunc(answerWithin, func() { g.parked.remove(p.id) })
+		// A call that asked waits with its result for the client's next
+		// round, if one is coming.
+		if id, reg := p.id, p.reg; reg.get(id) != nil {
+			time.AfterFunc(answerWithin, func() { reg.remove(id) })
+		}
 	}()
 	return g.round(ctx, p)
 }
@@ -135,6 +137,9 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 // ask puts a question to the client through the next round, and waits
 // for the answer: a cancelled question when none comes in time.
 func (p *parkedCall) ask(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
+	if !p.reg.add(p) {
+		return nil, fmt.Errorf("%d calls wait for their clients' answers already, as many as the gateway keeps", maxParked)
+	}
 	a := &parkedAsk{params: params, answer: make(chan mcp.InputResponse, 1)}
 	timer := time.NewTimer(answerWithin)
 	defer timer.Stop()
