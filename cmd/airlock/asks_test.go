@@ -113,6 +113,20 @@ func (s *liveShell) next() map[string]any {
 	return nil
 }
 
+// answer answers the input request q with action and content, and checks
+// that the shell took the answer.
+func (s *liveShell) answer(q map[string]any, action string, content map[string]any) {
+	s.t.Helper()
+	cmd := map[string]any{"id": "answer", "cmd": "answer", "request_id": q["request_id"], "action": action}
+	if content != nil {
+		cmd["content"] = content
+	}
+	s.send(cmd)
+	if got := s.next(); got["id"] != "answer" || got["ok"] != true {
+		s.t.Fatalf("answer %v: %v, want ok", cmd, got)
+	}
+}
+
 // TestShellJSONInputRequests: a server's questions during a call reach
 // airlock shell --json as input_request lines, and answer commands answer
 // them: a form (answers that do not fit are refused with what to fix; the
@@ -154,10 +168,7 @@ func TestShellJSONInputRequests(t *testing.T) {
 					t.Errorf("answer %v: got %v, want an error that says %q", a.answer, got, a.want)
 				}
 			}
-			sh.send(map[string]any{"id": "a5", "cmd": "answer", "request_id": rid, "action": "accept", "content": map[string]any{"colour": "green", "count": 2}})
-			if got := sh.next(); got["id"] != "a5" || got["ok"] != true {
-				t.Fatalf("answer: %v, want ok", got)
-			}
+			sh.answer(q, "accept", map[string]any{"colour": "green", "count": 2})
 			r := sh.next()
 			if r["id"] != 1.0 || r["status"] != "ok" || r["content"] != `accept {"colour":"green","count":2,"name":"Ada"}` {
 				t.Errorf("result = %v, want the answer with the default name", r)
@@ -168,22 +179,19 @@ func TestShellJSONInputRequests(t *testing.T) {
 			if q["mode"] != "url" || q["url"] != "https://auth.example.com/connect?state=xyz" || q["domain"] != "auth.example.com" {
 				t.Fatalf("input request = %v, want the link and its domain", q)
 			}
-			sh.send(map[string]any{"id": "b", "cmd": "answer", "request_id": q["request_id"], "action": "decline"})
-			sh.next()
+			sh.answer(q, "decline", nil)
 			if r := sh.next(); r["id"] != 2.0 || r["content"] != "decline" {
 				t.Errorf("result = %v, want decline", r)
 			}
 
 			sh.send(map[string]any{"id": 3, "cmd": "call", "name": "w__ask_twice"})
 			q = sh.next()
-			sh.send(map[string]any{"id": "c1", "cmd": "answer", "request_id": q["request_id"], "action": "accept", "content": map[string]any{"ok": true}})
-			sh.next()
+			sh.answer(q, "accept", map[string]any{"ok": true})
 			q2 := sh.next()
 			if q2["event"] != "input_request" || q2["message"] != "Second question?" || q2["request_id"] == q["request_id"] || q2["round"] != 2.0 {
 				t.Fatalf("second input request = %v", q2)
 			}
-			sh.send(map[string]any{"id": "c2", "cmd": "answer", "request_id": q2["request_id"], "action": "cancel"})
-			sh.next()
+			sh.answer(q2, "cancel", nil)
 			if r := sh.next(); r["id"] != 3.0 || r["content"] != "accept {\"ok\":true}\ncancel" {
 				t.Errorf("result = %v, want both answers", r)
 			}
@@ -198,8 +206,7 @@ func TestShellJSONInputRequests(t *testing.T) {
 				if q["event"] != "input_request" || q["round"] != round {
 					t.Fatalf("question %v = %v", round, q)
 				}
-				sh.send(map[string]any{"id": "d", "cmd": "answer", "request_id": q["request_id"], "action": "accept", "content": map[string]any{}})
-				sh.next()
+				sh.answer(q, "accept", map[string]any{})
 			}
 			want := map[string]string{"2026-07-28": "contract_error", "2025-11-25": "outcome_unknown"}[era]
 			if r := sh.next(); r["id"] != 4.0 || r["status"] != want || !strings.Contains(r["error"].(string), "limits.max_input_rounds") {
@@ -224,8 +231,7 @@ func TestShellJSONSamplingAsk(t *testing.T) {
 	if q["event"] != "input_request" || q["kind"] != "sampling" || fmt.Sprint(q["sampling"]) != fmt.Sprint(want) {
 		t.Fatalf("input request = %v, want the sampling request %v", q, want)
 	}
-	sh.send(map[string]any{"id": "a", "cmd": "answer", "request_id": q["request_id"], "action": "decline"})
-	sh.next()
+	sh.answer(q, "decline", nil)
 	if r := sh.next(); r["id"] != 1.0 || !strings.HasPrefix(r["content"].(string), "sampling failed") {
 		t.Errorf("result = %v, want the server refused", r)
 	}
