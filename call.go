@@ -38,6 +38,9 @@ type request struct {
 	late   *upstream.LateWatch // catches an answer that comes after the host stopped waiting
 	intent string              // its journal record; "" for a read, which has none
 	res    *mcp.CallToolResult // the server's answer; nil until it answers
+	// undeclared is the method of a request for a client feature the host
+	// did not declare, sent by the server during the call; "" if none.
+	undeclared string
 }
 
 // fail ends q with an error about its tool.
@@ -184,6 +187,14 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 func (h *Host) answer(ctx context.Context, q *request, res *mcp.CallToolResult) *Result {
 	r := q.r
 	q.res = res
+	// A server that asked for a client feature the host did not declare
+	// (an older server's roots/list, or sampling/createMessage where
+	// sampling: is deny) was refused, and broke the contract: what it
+	// answered after that is not passed on.
+	if q.undeclared != "" {
+		return q.fail(ContractError, nil, "%s: server %s sent %s during the call, which Airlock did not declare to it; the request was refused (method not found) and the call's result is not used",
+			q.tool.Name, q.tool.Server, q.undeclared)
+	}
 	if res.IsError {
 		out, err := h.render(ctx, q, res.Content)
 		if err != nil {

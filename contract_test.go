@@ -164,16 +164,21 @@ func TestMalformedCallResponse(t *testing.T) {
 }
 
 func TestServerRequestsForClientFeaturesAreRefused(t *testing.T) {
-	// The host offers servers no client features: asked in the middle of a
-	// call for its roots or a sample, it answers "method not found".
+	// The host offers servers no roots, and sampling only where
+	// sampling: says so: asked in the middle of a call for its roots or a
+	// sample, it answers "method not found", and the call, whose server
+	// broke the contract, ends contract_error.
 	srv := testServer(t, "sdk", "sdk")
 	srv.ProtocolVersions = []string{"2025-11-25"} // later servers ask through the call's result
 	h := open(t, newConfig(t, srv))
 	for _, what := range []string{"roots", "sampling"} {
 		r := call(t, h, "sdk__ask", `{"what":"`+what+`"}`)
-		wantStatus(t, r, airlock.OK)
-		if r.Content != "error -32601" {
-			t.Errorf("asked for %s, the server saw %q; want error -32601 (method not found)", what, r.Content)
+		wantStatus(t, r, airlock.ContractError)
+		if r.Content != "" || !strings.Contains(r.Err.Msg, "which Airlock did not declare to it") {
+			t.Errorf("asked for %s: content %q, error %q", what, r.Content, r.Err.Msg)
+		}
+		if len(r.Inputs) != 1 || r.Inputs[0].Kind != what || r.Inputs[0].Action != "" || !strings.Contains(r.Inputs[0].Reason, "refused") {
+			t.Errorf("asked for %s: inputs %+v, want the refusal", what, r.Inputs)
 		}
 	}
 }

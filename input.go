@@ -70,6 +70,10 @@ type asking struct {
 	inputs []InputRecord
 	state  bool // a round carried a requestState
 	closed bool // the call's send returned: its result has the rounds
+	// broke is the method of the first request the server sent during
+	// the call for a client feature the host did not declare, "" if none:
+	// the server broke the contract, and the call's result is not used.
+	broke string
 }
 
 // close hands the rounds to the call's result; a request still being
@@ -79,6 +83,7 @@ func (a *asking) close() {
 	defer a.mu.Unlock()
 	a.closed = true
 	a.q.r.InputRounds, a.q.r.Inputs = a.rounds, a.inputs
+	a.q.undeclared = a.broke
 }
 
 // newAsking starts q's rounds of input: call ends with the call, pause
@@ -121,6 +126,11 @@ func (a *asking) asker() *upstream.Asker {
 			return res, nil
 		},
 		Undeclared: func(method string) {
+			a.mu.Lock()
+			if a.broke == "" {
+				a.broke = method
+			}
+			a.mu.Unlock()
 			kind := map[string]string{"elicitation/create": InputElicitation, "sampling/createMessage": InputSampling,
 				"roots/list": "roots"}[method]
 			if kind == "" {
