@@ -49,6 +49,12 @@ type InputRequest struct {
 	// Round counts the times the server has asked during this call, from
 	// 1; it is never more than limits.max_input_rounds.
 	Round int
+	// Key is the name the server gave the request in its input_required
+	// result (2026-07-28), under which its answer goes back; "" for a
+	// request the server sent on its own (elicitation/create) and for a
+	// sampling request put to the person (sampling: ask). A caller that
+	// relays the request to a client of its own keeps the key.
+	Key string
 	// Kind is InputElicitation or InputSampling.
 	Kind string
 	// Mode is ElicitForm or ElicitURL (elicitations only).
@@ -139,6 +145,10 @@ type SampleRequest struct {
 	// and server.
 	ToolCallID   string
 	Tool, Server string
+	// Key is the name the server gave the request in its input_required
+	// result, "" for a sampling/createMessage request (as
+	// InputRequest.Key).
+	Key string
 	// Params are the request's, as the server sent them.
 	Params *mcp.CreateMessageParams
 }

@@ -119,7 +119,7 @@ func (a *asking) asker() *upstream.Asker {
 			if !ok {
 				return nil, &jsonrpc.Error{Code: upstream.CodeSamplingRefused, Message: "sampling refused: too many requests during one call"}
 			}
-			res, refusal := a.sample(ctx, p, round)
+			res, refusal := a.sample(ctx, p, round, "")
 			if refusal != "" {
 				return nil, &jsonrpc.Error{Code: upstream.CodeSamplingRefused, Message: "sampling refused: " + refusal}
 			}
@@ -245,6 +245,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				a.refused(ctx, a.request(InputElicitation, round), err.Error())
 				return nil, contract("server %s asked for input with an invalid request: %v", tool.Server, err)
 			}
+			req.Key = key
 			ans, err := a.ask(ctx, req)
 			if err != nil {
 				return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled while a person was asked for input"}
@@ -260,7 +261,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				}
 			}
 			// A refusal cannot be an input response: the call ends.
-			sampled, refusal := a.sample(ctx, basic, round)
+			sampled, refusal := a.sample(ctx, basic, round, key)
 			if refusal != "" {
 				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
 			}
@@ -432,10 +433,11 @@ func (a *asking) audit(ctx context.Context, req *InputRequest, name string, fiel
 	a.h.audit(ctx, a.q.event(name, fields))
 }
 
-// sample answers a server's sampling request as its sampling: says:
-// ask puts it to the person first, allow goes straight to the sampler.
+// sample answers a server's sampling request (of key, in an
+// input_required result) as its sampling: says: ask puts it to the person
+// first, allow goes straight to the sampler.
 // It returns the sample, or why the request was refused.
-func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round int) (*mcp.CreateMessageResult, string) {
+func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round int, key string) (*mcp.CreateMessageResult, string) {
 	q := a.q
 	req := a.request(InputSampling, round)
 	req.Sampling = a.samplingRequest(p)
@@ -468,7 +470,7 @@ func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round i
 	}
 	sctx, stop := a.bound(ctx)
 	resume := a.pause()
-	res, err := sampler(sctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Params: p})
+	res, err := sampler(sctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Key: key, Params: p})
 	resume()
 	stop()
 	if err != nil || res == nil {

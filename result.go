@@ -107,6 +107,31 @@ type Call struct {
 	// so a host whose calls bring their own Elicit sets it too.
 	Elicit Elicitor
 	Sample Sampler
+	// Offers, when set, says which client features this call can answer
+	// (its Elicit and Sample, or the host's): a 2026-07-28 server is told
+	// with the request (its per-request clientCapabilities) that it may
+	// ask for those of the features the host declared to it, and no
+	// others, so that a tool that needs one the call cannot answer is
+	// refused at once (MissingRequiredClientCapabilityError, -32021: the
+	// call ends denied, MissingFeatures naming what it needed) instead of
+	// asking a question nobody can answer. The gateway sets it from what
+	// its client declared. Nil: the call answers everything the host
+	// declared. A server of an older protocol version learns the host's
+	// capabilities once, for its session, and is not told.
+	Offers *ClientFeatures
+}
+
+// ClientFeatures are the client features (what a server may ask of its
+// client during a call) a call can answer (Call.Offers).
+type ClientFeatures struct {
+	// Elicitation: forms put to a person (form-mode elicitation).
+	Elicitation bool
+	// ElicitURL: URL-mode elicitation.
+	ElicitURL bool
+	// Sampling: samples of a model. A server whose sampling: is ask is
+	// offered sampling only with Elicitation too: a person must agree to
+	// each request first.
+	Sampling bool
 }
 
 // A CallLog is a log message (notifications/message) a server wrote

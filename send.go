@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/upstream"
 )
 
@@ -33,6 +37,14 @@ import (
 func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error) {
 	srv, conn := q.srv, q.link.conn
 	params := &mcp.CallToolParams{Name: q.tool.Remote, Arguments: q.args}
+	if f := q.call.Offers; f != nil {
+		// The server hears what this call can answer, not all the host
+		// declared (the SDK adds its own _meta but keeps this key).
+		sampling := f.Sampling && (srv.cfg.Sampling != config.SamplingAsk || f.Elicitation)
+		if caps := conn.Offered(f.Elicitation, f.ElicitURL, sampling); caps != nil {
+			params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: caps}
+		}
+	}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	idle := time.AfterFunc(srv.cfg.RequestTimeout, func() { cancel(errTimeout) })
@@ -213,6 +225,9 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 		return e(ConnectionError, "%s: %v", tool.Name, err)
 	case f != nil:
 		return e(ConnectionError, "%s: %s", tool.Name, f.Msg)
+	case errors.As(err, &werr) && werr.Code == mcp.CodeMissingRequiredClientCapabilities && len(missingFeatures(werr)) > 0:
+		return e(Denied, "%s refused: server %s needs client features this call does not offer (%s); Airlock declares elicitation when it has a person to ask (Options.Elicit), sampling where servers[].sampling is ask or allow, roots never, and through airlock serve only what the client declared",
+			tool.Name, tool.Server, strings.Join(missingFeatures(werr), ", "))
 	case errors.As(err, &werr):
 		return e(ConnectionError, "%s: server answered with JSON-RPC error %d: %s", tool.Name, werr.Code, werr.Message)
 	case errors.Is(err, mcp.ErrConnectionClosed):
@@ -221,4 +236,34 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 	// The connection is healthy, so the SDK could not make sense of the
 	// answer: the server broke the protocol contract.
 	return e(ContractError, "%s: malformed result: %v", tool.Name, err)
+}
+
+// MissingFeatures names the client features a server answered that a call
+// needs and was not offered (MissingRequiredClientCapabilityError, -32021),
+// sorted, for a call that ended denied so; nil for any other error. Roots
+// count only with listChanged: the SDK writes an empty roots object into
+// every capability set.
+func MissingFeatures(err error) []string {
+	var e *Error
+	var werr *jsonrpc.Error
+	if !errors.As(err, &e) || e.Kind != Denied || !errors.As(err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities {
+		return nil
+	}
+	return missingFeatures(werr)
+}
+
+// missingFeatures names the capabilities the data of a -32021 error
+// requires, of sampling, elicitation and roots.
+func missingFeatures(werr *jsonrpc.Error) []string {
+	var d mcp.MissingRequiredClientCapabilityData
+	if json.Unmarshal(werr.Data, &d) != nil || d.RequiredCapabilities == nil {
+		return nil
+	}
+	required := map[string]bool{
+		"sampling":    d.RequiredCapabilities.Sampling != nil,
+		"elicitation": d.RequiredCapabilities.Elicitation != nil,
+		"roots":       d.RequiredCapabilities.Roots.ListChanged || d.RequiredCapabilities.RootsV2 != nil,
+	}
+	maps.DeleteFunc(required, func(_ string, needed bool) bool { return !needed })
+	return slices.Sorted(maps.Keys(required))
 }

@@ -153,7 +153,7 @@ func inputAnswer(ir *airlock.InputRequest, res *mcp.ElicitResult) *airlock.Input
 // client: each question is a request on the client's session, made in
 // the context of its tools/call.
 func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
-	a.via(c, func(ctx context.Context, p mcp.InputRequest) (mcp.InputResponse, error) {
+	a.via(c, func(ctx context.Context, _ string, p mcp.InputRequest) (mcp.InputResponse, error) {
 		switch p := p.(type) {
 		case *mcp.ElicitParams:
 			return ss.Elicit(ctx, p)
@@ -165,14 +165,26 @@ func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
 }
 
 // via sets c's Elicit and Sample to put the server's questions to the
-// client through send, which returns the client's answer.
-func (a asking) via(c *airlock.Call, send func(ctx context.Context, p mcp.InputRequest) (mcp.InputResponse, error)) {
+// client through send, which returns the client's answer; key is the name
+// the server gave the question (inputKey when it gave none, and for a
+// sampling request put to the person, which is not the server's).
+func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, p mcp.InputRequest) (mcp.InputResponse, error)) {
+	keyOf := func(key string) string {
+		if key == "" {
+			return inputKey
+		}
+		return key
+	}
 	c.Elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
 		params, err := a.inputParams(ir)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := send(ctx, params)
+		key := inputKey
+		if ir.Kind != airlock.InputSampling {
+			key = keyOf(ir.Key)
+		}
+		resp, err := send(ctx, key, params)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway's client: %w", err)
 		}
@@ -186,7 +198,7 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, p mcp.InputR
 		if !a.sampling {
 			return nil, errNotDeclared("sampling")
 		}
-		resp, err := send(ctx, sr.Params)
+		resp, err := send(ctx, keyOf(sr.Key), sr.Params)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway's client: %w", err)
 		}

@@ -65,8 +65,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return res, err
 	}
 	// A server's questions during the call go to this client, when it
-	// can be asked (asks.go).
-	switch a := askingOf(req); {
+	// can be asked (asks.go); a 2026-07-28 server hears with the call
+	// what it may ask.
+	a := askingOf(req)
+	c.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling}
+	switch {
 	case a.any() && a.modern:
 		return g.park(ctx, req, who, a, &c, run, finish)
 	case a.any():
@@ -81,6 +84,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 //
 //	ok                               the result: the server's content blocks (text scrubbed of secrets), and
 //	                                 structuredContent when the tool has it
+//	denied because the server         JSON-RPC error -32021 naming the capabilities (HTTP 400 for a 2026-07-28
+//	  answered -32021                  request): the call did not offer them, as the client did not declare them
 //	invalid_arguments, tool_error,   isError, with the text the model can act on
 //	  denied, busy
 //	approval_required                isError: the approval id and how a person approves it
@@ -88,13 +93,15 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 //	outcome_unknown                  isError: the outcome is unknown, do not repeat blindly, the recovery id
 //	unknown_tool                     JSON-RPC error -32602 "Unknown tool: NAME", as the specification gives
 //	contract_error, connection_error JSON-RPC error -32603 with a message of the gateway's own: nothing the
-//	                                 server said reaches the client as tool text; but a server that answered
-//	                                 -32021 (it needs client capabilities it was not given) is answered so
+//	                                 server said reaches the client as tool text
 //	cancelled                        the request's own cancellation
 //
 // Every tool result carries _meta "airlock/status" (the class) and, where
 // there is one, "airlock/approval_id" or "airlock/recovery_id".
 func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolResult, error) {
+	if e := missingCapabilities(r); e != nil {
+		return nil, e
+	}
 	switch r.Status {
 	case airlock.OK:
 		res := &mcp.CallToolResult{Content: r.ContentBlocks, Meta: meta(r)}
@@ -136,9 +143,6 @@ func failure(r *airlock.Result) *jsonrpc.Error {
 	server, tool := "", ""
 	if r.Err != nil {
 		server, tool = r.Err.Server, r.Err.Tool
-	}
-	if e := missingCapabilities(r); e != nil {
-		return e
 	}
 	var what string
 	switch r.Status {

@@ -4,10 +4,7 @@ package gateway
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,42 +28,32 @@ func capabilities() *mcp.ServerCapabilities {
 }
 
 // missingCapabilities is the answer to a call whose server answered that
-// it needs client capabilities it was not given (-32021,
-// MissingRequiredClientCapabilityError), or nil: the same error, in the
-// gateway's words, naming the capabilities (sampling, elicitation, roots;
-// nothing else the server sent goes on, and roots only with listChanged,
-// since the SDK writes an empty roots object into every capability set).
-// What Airlock declares to a server does not follow the client (roots
-// never; sampling as the server's sampling: says; elicitation always, as
-// the gateway relays it), so such a call cannot succeed through it either
-// way.
+// it needs client capabilities the call did not offer it (-32021,
+// MissingRequiredClientCapabilityError; the host's call ends denied, see
+// airlock.MissingFeatures), or nil: the same error, in the gateway's
+// words, with data naming the capabilities (sampling, elicitation, roots;
+// nothing else the server sent goes on). A call offers a server what its
+// client declared, of what Airlock declares to the server (roots never;
+// sampling as the server's sampling: says; elicitation always, as the
+// gateway relays it), so the client learns what it would have to declare;
+// on Streamable HTTP the SDK answers it with HTTP 400.
 func missingCapabilities(r *airlock.Result) *jsonrpc.Error {
-	var werr *jsonrpc.Error
-	if r.Status != airlock.ConnectionError || r.Err == nil || !errors.As(r.Err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities {
+	if r.Err == nil {
 		return nil
 	}
-	var d mcp.MissingRequiredClientCapabilityData
-	if json.Unmarshal(werr.Data, &d) != nil || d.RequiredCapabilities == nil {
+	names := airlock.MissingFeatures(r.Err)
+	if len(names) == 0 {
 		return nil
 	}
 	required := map[string]struct{}{}
-	for name, needed := range map[string]bool{
-		"sampling":    d.RequiredCapabilities.Sampling != nil,
-		"elicitation": d.RequiredCapabilities.Elicitation != nil,
-		"roots":       d.RequiredCapabilities.Roots.ListChanged,
-	} {
-		if needed {
-			required[name] = struct{}{}
-		}
-	}
-	if len(required) == 0 {
-		return nil
+	for _, name := range names {
+		required[name] = struct{}{}
 	}
 	data, err := json.Marshal(map[string]any{"requiredCapabilities": required})
 	if err != nil {
 		return nil
 	}
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
-		Message: fmt.Sprintf("server %s needs client capabilities that the gateway does not give servers (%s): the tool cannot be used through the gateway",
-			r.Err.Server, strings.Join(slices.Sorted(maps.Keys(required)), ", "))}
+		Message: fmt.Sprintf("server %s needs client capabilities that this call does not offer it (%s): declare them to use the tool through the gateway (roots it never offers)",
+			r.Err.Server, strings.Join(names, ", "))}
 }

@@ -27,8 +27,18 @@ import (
 // retry, carrying the answer and the state, finds the parked call, hands
 // it the answer and waits for what comes next: another question, or the
 // result. Parked calls live in the gateway process that made them.
+//
+// A question keeps the name its server gave it (InputRequest.Key), so
+// that the client answers under the server's own key; the client's
+// responses under other keys are ignored. A client may send answers with
+// its first request, before it was asked (SEP-2322 lets a client that
+// knows the tool do so): an answer there under a question's key, of the
+// kind the question takes, answers it when it is first asked, checked as
+// any answer is. Each round's request state is new: it names the call and
+// the round, so a state answers only the question it came with.
 
-// inputKey names the one input request of a parked call's round.
+// inputKey names an input request that has no key of its server's (a
+// 2025-11-25 server's own request, a sampling request put to a person).
 const inputKey = "airlock_input"
 
 // parkedPrefix starts the request state of a parked call; an approval
@@ -57,12 +67,15 @@ type parkedCall struct {
 	res  *airlock.Result // set before done is closed
 
 	mu      sync.Mutex
-	pending *parkedAsk // the question the client was asked, until it answers
+	pending *parkedAsk           // the question the client was asked, until it answers
+	round   int                  // the rounds that asked the client, which a request state names
+	given   mcp.InputResponseMap // answers the client sent before it was asked, until it is
 }
 
 // A parkedAsk is one question of a parked call: what the client is asked,
 // and where its answer goes.
 type parkedAsk struct {
+	key    string
 	params mcp.InputRequest
 	answer chan mcp.InputResponse // buffered: one answer
 }
@@ -118,7 +131,7 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 	}
 	life, cancel := context.WithCancel(life)
 	p := &parkedCall{id: rand.Text(), tool: req.Params.Name, caller: who.key(), cancel: cancel, finish: finish,
-		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{})}
+		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: req.Params.InputResponses}
 	a.via(c, p.ask)
 	call := *c
 	go func() {
@@ -136,13 +149,17 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 	return g.round(ctx, p)
 }
 
-// ask puts a question to the client through the next round, and waits
-// for the answer: a cancelled question when none comes in time.
-func (p *parkedCall) ask(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
+// ask puts a question to the client through the next round, under key,
+// and waits for the answer: a cancelled question when none comes in time.
+// A question the client answered in its first request is not put again.
+func (p *parkedCall) ask(ctx context.Context, key string, params mcp.InputRequest) (mcp.InputResponse, error) {
+	if resp := p.answered(key, params); resp != nil {
+		return resp, nil
+	}
 	if !p.reg.add(p) {
 		return nil, fmt.Errorf("%d calls wait for their clients' answers already, as many as the gateway keeps", maxParked)
 	}
-	a := &parkedAsk{params: params, answer: make(chan mcp.InputResponse, 1)}
+	a := &parkedAsk{key: key, params: params, answer: make(chan mcp.InputResponse, 1)}
 	timer := time.NewTimer(answerWithin)
 	defer timer.Stop()
 	select {
@@ -162,6 +179,30 @@ func (p *parkedCall) ask(ctx context.Context, params mcp.InputRequest) (mcp.Inpu
 	}
 }
 
+// answered is the answer the client gave with its first request to the
+// question of key, if it is of the kind the question takes; nil if none.
+// Each is used once, and only until the client is first asked.
+func (p *parkedCall) answered(key string, params mcp.InputRequest) mcp.InputResponse {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	resp := p.given[key]
+	if resp == nil {
+		return nil
+	}
+	delete(p.given, key)
+	switch resp.(type) {
+	case *mcp.ElicitResult:
+		if _, ok := params.(*mcp.ElicitParams); ok {
+			return resp
+		}
+	case *mcp.CreateMessageResult, *mcp.CreateMessageWithToolsResult:
+		if _, ok := params.(*mcp.CreateMessageParams); ok {
+			return resp
+		}
+	}
+	return nil
+}
+
 // round waits for what the parked call does next: a question, which ends
 // the round with an input_required result, or the call's result. A
 // client that goes away (its request ends) cancels the call.
@@ -169,11 +210,13 @@ func (g *Gateway) round(ctx context.Context, p *parkedCall) (*mcp.CallToolResult
 	select {
 	case a := <-p.asks:
 		p.mu.Lock()
-		p.pending = a
+		p.pending, p.given = a, nil
+		p.round++
+		round := p.round
 		p.mu.Unlock()
 		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{inputKey: a.params},
-			RequestState:  g.sealParked(p),
+			InputRequests: mcp.InputRequestMap{a.key: a.params},
+			RequestState:  g.sealParked(p, round),
 		}, nil
 	case <-p.done:
 		g.parked.remove(p.id)
@@ -201,7 +244,7 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, who call
 	if a == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "this call's question was answered already; make the call again"}
 	}
-	resp := req.Params.InputResponses[inputKey]
+	resp := req.Params.InputResponses[a.key] // and nothing else the client sent
 	if resp == nil {
 		resp = &mcp.ElicitResult{Action: airlock.AnswerCancel} // the client left the question unanswered
 	}
@@ -210,24 +253,27 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, who call
 }
 
 // parkedState is what a parked call's request state says, signed with
-// the gateway's key: the call, for one tool and one caller, until it
-// expires. A client can neither answer another's call nor replay a state.
+// the gateway's key: the call and its round, for one tool and one caller,
+// until it expires. A client can neither answer another's call nor replay
+// a state, not even one of an earlier round of its own call.
 type parkedState struct {
 	Call    string `json:"p"`
+	Round   int    `json:"r"`
 	Tool    string `json:"t"`
 	Caller  string `json:"c"`
 	Expires int64  `json:"e"`
 }
 
-func (g *Gateway) sealParked(p *parkedCall) string {
-	body, _ := json.Marshal(parkedState{Call: p.id, Tool: p.tool, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
+func (g *Gateway) sealParked(p *parkedCall, round int) string {
+	body, _ := json.Marshal(parkedState{Call: p.id, Round: round, Tool: p.tool, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
 	enc := base64.RawURLEncoding
 	b := parkedPrefix + enc.EncodeToString(body)
 	return b + "." + enc.EncodeToString(g.mac([]byte(b)))
 }
 
 // openParked returns the parked call a state names, if the gateway signed
-// it for tool and caller, it has not expired, and the call is still here.
+// it for tool and caller, it has not expired, and the call is still here,
+// in the round the state was made for.
 func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 	if !strings.HasPrefix(state, parkedPrefix) || len(state) > 1024 {
 		return nil
@@ -248,6 +294,11 @@ func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 	}
 	p := g.parked.get(st.Call)
 	if p == nil || p.tool != tool || p.caller != caller {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.round != st.Round {
 		return nil
 	}
 	return p

@@ -86,8 +86,11 @@ func serveUpstream() {
 		os.Exit(3)
 		return nil, nil
 	})
-	if os.Getenv(envUpstream) == "relay" {
+	switch os.Getenv(envUpstream) {
+	case "relay":
 		addRelayTools(s)
+	case "asks":
+		addAskTools(s)
 	}
 	if _, err := os.Stat(os.Getenv(envMark) + ".extra"); err == nil {
 		// A server that gained a tool since it last ran.

@@ -2,10 +2,20 @@
 # conformance-server.sh runs the official MCP conformance suite in server
 # mode against `airlock serve --http`, which fronts the go-sdk's
 # conformance everything-server (a stdio server, every tool allowed by
-# policy). The suite runs twice against the same URL, once for each
-# requirement set (2026-07-28: stateless requests; 2025-11-25: sessions),
-# with the baseline conformance/server-baseline.yml; the run fails on a
-# failure the baseline does not list and on a listed one that passes.
+# policy, sampling requests passed to the client). The suite runs once for
+# each requirement set (2026-07-28: stateless requests; 2025-11-25:
+# sessions), with the baseline conformance/server-baseline.yml; the run
+# fails on a failure the baseline does not list and on a listed one that
+# passes.
+#
+# Each requirement set has a gateway of its own, whose upstream speaks
+# that set's protocol version (protocol_versions): the everything-server's
+# 2025-era tools ask their client with requests of their own
+# (ServerSession.Elicit, CreateMessage), which the SDK refuses to send
+# while serving a 2026-07-28 request, so the 2025-11-25 scenarios that ask
+# the client (tools-call-sampling, tools-call-elicitation, the SEP-1034
+# and SEP-1330 elicitations) exercise the relay only over a 2025-11-25
+# upstream connection; the 2026-07-28 ones relay input_required results.
 #
 # It builds airlock and the everything-server (from the go-sdk version
 # go.mod requires, out of the module cache) into a temporary directory,
@@ -33,16 +43,16 @@ requirements=(2026-07-28 2025-11-25)
 go=${GO:-go}
 
 dir="$(mktemp -d)"
-airlock_pid=""
+airlock_pids=()
 passed=false
 
-# finish stops airlock (its servers stop with it) and removes the
+# finish stops each airlock (its servers stop with it) and removes the
 # directory, or names it when the run failed.
 finish() {
-	if [[ -n $airlock_pid ]]; then
-		kill -TERM "$airlock_pid" 2>/dev/null || true
-		wait "$airlock_pid" 2>/dev/null || true
-	fi
+	for pid in "${airlock_pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	if $passed; then
 		rm -rf "$dir"
 	else
@@ -58,35 +68,48 @@ trap finish EXIT
 # behind the gateway for clients that expect its own tool names: every
 # tool allowed, and a policy that allows every call, since approvals are
 # not the suite's business (the gateway's approval scenarios are tested in
-# gateway/). Its tools only compute their answers, so none needs an
-# effect of its own.
-cat >"$dir/airlock.yaml" <<EOF
+# gateway/); its sampling requests go to the client (sampling: allow: the
+# client's model answers, and only a client that declared sampling is
+# asked). Its tools only compute their answers, so none needs an effect
+# of its own. The upstream speaks the requirement set's version ($1).
+configure() {
+	mkdir -p "$dir/$1"
+	cat >"$dir/$1/airlock.yaml" <<EOF
 servers:
   - id: conformance
     command: "$dir/everything-server"
     allowed_tools: ["*"]
     tool_prefix: ""
+    sampling: allow
+    protocol_versions: ["$1"]
 policy:
   rules:
     - {server: conformance, decision: allow}
 EOF
+}
 
-# Port 0: airlock picks a free loopback port and names it on stderr once
-# it listens, with the catalog listed.
-"$dir/airlock" serve --http 127.0.0.1:0 --config "$dir/airlock.yaml" --state "$dir/state" \
-	2>"$dir/airlock.stderr" &
-airlock_pid=$!
-url=""
-for _ in $(seq 600); do
-	url="$(sed -n 's#^airlock: serving MCP at \(http://[^ ]*\) .*#\1#p' "$dir/airlock.stderr")"
-	[[ -n $url ]] && break
-	kill -0 "$airlock_pid" 2>/dev/null || die "airlock serve exited (its stderr: $(cat "$dir/airlock.stderr"))"
-	sleep 0.1
-done
-[[ -n $url ]] || die "airlock serve did not start listening within 60s"
+# serve starts airlock serve for the requirement set $1 on a free
+# loopback port (port 0: airlock names it on stderr once it listens, with
+# the catalog listed) and sets url to its endpoint.
+serve() {
+	configure "$1"
+	"$dir/airlock" serve --http 127.0.0.1:0 --config "$dir/$1/airlock.yaml" --state "$dir/$1/state" \
+		2>"$dir/$1/airlock.stderr" &
+	local pid=$!
+	airlock_pids+=("$pid")
+	url=""
+	for _ in $(seq 600); do
+		url="$(sed -n 's#^airlock: serving MCP at \(http://[^ ]*\) .*#\1#p' "$dir/$1/airlock.stderr")"
+		[[ -n $url ]] && return
+		kill -0 "$pid" 2>/dev/null || die "airlock serve exited (its stderr: $(cat "$dir/$1/airlock.stderr"))"
+		sleep 0.1
+	done
+	die "airlock serve did not start listening within 60s"
+}
 
 status=0
 for req in "${requirements[@]}"; do
+	serve "$req"
 	echo "conformance: server mode, requirements $req, against airlock serve at $url"
 	# The suite writes its results under its working directory too.
 	(cd "$dir" && PATH="$root/$node_dir/node_modules/.bin:$PATH" "$node" "$conformance_js" server \

@@ -39,9 +39,11 @@ import (
 // when the server withdraws its request or the connection breaks.
 type Asker struct {
 	// Elicit answers an elicitation/create, when the host declared
-	// elicitation. The SDK has checked the request (a form's schema is a
-	// flat object of primitives, a URL request has a URL) and checks a
-	// form's answer against the schema again before it is sent.
+	// elicitation. A URL request has a URL (the SDK checked it); a form's
+	// request and answer are Elicit's to check (the host compiles the
+	// schema and checks the answer against it), since the SDK's client
+	// refuses forms MCP allows (a multi-select whose items carry a type
+	// beside their titled choices, SEP-1330).
 	Elicit func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	// Sample answers a sampling/createMessage, when the host declared
 	// sampling: a result, or an error the server is sent (a
@@ -71,6 +73,7 @@ const CodeSamplingRefused = -1
 // tools).
 func (c *Conn) declare(opts *Options, clientOpts *mcp.ClientOptions) {
 	decl := clientOpts.Capabilities
+	c.declared = decl
 	if opts.Elicitation {
 		decl.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 		clientOpts.ElicitationHandler = c.elicit
@@ -80,6 +83,41 @@ func (c *Conn) declare(opts *Options, clientOpts *mcp.ClientOptions) {
 		clientOpts.CreateMessageHandler = c.sample
 	}
 }
+
+// Offered is the clientCapabilities a request of a 2026-07-28 connection
+// carries in its _meta (SEP-2575 declares them per request) for a call that
+// can answer only some of the client features the connection declared: the
+// declaration narrowed to form elicitation when form, URL elicitation when
+// url, and sampling when sampling; roots never. A server then knows what it
+// may ask during the call, and refuses a tool that needs more
+// (MissingRequiredClientCapabilityError, -32021). It is nil on a connection
+// of an older protocol version, whose capabilities are its session's.
+func (c *Conn) Offered(form, url, sampling bool) map[string]any {
+	if c.ProtocolVersion() < statelessVersion {
+		return nil
+	}
+	caps := map[string]any{}
+	if e := c.declared.Elicitation; e != nil && (form || url) {
+		modes := map[string]any{}
+		if form && e.Form != nil {
+			modes["form"] = map[string]any{}
+		}
+		if url && e.URL != nil {
+			modes["url"] = map[string]any{}
+		}
+		if len(modes) > 0 {
+			caps["elicitation"] = modes
+		}
+	}
+	if c.declared.Sampling != nil && sampling {
+		caps["sampling"] = map[string]any{}
+	}
+	return caps
+}
+
+// statelessVersion is the first protocol version whose requests carry the
+// client's capabilities in their _meta.
+const statelessVersion = "2026-07-28"
 
 // asker returns the Asker of the call a request that names no call
 // belongs to, or nil.
@@ -127,6 +165,9 @@ func (c *Conn) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.
 func (c *Conn) offerOnly(decl *mcp.ClientCapabilities) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if er, ok := req.(*mcp.ElicitRequest); ok && decl.Elicitation != nil && (er.Params.Mode == "" || er.Params.Mode == "form") {
+				return c.elicit(ctx, er) // the form is the Asker's to check (see Asker.Elicit)
+			}
 			switch {
 			case method == "ping", strings.HasPrefix(method, "notifications/"),
 				method == "elicitation/create" && decl.Elicitation != nil,

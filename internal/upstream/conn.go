@@ -165,8 +165,9 @@ type Conn struct {
 	progress   map[string]*progressWatch // by progress token
 	tokens     atomic.Uint64
 
-	calls calls // the tools/call requests in flight (calls.go)
-	logs  logs  // the session's log level (logs.go)
+	calls    calls                   // the tools/call requests in flight (calls.go)
+	logs     logs                    // the session's log level (logs.go)
+	declared *mcp.ClientCapabilities // the client features offered to the server (asks.go)
 
 	// late catches answers that come after their callers stopped waiting
 	// (late.go); nil on a remote connection.

@@ -1,0 +1,241 @@
+//lint:file-ignore SA1019 the upstream asks for samples, which protocol version 2026-07-28 deprecates (SEP-2577).
+
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The upstream's tools that ask their client (2026-07-28: input_required
+// results) or need a client feature, for startAsks:
+//
+//	needs_sampling  runs only when its request's clientCapabilities
+//	                declare sampling, else -32021 naming it (as SEP-2575
+//	                gives); answers with the capabilities it heard
+//	keyed           asks "user_name" (requestState "round=1"), then
+//	                "color" ("round=2;name=…"); answers "NAME likes COLOR"
+//	both            asks "user_name" (an elicitation) and "greeting" (a
+//	                sample) in one round; answers "GREETING NAME"
+func addAskTools(s *mcp.Server) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		caps := req.ClientCapabilities()
+		if caps == nil || caps.Sampling == nil {
+			data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Sampling: &mcp.SamplingCapabilities{}}})
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required", Data: data}
+		}
+		return &mcp.CallToolResult{Content: text(fmt.Sprintf("elicitation=%t sampling=%t", caps.Elicitation != nil, caps.Sampling != nil))}, nil
+	})
+	name := func(key, prop string) *mcp.ElicitParams {
+		return &mcp.ElicitParams{Message: "What is your " + prop + "?", RequestedSchema: map[string]any{"type": "object",
+			"properties": map[string]any{prop: map[string]any{"type": "string"}}, "required": []any{prop}}}
+	}
+	accepted := func(req *mcp.CallToolRequest, key, prop string) string {
+		r, _ := req.Params.InputResponses[key].(*mcp.ElicitResult)
+		if r == nil || r.Action != "accept" {
+			return ""
+		}
+		v, _ := r.Content[prop].(string)
+		return v
+	}
+	s.AddTool(&mcp.Tool{Name: "keyed", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		state := req.Params.RequestState
+		switch {
+		case state == "" && accepted(req, "user_name", "name") == "":
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": name("user_name", "name")}, RequestState: "round=1"}, nil
+		case state == "round=1" || state == "":
+			n := accepted(req, "user_name", "name")
+			if n == "" {
+				return &mcp.CallToolResult{IsError: true, Content: text("no answer under user_name")}, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"color": name("color", "color")}, RequestState: "round=2;name=" + n}, nil
+		}
+		return &mcp.CallToolResult{Content: text(strings.TrimPrefix(state, "round=2;name=") + " likes " + accepted(req, "color", "color"))}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "both", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := accepted(req, "user_name", "name")
+		g, _ := req.Params.InputResponses["greeting"].(*mcp.CreateMessageWithToolsResult)
+		if n == "" || g == nil || len(g.Content) != 1 {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"user_name": name("user_name", "name"),
+				"greeting": &mcp.CreateMessageParams{MaxTokens: 20,
+					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Greet"}}}},
+			}, RequestState: "both"}, nil
+		}
+		t, _ := g.Content[0].(*mcp.TextContent)
+		return &mcp.CallToolResult{Content: text(t.Text + " " + n)}, nil
+	})
+}
+
+// startAsks serves a gateway in front of one server, w, with the ask
+// tools under their own names, every call allowed, sampling passed to the
+// client.
+func startAsks(t *testing.T) *fixture {
+	t.Helper()
+	f, dir, exe := newFixture(t)
+	f.serve(t, dir, fmt.Sprintf(`servers:
+  - id: w
+    command: %q
+    env: {%s: asks, %s: %q}
+    allowed_tools: [needs_sampling, keyed, both]
+    tool_prefix: ""
+    sampling: allow
+policy:
+  rules:
+    - {server: w, decision: allow}
+`, exe, envUpstream, envMark, f.mark), nil)
+	return f
+}
+
+// rounds connects a 2026-07-28 client that declares caps and runs no
+// rounds of its own: each call returns what the gateway answered.
+func (f *fixture) rounds(t *testing.T, caps *mcp.ClientCapabilities) *mcp.ClientSession {
+	t.Helper()
+	return f.connect(t, stateless, &mcp.ClientOptions{Capabilities: caps, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+}
+
+func keys[M ~map[string]V, V any](m M) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+var (
+	elicitOnly   = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+	elicitSample = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+		Sampling: &mcp.SamplingCapabilities{}}
+)
+
+// TestCallOffersWhatItsClientDeclared: a 2026-07-28 server hears, with
+// each call, the client features the gateway's client declared, of those
+// Airlock declares to it; a tool that needs one the client did not
+// declare is refused by the server (-32021), and the client gets -32021
+// naming it, with HTTP 400 on a 2026-07-28 request.
+func TestCallOffersWhatItsClientDeclared(t *testing.T) {
+	f := startAsks(t)
+	res, err := call(t, f.rounds(t, elicitSample), "needs_sampling", `{}`)
+	if err != nil || resultText(res) != "elicitation=true sampling=true" {
+		t.Errorf("client with sampling: %q, %v; want the tool run, hearing both", resultText(res), err)
+	}
+	for _, caps := range []*mcp.ClientCapabilities{elicitOnly, {}} {
+		_, err := call(t, f.rounds(t, caps), "needs_sampling", `{}`)
+		werr := rpcError(t, err)
+		var data struct {
+			RequiredCapabilities map[string]any `json:"requiredCapabilities"`
+		}
+		if werr.Code != mcp.CodeMissingRequiredClientCapabilities || json.Unmarshal(werr.Data, &data) != nil ||
+			!slices.Equal(keys(data.RequiredCapabilities), []string{"sampling"}) || !strings.Contains(werr.Message, "(sampling)") {
+			t.Errorf("client with %+v: error %d %q %s, want -32021 naming sampling", caps, werr.Code, werr.Message, werr.Data)
+		}
+	}
+	code, _, body := post(t, f, stateless, callBody("needs_sampling", `{}`), nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "-32021") {
+		t.Errorf("raw request without sampling: HTTP %d %s, want 400 with -32021", code, body)
+	}
+	// A 2025-11-25 client that declared no sampling is refused the same.
+	_, err = call(t, f.connect(t, session, nil), "needs_sampling", `{}`)
+	if werr := rpcError(t, err); werr.Code != mcp.CodeMissingRequiredClientCapabilities {
+		t.Errorf("session client: error %d %q, want -32021", werr.Code, werr.Message)
+	}
+}
+
+// TestParkedRoundsKeepTheServersKeys: a 2026-07-28 client is asked under
+// the keys the server gave its questions; each round's request state is
+// new, and one of an earlier round answers nothing; answers under keys the
+// gateway did not ask are ignored.
+func TestParkedRoundsKeepTheServersKeys(t *testing.T) {
+	f := startAsks(t)
+	cs := f.rounds(t, elicitOnly)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	callKeyed := func(responses mcp.InputResponseMap, state string) (*mcp.CallToolResult, error) {
+		return cs.CallTool(ctx, &mcp.CallToolParams{Name: "keyed", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
+	}
+	first, err := callKeyed(nil, "")
+	if err != nil || !first.NeedsInput() || !slices.Equal(keys(first.InputRequests), []string{"user_name"}) {
+		t.Fatalf("round 1: %+v, %v; want the question under user_name", first, err)
+	}
+	extra := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Mallory"}}
+	second, err := callKeyed(mcp.InputResponseMap{"user_name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}},
+		"airlock_input": extra, "unknown": extra}, first.RequestState)
+	if err != nil || !second.NeedsInput() || !slices.Equal(keys(second.InputRequests), []string{"color"}) {
+		t.Fatalf("round 2: %+v, %v; want the question under color", second, err)
+	}
+	if second.RequestState == first.RequestState {
+		t.Error("round 2 has round 1's request state")
+	}
+	if _, err := callKeyed(mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "red"}}}, first.RequestState); err == nil {
+		t.Error("round 1's state answered round 2's question")
+	}
+	last, err := callKeyed(mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}}, second.RequestState)
+	if err != nil || last.NeedsInput() || resultText(last) != "Ada likes blue" {
+		t.Fatalf("round 3: %+v, %v; want Ada likes blue", last, err)
+	}
+
+	// Answers sent with the first request answer the questions they name,
+	// checked as any answer is; the others are asked.
+	early, err := callKeyed(mcp.InputResponseMap{"user_name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Bob"}},
+		"junk": extra}, "")
+	if err != nil || !early.NeedsInput() || !slices.Equal(keys(early.InputRequests), []string{"color"}) {
+		t.Fatalf("answered early: %+v, %v; want only the color asked", early, err)
+	}
+	last, err = callKeyed(mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "green"}}}, early.RequestState)
+	if err != nil || resultText(last) != "Bob likes green" {
+		t.Fatalf("answered early, then: %+v, %v; want Bob likes green", last, err)
+	}
+}
+
+// TestSeveralQuestionsOfOneRound: a server that asks an elicitation and a
+// sample in one round gets both answers, each under its own key; the
+// client answers each under the key it was asked with.
+func TestSeveralQuestionsOfOneRound(t *testing.T) {
+	f := startAsks(t)
+	cs := f.rounds(t, elicitSample)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	answers := mcp.InputResponseMap{}
+	state := ""
+	asked := []string{}
+	for range 4 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "both", Arguments: map[string]any{}, InputResponses: answers, RequestState: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.NeedsInput() {
+			if got := resultText(res); got != "Hello Ada" {
+				t.Errorf("result %q, want Hello Ada", got)
+			}
+			slices.Sort(asked)
+			if !slices.Equal(asked, []string{"greeting", "user_name"}) {
+				t.Errorf("asked %v, want each question once under its key", asked)
+			}
+			return
+		}
+		answers, state = mcp.InputResponseMap{}, res.RequestState
+		for k, p := range res.InputRequests {
+			asked = append(asked, k)
+			switch p.(type) {
+			case *mcp.ElicitParams:
+				answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}
+			case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+				answers[k] = &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "Hello"}}
+			default:
+				t.Fatalf("asked %T under %s", p, k)
+			}
+		}
+	}
+	t.Fatal("the call did not finish")
+}
