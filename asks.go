@@ -1,11 +1,15 @@
-//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the host governs it.
+//lint:file-ignore SA1019 a server may still ask for a sample or need roots, which protocol version 2026-07-28 deprecates (SEP-2577); the host governs them.
 
 package airlock
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -50,11 +54,19 @@ type InputRequest struct {
 	// 1; it is never more than limits.max_input_rounds.
 	Round int
 	// Key is the name the server gave the request in its input_required
-	// result (2026-07-28), under which its answer goes back; "" for a
-	// request the server sent on its own (elicitation/create) and for a
-	// sampling request put to the person (sampling: ask). A caller that
-	// relays the request to a client of its own keeps the key.
+	// result (2026-07-28), under which its answer goes back (for a
+	// sampling request put to the person, sampling: ask, the name of that
+	// request); "" for a request the server sent on its own
+	// (elicitation/create). A caller that relays the request to a client
+	// of its own keeps the key.
 	Key string
+	// Together is how many requests are put to the Elicitor and the
+	// Sampler at once with this one, itself included: the requests of
+	// one input_required round for a call that takes them at once
+	// (Call.AskAtOnce), each asked on a goroutine of its own; 1
+	// otherwise. A caller that relays them to a client of its own can
+	// send them in one message.
+	Together int
 	// Kind is InputElicitation or InputSampling.
 	Kind string
 	// Mode is ElicitForm or ElicitURL (elicitations only).
@@ -146,9 +158,11 @@ type SampleRequest struct {
 	ToolCallID   string
 	Tool, Server string
 	// Key is the name the server gave the request in its input_required
-	// result, "" for a sampling/createMessage request (as
-	// InputRequest.Key).
-	Key string
+	// result, "" for a sampling/createMessage request; Round and Together
+	// are as InputRequest's (a request a person agreed to first comes
+	// alone, Together 1).
+	Key             string
+	Round, Together int
 	// Params are the request's, as the server sent them.
 	Params *mcp.CreateMessageParams
 }
@@ -156,3 +170,33 @@ type SampleRequest struct {
 // A Sampler samples a model for a server. The host passes its result to
 // the server; an error refuses the request.
 type Sampler func(ctx context.Context, req *SampleRequest) (*mcp.CreateMessageResult, error)
+
+// MissingFeatures names the client features a server answered that a call
+// needs and was not offered (MissingRequiredClientCapabilityError, -32021),
+// sorted, for a call that ended denied so; nil for any other error. Roots
+// count only with listChanged: the SDK writes an empty roots object into
+// every capability set.
+func MissingFeatures(err error) []string {
+	var e *Error
+	var werr *jsonrpc.Error
+	if !errors.As(err, &e) || e.Kind != Denied || !errors.As(err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities {
+		return nil
+	}
+	return missingFeatures(werr)
+}
+
+// missingFeatures names the capabilities the data of a -32021 error
+// requires, of sampling, elicitation and roots.
+func missingFeatures(werr *jsonrpc.Error) []string {
+	var d mcp.MissingRequiredClientCapabilityData
+	if json.Unmarshal(werr.Data, &d) != nil || d.RequiredCapabilities == nil {
+		return nil
+	}
+	required := map[string]bool{
+		"sampling":    d.RequiredCapabilities.Sampling != nil,
+		"elicitation": d.RequiredCapabilities.Elicitation != nil,
+		"roots":       d.RequiredCapabilities.Roots.ListChanged || d.RequiredCapabilities.RootsV2 != nil,
+	}
+	maps.DeleteFunc(required, func(_ string, needed bool) bool { return !needed })
+	return slices.Sorted(maps.Keys(required))
+}

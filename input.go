@@ -119,7 +119,7 @@ func (a *asking) asker() *upstream.Asker {
 			if !ok {
 				return nil, &jsonrpc.Error{Code: upstream.CodeSamplingRefused, Message: "sampling refused: too many requests during one call"}
 			}
-			res, refusal := a.sample(ctx, p, round, "")
+			res, refusal := a.sample(ctx, p, place{round: round, together: 1})
 			if refusal != "" {
 				return nil, &jsonrpc.Error{Code: upstream.CodeSamplingRefused, Message: "sampling refused: " + refusal}
 			}
@@ -236,8 +236,16 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 			return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
 		}
 	}
-	responses := mcp.InputResponseMap{}
-	for _, key := range slices.Sorted(maps.Keys(res.InputRequests)) {
+	// Each is checked before anyone is asked: a form compiles, a sampling
+	// request needs no more than basic sampling.
+	keys := slices.Sorted(maps.Keys(res.InputRequests))
+	together := 1
+	if a.q.call.AskAtOnce {
+		together = len(keys)
+	}
+	asks := make([]func(ctx context.Context) (mcp.InputResponse, error), len(keys))
+	for i, key := range keys {
+		at := place{round: round, key: key, together: together}
 		switch p := res.InputRequests[key].(type) {
 		case *mcp.ElicitParams:
 			req, err := a.elicitation(p, round)
@@ -245,12 +253,14 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				a.refused(ctx, a.request(InputElicitation, round), err.Error())
 				return nil, contract("server %s asked for input with an invalid request: %v", tool.Server, err)
 			}
-			req.Key = key
-			ans, err := a.ask(ctx, req)
-			if err != nil {
-				return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled while a person was asked for input"}
+			req.Key, req.Together = key, together
+			asks[i] = func(ctx context.Context) (mcp.InputResponse, error) {
+				ans, err := a.ask(ctx, req)
+				if err != nil {
+					return nil, &inputError{kind: Cancelled, msg: tool.Name + ": cancelled while a person was asked for input"}
+				}
+				return &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}, nil
 			}
-			responses[key] = &mcp.ElicitResult{Action: ans.Action, Content: ans.Content}
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			basic, ok := p.(*mcp.CreateMessageParams)
 			if !ok {
@@ -260,17 +270,65 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 					return nil, contract("server %s asked for %v", tool.Server, err)
 				}
 			}
-			// A refusal cannot be an input response: the call ends.
-			sampled, refusal := a.sample(ctx, basic, round, key)
-			if refusal != "" {
-				return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
+			asks[i] = func(ctx context.Context) (mcp.InputResponse, error) {
+				// A refusal cannot be an input response: the call ends.
+				sampled, refusal := a.sample(ctx, basic, at)
+				if refusal != "" {
+					return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
+				}
+				return sampled, nil
 			}
-			responses[key] = sampled
 		}
+	}
+
+	// They are put to the person (or the sampler) one at a time, in the
+	// order of their keys, or, for a call that takes them at once
+	// (Call.AskAtOnce), all at once; the first failure ends the call, and
+	// the questions still open are withdrawn.
+	out := make([]mcp.InputResponse, len(keys))
+	if together == 1 {
+		for i, ask := range asks {
+			var err error
+			if out[i], err = ask(ctx); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		batch, withdraw := context.WithCancel(ctx)
+		defer withdraw()
+		var wg sync.WaitGroup
+		var once sync.Once
+		var failed error
+		for i, ask := range asks {
+			wg.Go(func() {
+				var err error
+				if out[i], err = ask(batch); err != nil {
+					once.Do(func() { failed = err })
+					withdraw()
+				}
+			})
+		}
+		wg.Wait()
+		if failed != nil {
+			return nil, failed
+		}
+	}
+	responses := mcp.InputResponseMap{}
+	for i, key := range keys {
+		responses[key] = out[i]
 	}
 	next := *params
 	next.InputResponses, next.RequestState = responses, res.RequestState
 	return &next, nil
+}
+
+// A place is where in a call's rounds of input a request was made: its
+// round, the key the server gave it (input_required), and how many
+// requests are put to the caller at once with it, itself included.
+type place struct {
+	round    int
+	key      string
+	together int
 }
 
 // elicitation is the InputRequest of an elicitation, checked: a form's
@@ -433,16 +491,19 @@ func (a *asking) audit(ctx context.Context, req *InputRequest, name string, fiel
 	a.h.audit(ctx, a.q.event(name, fields))
 }
 
-// sample answers a server's sampling request (of key, in an
-// input_required result) as its sampling: says: ask puts it to the person
-// first, allow goes straight to the sampler.
+// sample answers a server's sampling request, made at at, as its
+// sampling: says: ask puts it to the person first, allow goes straight to
+// the sampler.
 // It returns the sample, or why the request was refused.
-func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round int, key string) (*mcp.CreateMessageResult, string) {
+func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, at place) (*mcp.CreateMessageResult, string) {
 	q := a.q
-	req := a.request(InputSampling, round)
-	req.Sampling = a.samplingRequest(p)
+	req := a.request(InputSampling, at.round)
+	req.Key, req.Sampling, req.Together = at.key, a.samplingRequest(p), at.together
+	sr := &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Key: at.key,
+		Round: at.round, Together: at.together, Params: p}
 	switch q.srv.cfg.Sampling {
 	case config.SamplingAsk:
+		sr.Together = 1 // asked once the person agreed, alone
 		ans, err := a.ask(ctx, req)
 		if err != nil {
 			return nil, "the call ended before the person answered"
@@ -470,7 +531,7 @@ func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, round i
 	}
 	sctx, stop := a.bound(ctx)
 	resume := a.pause()
-	res, err := sampler(sctx, &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Key: key, Params: p})
+	res, err := sampler(sctx, sr)
 	resume()
 	stop()
 	if err != nil || res == nil {

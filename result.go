@@ -107,6 +107,12 @@ type Call struct {
 	// so a host whose calls bring their own Elicit sets it too.
 	Elicit Elicitor
 	Sample Sampler
+	// AskAtOnce, when set, puts the requests of one input_required round
+	// to Elicit and Sample at once, each on a goroutine of its own (see
+	// InputRequest.Together), rather than one after another in the order
+	// of their keys: for a caller that relays them to a client of its own
+	// in one message (the gateway).
+	AskAtOnce bool
 	// Offers, when set, says which client features this call can answer
 	// (its Elicit and Sample, or the host's): a 2026-07-28 server is told
 	// with the request (its per-request clientCapabilities) that it may

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -236,34 +234,4 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 	// The connection is healthy, so the SDK could not make sense of the
 	// answer: the server broke the protocol contract.
 	return e(ContractError, "%s: malformed result: %v", tool.Name, err)
-}
-
-// MissingFeatures names the client features a server answered that a call
-// needs and was not offered (MissingRequiredClientCapabilityError, -32021),
-// sorted, for a call that ended denied so; nil for any other error. Roots
-// count only with listChanged: the SDK writes an empty roots object into
-// every capability set.
-func MissingFeatures(err error) []string {
-	var e *Error
-	var werr *jsonrpc.Error
-	if !errors.As(err, &e) || e.Kind != Denied || !errors.As(err, &werr) || werr.Code != mcp.CodeMissingRequiredClientCapabilities {
-		return nil
-	}
-	return missingFeatures(werr)
-}
-
-// missingFeatures names the capabilities the data of a -32021 error
-// requires, of sampling, elicitation and roots.
-func missingFeatures(werr *jsonrpc.Error) []string {
-	var d mcp.MissingRequiredClientCapabilityData
-	if json.Unmarshal(werr.Data, &d) != nil || d.RequiredCapabilities == nil {
-		return nil
-	}
-	required := map[string]bool{
-		"sampling":    d.RequiredCapabilities.Sampling != nil,
-		"elicitation": d.RequiredCapabilities.Elicitation != nil,
-		"roots":       d.RequiredCapabilities.Roots.ListChanged || d.RequiredCapabilities.RootsV2 != nil,
-	}
-	maps.DeleteFunc(required, func(_ string, needed bool) bool { return !needed })
-	return slices.Sorted(maps.Keys(required))
 }

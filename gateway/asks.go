@@ -153,7 +153,7 @@ func inputAnswer(ir *airlock.InputRequest, res *mcp.ElicitResult) *airlock.Input
 // client: each question is a request on the client's session, made in
 // the context of its tools/call.
 func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
-	a.via(c, func(ctx context.Context, _ string, p mcp.InputRequest) (mcp.InputResponse, error) {
+	a.via(c, func(ctx context.Context, _ string, _ int, p mcp.InputRequest) (mcp.InputResponse, error) {
 		switch p := p.(type) {
 		case *mcp.ElicitParams:
 			return ss.Elicit(ctx, p)
@@ -166,9 +166,9 @@ func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
 
 // via sets c's Elicit and Sample to put the server's questions to the
 // client through send, which returns the client's answer; key is the name
-// the server gave the question (inputKey when it gave none, and for a
-// sampling request put to the person, which is not the server's).
-func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, p mcp.InputRequest) (mcp.InputResponse, error)) {
+// the server gave the question (inputKey when it gave none), together how
+// many the host puts at once (InputRequest.Together).
+func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, together int, p mcp.InputRequest) (mcp.InputResponse, error)) {
 	keyOf := func(key string) string {
 		if key == "" {
 			return inputKey
@@ -180,11 +180,7 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, 
 		if err != nil {
 			return nil, err
 		}
-		key := inputKey
-		if ir.Kind != airlock.InputSampling {
-			key = keyOf(ir.Key)
-		}
-		resp, err := send(ctx, key, params)
+		resp, err := send(ctx, keyOf(ir.Key), ir.Together, params)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway's client: %w", err)
 		}
@@ -198,7 +194,7 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, 
 		if !a.sampling {
 			return nil, errNotDeclared("sampling")
 		}
-		resp, err := send(ctx, keyOf(sr.Key), sr.Params)
+		resp, err := send(ctx, keyOf(sr.Key), sr.Together, sr.Params)
 		if err != nil {
 			return nil, fmt.Errorf("the gateway's client: %w", err)
 		}

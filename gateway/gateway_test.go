@@ -125,8 +125,10 @@ func (f *fixture) open(t testing.TB, cfg *config.Config, opts *gateway.Options, 
 	if hopts != nil {
 		ho = *hopts
 	}
-	// As airlock serve has it: servers may ask, and the gateway relays.
-	ho.Logger, ho.Approver, ho.CatalogChanged, ho.Elicit = o.Logger, f.g, f.g.CatalogChanged, f.g.Elicit
+	ho.Logger, ho.Approver, ho.CatalogChanged = o.Logger, f.g, f.g.CatalogChanged
+	if ho.Elicit != nil {
+		ho.Elicit = f.g.Elicit // as airlock serve has it: servers may ask, and the gateway relays
+	}
 	var err error
 	f.h, err = airlock.Open(ctx, cfg, &ho)
 	if err != nil {

@@ -30,7 +30,10 @@ import (
 //
 // A question keeps the name its server gave it (InputRequest.Key), so
 // that the client answers under the server's own key; the client's
-// responses under other keys are ignored. A client may send answers with
+// responses under other keys are ignored. The questions of one
+// input_required round of the server reach the client in one round too:
+// the host puts them at once (Call.AskAtOnce), and the round takes as many
+// as InputRequest.Together says, waiting a moment at most for the last. A client may send answers with
 // its first request, before it was asked (SEP-2322 lets a client that
 // knows the tool do so): an answer there under a question's key, of the
 // kind the question takes, answers it when it is first asked, checked as
@@ -67,17 +70,20 @@ type parkedCall struct {
 	res  *airlock.Result // set before done is closed
 
 	mu      sync.Mutex
-	pending *parkedAsk           // the question the client was asked, until it answers
-	round   int                  // the rounds that asked the client, which a request state names
-	given   mcp.InputResponseMap // answers the client sent before it was asked, until it is
+	pending map[string]*parkedAsk // the questions the client was asked, by key, until it answers
+	round   int                   // the rounds that asked the client, which a request state names
+	given   mcp.InputResponseMap  // answers the client sent before it was asked, until it is
+	early   int                   // questions answered from given
+	poke    chan struct{}         // told when a question is answered from given
 }
 
 // A parkedAsk is one question of a parked call: what the client is asked,
 // and where its answer goes.
 type parkedAsk struct {
-	key    string
-	params mcp.InputRequest
-	answer chan mcp.InputResponse // buffered: one answer
+	key      string
+	together int // the questions put with it at once, itself included
+	params   mcp.InputRequest
+	answer   chan mcp.InputResponse // buffered: one answer
 }
 
 // parkedCalls are a gateway's parked calls, by id.
@@ -131,8 +137,9 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 	}
 	life, cancel := context.WithCancel(life)
 	p := &parkedCall{id: rand.Text(), tool: req.Params.Name, caller: who.key(), cancel: cancel, finish: finish,
-		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: req.Params.InputResponses}
+		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: req.Params.InputResponses, poke: make(chan struct{}, 1)}
 	a.via(c, p.ask)
+	c.AskAtOnce = true
 	call := *c
 	go func() {
 		p.res = run(life, call)
@@ -150,16 +157,17 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 }
 
 // ask puts a question to the client through the next round, under key,
-// and waits for the answer: a cancelled question when none comes in time.
-// A question the client answered in its first request is not put again.
-func (p *parkedCall) ask(ctx context.Context, key string, params mcp.InputRequest) (mcp.InputResponse, error) {
+// with together-1 others, and waits for the answer: a cancelled question
+// when none comes in time. A question the client answered in its first
+// request is not put again.
+func (p *parkedCall) ask(ctx context.Context, key string, together int, params mcp.InputRequest) (mcp.InputResponse, error) {
 	if resp := p.answered(key, params); resp != nil {
 		return resp, nil
 	}
 	if !p.reg.add(p) {
 		return nil, fmt.Errorf("%d calls wait for their clients' answers already, as many as the gateway keeps", maxParked)
 	}
-	a := &parkedAsk{key: key, params: params, answer: make(chan mcp.InputResponse, 1)}
+	a := &parkedAsk{key: key, together: together, params: params, answer: make(chan mcp.InputResponse, 1)}
 	timer := time.NewTimer(answerWithin)
 	defer timer.Stop()
 	select {
@@ -190,17 +198,62 @@ func (p *parkedCall) answered(key string, params mcp.InputRequest) mcp.InputResp
 		return nil
 	}
 	delete(p.given, key)
+	fits := false
 	switch resp.(type) {
 	case *mcp.ElicitResult:
-		if _, ok := params.(*mcp.ElicitParams); ok {
-			return resp
-		}
+		_, fits = params.(*mcp.ElicitParams)
 	case *mcp.CreateMessageResult, *mcp.CreateMessageWithToolsResult:
-		if _, ok := params.(*mcp.CreateMessageParams); ok {
-			return resp
+		_, fits = params.(*mcp.CreateMessageParams)
+	}
+	if !fits {
+		return nil
+	}
+	p.early++
+	select {
+	case p.poke <- struct{}{}:
+	default:
+	}
+	return resp
+}
+
+// gatherWithin bounds how long a round waits for the rest of the
+// questions the host puts at once with its first: they come at once, and
+// one that does not come goes in a later round.
+const gatherWithin = time.Second
+
+// gather returns first and the questions put with it, keyed as the
+// client is to answer them (a key given twice gets a suffix).
+func (p *parkedCall) gather(first *parkedAsk) map[string]*parkedAsk {
+	batch := map[string]*parkedAsk{}
+	add := func(a *parkedAsk) {
+		for key, n := a.key, 2; ; n++ {
+			if batch[key] == nil {
+				a.key, batch[key] = key, a
+				return
+			}
+			key = fmt.Sprintf("%s.%d", a.key, n)
 		}
 	}
-	return nil
+	add(first)
+	wait := time.NewTimer(gatherWithin)
+	defer wait.Stop()
+	for {
+		p.mu.Lock()
+		have := len(batch) + p.early
+		p.mu.Unlock()
+		if have >= first.together {
+			return batch
+		}
+		select {
+		case a := <-p.asks:
+			add(a)
+		case <-p.poke:
+		case <-wait.C:
+			return batch
+		case <-p.done:
+			return batch
+		}
+	}
 }
 
 // round waits for what the parked call does next: a question, which ends
@@ -209,15 +262,17 @@ func (p *parkedCall) answered(key string, params mcp.InputRequest) mcp.InputResp
 func (g *Gateway) round(ctx context.Context, p *parkedCall) (*mcp.CallToolResult, error) {
 	select {
 	case a := <-p.asks:
+		batch := p.gather(a)
 		p.mu.Lock()
-		p.pending, p.given = a, nil
+		p.pending, p.given, p.early = batch, nil, 0
 		p.round++
 		round := p.round
 		p.mu.Unlock()
-		return &mcp.CallToolResult{
-			InputRequests: mcp.InputRequestMap{a.key: a.params},
-			RequestState:  g.sealParked(p, round),
-		}, nil
+		reqs := mcp.InputRequestMap{}
+		for key, a := range batch {
+			reqs[key] = a.params
+		}
+		return &mcp.CallToolResult{InputRequests: reqs, RequestState: g.sealParked(p, round)}, nil
 	case <-p.done:
 		g.parked.remove(p.id)
 		return p.finish(ctx, p.res)
@@ -238,17 +293,19 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, who call
 			Message: "the request state names no call waiting for an answer here: it expired, was answered already, or is not this gateway's; make the call again"}
 	}
 	p.mu.Lock()
-	a := p.pending
+	pending := p.pending
 	p.pending = nil
 	p.mu.Unlock()
-	if a == nil {
+	if len(pending) == 0 {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "this call's question was answered already; make the call again"}
 	}
-	resp := req.Params.InputResponses[a.key] // and nothing else the client sent
-	if resp == nil {
-		resp = &mcp.ElicitResult{Action: airlock.AnswerCancel} // the client left the question unanswered
+	for key, a := range pending {
+		resp := req.Params.InputResponses[key] // and nothing else the client sent
+		if resp == nil {
+			resp = &mcp.ElicitResult{Action: airlock.AnswerCancel} // the client left the question unanswered
+		}
+		a.answer <- resp
 	}
-	a.answer <- resp
 	return g.round(ctx, p)
 }
 
