@@ -118,3 +118,31 @@ func TestAskAtOnce(t *testing.T) {
 // decline is an Elicitor that declines: with it, the host declares
 // elicitation to servers.
 func decline(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil }
+
+// TestCallOffersOverHTTP: a remote 2026-07-28 server hears what the call
+// offers, and its refusal (-32021, which it answers with HTTP 400) ends
+// the call denied, as over stdio.
+func TestCallOffersOverHTTP(t *testing.T) {
+	hs := newHTTPServer(t, askServer, true)
+	srv := remote("asks", hs.url)
+	srv.ProtocolVersions, srv.ToolPrefix, srv.Sampling = []string{"2026-07-28"}, new(string), config.SamplingAllow
+	cfg := devConfig(t, srv)
+	classify(cfg, "asks", "read", "caps")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h, err := airlock.Open(ctx, cfg, &airlock.Options{Elicit: decline, StopGrace: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "caps", Offers: &airlock.ClientFeatures{Sampling: true}})
+	wantStatus(t, r, airlock.OK)
+	if r.Content != "elicitation=[] sampling=true" {
+		t.Errorf("the server heard %q", r.Content)
+	}
+	r = h.Call(ctx, h.Snapshot(), airlock.Call{Name: "caps", Offers: &airlock.ClientFeatures{Elicitation: true}})
+	wantStatus(t, r, airlock.Denied)
+	if got := airlock.MissingFeatures(r.Err); !slices.Equal(got, []string{"sampling"}) {
+		t.Errorf("MissingFeatures = %v, want [sampling]", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -56,6 +57,30 @@ func TestTransportFailureAfterSendingIsUnknown(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32603,"message":"disk full"}}`)
 		}, airlock.ConnectionError},
+		// A 2026-07-28 server rejects a request unread with HTTP 400 and
+		// the JSON-RPC error (SEP-2575): its own answer.
+		{"400 invalid params", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32602,"message":"bad"}}`)
+		}, airlock.ConnectionError},
+		// Any other error under a 400 is not how a server answers.
+		{"400 internal error", func(w http.ResponseWriter, id json.RawMessage) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32603,"message":"disk full"}}`)
+		}, airlock.OutcomeUnknown},
+		// A body that never ends is read only up to the message cap.
+		{"400 endless", func(w http.ResponseWriter, _ json.RawMessage) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusBadRequest)
+			chunk := strings.Repeat("x", 64<<10)
+			for {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+			}
+		}, airlock.OutcomeUnknown},
 	}
 	for _, tt := range answers {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,6 +105,9 @@ func TestTransportFailureAfterSendingIsUnknown(t *testing.T) {
 
 			r := call(t, h, "web__note", `{"text":"once"}`)
 			wantStatus(t, r, tt.want)
+			if r.Duration > 5*time.Second {
+				t.Errorf("the call took %s, want an end well before request_timeout", r.Duration)
+			}
 			if n := reached.Load(); n != 1 {
 				t.Errorf("the server got the write %d times, want once", n)
 			}

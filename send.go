@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -132,6 +133,7 @@ func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, para
 		sendCtx, q.late = upstream.WithLateWatch(sendCtx)
 	}
 	res, err := q.link.conn.Session().CallTool(sendCtx, params)
+	var status *upstream.StatusError
 	if err != nil && note != nil && ctx.Err() == nil {
 		switch werr := note.WriteErr(); {
 		case werr != nil && refusedUnread(werr):
@@ -140,6 +142,10 @@ func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, para
 			// connection and so cancelled the call: what counts is the
 			// refusal.
 			err = werr
+		case errors.As(werr, &status) && rejected(status.Code, err):
+			// A 2026-07-28 server answers a request it rejects unread
+			// with HTTP 400 or 404 and a JSON-RPC error (SEP-2575): the
+			// error is its own answer, as on any other transport.
 		case errors.As(werr, new(*upstream.StatusError)):
 			// The server, or a proxy, answered without a JSON-RPC
 			// message (a 5xx, say), which the SDK reports as a JSON-RPC
@@ -160,6 +166,24 @@ func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, para
 		}
 	}
 	return res, err
+}
+
+// rejected reports whether err is a JSON-RPC error of the kind a
+// 2026-07-28 server answers with HTTP status (SEP-2575): method not found
+// with 404; invalid params, a missing client capability or an unsupported
+// protocol version with 400.
+func rejected(status int, err error) bool {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return false
+	}
+	switch werr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return status == http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion:
+		return status == http.StatusBadRequest
+	}
+	return false
 }
 
 var errTooLong = errors.New("still running at the absolute limit")

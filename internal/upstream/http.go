@@ -141,11 +141,26 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 		// credentials' business (the OAuth transport below).
 		note.wrote(&StatusError{Code: resp.StatusCode})
 	}
-	if resp.Body == nil || resp.StatusCode/100 != 2 {
+	if resp.Body == nil {
 		return resp, nil
 	}
 	check := &messages{limit: t.limit, fault: t.fault, trace: t.trace, stream: req.Context(), heard: t.heard}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode/100 != 2 {
+		// The SDK reads such a body whole, for the JSON-RPC error a
+		// 2026-07-28 server answers with HTTP 400 or 404 (SEP-2575): it
+		// is checked as any message when it says it is JSON, and bounded
+		// in any case.
+		if strings.EqualFold(mt, "application/json") {
+			resp.Body = &jsonBody{body: resp.Body, check: check}
+		} else {
+			resp.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.LimitReader(resp.Body, int64(t.limit)), resp.Body}
+		}
+		return resp, nil
+	}
 	if strings.EqualFold(mt, "text/event-stream") {
 		resp.Body = &sseBody{body: resp.Body, idle: t.streamIdle, check: check, note: note, ctx: req.Context()}
 	} else {
