@@ -339,7 +339,7 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 		content, err := req.content(ans)
 		if err == nil {
 			out := &InputAnswer{Action: ans.Action, Content: content}
-			a.answered(ctx, req, out, "")
+			a.answered(ctx, req, out, a.h.gov.scrub(ans.Reason))
 			return out, nil
 		}
 		if try == maxAnswers {
