@@ -120,6 +120,10 @@ type InputAnswer struct {
 	// with InputRequest.Problem saying what is wrong, up to three answers
 	// in all; then the host declines.
 	Content map[string]any
+	// Reason says, for the audit trail and the call's result, why the
+	// answer was given without a person's deciding, when it was (nobody
+	// at a terminal to ask, say). Empty for a person's own answer.
+	Reason string
 }
 
 // An Elicitor asks a person an InputRequest and returns the answer. It is

@@ -71,7 +71,7 @@ func newForm(requested any) (*form, json.RawMessage, error) {
 	if props != nil {
 		root["properties"] = checked
 	}
-	if f.schema, err = schema.Compile(root, &schema.CompileOptions{RequireObject: true}); err != nil {
+	if f.schema, err = schema.Compile(root, &schema.CompileOptions{RequireObject: true, AssertFormat: true}); err != nil {
 		return nil, nil, err
 	}
 	// A default must itself fit: otherwise accepting the form as offered

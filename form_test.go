@@ -40,7 +40,9 @@ func TestForms(t *testing.T) {
 
 	f, _, err := newForm(map[string]any{"type": "object", "required": []any{"c"}, "properties": map[string]any{
 		"c": map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []any{"a", "b"}}},
-		"n": map[string]any{"type": "integer", "default": 3}}})
+		"n": map[string]any{"type": "integer", "default": 3},
+		"e": map[string]any{"type": "string", "format": "email"},
+		"d": map[string]any{"type": "string", "format": "date"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +54,11 @@ func TestForms(t *testing.T) {
 		{&InputAnswer{Action: AnswerAccept, Content: map[string]any{"c": []any{"a"}}}, `{"c":["a"],"n":3}`},
 		{&InputAnswer{Action: AnswerAccept, Content: map[string]any{"c": []any{"z"}}}, "does not fit"},
 		{&InputAnswer{Action: AnswerAccept}, "does not fit"},
+		// The formats MCP names are checked, not only shown.
+		{&InputAnswer{Action: AnswerAccept, Content: map[string]any{"c": []any{"a"}, "e": "ann@example.com", "d": "2026-12-01"}},
+			`{"c":["a"],"d":"2026-12-01","e":"ann@example.com","n":3}`},
+		{&InputAnswer{Action: AnswerAccept, Content: map[string]any{"c": []any{"a"}, "e": "not-an-email"}}, "/e"},
+		{&InputAnswer{Action: AnswerAccept, Content: map[string]any{"c": []any{"a"}, "d": "yesterday"}}, "/d"},
 		{&InputAnswer{Action: AnswerDecline, Content: map[string]any{"c": "ignored"}}, `null`},
 		{&InputAnswer{Action: "ok"}, "answer accept, decline or cancel"},
 	} {

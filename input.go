@@ -397,8 +397,8 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 		}
 		content, err := req.content(ans)
 		if err == nil {
-			out := &InputAnswer{Action: ans.Action, Content: content}
-			a.answered(ctx, req, out, "")
+			out := &InputAnswer{Action: ans.Action, Content: content, Reason: a.h.gov.scrub(ans.Reason)}
+			a.answered(ctx, req, out, out.Reason)
 			return out, nil
 		}
 		if try == maxAnswers {
@@ -509,6 +509,9 @@ func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, at plac
 			return nil, "the call ended before the person answered"
 		}
 		if ans.Action != AnswerAccept {
+			if ans.Reason != "" {
+				return nil, "nobody agreed: " + ans.Reason
+			}
 			return nil, "the person did not agree"
 		}
 	case config.SamplingAllow:

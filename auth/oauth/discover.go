@@ -45,6 +45,25 @@ type discovery struct {
 // documents; PKCE S256 is sent all the same, and every endpoint must pass
 // the egress guard.
 func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv *Server, challengeURL string) (*discovery, error) {
+	d, legacy, err := resourceMetadata(ctx, pin, srv, challengeURL)
+	if err != nil {
+		return nil, err
+	}
+	if d.asm, err = authServerMetadata(ctx, pin, srv, d.prm.AuthorizationServers[0], legacy); err != nil {
+		return nil, err
+	}
+	if err := checkEndpoints(ctx, g, srv, d.asm); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// resourceMetadata finds the server's protected resource metadata (RFC
+// 9728): at the URL its challenge named, else at the well-known URLs of
+// its resource and its URL. legacy reports a 2025-03-26 server, which
+// publishes none anywhere and named none: its origin is then its
+// authorization server.
+func resourceMetadata(ctx context.Context, pin *pinned, srv *Server, challengeURL string) (d *discovery, legacy bool, err error) {
 	hc := pin.client()
 	var candidates []string
 	add := func(u string, err error) {
@@ -63,14 +82,14 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 		add(u.Scheme+"://"+u.Host+bearer.WellKnownPath, nil)
 	}
 
-	d := &discovery{}
+	d = &discovery{}
 	var firstErr error
 	for _, mu := range candidates {
 		prm, err := fetchResourceMetadata(ctx, hc, mu)
 		if e := fetchFailed(srv.ID, "the protected resource metadata", err); e != nil {
 			// A server that stalls is not asked again at the next
 			// candidate: the login would only wait that much longer.
-			return nil, e
+			return nil, false, e
 		}
 		if err == nil && !bearer.SameResource(prm.Resource, srv.Resource) {
 			err = fmt.Errorf("%s describes resource %q, not %q", mu, prm.Resource, srv.Resource)
@@ -85,30 +104,32 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 			continue
 		}
 		d.prmURL, d.prm = mu, prm
-		break
+		return d, false, nil
 	}
 	// A server whose challenge named metadata that is not there is
 	// broken, not old.
-	legacy := d.prm == nil && firstErr == nil && challengeURL == ""
-	if legacy {
-		prm, err := legacyResourceMetadata(srv)
-		if err != nil {
-			return nil, err
-		}
-		d.prm = prm
+	if firstErr != nil || challengeURL != "" {
+		return nil, false, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource, firstErr)
 	}
-	if d.prm == nil {
-		return nil, refused(srv.ID, "no protected resource metadata (RFC 9728) names the resource "+srv.Resource, firstErr)
+	if d.prm, err = legacyResourceMetadata(srv); err != nil {
+		return nil, false, err
 	}
+	return d, true, nil
+}
 
-	issuer := d.prm.AuthorizationServers[0]
+// authServerMetadata fetches the metadata of the authorization server
+// issuer (RFC 8414 or OpenID Connect discovery) and checks that it
+// supports what the server's grant needs. A legacy server's
+// authorization server may publish none: the 2025-03-26 default
+// endpoints stand in.
+func authServerMetadata(ctx context.Context, pin *pinned, srv *Server, issuer string, legacy bool) (*oauthex.AuthServerMeta, error) {
 	getMetadata := auth.GetAuthServerMetadata
 	if srv.clientCredentials() {
 		// The SDK's fetch refuses metadata without PKCE, which the
 		// client credentials grant does not use.
 		getMetadata = fetchAuthServerMetadata
 	}
-	asm, err := getMetadata(ctx, issuer, hc)
+	asm, err := getMetadata(ctx, issuer, pin.client())
 	if err != nil {
 		// The SDK keeps only the text of the errors it meets.
 		if e := fetchFailed(srv.ID, "the authorization server's metadata", pin.failure()); e != nil {
@@ -140,8 +161,13 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 	if asm.TokenEndpoint == "" || (asm.AuthorizationEndpoint == "" && !srv.clientCredentials()) {
 		return nil, refused(srv.ID, "the authorization server's metadata lacks an authorization or token endpoint", nil)
 	}
-	// Refuse endpoints the host would never be allowed to reach before a
-	// person is sent to log in; the connection is checked again when made.
+	return asm, nil
+}
+
+// checkEndpoints refuses endpoints the host would never be allowed to
+// reach, before a person is sent to log in; the connection is checked
+// again when made.
+func checkEndpoints(ctx context.Context, g *egress.Guard, srv *Server, asm *oauthex.AuthServerMeta) error {
 	endpoints := []string{asm.TokenEndpoint}
 	if srv.DynamicRegistration && asm.RegistrationEndpoint != "" && !srv.clientCredentials() {
 		endpoints = append(endpoints, asm.RegistrationEndpoint)
@@ -149,19 +175,18 @@ func (c *Client) discover(ctx context.Context, pin *pinned, g *egress.Guard, srv
 	for _, e := range endpoints {
 		u, err := url.Parse(e)
 		if err != nil || u.Hostname() == "" || u.User != nil {
-			return nil, refused(srv.ID, "the authorization server's metadata has an invalid endpoint", nil)
+			return refused(srv.ID, "the authorization server's metadata has an invalid endpoint", nil)
 		}
 		if u.Scheme != "https" && (u.Scheme != "http" || !egress.IsLoopbackHost(u.Hostname())) {
 			// Codes, secrets and assertions would cross the network
 			// unprotected.
-			return nil, refused(srv.ID, "the authorization server's endpoint "+where(u)+" is not https", nil)
+			return refused(srv.ID, "the authorization server's endpoint "+where(u)+" is not https", nil)
 		}
 		if err := g.CheckHost(ctx, u.Hostname()); err != nil {
-			return nil, refused(srv.ID, "the authorization server's endpoint "+e+" is not reachable under the egress policy", err)
+			return refused(srv.ID, "the authorization server's endpoint "+e+" is not reachable under the egress policy", err)
 		}
 	}
-	d.asm = asm
-	return d, nil
+	return nil
 }
 
 var errNotFound = errors.New("not found")

@@ -24,7 +24,7 @@ import (
 // elicitation to servers, so that a server's question reaches the host
 // and the call's result says what was asked, and declines it.
 func declineAll(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) {
-	return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+	return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: "no terminal to ask a person on"}, nil
 }
 
 // elicit asks the person at the terminal a server's question: a form,
@@ -53,7 +53,7 @@ func (a *terminalApprover) elicit(ctx context.Context, req *airlock.InputRequest
 	f, err := parseForm(req.Schema)
 	if err != nil {
 		fmt.Fprintf(a.out, "The form cannot be shown (%v): declined.\n", err)
-		return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+		return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: "the form cannot be shown: " + err.Error()}, nil
 	}
 	question := "Answer? [y = fill in the form, n = decline, c = cancel] "
 	if len(f) == 0 {
@@ -86,7 +86,7 @@ func (a *terminalApprover) choose(ctx context.Context, question string) (*airloc
 			return nil, err
 		}
 		if !ok {
-			return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+			return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: "the terminal's input ended before an answer came"}, nil
 		}
 		switch strings.ToLower(text) {
 		case "y", "yes", "accept":
@@ -429,7 +429,7 @@ func (s *shell) elicitFor(callID json.RawMessage) airlock.Elicitor {
 		s.asks.mu.Lock()
 		if s.asks.closed {
 			s.asks.mu.Unlock()
-			return &airlock.InputAnswer{Action: airlock.AnswerDecline}, nil
+			return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: shellEnded}, nil
 		}
 		if s.asks.waiting == nil {
 			s.asks.waiting = map[string]*shellAsk{}
@@ -486,6 +486,10 @@ func (s *shell) answerCommand(cmd *shellCommand) any {
 	return map[string]bool{"ok": true}
 }
 
+// shellEnded is why a question of airlock shell --json is declined once
+// its input has ended.
+const shellEnded = "the shell's input ended before an answer came"
+
 // close declines every question that waits, and every one to come: the
 // input has ended, so nobody can answer.
 func (a *shellAsks) close() {
@@ -493,7 +497,7 @@ func (a *shellAsks) close() {
 	defer a.mu.Unlock()
 	a.closed = true
 	for id, w := range a.waiting {
-		w.answer <- &airlock.InputAnswer{Action: airlock.AnswerDecline}
+		w.answer <- &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: shellEnded}
 		delete(a.waiting, id)
 	}
 }

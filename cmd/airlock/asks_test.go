@@ -262,6 +262,19 @@ func TestCallDeclinesWithoutATerminal(t *testing.T) {
 	if want := "server w asked for input during the call"; !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "auth.example.com") {
 		t.Errorf("stderr = %q, want it to say %q, and the link's domain", r.stderr, want)
 	}
+
+	// The audit trail says, in text, who asked what and what became of it.
+	audit := runCLI(t, dir, "", "audit").want(t, 0).stdout
+	for _, want := range []string{
+		`input_request      w          w__ask_form                               kind=elicitation mode=form round=1 message="Who are you?"`,
+		`input_answer       w          w__ask_form                               reason="no terminal to ask a person on" action=decline kind=elicitation mode=form round=1`,
+		`kind=elicitation mode=url round=1 domain=auth.example.com message=`,
+		`input_rounds=1`,
+	} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("airlock audit does not say %q:\n%s", want, audit)
+		}
+	}
 }
 
 // TestServeRelaysQuestions: through airlock serve, a server's questions

@@ -113,8 +113,10 @@ func printInputs(w io.Writer, snap *airlock.Snapshot, tool string, r *airlock.Re
 		if in.Mode != "" {
 			what += ", " + in.Mode
 		}
-		fmt.Fprintf(w, "airlock: server %s asked for input during the call (%s, question %d): %q",
-			server, what, in.Round, printable(in.Message, 300))
+		fmt.Fprintf(w, "airlock: server %s asked for input during the call (%s, question %d)", server, what, in.Round)
+		if in.Message != "" {
+			fmt.Fprintf(w, ": %q", printable(in.Message, 300))
+		}
 		if in.Domain != "" {
 			fmt.Fprintf(w, " (a link to %s)", printable(in.Domain, 255))
 		}

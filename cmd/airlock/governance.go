@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -343,6 +344,12 @@ func (e *env) printAudit(st store.Store, o *options, _ []string) error {
 	}
 }
 
+// auditTextFields are the fields of an audit event that airlock audit
+// shows in text mode, in this order: what was decided and by whom, and
+// for a server's questions during a call, what it asked and how often.
+var auditTextFields = []string{"decision", "reason", "action", "approval", "by", "recovery",
+	"kind", "mode", "round", "domain", "message", "input_rounds", "error"}
+
 // printEvents prints audit events, one a line: JSON with --json, else the
 // time, the event, the server, the tool, the class and what else matters.
 func (e *env) printEvents(o *options, events []store.Event) error {
@@ -354,10 +361,18 @@ func (e *env) printEvents(o *options, events []store.Event) error {
 			continue
 		}
 		var extra []string
-		for _, k := range []string{"decision", "reason", "action", "approval", "by", "recovery", "error"} {
-			if v, ok := ev.Fields[k]; ok {
-				extra = append(extra, fmt.Sprintf("%s=%v", k, v))
+		for _, k := range auditTextFields {
+			v, ok := ev.Fields[k]
+			if !ok {
+				continue
 			}
+			// Values may hold a server's words: shown as one line a
+			// terminal shows as it is.
+			text := printable(fmt.Sprint(v), 300)
+			if k == "message" || strings.ContainsAny(text, " =") {
+				text = strconv.Quote(text)
+			}
+			extra = append(extra, k+"="+text)
 		}
 		fmt.Fprintf(e.stdout, "%s %-18s %-10s %-24s %-16s %s\n", localTime(ev.Time), ev.Event, ev.Server, ev.Tool, ev.Class, strings.Join(extra, " "))
 	}

@@ -43,11 +43,15 @@ type CompileOptions struct {
 	// RequireObject demands that the root declare "type": "object", as an MCP
 	// tool's inputSchema must.
 	RequireObject bool
+	// AssertFormat makes "format" (email, uri, date, date-time, …) an
+	// assertion, as an elicitation's form wants its answers checked;
+	// otherwise it is an annotation, as JSON Schema has it by default.
+	AssertFormat bool
 }
 
 type compileLimits struct {
 	maxBytes, maxDepth, maxRefDepth, maxExpansion int
-	requireObject                                 bool
+	requireObject, assertFormat                   bool
 }
 
 func (o *CompileOptions) limits() compileLimits {
@@ -72,7 +76,7 @@ func (o *CompileOptions) limits() compileLimits {
 	if o.MaxExpansion > 0 {
 		l.maxExpansion = o.MaxExpansion
 	}
-	l.requireObject = o.RequireObject
+	l.requireObject, l.assertFormat = o.RequireObject, o.AssertFormat
 	return l
 }
 
@@ -177,7 +181,7 @@ func Compile(doc any, opts *CompileOptions) (*Schema, error) {
 
 	// The library checks the document against its draft's meta-schema,
 	// compiles it and validates with it.
-	lib, err := compileWithLibrary(tree, d)
+	lib, err := compileWithLibrary(tree, d, l.assertFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -286,8 +290,8 @@ func (refuseLoader) Load(url string) (any, error) {
 // compileWithLibrary hands the checked document to
 // github.com/santhosh-tekuri/jsonschema/v6, which validates it against its
 // draft's meta-schema and compiles its regular expressions.
-func compileWithLibrary(tree any, d draft) (*jsonschema.Schema, error) {
-	if d == draft7 {
+func compileWithLibrary(tree any, d draft, assertFormat bool) (*jsonschema.Schema, error) {
+	if d == draft7 && !assertFormat {
 		// The library asserts "format" under draft-07; here it stays an
 		// annotation, so the library must not see it.
 		stripFormat(tree)
@@ -295,6 +299,9 @@ func compileWithLibrary(tree any, d draft) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
+	if assertFormat {
+		c.AssertFormat()
+	}
 	if err := c.AddResource(docURL, tree); err != nil {
 		return nil, &CompileError{Reason: "schema not accepted: " + err.Error()}
 	}

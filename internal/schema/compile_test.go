@@ -267,7 +267,7 @@ func TestLibraryNeverLoads(t *testing.T) {
 
 	for _, ref := range []string{srv.URL + "/schema.json", "file:///etc/passwd", "urn:example:other"} {
 		doc := map[string]any{"properties": map[string]any{"a": map[string]any{"$ref": ref}}}
-		_, err := compileWithLibrary(doc, draft2020)
+		_, err := compileWithLibrary(doc, draft2020, false)
 		var ce *CompileError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "outside the document") {
 			t.Errorf("ref %q: error %v, want a refusal to load", ref, err)
@@ -291,7 +291,7 @@ func TestLibraryErrorsNamePlace(t *testing.T) {
 		{map[string]any{"type": "strin"}, "/type"},
 	}
 	for _, tt := range tests {
-		_, err := compileWithLibrary(tt.doc, draft2020)
+		_, err := compileWithLibrary(tt.doc, draft2020, false)
 		var ce *CompileError
 		if !errors.As(err, &ce) || ce.Pointer != tt.ptr || !strings.Contains(ce.Reason, "not a valid JSON Schema") {
 			t.Errorf("compileWithLibrary(%v) = %#v, want a CompileError at %q", tt.doc, err, tt.ptr)
