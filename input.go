@@ -362,7 +362,7 @@ func (a *asking) elicitation(p *mcp.ElicitParams, round int) (*InputRequest, err
 func (a *asking) request(kind string, round int) *InputRequest {
 	q := a.q
 	return &InputRequest{ID: store.NewID("inq_"), ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
-		Round: round, Kind: kind}
+		Round: round, Kind: kind, Together: 1}
 }
 
 // ask puts req to the person and returns the answer the server is sent:

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -137,7 +138,7 @@ func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller
 	}
 	life, cancel := context.WithCancel(life)
 	p := &parkedCall{id: rand.Text(), tool: req.Params.Name, caller: who.key(), cancel: cancel, finish: finish,
-		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: req.Params.InputResponses, poke: make(chan struct{}, 1)}
+		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: maps.Clone(req.Params.InputResponses), poke: make(chan struct{}, 1)}
 	a.via(c, p.ask)
 	c.AskAtOnce = true
 	call := *c
