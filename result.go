@@ -22,7 +22,11 @@ const (
 	ToolError Kind = "tool_error"
 	// UnknownTool: the name is not in the snapshot. Nothing was sent.
 	UnknownTool Kind = "unknown_tool"
-	// Denied: policy or a limit refused the call. Nothing was sent.
+	// Denied: policy or a limit refused the call, and nothing was sent;
+	// or the call went out and was refused for want of what only the
+	// caller can give: the host refused its server's sampling request, or
+	// the server needs a client feature the call did not offer
+	// (MissingFeatures). The text says which.
 	Denied Kind = "denied"
 	// Busy: no slot was free before the queue timeout. Nothing was sent.
 	Busy Kind = "busy"
