@@ -41,6 +41,9 @@ import (
 //	           features it heard ("elicitation=[form url] sampling=true")
 //	pair       asks "first" and "second" in one input_required round
 //	           (2026-07-28); answers "A B"
+//	titled     a form with a titled multi-select whose items carry a type
+//	           beside their choices (SEP-1330, as the go-sdk's
+//	           conformance server has it); answers "ACTION CONTENT"
 func askServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "asks", Version: "1"}, nil)
 	add := func(name string, h mcp.ToolHandler) {
@@ -168,6 +171,16 @@ func askServer() *mcp.Server {
 		}
 		return textResult(fmt.Sprintf("elicitation=%v sampling=true", modes)), nil
 	})
+	add("titled", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, ans, err := elicitOnce(ctx, req, &mcp.ElicitParams{Message: "Pick", RequestedSchema: map[string]any{"type": "object",
+			"properties": map[string]any{"pick": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string",
+				"anyOf": []any{map[string]any{"const": "v1", "title": "One"}, map[string]any{"const": "v2", "title": "Two"}}}}}}})
+		if res != nil || err != nil {
+			return res, err
+		}
+		b, _ := json.Marshal(ans.Content)
+		return textResult(ans.Action + " " + string(b)), nil
+	})
 	add("pair", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		q := func(m string) *mcp.ElicitParams {
 			return &mcp.ElicitParams{Message: m, RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}}
@@ -275,6 +288,6 @@ func askConfig(t interface {
 	cfg := &config.Config{Dir: t.TempDir(), Servers: []config.Server{srv},
 		Limits: config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
 		Policy: config.Policy{Rules: []config.Rule{{Server: "*", Tool: "*", Decision: "allow", Source: "test"}}}}
-	classify(cfg, "asks", "read", "form", "url", "multi", "loop", "dropstate", "sample", "roots", "caps", "pair")
+	classify(cfg, "asks", "read", "form", "url", "multi", "loop", "dropstate", "sample", "roots", "caps", "pair", "titled")
 	return cfg
 }

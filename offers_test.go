@@ -146,3 +146,23 @@ func TestCallOffersOverHTTP(t *testing.T) {
 		t.Errorf("MissingFeatures = %v, want [sampling]", got)
 	}
 }
+
+// TestTitledMultiSelect: a form whose multi-select items carry a type
+// beside their titled choices (which the SDK's client refuses) reaches
+// the person, in both eras, and the answer is checked against it. (The
+// SDK's server refuses an accepted answer to it, so the person declines
+// in the end.)
+func TestTitledMultiSelect(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"pick": []any{"v3"}}), {Action: airlock.AnswerDecline}}}
+		h := openAsks(t, askConfig(t, version, ""), &airlock.Options{Elicit: p.elicit})
+		r := call(t, h, "titled", `{}`)
+		wantStatus(t, r, airlock.OK)
+		if r.Content != `decline null` {
+			t.Errorf("the server saw %q", r.Content)
+		}
+		if asked := p.requests(); len(asked) != 2 || asked[1].Problem == "" {
+			t.Errorf("asked %+v, want the answer outside the choices sent back", asked)
+		}
+	})
+}
