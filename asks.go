@@ -25,6 +25,10 @@ import (
 const (
 	InputElicitation = "elicitation" // the server asks the person for information
 	InputSampling    = "sampling"    // the server wants a model sampled (sampling: ask)
+	// InputRoots is a server's request for its client's roots: never put
+	// to an Elicitor, it goes to a RootsLister (roots.go), and names such
+	// a request in an InputRecord and the audit trail.
+	InputRoots = "roots"
 )
 
 // The modes of an elicitation.
@@ -138,8 +142,8 @@ type Elicitor func(ctx context.Context, req *InputRequest) (*InputAnswer, error)
 // call says that the server asked, and what.
 type InputRecord struct {
 	// ID is the InputRequest's; Round, Kind, Mode, Message and Domain are
-	// as there. Kind may also name a client feature the host did not
-	// declare ("roots", or "elicitation" or "sampling" when undeclared).
+	// as there. Kind may also be InputRoots (a request for the client's
+	// roots, answered by a RootsLister or refused).
 	ID, Kind, Mode string
 	Round          int
 	Message        string

@@ -119,6 +119,16 @@ type Options struct {
 	// sampling undeclared to the server. A call's own Call.Sample goes
 	// first.
 	Sample Sampler
+	// Roots, when set, gives a server the roots it asks for during a call
+	// (roots/list, or a roots request of an input_required round); a
+	// call's own Call.Roots goes first. Servers are told the host has
+	// roots (the roots capability) exactly when Roots is set, as for
+	// Elicit. Nil (the default: the host has no roots of its own) declares
+	// none, and a server that asks anyway is refused (the call ends
+	// contract_error). A program whose calls bring their own (the gateway,
+	// which relays the request to the client whose call it is) sets Roots
+	// too, to one that refuses: an error refuses the request.
+	Roots RootsLister
 }
 
 // Server states, as `airlock tools --json` and `status` report them.

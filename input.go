@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the host must answer it.
+//lint:file-ignore SA1019 a server may still ask for a sample or its client's roots, which protocol version 2026-07-28 deprecates (SEP-2577); the host must answer it.
 
 package airlock
 
@@ -25,14 +25,15 @@ import (
 // same path here (asking): a 2026-07-28 server ends a round of the call
 // with an input_required result, which the host answers by sending the
 // call again with inputResponses and the requestState echoed unchanged
-// (inputRound); an older server sends elicitation/create or
-// sampling/createMessage while the call is in flight, which the
-// connection hands to the call's upstream.Asker. Every request counts as
+// (inputRound); an older server sends elicitation/create,
+// sampling/createMessage or roots/list while the call is in flight, which
+// the connection hands to the call's upstream.Asker. Every request counts as
 // a round (an input_required result with several requests counts once);
 // past limits.max_input_rounds the call ends contract_error. Each
 // question goes to the person (Call.Elicit, else Options.Elicit), never
-// to the model; each request and answer is an audit event of the call,
-// and the call's result lists them (Result.Inputs).
+// to the model (a request for roots goes to Call.Roots, else
+// Options.Roots: roots.go); each request and answer is an audit event of
+// the call, and the call's result lists them (Result.Inputs).
 
 // Audit events of a call's rounds of input.
 const (
@@ -94,8 +95,8 @@ func (h *Host) newAsking(q *request, call context.Context, pause func() func(), 
 }
 
 // asker is what the connection hands the requests of q's server during
-// the call (an older server's elicitation/create and
-// sampling/createMessage).
+// the call (an older server's elicitation/create, sampling/createMessage
+// and roots/list).
 func (a *asking) asker() *upstream.Asker {
 	return &upstream.Asker{
 		Elicit: func(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -125,6 +126,17 @@ func (a *asking) asker() *upstream.Asker {
 			}
 			return res, nil
 		},
+		Roots: func(ctx context.Context, _ *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+			round, ok := a.nextRound()
+			if !ok {
+				return nil, &jsonrpc.Error{Code: upstream.CodeRootsRefused, Message: "roots refused: too many requests during one call"}
+			}
+			res, refusal := a.roots(ctx, place{round: round, together: 1})
+			if refusal != "" {
+				return nil, &jsonrpc.Error{Code: upstream.CodeRootsRefused, Message: "roots refused: " + refusal}
+			}
+			return res, nil
+		},
 		Undeclared: func(method string) {
 			a.mu.Lock()
 			if a.broke == "" {
@@ -132,7 +144,7 @@ func (a *asking) asker() *upstream.Asker {
 			}
 			a.mu.Unlock()
 			kind := map[string]string{"elicitation/create": InputElicitation, "sampling/createMessage": InputSampling,
-				"roots/list": "roots"}[method]
+				"roots/list": InputRoots}[method]
 			if kind == "" {
 				kind = method
 			}
@@ -148,6 +160,8 @@ func (a *asking) undeclared(kind string) string {
 		return "refused: Airlock declared no elicitation to servers (it has nobody to ask: Options.Elicit)"
 	case InputSampling:
 		return fmt.Sprintf("refused: Airlock declared no sampling to this server (servers[].sampling is %s)", a.q.srv.cfg.Sampling)
+	case InputRoots:
+		return "refused: Airlock declared no roots to servers (it has none of its own to give: Options.Roots)"
 	}
 	return fmt.Sprintf("refused: Airlock declares no %s to servers", kind)
 }
@@ -227,17 +241,20 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				a.refused(ctx, a.request(InputSampling, round), a.undeclared(InputSampling))
 				return nil, contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
 			}
-		default:
-			kind := "roots"
-			if _, roots := p.(*mcp.ListRootsParams); !roots {
-				kind = fmt.Sprintf("%T", p)
+		case *mcp.ListRootsParams:
+			if a.h.opts.Roots == nil {
+				a.refused(ctx, a.request(InputRoots, round), a.undeclared(InputRoots))
+				return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, InputRoots)
 			}
+		default:
+			kind := fmt.Sprintf("%T", p)
 			a.refused(ctx, a.request(kind, round), a.undeclared(kind))
 			return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
 		}
 	}
 	// Each is checked before anyone is asked: a form compiles, a sampling
-	// request needs no more than basic sampling.
+	// request needs no more than basic sampling. A request for roots needs
+	// no check.
 	keys := slices.Sorted(maps.Keys(res.InputRequests))
 	together := 1
 	if a.q.call.AskAtOnce {
@@ -277,6 +294,15 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 					return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked to sample a model, and the host refused: %s", tool.Name, tool.Server, refusal)}
 				}
 				return sampled, nil
+			}
+		case *mcp.ListRootsParams:
+			asks[i] = func(ctx context.Context) (mcp.InputResponse, error) {
+				// As for sampling, a refusal cannot be an input response.
+				roots, refusal := a.roots(ctx, at)
+				if refusal != "" {
+					return nil, &inputError{kind: Denied, msg: fmt.Sprintf("%s refused: server %s asked for the client's roots, and the host refused: %s", tool.Name, tool.Server, refusal)}
+				}
+				return roots, nil
 			}
 		}
 	}

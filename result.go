@@ -111,14 +111,19 @@ type Call struct {
 	// so a host whose calls bring their own Elicit sets it too.
 	Elicit Elicitor
 	Sample Sampler
+	// Roots, when set, stands for Options.Roots during this call: the
+	// gateway relays a server's request for its client's roots to the
+	// client whose call it is. Servers hear that the host has roots to
+	// give only when Options.Roots is set.
+	Roots RootsLister
 	// AskAtOnce, when set, puts the requests of one input_required round
-	// to Elicit and Sample at once, each on a goroutine of its own (see
+	// to Elicit, Sample and Roots at once, each on a goroutine of its own (see
 	// InputRequest.Together), rather than one after another in the order
 	// of their keys: for a caller that relays them to a client of its own
 	// in one message (the gateway).
 	AskAtOnce bool
 	// Offers, when set, says which client features this call can answer
-	// (its Elicit and Sample, or the host's): a 2026-07-28 server is told
+	// (its Elicit, Sample and Roots, or the host's): a 2026-07-28 server is told
 	// with the request (its per-request clientCapabilities) that it may
 	// ask for those of the features the host declared to it, and no
 	// others, so that a tool that needs one the call cannot answer is
@@ -142,6 +147,8 @@ type ClientFeatures struct {
 	// offered sampling only with Elicitation too: a person must agree to
 	// each request first.
 	Sampling bool
+	// Roots: the client's roots (roots/list).
+	Roots bool
 }
 
 // A CallLog is a log message (notifications/message) a server wrote

@@ -40,7 +40,7 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		// The server hears what this call can answer, not all the host
 		// declared (the SDK adds its own _meta but keeps this key).
 		sampling := f.Sampling && (srv.cfg.Sampling != config.SamplingAsk || f.Elicitation)
-		if caps := conn.Offered(f.Elicitation, f.ElicitURL, sampling); caps != nil {
+		if caps := conn.Offered(upstream.Features{Form: f.Elicitation, URL: f.ElicitURL, Sampling: sampling, Roots: f.Roots}); caps != nil {
 			params.Meta = mcp.Meta{mcp.MetaKeyClientCapabilities: caps}
 		}
 	}
@@ -248,7 +248,7 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 	case f != nil:
 		return e(ConnectionError, "%s: %s", tool.Name, f.Msg)
 	case errors.As(err, &werr) && werr.Code == mcp.CodeMissingRequiredClientCapabilities && len(missingFeatures(werr)) > 0:
-		return e(Denied, "%s refused: server %s needs client features this call does not offer (%s); Airlock declares elicitation when it has a person to ask (Options.Elicit), sampling where servers[].sampling is ask or allow, roots never, and through airlock serve only what the client declared",
+		return e(Denied, "%s refused: server %s needs client features this call does not offer (%s); Airlock declares elicitation when it has a person to ask (Options.Elicit), sampling where servers[].sampling is ask or allow, roots when it relays a client's (Options.Roots), and through airlock serve only what the client declared",
 			tool.Name, tool.Server, strings.Join(missingFeatures(werr), ", "))
 	case errors.As(err, &werr):
 		return e(ConnectionError, "%s: server answered with JSON-RPC error %d: %s", tool.Name, werr.Code, werr.Message)

@@ -437,9 +437,11 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		Grace:           h.opts.StopGrace,
 		Trace:           h.trace.tap(s.cfg.ID),
 		// Servers are told the host can ask a person only when it can
-		// (input.go), and that it samples only for those that may.
+		// (input.go), that it samples only for those that may, and that it
+		// has roots only when it relays its calls' clients' (roots.go).
 		Elicitation: h.opts.Elicit != nil,
 		Sampling:    s.cfg.MaySample(),
+		Roots:       h.opts.Roots != nil,
 		// A changed tool list only marks the server (and drops its cached
 		// list): the catalog changes at the next safe point, never under a
 		// turn's feet.

@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the gateway relays it to its client.
+//lint:file-ignore SA1019 a server may still ask for a sample or its client's roots, which protocol version 2026-07-28 deprecates (SEP-2577); the gateway relays them to its client.
 
 package gateway
 
@@ -16,15 +16,16 @@ import (
 
 // A server may ask a person something during a call (an elicitation, an
 // input_required round, a sampling request its sampling: ask puts to a
-// person) or want a model sampled (sampling: allow). Through the gateway,
-// the person and the model are the client's: each question goes to the
-// client that made the call, and to no other, when it declared the
-// capability; otherwise the host is told no (a declined elicitation, a
-// refused sampling request), never left waiting.
+// person), want a model sampled (sampling: allow) or ask for its client's
+// roots. Through the gateway, the person, the model and the roots are the
+// client's: each question goes to the client that made the call, and to
+// no other, when it declared the capability; otherwise the host is told
+// no (a declined elicitation, a refused sampling or roots request), never
+// left waiting.
 //
 //   - A 2025-11-25 client is asked during its own tools/call, on its
-//     session: elicitation/create (form or URL mode, as it declared) and
-//     sampling/createMessage.
+//     session: elicitation/create (form or URL mode, as it declared),
+//     sampling/createMessage and roots/list.
 //   - A 2026-07-28 client cannot be sent requests: its call ends the round
 //     with an input_required result carrying the question, while the
 //     host's call waits; the client's retry, with the answer and the
@@ -36,8 +37,8 @@ import (
 // asking is what one call's client can be asked, by its declared
 // capabilities.
 type asking struct {
-	form, url, sampling bool
-	modern              bool // a 2026-07-28 request: questions travel as input_required rounds
+	form, url, sampling, roots bool
+	modern                     bool // a 2026-07-28 request: questions travel as input_required rounds
 }
 
 // askingOf reads what req's client declared.
@@ -50,11 +51,15 @@ func askingOf(req *mcp.CallToolRequest) asking {
 	a.form = formElicitation(caps)
 	a.url = caps.Elicitation != nil && caps.Elicitation.URL != nil
 	a.sampling = caps.Sampling != nil
+	// A client that declares roots without listChanged has RootsV2 only;
+	// one whose capabilities were written by an older SDK may carry an
+	// empty roots object it never meant, and only listChanged tells.
+	a.roots = caps.RootsV2 != nil || caps.Roots.ListChanged
 	return a
 }
 
 // any reports whether the client can be asked anything.
-func (a asking) any() bool { return a.form || a.url || a.sampling }
+func (a asking) any() bool { return a.form || a.url || a.sampling || a.roots }
 
 // modernRequest reports whether req came from a 2026-07-28 client: its
 // _meta names the protocol version, or its session negotiated it.
@@ -149,9 +154,9 @@ func inputAnswer(ir *airlock.InputRequest, res *mcp.ElicitResult) *airlock.Input
 	return &airlock.InputAnswer{Action: res.Action, Content: res.Content}
 }
 
-// askSession sets c's Elicit and Sample for a call of a 2025-11-25
-// client: each question is a request on the client's session, made in
-// the context of its tools/call.
+// askSession sets c's Elicit, Sample and Roots for a call of a
+// 2025-11-25 client: each question is a request on the client's session,
+// made in the context of its tools/call.
 func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
 	a.via(c, func(ctx context.Context, _ string, _ int, p mcp.InputRequest) (mcp.InputResponse, error) {
 		switch p := p.(type) {
@@ -159,13 +164,15 @@ func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
 			return ss.Elicit(ctx, p)
 		case *mcp.CreateMessageParams:
 			return ss.CreateMessage(ctx, p)
+		case *mcp.ListRootsParams:
+			return ss.ListRoots(ctx, p)
 		}
 		return nil, fmt.Errorf("cannot ask %T", p)
 	})
 }
 
-// via sets c's Elicit and Sample to put the server's questions to the
-// client through send, which returns the client's answer; key is the name
+// via sets c's Elicit, Sample and Roots to put the server's questions to
+// the client through send, which returns the client's answer; key is the name
 // the server gave the question (inputKey when it gave none), together how
 // many the host puts at once (InputRequest.Together).
 func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, together int, p mcp.InputRequest) (mcp.InputResponse, error)) {
@@ -200,11 +207,25 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, 
 		}
 		return sampledMessage(resp)
 	}
+	c.Roots = func(ctx context.Context, rr *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
+		if !a.roots {
+			return nil, errNotDeclared("roots")
+		}
+		resp, err := send(ctx, keyOf(rr.Key), rr.Together, &mcp.ListRootsParams{})
+		if err != nil {
+			return nil, fmt.Errorf("the gateway's client: %w", err)
+		}
+		res, ok := resp.(*mcp.ListRootsResult)
+		if !ok {
+			return nil, errors.New("the gateway's client did not answer the roots request with its roots")
+		}
+		return res, nil
+	}
 }
 
-// decline sets c's Elicit and Sample for a client that cannot be asked:
-// the host declines the server's question and refuses its sampling
-// request at once, saying why.
+// decline sets c's Elicit, Sample and Roots for a client that cannot be
+// asked: the host declines the server's question and refuses its sampling
+// and roots requests at once, saying why.
 func (a asking) decline(c *airlock.Call) {
 	c.Elicit = func(_ context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
 		_, err := a.inputParams(ir)
@@ -215,6 +236,9 @@ func (a asking) decline(c *airlock.Call) {
 	}
 	c.Sample = func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
 		return nil, errNotDeclared("sampling")
+	}
+	c.Roots = func(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
+		return nil, errNotDeclared("roots")
 	}
 }
 
@@ -227,3 +251,15 @@ func (g *Gateway) Elicit(context.Context, *airlock.InputRequest) (*airlock.Input
 }
 
 var _ airlock.Elicitor = (*Gateway)(nil).Elicit
+
+// Roots is the host's RootsLister for a host a gateway serves (with it,
+// the host declares roots to servers): every call through the gateway
+// brings its own (Call.Roots), which relays the request to the client
+// whose call it is; a request made otherwise (a server that asks outside
+// a call, or during a call made without the gateway) has no client to
+// ask, and is refused.
+func (g *Gateway) Roots(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
+	return nil, errors.New("no client of the gateway made this call, so there are no roots to give")
+}
+
+var _ airlock.RootsLister = (*Gateway)(nil).Roots

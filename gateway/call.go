@@ -68,7 +68,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	// can be asked (asks.go); a 2026-07-28 server hears with the call
 	// what it may ask.
 	a := askingOf(req)
-	c.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling}
+	c.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling, Roots: a.roots}
 	switch {
 	case a.any() && a.modern:
 		return g.park(ctx, req, who, a, &c, run, finish)

@@ -33,9 +33,9 @@ func capabilities() *mcp.ServerCapabilities {
 // airlock.MissingFeatures), or nil: the same error, in the gateway's
 // words, with data naming the capabilities (sampling, elicitation, roots;
 // nothing else the server sent goes on). A call offers a server what its
-// client declared, of what Airlock declares to the server (roots never;
-// sampling as the server's sampling: says; elicitation always, as the
-// gateway relays it), so the client learns what it would have to declare;
+// client declared, of what Airlock declares to the server (sampling as
+// the server's sampling: says; elicitation and roots always, as the
+// gateway relays them), so the client learns what it would have to declare;
 // on Streamable HTTP the SDK answers it with HTTP 400.
 func missingCapabilities(r *airlock.Result) *jsonrpc.Error {
 	if r.Err == nil {
@@ -54,6 +54,6 @@ func missingCapabilities(r *airlock.Result) *jsonrpc.Error {
 		return nil
 	}
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
-		Message: fmt.Sprintf("server %s needs client capabilities that this call does not offer it (%s): declare them to use the tool through the gateway (roots it never offers)",
+		Message: fmt.Sprintf("server %s needs client capabilities that this call does not offer it (%s): declare them to use the tool through the gateway",
 			r.Err.Server, strings.Join(names, ", "))}
 }

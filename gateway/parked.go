@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the gateway relays it to its client.
+//lint:file-ignore SA1019 a server may still ask for a sample or its client's roots, which protocol version 2026-07-28 deprecates (SEP-2577); the gateway relays them to its client.
 
 package gateway
 
@@ -205,6 +205,8 @@ func (p *parkedCall) answered(key string, params mcp.InputRequest) mcp.InputResp
 		_, fits = params.(*mcp.ElicitParams)
 	case *mcp.CreateMessageResult, *mcp.CreateMessageWithToolsResult:
 		_, fits = params.(*mcp.CreateMessageParams)
+	case *mcp.ListRootsResult:
+		_, fits = params.(*mcp.ListRootsParams)
 	}
 	if !fits {
 		return nil

@@ -63,8 +63,8 @@ func (e *env) serve(o *options, _ []string) error {
 		g = gateway.New(gopts)
 		opts.Approver, opts.CatalogChanged = g, g.CatalogChanged
 		// Servers may ask during calls; each call puts their questions
-		// to its own client (Call.Elicit), or declines them.
-		opts.Elicit = g.Elicit
+		// to its own client (Call.Elicit, Call.Roots), or declines them.
+		opts.Elicit, opts.Roots = g.Elicit, g.Roots
 		return nil
 	}
 	s, err := e.openSession(&o.common)

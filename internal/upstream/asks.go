@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the host must answer it.
+//lint:file-ignore SA1019 a server may still ask for a sample or the client's roots, which protocol version 2026-07-28 deprecates (SEP-2577); the host must answer it.
 
 package upstream
 
@@ -29,9 +29,11 @@ import (
 //
 // A client feature is declared only when the host can answer it:
 // elicitation when it has a person to ask (Options.Elicitation), sampling
-// when the server's configuration lets it sample (Options.Sampling); roots
-// never. A request for any other client feature is answered "method not
-// found", and the call it belongs to, if any, is told (Asker.Undeclared).
+// when the server's configuration lets it sample (Options.Sampling), roots
+// when it has a client whose roots it can relay (Options.Roots: the
+// gateway). A request for any other client feature is answered "method
+// not found", and the call it belongs to, if any, is told
+// (Asker.Undeclared).
 
 // An Asker is where the requests a server sends during one call go (see
 // WithAsker). Its functions are called on goroutines of the connection,
@@ -49,6 +51,10 @@ type Asker struct {
 	// sampling: a result, or an error the server is sent (a
 	// *jsonrpc.Error keeps its code; CodeSamplingRefused for a refusal).
 	Sample func(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	// Roots answers a roots/list, when the host declared roots: a result,
+	// or an error the server is sent (a *jsonrpc.Error keeps its code;
+	// CodeRootsRefused for a refusal).
+	Roots func(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
 	// Undeclared is told of a request for a client feature the host did
 	// not declare (method names it); the server is answered "method not
 	// found".
@@ -68,9 +74,17 @@ func WithAsker(ctx context.Context, a *Asker) context.Context {
 // sampling request").
 const CodeSamplingRefused = -1
 
+// CodeRootsRefused is the JSON-RPC error code of a roots/list the client
+// refuses although it declared roots (the request belongs to no call, or
+// the call's own client has no roots to give): the specification names
+// no code of its own for it, so it is the internal error.
+const CodeRootsRefused = jsonrpc.CodeInternalError
+
 // declare offers the server the client features opts asks for, with
-// their handlers: elicitation (form and URL modes) and sampling (without
-// tools).
+// their handlers: elicitation (form and URL modes), sampling (without
+// tools) and roots (without listChanged: the roots are each call's
+// client's, and a connection serves many; offerOnly answers roots/list,
+// which the SDK would answer with its own empty list).
 func (c *Conn) declare(opts *Options, clientOpts *mcp.ClientOptions) {
 	decl := clientOpts.Capabilities
 	c.declared = decl
@@ -82,37 +96,50 @@ func (c *Conn) declare(opts *Options, clientOpts *mcp.ClientOptions) {
 		decl.Sampling = &mcp.SamplingCapabilities{}
 		clientOpts.CreateMessageHandler = c.sample
 	}
+	if opts.Roots {
+		decl.RootsV2 = &mcp.RootCapabilities{}
+	}
 }
 
 // Offered is the clientCapabilities a request of a 2026-07-28 connection
 // carries in its _meta (SEP-2575 declares them per request) for a call that
 // can answer only some of the client features the connection declared: the
-// declaration narrowed to form elicitation when form, URL elicitation when
-// url, and sampling when sampling; roots never. A server then knows what it
-// may ask during the call, and refuses a tool that needs more
-// (MissingRequiredClientCapabilityError, -32021). It is nil on a connection
-// of an older protocol version, whose capabilities are its session's.
-func (c *Conn) Offered(form, url, sampling bool) map[string]any {
+// declaration narrowed to what f says the call can answer. A server then
+// knows what it may ask during the call, and refuses a tool that needs
+// more (MissingRequiredClientCapabilityError, -32021). It is nil on a
+// connection of an older protocol version, whose capabilities are its
+// session's.
+func (c *Conn) Offered(f Features) map[string]any {
 	if c.ProtocolVersion() < statelessVersion {
 		return nil
 	}
 	caps := map[string]any{}
-	if e := c.declared.Elicitation; e != nil && (form || url) {
+	if e := c.declared.Elicitation; e != nil && (f.Form || f.URL) {
 		modes := map[string]any{}
-		if form && e.Form != nil {
+		if f.Form && e.Form != nil {
 			modes["form"] = map[string]any{}
 		}
-		if url && e.URL != nil {
+		if f.URL && e.URL != nil {
 			modes["url"] = map[string]any{}
 		}
 		if len(modes) > 0 {
 			caps["elicitation"] = modes
 		}
 	}
-	if c.declared.Sampling != nil && sampling {
+	if c.declared.Sampling != nil && f.Sampling {
 		caps["sampling"] = map[string]any{}
 	}
+	if c.declared.RootsV2 != nil && f.Roots {
+		caps["roots"] = map[string]any{}
+	}
 	return caps
+}
+
+// Features are the client features one call can answer (Offered).
+type Features struct {
+	Form, URL bool // elicitation, form and URL modes
+	Sampling  bool
+	Roots     bool
 }
 
 // statelessVersion is the first protocol version whose requests carry the
@@ -154,11 +181,26 @@ func (c *Conn) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.
 	return res, err
 }
 
+// roots is the answer to a roots/list, when the host declared roots.
+func (c *Conn) roots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+	a := c.asker()
+	if a == nil || a.Roots == nil {
+		c.log.Warn("roots/list refused: it belongs to no single call in flight, so no client can be asked")
+		return nil, &jsonrpc.Error{Code: CodeRootsRefused, Message: "roots refused: the request belongs to no single call in flight, so no client can be asked; ask during a tool call"}
+	}
+	res, err := a.Roots(ctx, req.Params)
+	if err == nil && res == nil {
+		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client gave no answer"}
+	}
+	return res, err
+}
+
 // offerOnly answers every request a server sends (roots/list,
 // sampling/createMessage, elicitation/create) but ping and what decl
 // declares with the standard JSON-RPC error for a method the client does
 // not have, -32601, as the protocol expects, where the SDK would answer
-// roots/list with an empty list and the others with errors of its own.
+// roots/list with an empty list and the others with errors of its own. A
+// roots/list when decl declares roots goes to the call's Asker (roots).
 // The call in flight such a request belongs to, if any, is told
 // (Asker.Undeclared). A method the SDK does not know at all never gets
 // here; the SDK answers it with -32601 too. Notifications pass.
@@ -167,6 +209,9 @@ func (c *Conn) offerOnly(decl *mcp.ClientCapabilities) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if er, ok := req.(*mcp.ElicitRequest); ok && decl.Elicitation != nil && (er.Params.Mode == "" || er.Params.Mode == "form") {
 				return c.elicit(ctx, er) // the form is the Asker's to check (see Asker.Elicit)
+			}
+			if lr, ok := req.(*mcp.ListRootsRequest); ok && decl.RootsV2 != nil {
+				return c.roots(ctx, lr)
 			}
 			switch {
 			case method == "ping", strings.HasPrefix(method, "notifications/"),

@@ -56,6 +56,11 @@ type Options struct {
 	// sampling/createMessage the server sends during a call then goes to
 	// the call's Asker; without it, "method not found".
 	Sampling bool
+	// Roots declares the roots capability (without listChanged) to the
+	// server: the host relays a call's roots/list to the call's client (the
+	// gateway). A roots/list the server sends during a call then goes to
+	// the call's Asker; without it, "method not found".
+	Roots bool
 	// SecretEnv holds secret environment values for the server (NAME to
 	// value). They are added last and appear nowhere else.
 	SecretEnv map[string]string
@@ -261,8 +266,8 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 		info = &mcp.Implementation{Name: "airlock", Version: "dev"}
 	}
 	// The host offers servers no client features but elicitation, when
-	// it has a person to ask, and sampling, to a server that may sample;
-	// never roots (asks.go). It runs a call's rounds of input itself: the
+	// it has a person to ask, sampling, to a server that may sample, and
+	// roots, when it relays them to the client whose call it is (asks.go). It runs a call's rounds of input itself: the
 	// SDK hands input_required results back.
 	decl := &mcp.ClientCapabilities{}
 	clientOpts := &mcp.ClientOptions{
