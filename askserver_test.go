@@ -35,10 +35,12 @@ import (
 //	loop       asks for ever
 //	dropstate  asks twice: with a requestState, then without (2026-07-28)
 //	sample     asks for a sample; answers "sampled TEXT" or "refused CODE"
-//	roots      asks for the client's roots; answers "roots N" or "refused CODE"
+//	roots      asks for the client's roots; answers "roots N URI,…" or
+//	           "refused CODE"
 //	caps       needs sampling: -32021 naming it when its request's client
 //	           capabilities lack it (SEP-2575); answers with the client
-//	           features it heard ("elicitation=[form url] sampling=true")
+//	           features it heard ("elicitation=[form url] sampling=true",
+//	           and " roots=true" when it heard roots)
 //	pair       asks "first" and "second" in one input_required round
 //	           (2026-07-28); answers "A B"
 //	titled     a form with a titled multi-select whose items carry a type
@@ -145,14 +147,24 @@ func askServer() *mcp.Server {
 		return textResult("sampled " + t.Text), nil
 	})
 	add("roots", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		said := func(r *mcp.ListRootsResult) *mcp.CallToolResult {
+			var uris []string
+			for _, root := range r.Roots {
+				uris = append(uris, root.URI)
+			}
+			return textResult("roots " + strconv.Itoa(len(r.Roots)) + strings.TrimRight(" "+strings.Join(uris, ","), " "))
+		}
 		if newEra(req) {
+			if r, ok := req.Params.InputResponses["r"].(*mcp.ListRootsResult); ok {
+				return said(r), nil
+			}
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"r": &mcp.ListRootsParams{}}}, nil
 		}
 		r, err := req.Session.ListRoots(ctx, nil)
 		if err != nil {
 			return textResult("refused " + rpcCode(err)), nil
 		}
-		return textResult("roots " + strconv.Itoa(len(r.Roots))), nil
+		return said(r), nil
 	})
 	add("caps", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		caps := req.ClientCapabilities()
@@ -169,7 +181,11 @@ func askServer() *mcp.Server {
 				modes = append(modes, "url")
 			}
 		}
-		return textResult(fmt.Sprintf("elicitation=%v sampling=true", modes)), nil
+		heard := fmt.Sprintf("elicitation=%v sampling=true", modes)
+		if caps.RootsV2 != nil {
+			heard += " roots=true"
+		}
+		return textResult(heard), nil
 	})
 	add("titled", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, ans, err := elicitOnce(ctx, req, &mcp.ElicitParams{Message: "Pick", RequestedSchema: map[string]any{"type": "object",

@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 the upstream asks for samples, which protocol version 2026-07-28 deprecates (SEP-2577).
+//lint:file-ignore SA1019 the upstream asks for samples and roots, which protocol version 2026-07-28 deprecates (SEP-2577).
 
 package gateway_test
 
@@ -29,6 +29,11 @@ import (
 //	                "color" ("round=2;name=…"); answers "NAME likes COLOR"
 //	both            asks "user_name" (an elicitation) and "greeting" (a
 //	                sample) in one round; answers "GREETING NAME"
+//	three           asks in one round, of "user_name", "greeting" and
+//	                "client_roots" (roots/list), those its request's
+//	                clientCapabilities declare (as the go-sdk's conformance
+//	                server does); answers "GREETING NAME, ROOTS" (the
+//	                roots' URIs, or "no roots" when it did not ask)
 func addAskTools(s *mcp.Server) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	s.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -78,6 +83,34 @@ func addAskTools(s *mcp.Server) {
 		t, _ := g.Content[0].(*mcp.TextContent)
 		return &mcp.CallToolResult{Content: text(t.Text + " " + n)}, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "three", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		caps := req.ClientCapabilities()
+		if caps == nil || caps.Elicitation == nil || caps.Sampling == nil {
+			return &mcp.CallToolResult{IsError: true, Content: text("needs elicitation and sampling")}, nil
+		}
+		if len(req.Params.InputResponses) == 0 {
+			reqs := mcp.InputRequestMap{"user_name": name("user_name", "name"), "greeting": &mcp.CreateMessageParams{MaxTokens: 20,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Greet"}}}}}
+			if caps.RootsV2 != nil {
+				reqs["client_roots"] = &mcp.ListRootsParams{}
+			}
+			return &mcp.CallToolResult{InputRequests: reqs, RequestState: "three"}, nil
+		}
+		roots := "no roots"
+		if r, ok := req.Params.InputResponses["client_roots"].(*mcp.ListRootsResult); ok {
+			var uris []string
+			for _, root := range r.Roots {
+				uris = append(uris, root.URI)
+			}
+			roots = strings.Join(uris, ",")
+		}
+		g, _ := req.Params.InputResponses["greeting"].(*mcp.CreateMessageWithToolsResult)
+		if g == nil || len(g.Content) != 1 {
+			return &mcp.CallToolResult{IsError: true, Content: text("no greeting")}, nil
+		}
+		t, _ := g.Content[0].(*mcp.TextContent)
+		return &mcp.CallToolResult{Content: text(t.Text + " " + accepted(req, "user_name", "name") + ", " + roots)}, nil
+	})
 }
 
 // startAsks serves a gateway in front of one server, w, with the ask
@@ -90,7 +123,7 @@ func startAsks(t *testing.T) *fixture {
   - id: w
     command: %q
     env: {%s: asks, %s: %q}
-    allowed_tools: [needs_sampling, keyed, both]
+    allowed_tools: [needs_sampling, keyed, both, three]
     tool_prefix: ""
     sampling: allow
 policy:
@@ -100,9 +133,10 @@ policy:
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Servers may ask: the host declares elicitation (the gateway's
-	// Elicitor stands in for this one).
-	f.open(t, cfg, nil, &airlock.Options{Elicit: func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil }})
+	// Servers may ask: the host declares elicitation and roots (the
+	// gateway's Elicitor and RootsLister stand in for these).
+	f.open(t, cfg, nil, &airlock.Options{Elicit: func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil },
+		Roots: func(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) { return nil, nil }})
 	return f
 }
 
@@ -247,4 +281,50 @@ func TestSeveralQuestionsOfOneRound(t *testing.T) {
 		}
 	}
 	t.Fatal("the call did not finish")
+}
+
+// TestRootsInOneRoundWithTheRest: a 2026-07-28 server that asks, in one
+// round, for an elicitation, a sample and the client's roots gets all
+// three, under its keys, from a client that declared all three, asked in
+// one round; a client that declared no roots is not offered them, and its
+// server asks for the rest only.
+func TestRootsInOneRoundWithTheRest(t *testing.T) {
+	f := startAsks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tt := range []struct {
+		name  string
+		caps  *mcp.ClientCapabilities
+		asked []string
+		want  string
+	}{
+		{"roots declared", &mcp.ClientCapabilities{Elicitation: elicitSample.Elicitation, Sampling: elicitSample.Sampling, RootsV2: &mcp.RootCapabilities{}},
+			[]string{"client_roots", "greeting", "user_name"}, "Hello Ada, file:///home/ada/project"},
+		{"roots not declared", elicitSample, []string{"greeting", "user_name"}, "Hello Ada, no roots"},
+	} {
+		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
+			cs := f.rounds(t, tt.caps)
+			first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "three", Arguments: map[string]any{}})
+			if err != nil || !first.NeedsInput() || !slices.Equal(keys(first.InputRequests), tt.asked) {
+				t.Fatalf("round 1: %+v, %v; want %v asked at once", first, err, tt.asked)
+			}
+			answers := mcp.InputResponseMap{}
+			for k, p := range first.InputRequests {
+				switch p.(type) {
+				case *mcp.ElicitParams:
+					answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}
+				case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+					answers[k] = &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "Hello"}}
+				case *mcp.ListRootsParams:
+					answers[k] = &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///home/ada/project", Name: "project"}}}
+				default:
+					t.Fatalf("asked %T under %s", p, k)
+				}
+			}
+			last, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "three", Arguments: map[string]any{}, InputResponses: answers, RequestState: first.RequestState})
+			if err != nil || last.NeedsInput() || resultText(last) != tt.want {
+				t.Fatalf("round 2: %+v, %v; want %q", last, err, tt.want)
+			}
+		})
+	}
 }

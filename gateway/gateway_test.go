@@ -129,6 +129,9 @@ func (f *fixture) open(t testing.TB, cfg *config.Config, opts *gateway.Options, 
 	if ho.Elicit != nil {
 		ho.Elicit = f.g.Elicit // as airlock serve has it: servers may ask, and the gateway relays
 	}
+	if ho.Roots != nil {
+		ho.Roots = f.g.Roots // the same for roots
+	}
 	var err error
 	f.h, err = airlock.Open(ctx, cfg, &ho)
 	if err != nil {

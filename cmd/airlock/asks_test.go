@@ -542,3 +542,78 @@ func TestServeSamplingAsk(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRelaysRoots: through airlock serve, a server's request for its
+// client's roots goes to the client that made the call when it declared
+// roots, whichever era each side speaks: a 2025-11-25 server's
+// roots/list or a 2026-07-28 server's input_required round, to a
+// 2025-11-25 client's session or into a 2026-07-28 client's
+// input_required round. A client that declared no roots has the request
+// refused, and a 2026-07-28 server is not offered them. The audit trail
+// has the number of roots, never their URIs. airlock call, which has no
+// roots to give, offers none and refuses a server that asks anyway.
+func TestServeRelaysRoots(t *testing.T) {
+	const root = "file:///home/ada/secret-project"
+	for _, server := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run("server "+server, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := filepath.Join(dir, "airlock.yaml")
+			writeFile(t, cfg, testServerYAML(t, "[roots]", envTestAsks, "1")+
+				fmt.Sprintf("    protocol_versions: [%q]\n", server)+
+				"policy:\n  rules:\n    - {server: w, tool: \"*\", decision: allow}\n")
+			url, serve := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			for _, client := range []string{"2026-07-28", "2025-11-25"} {
+				connect := func(caps *mcp.ClientCapabilities, roots ...*mcp.Root) *mcp.ClientSession {
+					t.Helper()
+					c := mcp.NewClient(&mcp.Implementation{Name: "roots", Version: "1"}, &mcp.ClientOptions{Capabilities: caps})
+					c.AddRoots(roots...)
+					cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: client})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { cs.Close() })
+					return cs
+				}
+				declared := connect(&mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}, &mcp.Root{URI: root, Name: "project"})
+				if got, want := callText(ctx, t, declared, "w__roots"), "roots 1: "+root; got != want {
+					t.Errorf("client %s that declared roots: %q, want %q", client, got, want)
+				}
+				// A client that declares nothing: a 2025-11-25 server is
+				// refused; a 2026-07-28 one is not offered roots.
+				got := callText(ctx, t, connect(&mcp.ClientCapabilities{}), "w__roots")
+				want := map[string]string{"2026-07-28": "roots not offered", "2025-11-25": "roots refused: "}[server]
+				if !strings.HasPrefix(got, want) || server == "2025-11-25" && !strings.Contains(got, "did not declare roots") {
+					t.Errorf("client %s that declared no roots: %q, want %q", client, got, want)
+				}
+			}
+			stopServe(t, serve)
+
+			out := runCLI(t, dir, "", "audit", "--json").want(t, 0).stdout
+			if strings.Contains(out, "secret-project") {
+				t.Errorf("a root's URI reached the audit trail:\n%s", out)
+			}
+			answers := 0
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				e := decode(t, line)
+				if e["event"] == "input_answer" && e["kind"] == "roots" && e["action"] == "accept" {
+					answers++
+					if e["roots"] != float64(1) || e["answer_hash"] == nil {
+						t.Errorf("roots answer audited as %v, want roots=1 and the answer's hash", e)
+					}
+				}
+			}
+			if answers != 2 {
+				t.Errorf("%d roots answers audited, want 2 (one per client era):\n%s", answers, out)
+			}
+
+			// airlock call offers a 2026-07-28 server no roots; a
+			// 2025-11-25 one that asks anyway breaks the contract.
+			r := decode(t, runCLI(t, dir, "", "call", "w__roots", "--json").stdout)
+			if server == "2026-07-28" && r["content"] != "roots not offered" || server == "2025-11-25" && r["status"] != "contract_error" {
+				t.Errorf("airlock call w__roots: %v, want roots not offered, or contract_error (the CLI has no roots)", r)
+			}
+		})
+	}
+}

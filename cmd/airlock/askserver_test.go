@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 a server may still ask for a sample, which protocol version 2026-07-28 deprecates (SEP-2577); the tests drive it.
+//lint:file-ignore SA1019 a server may still ask for a sample or its client's roots, which protocol version 2026-07-28 deprecates (SEP-2577); the tests drive it.
 
 package main
 
@@ -31,8 +31,10 @@ var askForm = map[string]any{
 
 // addAskTools adds ask_form (one form), ask_url (a link), ask_twice (two
 // questions, one after the other), ask_forever (a question after every
-// answer, never done) and sample (a sampling request); each answers with
-// what it was told.
+// answer, never done), sample (a sampling request) and roots (the
+// client's roots: "roots N: URI,…", "roots refused: …", or, from a
+// 2026-07-28 call that did not offer roots, "roots not offered"); each
+// answers with what it was told.
 func addAskTools(s *mcp.Server) {
 	object := map[string]any{"type": "object"}
 	s.AddTool(&mcp.Tool{Name: "ask_form", Description: "Ask for a form.", InputSchema: object},
@@ -85,6 +87,30 @@ func addAskTools(s *mcp.Server) {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling failed"}}}, nil
 			}
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"s": params}, RequestState: "sampling"}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "roots", Description: "Ask for the client's roots.", InputSchema: object},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			said := func(res *mcp.ListRootsResult) *mcp.CallToolResult {
+				var uris []string
+				for _, r := range res.Roots {
+					uris = append(uris, r.URI)
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("roots %d: %s", len(uris), strings.Join(uris, ","))}}}
+			}
+			if !modernSession(req) {
+				res, err := req.Session.ListRoots(ctx, nil)
+				if err != nil {
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "roots refused: " + err.Error()}}}, nil
+				}
+				return said(res), nil
+			}
+			if res, ok := req.Params.InputResponses["client_roots"].(*mcp.ListRootsResult); ok {
+				return said(res), nil
+			}
+			if caps := req.ClientCapabilities(); caps == nil || caps.RootsV2 == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "roots not offered"}}}, nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}}, nil
 		})
 }
 
