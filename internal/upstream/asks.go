@@ -169,26 +169,34 @@ func (c *Conn) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitR
 // sample is the client's sampling handler, when the host declared
 // sampling.
 func (c *Conn) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	a := c.asker()
-	if a == nil || a.Sample == nil {
-		c.log.Warn("sampling request refused: it belongs to no single call in flight")
-		return nil, &jsonrpc.Error{Code: CodeSamplingRefused, Message: "sampling refused: the request belongs to no single call in flight, so nobody can be asked"}
+	var f func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	if a := c.asker(); a != nil {
+		f = a.Sample
 	}
-	res, err := a.Sample(ctx, req.Params)
-	if err == nil && res == nil {
-		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client gave no answer"}
-	}
-	return res, err
+	return answer(ctx, c, f, req.Params, "sampling request refused: it belongs to no single call in flight",
+		&jsonrpc.Error{Code: CodeSamplingRefused, Message: "sampling refused: the request belongs to no single call in flight, so nobody can be asked"})
 }
 
 // roots is the answer to a roots/list, when the host declared roots.
 func (c *Conn) roots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	a := c.asker()
-	if a == nil || a.Roots == nil {
-		c.log.Warn("roots/list refused: it belongs to no single call in flight, so no client can be asked")
-		return nil, &jsonrpc.Error{Code: CodeRootsRefused, Message: "roots refused: the request belongs to no single call in flight, so no client can be asked; ask during a tool call"}
+	var f func(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error)
+	if a := c.asker(); a != nil {
+		f = a.Roots
 	}
-	res, err := a.Roots(ctx, req.Params)
+	return answer(ctx, c, f, req.Params, "roots/list refused: it belongs to no single call in flight, so no client can be asked",
+		&jsonrpc.Error{Code: CodeRootsRefused, Message: "roots refused: the request belongs to no single call in flight, so no client can be asked; ask during a tool call"})
+}
+
+// answer hands p, a request the server sent, to f, the answer the Asker of
+// the call it belongs to has for it; with no such answer (the request
+// belongs to no single call in flight), it is refused with refusal, and
+// the log says note.
+func answer[P, R any](ctx context.Context, c *Conn, f func(context.Context, P) (*R, error), p P, note string, refusal *jsonrpc.Error) (*R, error) {
+	if f == nil {
+		c.log.Warn(note)
+		return nil, refusal
+	}
+	res, err := f(ctx, p)
 	if err == nil && res == nil {
 		err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the client gave no answer"}
 	}

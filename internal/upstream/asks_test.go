@@ -1,12 +1,18 @@
+//lint:file-ignore SA1019 the server under test asks for its client's roots, which protocol version 2026-07-28 deprecates (SEP-2577).
+
 package upstream
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/config"
@@ -38,6 +44,22 @@ func askingServer(hold *holds) *mcp.Server {
 	return s
 }
 
+// dialOlder connects to s, in memory, speaking 2025-11-25, with opts.
+func dialOlder(t *testing.T, s *mcp.Server, opts *Options) *Conn {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := s.Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv := &config.Server{ID: "asks", ProtocolVersions: []string{"2025-11-25"}, RequestTimeout: 10 * time.Second,
+		ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second}
+	c, err := Dial(context.Background(), srv, ct, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestAskGoesToItsCall: a server's elicitation/create names no call; it
 // goes to the only call in flight, and with two in flight to neither of
 // them: it is declined, and no caller is asked another's question.
@@ -47,16 +69,7 @@ func TestAskGoesToItsCall(t *testing.T) {
 		if together {
 			hold = newHolds()
 		}
-		st, ct := mcp.NewInMemoryTransports()
-		if _, err := askingServer(hold).Connect(context.Background(), st, nil); err != nil {
-			t.Fatal(err)
-		}
-		srv := &config.Server{ID: "asks", ProtocolVersions: []string{"2025-11-25"}, RequestTimeout: 10 * time.Second,
-			ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second}
-		c, err := Dial(context.Background(), srv, ct, &Options{Elicitation: true})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := dialOlder(t, askingServer(hold), &Options{Elicitation: true})
 		var mu sync.Mutex
 		asked := 0
 		ctx := WithAsker(context.Background(), &Asker{Elicit: func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -98,4 +111,66 @@ func TestAskGoesToItsCall(t *testing.T) {
 		mu.Unlock()
 		c.Close()
 	}
+}
+
+// TestRoots: roots are declared (without listChanged) only with
+// Options.Roots; then a roots/list during a call goes to the call's Asker,
+// and one outside any call is refused (CodeRootsRefused); without it, a
+// roots/list is "method not found".
+func TestRoots(t *testing.T) {
+	for _, declared := range []bool{true, false} {
+		outside := make(chan error, 1)
+		s := mcp.NewServer(&mcp.Implementation{Name: "roots", Version: "1"}, &mcp.ServerOptions{
+			InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+				go func() {
+					_, err := req.Session.ListRoots(context.Background(), nil)
+					outside <- err
+				}()
+			}})
+		var heard *mcp.ClientCapabilities
+		s.AddTool(&mcp.Tool{Name: "roots", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				heard = req.Session.InitializeParams().Capabilities
+				r, err := req.Session.ListRoots(ctx, nil)
+				if err != nil {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: rpcCodeOf(err)}}}, nil
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Roots[0].URI}}}, nil
+			})
+		c := dialOlder(t, s, &Options{Roots: declared})
+		// The server asks as soon as the session starts, before any call.
+		wantOutside := strconv.Itoa(CodeRootsRefused)
+		if !declared {
+			wantOutside = strconv.Itoa(jsonrpc.CodeMethodNotFound)
+		}
+		if got := rpcCodeOf(<-outside); got != wantOutside {
+			t.Errorf("declared %v: a roots/list outside any call got %s, want %s", declared, got, wantOutside)
+		}
+		ctx := WithAsker(context.Background(), &Asker{Roots: func(context.Context, *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///project"}}}, nil
+		}, Undeclared: func(string) {}})
+		res, err := c.Session().CallTool(ctx, &mcp.CallToolParams{Name: "roots", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "file:///project"
+		if !declared {
+			want = strconv.Itoa(jsonrpc.CodeMethodNotFound)
+		}
+		if got := res.Content[0].(*mcp.TextContent).Text; got != want {
+			t.Errorf("declared %v: the server got %q during the call, want %q", declared, got, want)
+		}
+		if declared && (heard.RootsV2 == nil || heard.Roots.ListChanged) || !declared && heard.RootsV2 != nil {
+			t.Errorf("declared %v: the server heard roots %+v", declared, heard.RootsV2)
+		}
+		c.Close()
+	}
+}
+
+func rpcCodeOf(err error) string {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return strconv.FormatInt(werr.Code, 10)
+	}
+	return fmt.Sprint(err)
 }
