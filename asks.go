@@ -64,10 +64,10 @@ type InputRequest struct {
 	// (elicitation/create). A caller that relays the request to a client
 	// of its own keeps the key.
 	Key string
-	// Together is how many requests are put to the Elicitor and the
-	// Sampler at once with this one, itself included: the requests of
-	// one input_required round for a call that takes them at once
-	// (Call.AskAtOnce), each asked on a goroutine of its own; 1
+	// Together is how many requests are put to the Elicitor, the Sampler
+	// and the RootsLister at once with this one, itself included: the
+	// requests of one input_required round for a call that takes them at
+	// once (Call.AskAtOnce), each asked on a goroutine of its own; 1
 	// otherwise. A caller that relays them to a client of its own can
 	// send them in one message.
 	Together int
