@@ -255,9 +255,9 @@ var _ airlock.Elicitor = (*Gateway)(nil).Elicit
 // Roots is the host's RootsLister for a host a gateway serves (with it,
 // the host declares roots to servers): every call through the gateway
 // brings its own (Call.Roots), which relays the request to the client
-// whose call it is; a request made otherwise (a server that asks outside
-// a call, or during a call made without the gateway) has no client to
-// ask, and is refused.
+// whose call it is; a request during a call made otherwise has no client
+// to ask, and is refused (as the connection refuses one outside any
+// call).
 func (g *Gateway) Roots(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
 	return nil, errors.New("no client of the gateway made this call, so there are no roots to give")
 }
