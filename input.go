@@ -198,9 +198,6 @@ func (h *Host) maxInputRounds() int {
 // the params of the call's next round, or why the call ends.
 func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res *mcp.CallToolResult) (*mcp.CallToolParams, error) {
 	tool := a.q.tool
-	contract := func(format string, args ...any) error {
-		return &inputError{kind: ContractError, msg: tool.Name + ": " + fmt.Sprintf(format, args...)}
-	}
 	round, ok := a.nextRound()
 	if !ok {
 		return nil, &inputError{kind: ContractError, msg: a.h.tooManyRounds(a.q)}
@@ -210,7 +207,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 	a.state = a.state || res.RequestState != ""
 	a.mu.Unlock()
 	if dropped {
-		return nil, contract("server %s asked for input again without the requestState it had kept until then", tool.Server)
+		return nil, a.contract("server %s asked for input again without the requestState it had kept until then", tool.Server)
 	}
 
 	// No requests: the server sheds load and asks to be called again.
@@ -225,50 +222,89 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 		return &next, nil
 	}
 
-	// Each request must be for a feature the host declared, and is put to
-	// the person (or the sampler) one at a time, in the order of its key.
-	for _, key := range slices.Sorted(maps.Keys(res.InputRequests)) {
-		switch p := res.InputRequests[key].(type) {
+	if err := a.declared(ctx, res.InputRequests, round); err != nil {
+		return nil, err
+	}
+	keys, asks, err := a.roundAsks(ctx, res.InputRequests, round)
+	if err != nil {
+		return nil, err
+	}
+	out, err := runAsks(ctx, asks, a.q.call.AskAtOnce)
+	if err != nil {
+		return nil, err
+	}
+	responses := mcp.InputResponseMap{}
+	for i, key := range keys {
+		responses[key] = out[i]
+	}
+	next := *params
+	next.InputResponses, next.RequestState = responses, res.RequestState
+	return &next, nil
+}
+
+// contract is the error that ends the call contract_error between
+// rounds: the server broke the contract.
+func (a *asking) contract(format string, args ...any) error {
+	return &inputError{kind: ContractError, msg: a.q.tool.Name + ": " + fmt.Sprintf(format, args...)}
+}
+
+// declared checks that each of a round's requests is for a feature the
+// host declared; one that is not is refused, and ends the call
+// contract_error.
+func (a *asking) declared(ctx context.Context, requests mcp.InputRequestMap, round int) error {
+	tool := a.q.tool
+	for _, key := range slices.Sorted(maps.Keys(requests)) {
+		switch p := requests[key].(type) {
 		case *mcp.ElicitParams:
 			if a.h.opts.Elicit == nil {
 				req := a.request(InputElicitation, round)
 				req.Message = a.h.gov.scrub(p.Message)
 				a.refused(ctx, req, a.undeclared(InputElicitation))
-				return nil, contract("server %s asked for elicitation, which Airlock did not declare to it", tool.Server)
+				return a.contract("server %s asked for elicitation, which Airlock did not declare to it", tool.Server)
 			}
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			if !a.q.srv.cfg.MaySample() {
 				a.refused(ctx, a.request(InputSampling, round), a.undeclared(InputSampling))
-				return nil, contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
+				return a.contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
 			}
 		case *mcp.ListRootsParams:
 			if a.h.opts.Roots == nil {
 				a.refused(ctx, a.request(InputRoots, round), a.undeclared(InputRoots))
-				return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, InputRoots)
+				return a.contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, InputRoots)
 			}
 		default:
 			kind := fmt.Sprintf("%T", p)
 			a.refused(ctx, a.request(kind, round), a.undeclared(kind))
-			return nil, contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
+			return a.contract("server %s asked for %s, which Airlock did not declare to it", tool.Server, kind)
 		}
 	}
-	// Each is checked before anyone is asked: a form compiles, a sampling
-	// request needs no more than basic sampling. A request for roots needs
-	// no check.
-	keys := slices.Sorted(maps.Keys(res.InputRequests))
+	return nil
+}
+
+// An ask puts one request of a round to the person, the sampler or the
+// roots lister, and returns the response for the server.
+type ask func(ctx context.Context) (mcp.InputResponse, error)
+
+// roundAsks checks each request of a round before anyone is asked, and
+// returns the requests' keys, in order, and what asks each.
+func (a *asking) roundAsks(ctx context.Context, requests mcp.InputRequestMap, round int) (keys []string, asks []ask, err error) {
+	tool := a.q.tool
+	// A form must compile; a sampling request needs no more than basic
+	// sampling; a request for roots needs no check.
+	keys = slices.Sorted(maps.Keys(requests))
 	together := 1
 	if a.q.call.AskAtOnce {
 		together = len(keys)
 	}
-	asks := make([]func(ctx context.Context) (mcp.InputResponse, error), len(keys))
+	asks = make([]ask, len(keys))
 	for i, key := range keys {
 		at := place{round: round, key: key, together: together}
-		switch p := res.InputRequests[key].(type) {
+		switch p := requests[key].(type) {
 		case *mcp.ElicitParams:
 			req, err := a.elicitation(p, round)
 			if err != nil {
 				a.refused(ctx, a.request(InputElicitation, round), err.Error())
-				return nil, contract("server %s asked for input with an invalid request: %v", tool.Server, err)
+				return nil, nil, a.contract("server %s asked for input with an invalid request: %v", tool.Server, err)
 			}
 			req.Key, req.Together = key, together
 			asks[i] = func(ctx context.Context) (mcp.InputResponse, error) {
@@ -284,7 +320,7 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 				var err error
 				if basic, err = withoutTools(p.(*mcp.CreateMessageWithToolsParams)); err != nil {
 					a.refused(ctx, a.request(InputSampling, round), "refused: "+err.Error())
-					return nil, contract("server %s asked for %v", tool.Server, err)
+					return nil, nil, a.contract("server %s asked for %v", tool.Server, err)
 				}
 			}
 			asks[i] = func(ctx context.Context) (mcp.InputResponse, error) {
@@ -307,45 +343,42 @@ func (a *asking) inputRound(ctx context.Context, params *mcp.CallToolParams, res
 		}
 	}
 
-	// They are put to the person (or the sampler) one at a time, in the
-	// order of their keys, or, for a call that takes them at once
-	// (Call.AskAtOnce), all at once; the first failure ends the call, and
-	// the questions still open are withdrawn.
-	out := make([]mcp.InputResponse, len(keys))
-	if together == 1 {
+	return keys, asks, nil
+}
+
+// runAsks puts a round's requests one at a time, in order, or, for a call
+// that takes them at once (Call.AskAtOnce), all at once; the first
+// failure ends the call, and the questions still open are withdrawn.
+func runAsks(ctx context.Context, asks []ask, atOnce bool) ([]mcp.InputResponse, error) {
+	out := make([]mcp.InputResponse, len(asks))
+	if !atOnce {
 		for i, ask := range asks {
 			var err error
 			if out[i], err = ask(ctx); err != nil {
 				return nil, err
 			}
 		}
-	} else {
-		batch, withdraw := context.WithCancel(ctx)
-		defer withdraw()
-		var wg sync.WaitGroup
-		var once sync.Once
-		var failed error
-		for i, ask := range asks {
-			wg.Go(func() {
-				var err error
-				if out[i], err = ask(batch); err != nil {
-					once.Do(func() { failed = err })
-					withdraw()
-				}
-			})
-		}
-		wg.Wait()
-		if failed != nil {
-			return nil, failed
-		}
+		return out, nil
 	}
-	responses := mcp.InputResponseMap{}
-	for i, key := range keys {
-		responses[key] = out[i]
+	batch, withdraw := context.WithCancel(ctx)
+	defer withdraw()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var failed error
+	for i, ask := range asks {
+		wg.Go(func() {
+			var err error
+			if out[i], err = ask(batch); err != nil {
+				once.Do(func() { failed = err })
+				withdraw()
+			}
+		})
 	}
-	next := *params
-	next.InputResponses, next.RequestState = responses, res.RequestState
-	return &next, nil
+	wg.Wait()
+	if failed != nil {
+		return nil, failed
+	}
+	return out, nil
 }
 
 // A place is where in a call's rounds of input a request was made: its
