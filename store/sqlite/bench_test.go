@@ -37,3 +37,47 @@ func BenchmarkAuditAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJournal measures a journaled write's two commits, Begin and
+// End, per call: one writer at a time, and 64 at once, whose commits may
+// be grouped.
+func BenchmarkJournal(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprint("writers=", writers), func(b *testing.B) {
+			db, err := sqlite.Open(filepath.Join(b.TempDir(), "airlock.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			j := db.Journal()
+			b.ReportAllocs()
+			b.SetParallelism(writers)
+			if writers == 1 {
+				b.SetParallelism(1)
+			}
+			run := func() {
+				in := store.Intent{ID: store.NewID("rec_"), Server: "fs", Tool: "fs__write_file", RemoteTool: "write_file",
+					ArgsHash: "sha256:0123456789abcdef", Arguments: []byte(`{"path":"a.txt"}`), Snapshot: "snap_1", Effect: "write"}
+				if err := j.Begin(b.Context(), in); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := j.End(b.Context(), in.ID, store.OutcomeSucceeded, ""); err != nil {
+					b.Error(err)
+				}
+			}
+			if writers == 1 {
+				for b.Loop() {
+					run()
+				}
+				return
+			}
+			b.SetParallelism(writers / 2)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					run()
+				}
+			})
+		})
+	}
+}
