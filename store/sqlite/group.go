@@ -23,6 +23,10 @@ type committer struct {
 	mu    sync.Mutex
 	busy  bool       // a group is committing
 	queue []*pending // writes waiting for the next group, in order
+	// stmts are the statements writes run, prepared once (prepare): to
+	// prepare a statement costs more than to run it, and groups commit
+	// one at a time. Written only by prepare, before any write.
+	stmts map[string]*sql.Stmt
 }
 
 // A pending write waits in the queue for its group's commit.
@@ -40,6 +44,33 @@ const (
 	// another process's write for up to busyTimeout.
 	groupTimeout = 3 * busyTimeout
 )
+
+// prepare prepares queries on db, for exec. A statement that cannot be
+// prepared (a database that cannot be written may refuse) is run
+// unprepared, and fails then if it must.
+func (c *committer) prepare(ctx context.Context, queries ...string) {
+	c.stmts = map[string]*sql.Stmt{}
+	for _, q := range queries {
+		if st, err := c.db.PrepareContext(ctx, q); err == nil {
+			c.stmts[q] = st
+		}
+	}
+}
+
+// exec runs query, a statement of a write, in the group's transaction tx.
+func (c *committer) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := c.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// close closes the prepared statements, before the DB's connection.
+func (c *committer) close() {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+}
 
 // A refusal is an error of one write that the database refused on its
 // own (a unique id taken), leaving the group's transaction whole: the

@@ -16,6 +16,19 @@ const recoveredDetail = "the process that sent the call ended before its outcome
 
 type journal struct{ db *DB }
 
+// beginQuery and endQuery are the statements of Begin and End, which the
+// DB prepares once (committer.prepare).
+const (
+	beginQuery = `
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, writer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	endQuery = `
+UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
+	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
+WHERE id = ?4 AND outcome IS NULL`
+)
+
 var _ store.Journal = journal{}
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
@@ -34,10 +47,7 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	err = j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `
-INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
-	tenant, user_name, created_at, writer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := j.db.group.exec(ctx, tx, beginQuery,
 			in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
 			in.Tenant, in.User, micros(created), writer)
 		if isUnique(err) {
@@ -63,10 +73,7 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	}
 	var ended int64
 	err := j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `
-UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
-	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
-WHERE id = ?4 AND outcome IS NULL`,
+		res, err := j.db.group.exec(ctx, tx, endQuery,
 			string(outcome), detail, micros(now()), id)
 		if err == nil {
 			ended, err = res.RowsAffected()

@@ -124,6 +124,7 @@ func Open(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	db.group.prepare(context.Background(), beginQuery, endQuery)
 	return db, nil
 }
 
@@ -180,6 +181,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.group.close()
 	err := errors.Join(db.w.Close(), db.r.Close())
 	if db.writer != nil {
 		db.writer.release()
