@@ -28,9 +28,9 @@ import (
 var kills = flag.Int("durability.kills", 50, "times TestJournalSurvivesKill kills the host with SIGKILL")
 
 const (
-	// envDurableHost makes the test binary a host that makes journaled
-	// writes until it is killed (durableHost); its value is the directory
-	// of the configuration and state.
+	// envDurableHost is the directory of the configuration and state of
+	// mode "durable-host": a host that makes journaled writes until it is
+	// killed (durableHost).
 	envDurableHost = "AIRLOCK_TEST_DURABLE_HOST"
 	// envDurableRound names the round, which every call's text carries.
 	envDurableRound = "AIRLOCK_TEST_DURABLE_ROUND"
@@ -107,7 +107,7 @@ func TestJournalSurvivesKill(t *testing.T) {
 	}
 	for round := range *kills {
 		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round))
+		cmd.Env = append(os.Environ(), envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round))
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()

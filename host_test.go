@@ -26,9 +26,6 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envMode); mode != "" {
 		serveTestServer(mode)
 	}
-	if dir := os.Getenv(envDurableHost); dir != "" {
-		durableHost(dir)
-	}
 	os.Exit(m.Run())
 }
 
