@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -51,10 +52,6 @@ func BenchmarkJournal(b *testing.B) {
 			defer db.Close()
 			j := db.Journal()
 			b.ReportAllocs()
-			b.SetParallelism(writers)
-			if writers == 1 {
-				b.SetParallelism(1)
-			}
 			run := func() {
 				in := store.Intent{ID: store.NewID("rec_"), Server: "fs", Tool: "fs__write_file", RemoteTool: "write_file",
 					ArgsHash: "sha256:0123456789abcdef", Arguments: []byte(`{"path":"a.txt"}`), Snapshot: "snap_1", Effect: "write"}
@@ -72,7 +69,7 @@ func BenchmarkJournal(b *testing.B) {
 				}
 				return
 			}
-			b.SetParallelism(writers / 2)
+			b.SetParallelism(writers / runtime.GOMAXPROCS(0))
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					run()
