@@ -1,5 +1,7 @@
 # make test   set up the test servers, check formatting and vet, run every test with -race
 # make check  formatting, vet, staticcheck and import grouping
+# make durability  kill a host with 64 journaled writes in flight 200 times
+#             and check the journal against what the server received
 # make bench  measure the call pipeline and the gateway (against the bare
 #             go-sdk and mcp-proxy) and write docs/benchmarks.md
 # make conformance  run the official MCP conformance suite in client mode
@@ -24,7 +26,7 @@ TEST_EVERYTHING := $(CURDIR)/.cache/npm/node_modules/@modelcontextprotocol/serve
 TEST_NPX_CACHE := $(CURDIR)/.cache/npx
 TEST_INSPECTOR := $(CURDIR)/.cache/inspector/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js
 
-.PHONY: test check gofmt vet staticcheck imports setup bench
+.PHONY: test check gofmt vet staticcheck imports setup bench durability
 
 test: setup check conformance
 	AIRLOCK_TEST_NODE='$(TEST_NODE)' \
@@ -60,6 +62,11 @@ imports:
 
 setup:
 	bash scripts/setup-node.sh
+
+# durability: TestJournalSurvivesKill with the issue's 200 kills (go test
+# runs it with 50).
+durability:
+	$(GO) test -count=1 -run '^TestJournalSurvivesKill$$' -durability.kills 200 -v .
 
 # bench first installs mcp-proxy, which the gateway is compared with; the
 # benchmark finds it, and the pinned Node.js, where the script puts them.

@@ -2,6 +2,7 @@ package airlock_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,25 +36,66 @@ func inMemory(b *testing.B, s *mcp.Server) mcp.Transport {
 // is not hidden behind process I/O; BenchmarkBareCall is the same call
 // through a plain SDK client. bench/callbench compares them over stdio.
 func BenchmarkCall(b *testing.B) {
-	ctx := context.Background()
-	cfg := &config.Config{Dir: b.TempDir(), Policy: config.Policy{Tools: []config.ToolClass{{Server: "echo", Tool: "echo", Effect: "read", Source: "bench"}}}, Servers: []config.Server{{
-		ID: "echo", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions,
-		RequestTimeout: 1e10, ConnectTimeout: 1e10, ProbeTimeout: 1e9,
-	}}}
-	s := echoServer()
-	h, err := airlock.Open(ctx, cfg, &airlock.Options{Dial: func(config.Server) mcp.Transport { return inMemory(b, s) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	h := benchHost(b, "read")
 	snap := h.Snapshot()
 	call := airlock.Call{Name: "echo__echo", Arguments: []byte(`{"text":"hello, benchmark"}`)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := h.Call(ctx, snap, call); r.Status != airlock.OK {
+		if r := h.Call(b.Context(), snap, call); r.Status != airlock.OK {
 			b.Fatal(r.Err)
 		}
 	}
+}
+
+// BenchmarkJournaledCall is BenchmarkCall with the tool a write, so that
+// every call commits its intent to the journal (synced) before it is sent,
+// and its outcome after: one call at a time, and 64 in flight, where
+// concurrent intents can share a commit.
+func BenchmarkJournaledCall(b *testing.B) {
+	call := airlock.Call{Name: "echo__echo", Arguments: []byte(`{"text":"hello, benchmark"}`)}
+	b.Run("sequential", func(b *testing.B) {
+		h := benchHost(b, "write")
+		snap := h.Snapshot()
+		b.ReportAllocs()
+		for b.Loop() {
+			if r := h.Call(b.Context(), snap, call); r.Status != airlock.OK {
+				b.Fatal(r.Err)
+			}
+		}
+	})
+	b.Run("inflight=64", func(b *testing.B) {
+		h := benchHost(b, "write")
+		snap := h.Snapshot()
+		b.ReportAllocs()
+		b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if r := h.Call(context.Background(), snap, call); r.Status != airlock.OK {
+					b.Error(r.Err)
+					return
+				}
+			}
+		})
+	})
+}
+
+// benchHost opens a host on an in-process echo server whose tool has the
+// given effect, with room for 64 calls in flight.
+func benchHost(b *testing.B, effect string) *airlock.Host {
+	cfg := &config.Config{Dir: b.TempDir(), Policy: config.Policy{
+		Tools: []config.ToolClass{{Server: "echo", Tool: "echo", Effect: effect, Source: "bench"}},
+		Rules: []config.Rule{{Server: "echo", Tool: "echo", Decision: "allow", Source: "bench"}},
+	}, Servers: []config.Server{{
+		ID: "echo", Command: "in-process", AllowedTools: []string{"*"}, ProtocolVersions: bothVersions,
+		RequestTimeout: 1e10, ConnectTimeout: 1e10, ProbeTimeout: 1e9, MaxConcurrency: 64,
+	}}}
+	s := echoServer()
+	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{Dial: func(config.Server) mcp.Transport { return inMemory(b, s) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Close() })
+	return h
 }
 
 func BenchmarkBareCall(b *testing.B) {

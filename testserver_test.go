@@ -110,6 +110,8 @@ func serveTestServer(mode string) {
 		time.Sleep(d)
 	case "host":
 		serveAsHost()
+	case "durable-host":
+		durableHost(os.Getenv(envDurableHost))
 	case "flood":
 		// A chatty server: 20 MB of stderr, then its last words.
 		w := bufio.NewWriter(os.Stderr)

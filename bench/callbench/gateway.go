@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -213,41 +212,16 @@ func gatewayCalls(ctx context.Context, o gatewayOptions) ([]*gatewaySide, error)
 // load makes n calls, inflight at a time, and returns each one's latency
 // and how long they took together.
 func (e *endpoint) load(ctx context.Context, n, inflight int) ([]time.Duration, time.Duration, error) {
-	lat := make([]time.Duration, n)
-	var next atomic.Int64
-	var (
-		once     sync.Once
-		firstErr error
-	)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	params := &mcp.CallToolParams{Name: e.tool, Arguments: map[string]any{"text": "hello, benchmark"}}
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range inflight {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				t := time.Now()
-				res, err := e.session.CallTool(ctx, params)
-				if err == nil && res.IsError {
-					err = fmt.Errorf("tool error: %v", res.Content)
-				}
-				if err != nil {
-					once.Do(func() { firstErr = err; cancel() })
-					return
-				}
-				lat[i] = time.Since(t)
-			}
-		})
-	}
-	wg.Wait()
-	wall := time.Since(start)
-	if firstErr != nil {
-		return nil, 0, fmt.Errorf("%v\n%s", firstErr, e.out)
+	lat, wall, err := concurrently(ctx, n, inflight, func(ctx context.Context) error {
+		res, err := e.session.CallTool(ctx, params)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %v", res.Content)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("%v\n%s", err, e.out)
 	}
 	return lat, wall, nil
 }

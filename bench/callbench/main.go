@@ -23,6 +23,7 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -46,6 +47,8 @@ func main() {
 		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
 		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
 		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
+		only   = flag.String("only", "", "measure only this section: journal (journaled writes); default: every section")
+		jin    = flag.Int("journal-inflight", 64, "journaled writes in flight")
 		gw     gatewayOptions
 	)
 	flag.IntVar(&gw.calls, "gateway-calls", 20000, "calls per side through the gateways")
@@ -58,7 +61,7 @@ func main() {
 	log.SetPrefix("callbench: ")
 	gw.rounds = *rounds
 
-	report, err := run(*calls, *rounds, *lists, gw)
+	report, err := run(*calls, *rounds, *lists, *jin, *only, gw)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -149,11 +152,21 @@ func hostWith(ctx context.Context, mode, state string, warm bool) (*airlock.Host
 	if err != nil {
 		return nil, err
 	}
+	return open(ctx, srv, state, "read", warm)
+}
+
+// open opens a host on srv whose echo tool has the given effect under
+// local policy. A read is allowed without asking and not journaled; a
+// write is allowed by a rule, and journaled. The audit trail is written
+// as for every call.
+func open(ctx context.Context, srv config.Server, state, effect string, warm bool) (*airlock.Host, error) {
+	pol := config.Policy{Tools: []config.ToolClass{{Server: "bench", Tool: "echo", Effect: effect, Source: "bench"}}}
+	if effect != "read" {
+		pol.Rules = []config.Rule{{Server: "bench", Tool: "echo", Decision: "allow", Source: "bench"}}
+	}
 	cfg := &config.Config{Dir: state, Servers: []config.Server{srv},
 		Limits: config.Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20},
-		// A read: allowed by policy without asking, and not journaled. The
-		// audit trail is written as for every call.
-		Policy: config.Policy{Tools: []config.ToolClass{{Server: "bench", Tool: "echo", Effect: "read", Source: "bench"}}}}
+		Policy: pol}
 	h, err := airlock.Open(ctx, cfg, &airlock.Options{StateDir: state, WarmStart: warm})
 	if err != nil {
 		return nil, err
@@ -165,7 +178,7 @@ func hostWith(ctx context.Context, mode, state string, warm bool) (*airlock.Host
 	return h, nil
 }
 
-func run(calls, rounds, lists int, gw gatewayOptions) (string, error) {
+func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptions) (string, error) {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "callbench")
 	if err != nil {
@@ -178,6 +191,17 @@ func run(calls, rounds, lists int, gw gatewayOptions) (string, error) {
 		return "", fmt.Errorf("bare client: %v", err)
 	}
 	defer cs.Close()
+	switch only {
+	case "":
+	case "journal":
+		j, err := journaledCalls(ctx, cs, calls, rounds, journalInflight, filepath.Join(state, "journal"))
+		if err != nil {
+			return "", fmt.Errorf("journaled writes: %v", err)
+		}
+		return render(calls, rounds, lists, nil, nil, nil, nil, nil, nil, nil, j, gw, nil), nil
+	default:
+		return "", fmt.Errorf("-only %s: the sections are journal", only)
+	}
 	h, err := host(ctx, "echo", state)
 	if err != nil {
 		return "", fmt.Errorf("airlock host: %v", err)
@@ -203,6 +227,10 @@ func run(calls, rounds, lists int, gw gatewayOptions) (string, error) {
 	bareLat, hostLat, err := alternate(calls, rounds, bareCall, hostCall)
 	if err != nil {
 		return "", err
+	}
+	journal, err := journaledCalls(ctx, cs, calls, rounds, journalInflight, filepath.Join(state, "journal"))
+	if err != nil {
+		return "", fmt.Errorf("journaled writes: %v", err)
 	}
 	bareHTTP, hostHTTP, err := remoteCalls(ctx, calls, rounds, state)
 	if err != nil {
@@ -263,7 +291,7 @@ func run(calls, rounds, lists int, gw gatewayOptions) (string, error) {
 			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, gw, gateways), nil
+	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, journal, gw, gateways), nil
 }
 
 // alternate warms both sides up, then times calls of each, alternating in
@@ -301,7 +329,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, gw gatewayOptions, gateways []*gatewaySide) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, journal *journalResult, gw gatewayOptions, gateways []*gatewaySide) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -328,6 +356,10 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("`mcp.AddTool` with typed input and output) in the same run, alternating in %d rounds, after a warm-up.\n", rounds)
 	w("Machines are shared and noisy: read the ratios, not the absolute numbers.\n\n")
 
+	if bareLat == nil { // -only journal
+		renderJournal(w, table, us, calls, rounds, journal)
+		return b.String()
+	}
 	w("## Per-call latency: Airlock pipeline vs. bare go-sdk client (%d calls each)\n\n", calls)
 	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, policy decision (a read:\n")
 	w("allowed, not journaled), input schema validation, `tools/call`, strict check of the response, output schema\n")
@@ -335,6 +367,8 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	table("bare go-sdk", "Airlock", bareLat, hostLat, us, "p50", "p99")
 	w("\n")
 	w("Target: the pipeline adds at most 10%% to the bare client's p50 (ratio ≤ 1.10).\n\n")
+
+	renderJournal(w, table, us, calls, rounds, journal)
 
 	w("## Per-call latency over Streamable HTTP (%d calls each)\n\n", calls)
 	w("The same echo tool served by the go-sdk's Streamable HTTP handler (stateless, 2026-07-28) on loopback in\n")

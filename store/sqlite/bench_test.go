@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -34,6 +35,46 @@ func BenchmarkAuditAppend(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
+		})
+	}
+}
+
+// BenchmarkJournal measures a journaled write's two commits, Begin and
+// End, per call: one writer at a time, and 64 at once, whose commits may
+// be grouped.
+func BenchmarkJournal(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprint("writers=", writers), func(b *testing.B) {
+			db, err := sqlite.Open(filepath.Join(b.TempDir(), "airlock.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			j := db.Journal()
+			b.ReportAllocs()
+			run := func() {
+				in := store.Intent{ID: store.NewID("rec_"), Server: "fs", Tool: "fs__write_file", RemoteTool: "write_file",
+					ArgsHash: "sha256:0123456789abcdef", Arguments: []byte(`{"path":"a.txt"}`), Snapshot: "snap_1", Effect: "write"}
+				if err := j.Begin(b.Context(), in); err != nil {
+					b.Error(err)
+					return
+				}
+				if err := j.End(b.Context(), in.ID, store.OutcomeSucceeded, ""); err != nil {
+					b.Error(err)
+				}
+			}
+			if writers == 1 {
+				for b.Loop() {
+					run()
+				}
+				return
+			}
+			b.SetParallelism(writers / runtime.GOMAXPROCS(0))
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					run()
+				}
+			})
 		})
 	}
 }

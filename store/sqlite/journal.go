@@ -16,6 +16,19 @@ const recoveredDetail = "the process that sent the call ended before its outcome
 
 type journal struct{ db *DB }
 
+// beginQuery and endQuery are the statements of Begin and End, which the
+// DB prepares once (committer.prepare).
+const (
+	beginQuery = `
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, writer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	endQuery = `
+UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
+	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
+WHERE id = ?4 AND outcome IS NULL`
+)
+
 var _ store.Journal = journal{}
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
@@ -30,14 +43,20 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	_, err = j.db.w.ExecContext(ctx, `
-INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
-	tenant, user_name, created_at, writer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
-		in.Tenant, in.User, micros(created), writer)
-	if isUnique(err) {
-		return fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
+	}
+	err = j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
+		_, err := j.db.group.exec(ctx, tx, beginQuery,
+			in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
+			in.Tenant, in.User, micros(created), writer)
+		if isUnique(err) {
+			return refusal{fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)}
+		}
+		return err
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
@@ -49,15 +68,22 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	if !outcome.Valid() {
 		return fmt.Errorf("end %s: %q is not an outcome", id, outcome)
 	}
-	res, err := j.db.w.ExecContext(ctx, `
-UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
-	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
-WHERE id = ?4 AND outcome IS NULL`,
-		string(outcome), detail, micros(now()), id)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
+	}
+	var ended int64
+	err := j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
+		res, err := j.db.group.exec(ctx, tx, endQuery,
+			string(outcome), detail, micros(now()), id)
+		if err == nil {
+			ended, err = res.RowsAffected()
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	if ended == 1 {
 		return nil
 	}
 	r, err := j.Get(ctx, id)

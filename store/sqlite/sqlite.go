@@ -9,6 +9,11 @@
 //     FULL is set connection-wide rather than per statement: a consumed
 //     grant must survive a power loss as surely as an intent, and the store
 //     writes a handful of rows per call.
+//   - The journal's intents and outcomes are committed in groups
+//     (group.go): those that arrive while a commit is in progress are
+//     committed together, in one transaction with one sync, and each
+//     Begin and End returns only once its own row is on disk. A write
+//     that finds no commit in progress is committed at once.
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
@@ -66,6 +71,9 @@ type DB struct {
 	w    *sql.DB // one connection, BEGIN IMMEDIATE, synchronous=FULL
 	r    *sql.DB // read-only connections
 	path string
+	// group commits the journal's intents and outcomes on w, many
+	// callers' in one transaction when they arrive together.
+	group committer
 
 	mu     sync.Mutex
 	writer *writerLock    // taken by the first Begin
@@ -111,11 +119,12 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	r.SetMaxOpenConns(readers)
-	db := &DB{w: w, r: r, path: path}
+	db := &DB{w: w, r: r, path: path, group: committer{db: w}}
 	if err := db.migrateRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	db.group.prepare(context.Background(), beginQuery, endQuery)
 	return db, nil
 }
 
@@ -172,6 +181,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.group.close()
 	err := errors.Join(db.w.Close(), db.r.Close())
 	if db.writer != nil {
 		db.writer.release()

@@ -1,0 +1,210 @@
+package airlock_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/canonical"
+	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/sqlite"
+)
+
+// kills is how many times TestJournalSurvivesKill kills the host. `make
+// durability` runs it with 200 (about half a minute, a minute and more with
+// -race); the default keeps the whole suite quick.
+var kills = flag.Int("durability.kills", 50, "times TestJournalSurvivesKill kills the host with SIGKILL")
+
+const (
+	// envDurableHost is the directory of the configuration and state of
+	// mode "durable-host": a host that makes journaled writes until it is
+	// killed (durableHost).
+	envDurableHost = "AIRLOCK_TEST_DURABLE_HOST"
+	// envDurableRound names the round, which every call's text carries.
+	envDurableRound = "AIRLOCK_TEST_DURABLE_ROUND"
+	// inFlight is how many writes the durable host keeps in flight.
+	inFlight = 64
+)
+
+// durableConfig is the configuration of the durable host: the test
+// binary's SDK server, which marks every call it receives in dir/mark
+// before it answers, with its echo tool a write that policy allows.
+func durableConfig(dir string) (*config.Config, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return &config.Config{Dir: dir, Servers: []config.Server{{
+		ID: "s", Transport: "stdio", Scope: "host", Command: exe, Cwd: dir,
+		Env:          map[string]string{envMode: "sdk", envMark: filepath.Join(dir, "mark")},
+		AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, MaxConcurrency: inFlight,
+		RequestTimeout: 30 * time.Second, ConnectTimeout: 30 * time.Second, ProbeTimeout: 10 * time.Second,
+	}}, Policy: config.Policy{
+		Tools: []config.ToolClass{{Server: "s", Tool: "echo", Effect: "write", Source: "test"}},
+		Rules: []config.Rule{{Server: "s", Tool: "echo", Decision: "allow", Source: "test"}},
+	}}, nil
+}
+
+// durableHost opens a host and makes journaled writes, inFlight at a
+// time, each with a text of its own, until it is killed. It says "ready"
+// on stdout once the writes have started.
+func durableHost(dir string) {
+	ctx := context.Background()
+	cfg, err := durableConfig(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "durable host:", err)
+		os.Exit(2)
+	}
+	h, err := airlock.Open(ctx, cfg, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "durable host:", err)
+		os.Exit(2)
+	}
+	snap := h.Snapshot()
+	round := os.Getenv(envDurableRound)
+	for g := range inFlight {
+		go func() {
+			for k := 0; ; k++ {
+				args, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("%s-%d-%d", round, g, k)})
+				if r := h.Call(ctx, snap, airlock.Call{Name: "s__echo", Arguments: args}); r.Status != airlock.OK {
+					fmt.Fprintln(os.Stderr, "durable host:", r.Err)
+					os.Exit(2)
+				}
+			}
+		}()
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+// TestJournalSurvivesKill kills a host that has 64 journaled writes in
+// flight with SIGKILL, at a random point, many times over one state
+// directory, and then checks what the server received against the
+// journal: every call the server received has its intent on disk, no
+// call was received twice, no call has two intents, every intent has
+// exactly one outcome once a new host has recovered the journal, and
+// every intent recorded as succeeded was received.
+func TestJournalSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a host many times")
+	}
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range *kills {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+			cmd.Wait()
+			t.Fatalf("round %d: the host did not start: %q\n%s", round, line, stderr.String())
+		}
+		// Kill at a random point of the writes: some rounds before the
+		// first commit, most with groups of intents and outcomes in
+		// every stage.
+		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if strings.Contains(stderr.String(), "durable host:") {
+			t.Fatalf("round %d: a write failed before the kill:\n%s", round, stderr.String())
+		}
+	}
+
+	// A new host ends what the killed ones left (their servers, which
+	// the kernel also signalled) and marks their open intents unknown.
+	cfg, err := durableConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := airlock.Open(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+
+	db, err := sqlite.Open(filepath.Join(cfg.StateDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	recs, err := db.Journal().Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intents := map[string]store.Record{} // by args_hash: one text per call
+	for _, r := range recs {
+		if prev, ok := intents[r.ArgsHash]; ok {
+			t.Errorf("one call has two intents: %s and %s", prev.ID, r.ID)
+		}
+		intents[r.ArgsHash] = r
+		if r.Status == store.OutcomeOpen {
+			t.Errorf("intent %s is still open after recovery", r.ID)
+		}
+	}
+
+	received := map[string]bool{} // by args_hash
+	for _, args := range receivedCalls(t, filepath.Join(dir, "mark")) {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			t.Fatalf("the server received %q: %v", args, err)
+		}
+		hash := canonical.Hash(v)
+		if received[hash] {
+			t.Errorf("the server received %s twice", args)
+		}
+		received[hash] = true
+		if _, ok := intents[hash]; !ok {
+			t.Errorf("the server received %s, which has no intent on disk", args)
+		}
+	}
+	for hash, r := range intents {
+		if r.Status == store.OutcomeSucceeded && !received[hash] {
+			t.Errorf("intent %s succeeded, but the server never received it", r.ID)
+		}
+	}
+	if len(received) == 0 {
+		t.Fatal("the server received no call: the test tested nothing")
+	}
+	t.Logf("%d kills: the server received %d calls; the journal has %d intents", *kills, len(received), len(intents))
+}
+
+// receivedCalls returns the arguments of the echo calls that the test
+// server marked in the file at path (each with one write, before it
+// answers); a line cut short, by a server killed while writing it, is
+// skipped.
+func receivedCalls(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if args, ok := strings.CutPrefix(line, "call echo "); ok && json.Valid([]byte(args)) {
+			out = append(out, args)
+		}
+	}
+	return out
+}

@@ -1,0 +1,158 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// A committer commits the journal's writes (Begin and End) in groups: the
+// writes that arrive while one group commits are committed together, in
+// one transaction with one sync, by the first of them to arrive. A write
+// that finds nothing committing is committed at once, alone: nobody waits
+// for a timer. Every caller returns only once its own write is on disk
+// (or has failed), so a group changes how often the disk is synced, never
+// what a caller may rely on when its call returns.
+//
+// It owns no goroutine: the caller at the head of the queue commits the
+// group, then hands the queue to the next waiting caller, if any.
+type committer struct {
+	db *sql.DB // the DB's one write connection
+
+	mu    sync.Mutex
+	busy  bool       // a group is committing
+	queue []*pending // writes waiting for the next group, in order
+	// stmts are the statements writes run, prepared once (prepare): to
+	// prepare a statement costs more than to run it, and groups commit
+	// one at a time. Written only by prepare, before any write.
+	stmts map[string]*sql.Stmt
+}
+
+// A pending write waits in the queue for its group's commit.
+type pending struct {
+	apply func(ctx context.Context, tx *sql.Tx) error
+	err   error         // the write's outcome, set before done is closed
+	done  chan struct{} // closed when the write is committed or has failed
+	lead  chan struct{} // told when this write is to commit the next group
+}
+
+const (
+	// maxGroup bounds the writes of one transaction.
+	maxGroup = 512
+	// groupTimeout bounds the commit of one group: it may wait for
+	// another process's write for up to busyTimeout.
+	groupTimeout = 3 * busyTimeout
+)
+
+// prepare prepares queries on db, for exec. A statement that cannot be
+// prepared (a database that cannot be written may refuse) is run
+// unprepared, and fails then if it must.
+func (c *committer) prepare(ctx context.Context, queries ...string) {
+	c.stmts = map[string]*sql.Stmt{}
+	for _, q := range queries {
+		if st, err := c.db.PrepareContext(ctx, q); err == nil {
+			c.stmts[q] = st
+		}
+	}
+}
+
+// exec runs query, a statement of a write, in the group's transaction tx.
+func (c *committer) exec(ctx context.Context, tx *sql.Tx, query string, args ...any) (sql.Result, error) {
+	if st := c.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, query, args...)
+}
+
+// close closes the prepared statements, before the DB's connection.
+func (c *committer) close() {
+	for _, st := range c.stmts {
+		st.Close()
+	}
+}
+
+// A refusal is an error of one write that the database refused on its
+// own (a unique id taken), leaving the group's transaction whole: the
+// other writes of the group go on. Any other error fails the group.
+type refusal struct{ error }
+
+func (r refusal) Unwrap() error { return r.error }
+
+// do commits apply, in a group, and returns its error: the refusal's
+// error for a write refused alone, or the group's when the transaction
+// could not be written. apply runs inside the group's transaction and must
+// touch only its own rows.
+func (c *committer) do(apply func(ctx context.Context, tx *sql.Tx) error) error {
+	p := &pending{apply: apply, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	c.mu.Lock()
+	c.queue = append(c.queue, p)
+	if c.busy {
+		c.mu.Unlock()
+		select {
+		case <-p.done:
+			return p.err
+		case <-p.lead:
+		}
+	} else {
+		c.busy = true
+		c.mu.Unlock()
+	}
+
+	// p is at the head of the queue: take the group, commit it, and hand
+	// the queue to the next write that arrived meanwhile.
+	c.mu.Lock()
+	n := min(len(c.queue), maxGroup)
+	group := c.queue[:n:n]
+	c.queue = c.queue[n:]
+	c.mu.Unlock()
+	c.commit(group)
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		c.queue[0].lead <- struct{}{}
+	} else {
+		c.busy = false
+		c.queue = nil // let the backing array go
+	}
+	c.mu.Unlock()
+	return p.err
+}
+
+// commit writes a group in one transaction and tells each write how it
+// went. A failure other than a refusal fails every write of the group:
+// nothing of it was committed.
+func (c *committer) commit(group []*pending) {
+	defer func() {
+		for _, p := range group {
+			close(p.done)
+		}
+	}()
+	fail := func(err error) {
+		for _, p := range group {
+			p.err = err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	for _, p := range group {
+		err := p.apply(ctx, tx)
+		var r refusal
+		if errors.As(err, &r) {
+			p.err = r.error
+			continue
+		}
+		if err != nil {
+			tx.Rollback()
+			fail(err)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		fail(err)
+	}
+}
