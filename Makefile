@@ -63,7 +63,7 @@ imports:
 setup:
 	bash scripts/setup-node.sh
 
-# durability: TestJournalSurvivesKill with the issue's 200 kills (go test
+# durability: TestJournalSurvivesKill with 200 kills (a plain go test
 # runs it with 50).
 durability:
 	$(GO) test -count=1 -run '^TestJournalSurvivesKill$$' -durability.kills 200 -v .
