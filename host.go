@@ -22,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
+	"github.com/airlockhq/airlock/internal/schema"
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
@@ -199,6 +200,8 @@ type Host struct {
 
 	warned sync.Map // the warnings already written to the audit trail
 
+	schemas *schema.Cache // the tool schemas every discovery compiled (limits)
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -209,7 +212,7 @@ type Host struct {
 // Open fails only when the host itself cannot run: the state directory
 // cannot be created, or two tools cannot be given distinct local names.
 func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
-	h := &Host{cfg: cfg}
+	h := &Host{cfg: cfg, schemas: schema.NewCache(0, 0)}
 	if opts != nil {
 		h.opts = *opts
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/schema"
 	"github.com/airlockhq/airlock/internal/upstream"
 	storepkg "github.com/airlockhq/airlock/store"
 )
@@ -270,6 +271,16 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
+// limits are what every discovery allows a server: the configuration's,
+// with the host's cache of compiled schemas, which a server's next
+// discovery (a restart, a list change, a task's copy, a warm start's
+// check of the cached list) finds filled.
+func (h *Host) limits() catalog.Limits {
+	lim := catalog.LimitsFrom(h.cfg.Limits)
+	lim.Schema = &schema.CompileOptions{Cache: h.schemas}
+	return lim
+}
+
 // discover lists a server's tools over conn, with every catalog check, and
 // classifies them by local policy.
 func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]*catalog.Tool, *Error) {
@@ -278,7 +289,7 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	if lister.taskSupport == nil {
 		lister.taskSupport = map[string]string{}
 	}
-	lim := catalog.LimitsFrom(h.cfg.Limits)
+	lim := h.limits()
 	s.setWithheld(nil)
 	advertised, err := catalog.List(ctx, s.cfg.ID, lister, lim)
 	var tools []*catalog.Tool

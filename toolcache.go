@@ -158,7 +158,7 @@ func (h *Host) cachedTools(ctx context.Context, s *server) ([]*catalog.Tool, boo
 			support[t.Name] = t.Execution.TaskSupport
 		}
 	}
-	tools, err := catalog.Discover(ctx, &s.cfg, cachedLister{raw}, catalog.LimitsFrom(h.cfg.Limits))
+	tools, err := catalog.Discover(ctx, &s.cfg, cachedLister{raw}, h.limits())
 	if err != nil {
 		return nil, false
 	}

@@ -29,7 +29,8 @@ type Limits struct {
 	MaxTools       int // tools in the whole catalog of the server; 0 means 1000
 	MaxDescription int // characters of a description; 0 means 2000
 	// Schema bounds every input and output schema. Nil means the schema
-	// package's defaults.
+	// package's defaults. Without a Cache, [Allowed] keeps one for the
+	// list it binds: large catalogs repeat one schema for many tools.
 	Schema *schema.CompileOptions
 }
 
@@ -142,6 +143,11 @@ func List(ctx context.Context, server string, l Lister, lim Limits) ([]*mcp.Tool
 // *ContractError, and no tools.
 func Allowed(srv *config.Server, advertised []*mcp.Tool, lim Limits) ([]*Tool, error) {
 	lim = lim.withDefaults()
+	if lim.Schema.Cache == nil {
+		opts := *lim.Schema
+		opts.Cache = schema.NewCache(0, 0)
+		lim.Schema = &opts
+	}
 	bad := func(format string, args ...any) ([]*Tool, error) {
 		return nil, &ContractError{Server: srv.ID, Msg: fmt.Sprintf(format, args...)}
 	}

@@ -47,6 +47,10 @@ type CompileOptions struct {
 	// assertion, as an elicitation's form wants its answers checked;
 	// otherwise it is an annotation, as JSON Schema has it by default.
 	AssertFormat bool
+	// Cache, when not nil, keeps the schemas Compile accepts and gives back
+	// the one compiled before from the same canonical text under the same
+	// limits (see [Cache]). Nil compiles every document anew.
+	Cache *Cache
 }
 
 type compileLimits struct {
@@ -155,6 +159,15 @@ func Compile(doc any, opts *CompileOptions) (*Schema, error) {
 	if len(canonical) > l.maxBytes {
 		return nil, &CompileError{Reason: fmt.Sprintf("schema is %d bytes as canonical JSON, more than MaxBytes (%d)", len(canonical), l.maxBytes)}
 	}
+	// Every check below depends only on the canonical text and the limits:
+	// a schema accepted before from the same text passed them all.
+	var key cacheKey
+	if opts != nil && opts.Cache != nil {
+		key = keyOf(canonical, l)
+		if s := opts.Cache.get(key, canonical); s != nil {
+			return s, nil
+		}
+	}
 
 	d, err := detectDraft(tree)
 	if err != nil {
@@ -185,7 +198,11 @@ func Compile(doc any, opts *CompileOptions) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{canonical: canonical, root: root, lib: lib, profile: profile, patternCost: c.patternCost}, nil
+	s := &Schema{canonical: canonical, root: root, lib: lib, profile: profile, patternCost: c.patternCost}
+	if opts != nil && opts.Cache != nil {
+		opts.Cache.put(key, s)
+	}
+	return s, nil
 }
 
 // normalize turns doc into a fresh tree of map[string]any, []any, string,
