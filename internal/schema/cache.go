@@ -9,25 +9,34 @@ import (
 // A Cache keeps schemas that [Compile] accepted, so that a schema seen
 // again (large catalogs repeat one schema for many tools, and a server is
 // discovered again on every restart, list change and warm start) costs
-// its decoding and canonical encoding, not the checks and the library's
-// compilation again. An entry is found by the canonical text of the
-// document and the limits it was compiled under, and used only when that
-// text is byte for byte the same: two documents that differ in anything
-// but insignificant space and key order never share a [Schema]. Only
-// accepted schemas are kept; a refused one is checked again each time,
-// and is refused with the same error.
+// no more than its JSON text, not the strict decoding, the checks and the
+// library's compilation again. An entry is found by the JSON text of the
+// document, as given or as encoding/json writes it, and the limits it was
+// compiled under, and used only when that text is byte for byte the same:
+// every check of Compile depends only on them, so a document that differs
+// in anything, a space included, is compiled on its own. Only accepted
+// schemas are kept; a refused one is checked again each time, and is
+// refused with the same error.
 //
 // A [Schema] is immutable, so one may be handed to any number of tools
 // and validate for them concurrently. A Cache is safe for concurrent use;
 // the zero value is not usable: use [NewCache].
 type Cache struct {
 	mu       sync.Mutex
-	entries  map[cacheKey]*Schema
+	entries  map[cacheKey]cached
 	order    []cacheKey // oldest first: the first to go when the cache is full
-	size     int        // bytes of canonical text kept
+	size     int        // bytes of text kept, the documents' and the canonical
 	maxBytes int
 	maxCount int
 }
+
+// cached is a compiled schema and the text it was compiled from.
+type cached struct {
+	text   []byte
+	schema *Schema
+}
+
+func (c cached) size() int { return len(c.text) + len(c.schema.canonical) }
 
 type cacheKey struct {
 	sum    [sha256.Size]byte
@@ -52,29 +61,31 @@ func NewCache(maxSchemas, maxBytes int) *Cache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &Cache{entries: map[cacheKey]*Schema{}, maxCount: maxSchemas, maxBytes: maxBytes}
+	return &Cache{entries: map[cacheKey]cached{}, maxCount: maxSchemas, maxBytes: maxBytes}
 }
 
-func keyOf(canonical []byte, l compileLimits) cacheKey {
-	return cacheKey{sum: sha256.Sum256(canonical), limits: l}
+func keyOf(text []byte, l compileLimits) cacheKey {
+	return cacheKey{sum: sha256.Sum256(text), limits: l}
 }
 
-// get returns the schema compiled from exactly canonical under the same
-// limits, or nil.
-func (c *Cache) get(k cacheKey, canonical []byte) *Schema {
+// get returns the schema compiled from exactly text under the same limits,
+// or nil.
+func (c *Cache) get(k cacheKey, text []byte) *Schema {
 	c.mu.Lock()
-	s := c.entries[k]
+	e, ok := c.entries[k]
 	c.mu.Unlock()
-	if s == nil || !bytes.Equal(s.canonical, canonical) {
+	if !ok || !bytes.Equal(e.text, text) {
 		return nil
 	}
-	return s
+	return e.schema
 }
 
-// put keeps s under k, dropping the oldest entries while it does not fit.
-// A schema larger than the whole cache is not kept.
-func (c *Cache) put(k cacheKey, s *Schema) {
-	n := len(s.canonical)
+// put keeps s, compiled from text, under k, dropping the oldest entries
+// while it does not fit. A schema larger than the whole cache is not kept.
+// The text is copied: the caller's may change.
+func (c *Cache) put(k cacheKey, text []byte, s *Schema) {
+	e := cached{text: bytes.Clone(text), schema: s}
+	n := e.size()
 	if n > c.maxBytes {
 		return
 	}
@@ -86,10 +97,10 @@ func (c *Cache) put(k cacheKey, s *Schema) {
 	for c.size+n > c.maxBytes || len(c.order) >= c.maxCount {
 		old := c.order[0]
 		c.order = c.order[1:]
-		c.size -= len(c.entries[old].canonical)
+		c.size -= c.entries[old].size()
 		delete(c.entries, old)
 	}
-	c.entries[k] = s
+	c.entries[k] = e
 	c.order = append(c.order, k)
 	c.size += n
 }

@@ -26,10 +26,14 @@ func TestCacheSameText(t *testing.T) {
 	base := `{"type":"object","properties":{"name":{"type":"string","maxLength":3}}}`
 	first := compileWith(t, base, opts)
 
-	// Space and key order are not part of the canonical text.
-	same := compileWith(t, `{ "properties": {"name": {"maxLength": 3, "type": "string"}}, "type": "object" }`, opts)
-	if same != first {
-		t.Errorf("the same document in another layout was compiled again")
+	if same := compileWith(t, base, opts); same != first {
+		t.Errorf("the same document was compiled again")
+	}
+	// Another layout is other text: compiled on its own, to the same
+	// canonical form.
+	other := compileWith(t, `{ "properties": {"name": {"maxLength": 3, "type": "string"}}, "type": "object" }`, opts)
+	if other == first || string(other.JSON()) != string(first.JSON()) {
+		t.Errorf("another layout of the document: %s, want its own schema of %s", other.JSON(), first.JSON())
 	}
 
 	longer := compileWith(t, `{"type":"object","properties":{"name":{"type":"string","maxLength":4}}}`, opts)
@@ -111,7 +115,7 @@ func TestCacheChecksText(t *testing.T) {
 	a := compileWith(t, `{"type":"string"}`, nil)
 	b := compileWith(t, `{"type":"number"}`, nil)
 	l := (*CompileOptions)(nil).limits()
-	c.put(keyOf(a.JSON(), l), b) // as if b's text had a's hash
+	c.put(keyOf(a.JSON(), l), b.JSON(), b) // as if b's text had a's hash
 	if got := c.get(keyOf(a.JSON(), l), a.JSON()); got != nil {
 		t.Errorf("the cache gave %s for %s", got.JSON(), a.JSON())
 	}
@@ -137,7 +141,7 @@ func TestCacheBounds(t *testing.T) {
 		t.Errorf("the newest schema was dropped")
 	}
 
-	size := len(`{"maxLength":0,"type":"string"}`)
+	size := len(doc(0)) + len(`{"maxLength":0,"type":"string"}`) // the text and the canonical form
 	c = NewCache(0, 2*size)
 	for i := range 3 {
 		compileWith(t, string(doc(i)), &CompileOptions{Cache: c})
@@ -177,4 +181,27 @@ func TestCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCacheKeepsItsText: text the caller changes after Compile changes
+// nothing the cache holds: the changed text is compiled as it now is, and
+// the text as it was still finds its schema.
+func TestCacheKeepsItsText(t *testing.T) {
+	c := NewCache(0, 0)
+	text := []byte(`{"type":"string","maxLength":3}`)
+	first, err := Compile(text, &CompileOptions{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(text[len(text)-2:], "4}")
+	got, err := Compile(text, &CompileOptions{Cache: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == first || got.Validate("abcd") != nil {
+		t.Errorf("after the text changed to %s, Compile gave %s", text, got.JSON())
+	}
+	if again := compileWith(t, `{"type":"string","maxLength":3}`, &CompileOptions{Cache: c}); again != first {
+		t.Errorf("the text as it was no longer finds its schema")
+	}
 }

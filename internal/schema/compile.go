@@ -148,7 +148,20 @@ const docURL = "urn:airlock:schema"
 // *CompileError.
 func Compile(doc any, opts *CompileOptions) (*Schema, error) {
 	l := opts.limits()
-	tree, err := normalize(doc, l)
+	text, err := schemaText(doc)
+	if err != nil {
+		return nil, err
+	}
+	// Every check below depends only on the text and the limits: a schema
+	// accepted before from the same text passed them all.
+	var key cacheKey
+	if opts != nil && opts.Cache != nil {
+		key = keyOf(text, l)
+		if s := opts.Cache.get(key, text); s != nil {
+			return s, nil
+		}
+	}
+	tree, err := normalize(text, l)
 	if err != nil {
 		return nil, err
 	}
@@ -158,15 +171,6 @@ func Compile(doc any, opts *CompileOptions) (*Schema, error) {
 	}
 	if len(canonical) > l.maxBytes {
 		return nil, &CompileError{Reason: fmt.Sprintf("schema is %d bytes as canonical JSON, more than MaxBytes (%d)", len(canonical), l.maxBytes)}
-	}
-	// Every check below depends only on the canonical text and the limits:
-	// a schema accepted before from the same text passed them all.
-	var key cacheKey
-	if opts != nil && opts.Cache != nil {
-		key = keyOf(canonical, l)
-		if s := opts.Cache.get(key, canonical); s != nil {
-			return s, nil
-		}
 	}
 
 	d, err := detectDraft(tree)
@@ -200,30 +204,34 @@ func Compile(doc any, opts *CompileOptions) (*Schema, error) {
 	}
 	s := &Schema{canonical: canonical, root: root, lib: lib, profile: profile, patternCost: c.patternCost}
 	if opts != nil && opts.Cache != nil {
-		opts.Cache.put(key, s)
+		opts.Cache.put(key, text, s)
 	}
 	return s, nil
 }
 
-// normalize turns doc into a fresh tree of map[string]any, []any, string,
-// json.Number, bool and nil, decoded strictly so that what is compiled,
-// what the model sees and what the size check measured are one value.
-func normalize(doc any, l compileLimits) (any, error) {
-	var raw []byte
+// schemaText returns the JSON text of doc: doc itself when it is text,
+// else what encoding/json makes of it.
+func schemaText(doc any) ([]byte, error) {
 	switch d := doc.(type) {
 	case nil:
 		return nil, &CompileError{Reason: "schema is missing"}
 	case json.RawMessage:
-		raw = d
+		return d, nil
 	case []byte:
-		raw = d
-	default:
-		b, err := json.Marshal(doc)
-		if err != nil {
-			return nil, &CompileError{Reason: "schema is not JSON: " + err.Error()}
-		}
-		raw = b
+		return d, nil
 	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, &CompileError{Reason: "schema is not JSON: " + err.Error()}
+	}
+	return b, nil
+}
+
+// normalize turns the text of a document into a fresh tree of
+// map[string]any, []any, string, json.Number, bool and nil, decoded
+// strictly so that what is compiled, what the model sees and what the size
+// check measured are one value.
+func normalize(raw []byte, l compileLimits) (any, error) {
 	// Raw text may carry indentation, so it gets more room than the
 	// canonical form; the canonical size is what MaxBytes bounds.
 	tree, err := Decode(raw, &DecodeOptions{MaxDepth: l.maxDepth, MaxBytes: 16 * l.maxBytes})
