@@ -481,7 +481,7 @@ func (a *asking) bound(ctx context.Context) (context.Context, func()) {
 
 // declined records that the host declined req itself, and why.
 func (a *asking) declined(ctx context.Context, req *InputRequest, reason string) *InputAnswer {
-	ans := &InputAnswer{Action: AnswerDecline}
+	ans := &InputAnswer{Action: AnswerDecline, Reason: reason}
 	a.answered(ctx, req, ans, reason)
 	return ans
 }

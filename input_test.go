@@ -5,6 +5,7 @@ package airlock_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -363,6 +364,17 @@ func TestSampling(t *testing.T) {
 			h = openAsks(t, askConfig(t, version, config.SamplingAsk), &airlock.Options{Elicit: p.elicit, Sample: sampler})
 			r = call(t, h, "sample", `{}`)
 			wantRefused(t, version, r, airlock.Denied, "refused -1")
+
+			// An Elicitor that fails declines, and the refusal says why.
+			failing := func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) {
+				return nil, errors.New("no way to reach a person")
+			}
+			h = openAsks(t, askConfig(t, version, config.SamplingAsk), &airlock.Options{Elicit: failing, Sample: sampler})
+			r = call(t, h, "sample", `{}`)
+			wantRefused(t, version, r, airlock.Denied, "refused -1")
+			if version == "2026-07-28" && !strings.Contains(r.Err.Msg, "nobody agreed: the elicitor failed: no way to reach a person") {
+				t.Errorf("refusal = %q, want it to say why nobody agreed", r.Err.Msg)
+			}
 		})
 		t.Run("allow", func(t *testing.T) {
 			h := openAsks(t, askConfig(t, version, config.SamplingAllow), &airlock.Options{Sample: sampler})
