@@ -1,14 +1,12 @@
 package airlock_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -101,26 +99,8 @@ func TestJournalSurvivesKill(t *testing.T) {
 		t.Skip("kills a host many times")
 	}
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for round := range *kills {
-		cmd := exec.Command(exe, "-test.run=^$")
-		cmd.Env = append(os.Environ(), envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round))
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			cmd.Wait()
-			t.Fatalf("round %d: the host did not start: %q\n%s", round, line, stderr.String())
-		}
+		cmd, stderr := startHostProcess(t, envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round))
 		// Kill at a random point of the writes: some rounds before the
 		// first commit, most with groups of intents and outcomes in
 		// every stage.

@@ -109,18 +109,20 @@ func killMarked(t *testing.T, srv config.Server) {
 	}
 }
 
-// killedHost runs a host in another process, with a server that ignores
-// the end of stdin and leaves a child in its group, one that left it and a
-// daemon behind; once they all run it kills the host with SIGKILL.
-func killedHost(t *testing.T) (srv config.Server, state string, server int, leftovers map[string]int) {
+// startHostProcess runs this test binary as a host in another process,
+// with env added to the environment (envMode names the kind of host), and
+// waits until it says it is ready. stderr collects what the host writes
+// there. A host that does not get ready fails the test.
+func startHostProcess(t *testing.T, env ...string) (cmd *exec.Cmd, stderr *strings.Builder) {
 	t.Helper()
-	srv = testServer(t, "esc", "escaper")
-	srv.Env[envStubborn] = "1"
-	state = t.TempDir()
-	spec, _ := json.Marshal(map[string]any{"config": newConfig(t, srv), "state": state})
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envMode+"=host", "AIRLOCK_TEST_HOST="+string(spec))
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	stderr = &strings.Builder{}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +133,21 @@ func killedHost(t *testing.T) (srv config.Server, state string, server int, left
 	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("host: %q", line)
+		t.Fatalf("the host did not get ready: %q\n%s", line, stderr.String())
 	}
+	return cmd, stderr
+}
+
+// killedHost runs a host in another process, with a server that ignores
+// the end of stdin and leaves a child in its group, one that left it and a
+// daemon behind; once they all run it kills the host with SIGKILL.
+func killedHost(t *testing.T) (srv config.Server, state string, server int, leftovers map[string]int) {
+	t.Helper()
+	srv = testServer(t, "esc", "escaper")
+	srv.Env[envStubborn] = "1"
+	state = t.TempDir()
+	spec, _ := json.Marshal(map[string]any{"config": newConfig(t, srv), "state": state})
+	cmd, _ := startHostProcess(t, envMode+"=host", "AIRLOCK_TEST_HOST="+string(spec))
 	server, leftovers = escapees(t, srv)
 	cmd.Process.Kill() // SIGKILL: the host runs no code of its own after this
 	cmd.Wait()
