@@ -24,7 +24,7 @@ func echoServer() *mcp.Server {
 	return s
 }
 
-func inMemory(b *testing.B, s *mcp.Server) mcp.Transport {
+func inMemory(b testing.TB, s *mcp.Server) mcp.Transport {
 	st, ct := mcp.NewInMemoryTransports()
 	if _, err := s.Connect(context.Background(), st, nil); err != nil {
 		b.Fatal(err)

@@ -100,6 +100,10 @@ type Options struct {
 	// come from several goroutines, may come in bursts, and must not
 	// block.
 	CatalogChanged func()
+	// ResourceUpdated, when set, is told each time a server says a
+	// resource subscribed to (Host.Subscribe) changed. It must not
+	// block.
+	ResourceUpdated func(ResourceUpdate)
 	// Elicit, when set, is the person a server's questions go to during a
 	// call (see InputRequest): elicitations, input_required rounds, and
 	// sampling requests of servers whose sampling: is ask. A call's own
@@ -184,6 +188,7 @@ type Host struct {
 	artifacts *artifact.Store
 	creds     *Credentials    // remote servers' OAuth logins, opened on first use
 	tenants   tenantLimit     // calls in flight per tenant
+	subs      subscriptions   // resources subscribed to (subscribe.go)
 	procs     *procRecord     // the host-scoped stdio servers running, on disk
 	trace     *wireTrace      // Options.Trace, or nil
 	servers   []*server       // scope: host, shared by every task

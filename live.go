@@ -44,6 +44,7 @@ func (h *Host) build(l *lineage) error {
 func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, error) {
 	var (
 		tools    []*catalog.Tool
+		content  catalog.Content
 		withheld []Withheld
 	)
 	seen := make([]uint64, len(l.servers))
@@ -53,17 +54,24 @@ func (h *Host) snapshotOf(l *lineage, generation uint64) (*Snapshot, []uint64, e
 	for i, s := range l.servers {
 		ts, v := s.toolsNow()
 		tools = append(tools, ts...)
+		c := s.contentNow()
+		content.Resources = append(content.Resources, c.Resources...)
+		content.Templates = append(content.Templates, c.Templates...)
+		content.Prompts = append(content.Prompts, c.Prompts...)
 		withheld = append(withheld, s.withheldNow()...)
 		seen[i] = v
 		byID[s.cfg.ID] = s
 		launches[s.cfg.ID] = s.cfg.LaunchFingerprint()
 		prefixes[s.cfg.ID] = s.cfg.LocalPrefix()
 	}
-	snap, err := catalog.Build(tools, generation, launches, prefixes)
+	snap, err := catalog.BuildWith(tools, content, generation, launches, prefixes)
 	if err != nil {
 		return nil, nil, &Error{Kind: ContractError, Msg: "cannot name the tools: " + err.Error(), Err: err}
 	}
 	fields := map[string]any{"generation": generation, "tools": len(snap.Tools())}
+	if n := len(content.Resources) + len(content.Templates) + len(content.Prompts); n > 0 {
+		fields["resources"], fields["templates"], fields["prompts"] = len(content.Resources), len(content.Templates), len(content.Prompts)
+	}
 	if l.task != nil {
 		fields["task"] = l.task.info.ID
 	}

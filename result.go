@@ -28,6 +28,9 @@ const (
 	// the server needs a client feature the call did not offer
 	// (MissingFeatures). The text says which.
 	Denied Kind = "denied"
+	// ResourceNotFound: the server has no resource at the URI read
+	// (SEP-2164). The model can try another.
+	ResourceNotFound Kind = "resource_not_found"
 	// Busy: no slot was free before the queue timeout. Nothing was sent.
 	Busy Kind = "busy"
 	// ApprovalRequired: a person must approve the call first.
@@ -52,7 +55,7 @@ const (
 // may act on it), as opposed to the harness or a person.
 func (k Kind) ModelVisible() bool {
 	switch k {
-	case OK, InvalidArguments, ToolError, UnknownTool, Denied, Busy:
+	case OK, InvalidArguments, ToolError, UnknownTool, Denied, Busy, ResourceNotFound:
 		return true
 	}
 	return false
@@ -215,6 +218,12 @@ type Result struct {
 	// Inputs says what it asked and what it was answered, in order.
 	InputRounds int
 	Inputs      []InputRecord
+	// Contents are what a resource read returned (Host.ReadResource).
+	Contents []ResourceContent
+	// Description and Messages are what a prompt get returned
+	// (Host.GetPrompt).
+	Description string
+	Messages    []PromptMessage
 }
 
 // A Decision is the verdict of hooks and policy on a call.

@@ -49,6 +49,10 @@ type server struct {
 	// withheld are the allowed tools of its last discovery that the host
 	// cannot call (catalog.Withhold).
 	withheld []catalog.Withheld
+	// content is what it offers besides tools, as of its tools'
+	// discovery; found is what the last discovery found, installed with
+	// the tools (setTools).
+	content, found catalog.Content
 	// taskSupport is each tool's execution.taskSupport as the server
 	// last sent it, by name; kept across discoveries, since a page the
 	// SDK serves from its cache is not read again. Only discovery (under
@@ -76,11 +80,30 @@ func newServer(cfg config.Server, stateDir string) *server {
 		ready: make(chan struct{}), slots: make(chan struct{}, n)}
 }
 
+// setTools installs tools, with the resources, templates and prompts
+// found by the discovery that found them; nil tools (a server that
+// failed) installs none of them either.
 func (s *server) setTools(tools []*catalog.Tool) {
 	s.toolsMu.Lock()
 	defer s.toolsMu.Unlock()
 	s.tools = tools
+	s.content = catalog.Content{}
+	if tools != nil {
+		s.content = s.found
+	}
 	s.version++
+}
+
+func (s *server) setFound(c catalog.Content) {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	s.found = c
+}
+
+func (s *server) contentNow() catalog.Content {
+	s.toolsMu.Lock()
+	defer s.toolsMu.Unlock()
+	return s.content
 }
 
 func (s *server) setOffers(offers []catalog.Offer) {
@@ -331,6 +354,10 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	}
 	tools = h.withhold(ctx, s, tools, lister.taskSupport)
 	h.rememberTools(ctx, s, conn.ProtocolVersion(), lister)
+	s.setFound(h.discoverContent(ctx, s, conn))
+	if tools == nil {
+		tools = []*catalog.Tool{} // discovered: none allowed, which is not a failure
+	}
 	return tools, nil
 }
 
@@ -462,5 +489,12 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 				h.catalogChanged()
 			}
 		},
+		// So does a changed resource or prompt list.
+		OnContentChanged: func() {
+			if !s.dirty.Swap(true) {
+				h.catalogChanged()
+			}
+		},
+		OnResourceUpdated: func(uri string) { h.resourceUpdated(s, uri) },
 	}
 }

@@ -172,6 +172,8 @@ type Server struct {
 	// AllowedTools lists the tools the server may expose. Empty means none;
 	// exactly ["*"] means every tool (see [Server.AllowsAll]).
 	AllowedTools []string
+	AllowedResources []string
+	AllowedPrompts   []string
 	// ToolPrefix, when not nil, is what the local names of the server's
 	// tools start with instead of "ID__": "" gives them the server's own
 	// names. See [Server.LocalPrefix].
@@ -417,6 +419,7 @@ type Limits struct {
 	// during one call (an input_required result, or an elicitation/create
 	// request); a server that asks once more breaks the contract.
 	MaxInputRounds int
+	MaxResourceBytes int
 }
 
 func defaultLimits() Limits {

@@ -58,6 +58,8 @@ type Principal struct {
 
 // Request is one call to decide.
 type Request struct {
+	Kind     Kind
+	Resource string
 	// Server is the server id.
 	Server string
 	// Tool is the tool's local name (fs__write_file), RemoteTool the
@@ -201,6 +203,10 @@ func (p *Policy) Decide(req Request) Decision {
 		if op, ok := p.cedar.decide(req, effect); ok {
 			opinions = append(opinions, op)
 		}
+	}
+	if len(opinions) == 0 && req.Kind != KindTool {
+		d.Effect, d.Verdict, d.Rule, d.Reason = Read, Allow, "default", "no rule matches; a read is allowed by default"
+		return d
 	}
 	if len(opinions) == 0 {
 		d.Verdict, d.Rule, d.Reason = defaultVerdict(effect), "default", defaultReason(effect)

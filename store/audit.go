@@ -32,6 +32,8 @@ const (
 	EventHealth            = "health"
 	EventPolicyWarning     = "policy_warning"
 	EventToolFlagged       = "tool_flagged"
+	EventCatalogRefused    = "catalog_refused" // a server's resource or prompt list broke the rules
+	EventCompletion        = "completion"      // a completion/complete was asked for
 	EventLateAnswer        = "late_answer"
 	EventRecoveryOperator  = "recovery_operator"
 )

@@ -90,50 +90,21 @@ func Discover(ctx context.Context, srv *config.Server, l Lister, lim Limits) ([]
 // [Offers] to show. server names the server in errors.
 func List(ctx context.Context, server string, l Lister, lim Limits) ([]*mcp.Tool, error) {
 	lim = lim.withDefaults()
-	bad := func(format string, args ...any) ([]*mcp.Tool, error) {
-		return nil, &ContractError{Server: server, Msg: fmt.Sprintf(format, args...)}
-	}
-	var (
-		tools   []*mcp.Tool
-		seen    = map[string]bool{}
-		cursors = map[string]bool{}
-		cursor  string
-	)
-	for page := 0; ; page++ {
-		if page == lim.MaxPages {
-			return bad("tools/list has more than %d pages (limits.max_pages)", lim.MaxPages)
-		}
-		params := &mcp.ListToolsParams{}
-		if cursor != "" {
-			params.Cursor = cursor
-		}
-		res, err := l.ListTools(ctx, params)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range res.Tools {
-			if t == nil || t.Name == "" {
-				return bad("tools/list returned a tool without a name")
+	return list[*mcp.Tool]{server: server, method: "tools/list", noun: "tool", key: "name",
+		twice: "two tools named %q", max: lim.MaxTools,
+		fetch: func(ctx context.Context, cursor string) ([]*mcp.Tool, string, error) {
+			res, err := l.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+			if err != nil {
+				return nil, "", err
 			}
-			if seen[t.Name] {
-				return bad("tools/list returned two tools named %q", t.Name)
+			return res.Tools, res.NextCursor, nil
+		},
+		keyOf: func(t *mcp.Tool) string {
+			if t == nil {
+				return ""
 			}
-			seen[t.Name] = true
-			if len(seen) > lim.MaxTools {
-				return bad("advertises more than %d tools (limits.max_tools)", lim.MaxTools)
-			}
-			tools = append(tools, t)
-		}
-		if res.NextCursor == "" {
-			break
-		}
-		if cursors[res.NextCursor] {
-			return bad("tools/list repeated a cursor (a pagination loop)")
-		}
-		cursors[res.NextCursor] = true
-		cursor = res.NextCursor
-	}
-	return tools, nil
+			return t.Name
+		}}.all(ctx, lim)
 }
 
 // Allowed returns the tools of advertised (a server's whole list, as

@@ -17,6 +17,8 @@ type Snapshot struct {
 	generation uint64
 	tools      []*Tool
 	byName     map[string]*Tool
+	content    Content
+	prompts    map[string]*Prompt // by local name
 }
 
 // Build names tools and freezes them into a snapshot. launches maps the id
@@ -27,14 +29,29 @@ type Snapshot struct {
 // same tools of servers launched the same way give the same id, whatever
 // order they come in.
 func Build(tools []*Tool, generation uint64, launches, prefixes map[string]string) (*Snapshot, error) {
+	return BuildWith(tools, Content{}, generation, launches, prefixes)
+}
+
+// BuildWith is Build for a catalog with resources, templates and prompts
+// too: prompts get local names by the rules of tool names, and the
+// snapshot id covers all of it.
+func BuildWith(tools []*Tool, content Content, generation uint64, launches, prefixes map[string]string) (*Snapshot, error) {
 	tools = append([]*Tool(nil), tools...)
 	if err := assignNames(tools, prefixes); err != nil {
 		return nil, err
 	}
 	sortTools(tools)
-	s := &Snapshot{generation: generation, tools: tools, byName: make(map[string]*Tool, len(tools))}
+	content.Prompts = append([]*Prompt(nil), content.Prompts...)
+	if err := namePrompts(content.Prompts, prefixes); err != nil {
+		return nil, err
+	}
+	s := &Snapshot{generation: generation, tools: tools, byName: make(map[string]*Tool, len(tools)),
+		content: content, prompts: make(map[string]*Prompt, len(content.Prompts))}
 	for _, t := range tools {
 		s.byName[t.Name] = t
+	}
+	for _, p := range content.Prompts {
+		s.prompts[p.Name] = p
 	}
 	s.id = s.hash(launches)
 	return s, nil
@@ -52,6 +69,22 @@ func (s *Snapshot) Generation() uint64 { return s.generation }
 // Tools returns the tools ordered by local name. The slice must not be
 // modified.
 func (s *Snapshot) Tools() []*Tool { return s.tools }
+
+// Resources returns the allowed resources, server by server. The slice
+// must not be modified.
+func (s *Snapshot) Resources() []*Resource { return s.content.Resources }
+
+// Templates returns the allowed resource templates.
+func (s *Snapshot) Templates() []*Template { return s.content.Templates }
+
+// Prompts returns the allowed prompts ordered by local name.
+func (s *Snapshot) Prompts() []*Prompt { return s.content.Prompts }
+
+// Prompt finds a prompt by local name.
+func (s *Snapshot) Prompt(name string) (*Prompt, bool) {
+	p, ok := s.prompts[name]
+	return p, ok
+}
 
 // Lookup finds a tool by local name.
 func (s *Snapshot) Lookup(name string) (*Tool, bool) {
@@ -84,6 +117,7 @@ func (s *Snapshot) hash(launches map[string]string) string {
 		}
 		enc.Encode(b) // cannot fail: every field marshals
 	}
+	s.hashContent(enc)
 	type launch struct {
 		Server string `json:"server"`
 		Launch string `json:"launch"`
@@ -92,4 +126,27 @@ func (s *Snapshot) hash(launches map[string]string) string {
 		enc.Encode(launch{Server: id, Launch: launches[id]})
 	}
 	return "snap_" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// hashContent adds the resources, templates and prompts to the snapshot
+// id; a catalog of tools alone hashes as it always did.
+func (s *Snapshot) hashContent(enc *json.Encoder) {
+	for _, r := range s.content.Resources {
+		enc.Encode(struct {
+			Kind string `json:"kind"`
+			*Resource
+		}{"resource", r})
+	}
+	for _, t := range s.content.Templates {
+		enc.Encode(struct {
+			Kind string `json:"kind"`
+			*Template
+		}{"template", t})
+	}
+	for _, p := range s.content.Prompts {
+		enc.Encode(struct {
+			Kind string `json:"kind"`
+			*Prompt
+		}{"prompt", p})
+	}
 }

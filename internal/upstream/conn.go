@@ -45,6 +45,12 @@ type Options struct {
 	Grace time.Duration
 	// OnToolsChanged is called when the server says its tool list changed.
 	OnToolsChanged func()
+	// OnContentChanged is called when the server says its resource list
+	// or its prompt list changed.
+	OnContentChanged func()
+	// OnResourceUpdated is called when the server says a resource it was
+	// asked to watch (resources/subscribe) changed.
+	OnResourceUpdated func(uri string)
 	// Elicitation declares the elicitation capability, form and URL
 	// modes, to the server: the host has a person to ask. An
 	// elicitation/create the server sends during a call then goes to the
@@ -279,6 +285,19 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	if opts.OnToolsChanged != nil {
 		notify := opts.OnToolsChanged
 		clientOpts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { notify() }
+	}
+	if opts.OnContentChanged != nil {
+		notify := opts.OnContentChanged
+		clientOpts.ResourceListChangedHandler = func(context.Context, *mcp.ResourceListChangedRequest) { notify() }
+		clientOpts.PromptListChangedHandler = func(context.Context, *mcp.PromptListChangedRequest) { notify() }
+	}
+	if opts.OnResourceUpdated != nil {
+		updated := opts.OnResourceUpdated
+		clientOpts.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params != nil && req.Params.URI != "" {
+				updated(req.Params.URI)
+			}
+		}
 	}
 	client := mcp.NewClient(info, clientOpts)
 	client.AddSendingMiddleware(boundProbe(probe, &probeTimedOut), c.watchCalls)

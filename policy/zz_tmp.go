@@ -1,0 +1,9 @@
+package policy
+
+type Kind string
+
+const (
+	KindTool     Kind = ""
+	KindResource Kind = "resource"
+	KindPrompt   Kind = "prompt"
+)
