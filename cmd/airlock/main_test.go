@@ -374,7 +374,7 @@ func TestShellJSON(t *testing.T) {
 		{`"two"`, "status", "tool_error"},
 		{`4`, "generation", float64(1)},
 		{`5`, "status", "invalid_arguments"},
-		{`6`, "error", `unknown cmd "fly": use tools, status, call, approve, deny, answer, turn or quit`},
+		{`6`, "error", `unknown cmd "fly": use tools, status, call, resources, read, prompts, prompt, complete, subscribe, unsubscribe, approve, deny, answer, turn or quit`},
 	}
 	for _, c := range checks {
 		if got := byID[c.id][c.key]; got != c.want {

@@ -108,7 +108,7 @@ func (e *env) complete(o *options, _ []string) error {
 func checkCompletion(req airlock.CompleteRequest, context []byte, name func(string) string) (airlock.CompleteRequest, error) {
 	switch {
 	case (req.Prompt == "") == (req.Template == ""):
-		return req, fmt.Errorf("complete needs one of %s (see prompts) or %s (see resources): what the argument belongs to",
+		return req, fmt.Errorf("complete needs one of %s or %s: the prompt or resource template whose argument to complete",
 			name("prompt"), name("template"))
 	case req.Prompt != "" && req.Server != "":
 		return req, fmt.Errorf("complete: %s goes with %s only: a prompt's name already names its server", name("server"), name("template"))
