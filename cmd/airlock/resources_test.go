@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -216,35 +213,6 @@ func TestPrompts(t *testing.T) {
 	}
 }
 
-func TestContentUsageErrors(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"read without a URI", []string{"read"}, "read takes exactly one resource URI (see airlock resources), got 0 arguments"},
-		{"read with two", []string{"read", "a://b", "c://d"}, "got 2 arguments"},
-		{"read unknown flag", []string{"read", "a://b", "--srv", "x"}, "-srv"},
-		{"prompt without a name", []string{"prompt"}, "prompt takes exactly one prompt name (see airlock prompts)"},
-		{"prompt unreadable args", []string{"prompt", "x", "--args", "@missing.json"}, "missing.json"},
-		{"resources with an argument", []string{"resources", "x"}, `resources takes no arguments, got "x"`},
-		{"complete of nothing", []string{"complete", "--argument", "a"}, "complete needs one of --prompt or --template"},
-		{"complete of both", []string{"complete", "--prompt", "p", "--template", "t", "--argument", "a"}, "complete needs one of --prompt or --template"},
-		{"complete without an argument", []string{"complete", "--prompt", "p"}, "complete needs --argument"},
-		{"complete of a prompt on a server", []string{"complete", "--prompt", "p", "--server", "s", "--argument", "a"}, "--server goes with --template only"},
-		{"complete with a bad context", []string{"complete", "--prompt", "p", "--argument", "a", "--context", `{"b":1}`}, `--context: "b" is not a string`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := runCLI(t, dir, "", tt.args...).want(t, 2)
-			if !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("stderr = %q, want it to contain %q", r.stderr, tt.want)
-			}
-		})
-	}
-}
-
 func TestShellContentJSON(t *testing.T) {
 	dir := contentDir(t, `["test://static-*"]`)
 	input := strings.Join([]string{
@@ -309,71 +277,28 @@ func TestShellContentJSON(t *testing.T) {
 // TestShellSubscribe subscribes to the conformance server's resource that
 // changes every 3 seconds, and waits for the shell to say so.
 func TestShellSubscribe(t *testing.T) {
-	dir := contentDir(t, `["*"]`)
-	cmd := exec.Command(airlockBin, "shell", "--json")
-	cmd.Dir = dir
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.WaitDelay = time.Minute
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer stdin.Close()
-
-	lines := make(chan map[string]any)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var v map[string]any
-			json.Unmarshal(sc.Bytes(), &v)
-			lines <- v
-		}
-	}()
-	next := func() map[string]any {
-		t.Helper()
-		select {
-		case v, ok := <-lines:
-			if !ok {
-				t.Fatal("the shell ended")
-			}
-			return v
-		case <-time.After(30 * time.Second):
-			t.Fatal("no line from the shell within 30s")
-		}
-		return nil
-	}
-	fmt.Fprintln(stdin, `{"id":"s","cmd":"subscribe","uri":"test://watched-resource"}`)
-	if got := next(); got["id"] != "s" || got["ok"] != true {
+	sh := startShell(t, contentDir(t, `["*"]`))
+	sh.send(map[string]any{"id": "s", "cmd": "subscribe", "uri": "test://watched-resource"})
+	if got := sh.next(); got["id"] != "s" || got["ok"] != true {
 		t.Fatalf("subscribe = %v", got)
 	}
 	want := map[string]any{"id": "s", "event": "resource_updated", "server": "ev", "uri": "test://watched-resource"}
-	if diff := cmp.Diff(want, next()); diff != "" {
+	if diff := cmp.Diff(want, sh.next()); diff != "" {
 		t.Errorf("event (-want +got):\n%s", diff)
 	}
-	fmt.Fprintln(stdin, `{"id":"u","cmd":"unsubscribe","uri":"test://watched-resource"}`)
-	for {
-		got := next()
-		if got["event"] != nil {
-			continue // sent before the unsubscribe
-		}
-		if got["id"] != "u" || got["ok"] != true {
-			t.Errorf("unsubscribe = %v", got)
-		}
-		break
+	sh.send(map[string]any{"id": "u", "cmd": "unsubscribe", "uri": "test://watched-resource"})
+	got := sh.next()
+	for got["event"] != nil { // sent before the unsubscribe
+		got = sh.next()
 	}
-	fmt.Fprintln(stdin, `{"id":"u2","cmd":"unsubscribe","uri":"test://watched-resource"}`)
-	if e, _ := next()["error"].(string); !strings.Contains(e, "not subscribed") {
+	if got["id"] != "u" || got["ok"] != true {
+		t.Errorf("unsubscribe = %v", got)
+	}
+	sh.send(map[string]any{"id": "u2", "cmd": "unsubscribe", "uri": "test://watched-resource"})
+	if e, _ := sh.next()["error"].(string); !strings.Contains(e, "not subscribed") {
 		t.Errorf("second unsubscribe error = %q", e)
 	}
-	fmt.Fprintln(stdin, `{"id":"q","cmd":"quit"}`)
+	sh.send(map[string]any{"id": "q", "cmd": "quit"})
 }
 
 // TestContentOnServerEverything runs the commands against the reference

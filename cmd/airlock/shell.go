@@ -207,16 +207,23 @@ func (s *shell) handleText(text string) bool {
 		} else {
 			fmt.Fprintf(&b, "%s: %sd\n", rest, cmd)
 		}
-	case "call":
+	case "call", "prompt":
 		name, args, _ := strings.Cut(rest, " ")
 		if name == "" {
-			b.WriteString("usage: call NAME {json}\n")
+			fmt.Fprintf(&b, "usage: %s NAME {json}\n", cmd)
 			break
 		}
-		r := s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
+		raw := []byte(strings.TrimSpace(args))
+		var r *airlock.Result
+		var server string
+		if cmd == "call" {
+			r, server = s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: raw}), toolServer(s.snap, name)
+		} else {
+			r, server = s.host.h.GetPrompt(s.env.ctx, s.snap, airlock.PromptGet{Name: name, Arguments: raw}), promptServer(s.snap, name)
+		}
 		s.view.finish()
 		printResult(&b, &b, r)
-		printInputs(&b, toolServer(s.snap, name), r)
+		printInputs(&b, server, r)
 	case "resources":
 		printResources(&b, s.col, s.snap)
 	case "prompts":
@@ -230,16 +237,6 @@ func (s *shell) handleText(text string) bool {
 		r := s.host.h.ReadResource(s.env.ctx, s.snap, airlock.Read{URI: f[0], Server: field(f, 1)})
 		s.view.finish()
 		printRead(&b, &b, r)
-	case "prompt":
-		name, args, _ := strings.Cut(rest, " ")
-		if name == "" {
-			b.WriteString("usage: prompt NAME {json}\n")
-			break
-		}
-		r := s.host.h.GetPrompt(s.env.ctx, s.snap, airlock.PromptGet{Name: name, Arguments: []byte(strings.TrimSpace(args))})
-		s.view.finish()
-		printResult(&b, &b, r)
-		printInputs(&b, promptServer(s.snap, name), r)
 	case "complete":
 		req, ok := textCompletion(strings.Fields(rest))
 		if !ok {
