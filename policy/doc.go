@@ -107,9 +107,9 @@
 //   - context: the arguments as a record; for a resource read {uri: URI},
 //     for a prompt get {prompt: LOCAL_PROMPT_NAME, arguments: {…}}.
 //     Strings, booleans, arrays (as sets) and objects (as records) map
-//     directly; null values are left out; whole numbers that fit 64 bits are Longs; other numbers with at
-//     most four decimal places are Decimals; any other number is a String
-//     of its exact text.
+//     directly; null values are left out; whole numbers that fit 64 bits
+//     are Longs; other numbers with at most four decimal places are
+//     Decimals; any other number is a String of its exact text.
 //
 // A forbid that applies denies. Cedar skips a policy whose evaluation
 // fails (a missing attribute, a type mismatch); here a forbid that fails
