@@ -3,8 +3,10 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -235,5 +237,42 @@ func TestParseResourceErrors(t *testing.T) {
 	}
 	checkErrors(t, tests, func(src string) (*Config, error) {
 		return Parse([]byte(server+src), "airlock.yaml", dir)
+	})
+}
+
+// FuzzMatchResource compares MatchResource with the regular expression
+// its glob stands for.
+func FuzzMatchResource(f *testing.F) {
+	f.Add("file:///etc/**", "file:///etc/a/b")
+	f.Add("test://static/*", "test://static/x/y")
+	f.Add("a*b**c***", "a/b/c")
+	f.Fuzz(func(t *testing.T, glob, uri string) {
+		if glob == "*" || !utf8.ValidString(glob) {
+			return
+		}
+		var re strings.Builder
+		re.WriteString(`^(?s:`)
+		for i := 0; i < len(glob); {
+			n := 0
+			for i+n < len(glob) && glob[i+n] == '*' {
+				n++
+			}
+			switch {
+			case n == 1:
+				re.WriteString(`[^/]*`)
+			case n > 1:
+				re.WriteString(`.*`)
+			default:
+				_, size := utf8.DecodeRuneInString(glob[i:])
+				re.WriteString(regexp.QuoteMeta(glob[i : i+size]))
+				n = size
+			}
+			i += n
+		}
+		re.WriteString(`)$`)
+		want := regexp.MustCompile(re.String()).MatchString(uri)
+		if got := MatchResource(glob, uri); got != want {
+			t.Errorf("MatchResource(%q, %q) = %v, want %v (%s)", glob, uri, got, want, re.String())
+		}
 	})
 }
