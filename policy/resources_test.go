@@ -22,23 +22,12 @@ func prompt(server, remote string, a map[string]any) Request {
 }
 
 func TestDecideResourcesAndPrompts(t *testing.T) {
-	const tools = `policy:
-  tools:
-    - {server: fs, tool: read_file, effect: read}
-    - {server: fs, tool: write_file, effect: write, idempotent: true}
-    - {server: fs, tool: delete_file, effect: write}
-`
 	readDefault := Decision{Verdict: Allow, Effect: Read, Idempotent: true, Rule: "default", Reason: "no rule matches; reading a resource is allowed by default"}
 	promptDefault := Decision{Verdict: Allow, Effect: Read, Idempotent: true, Rule: "default", Reason: "no rule matches; getting a prompt is allowed by default"}
 	rule := func(i int, v Verdict) Decision {
 		return Decision{Verdict: v, Effect: Read, Idempotent: true, Rule: fmt.Sprintf("policy.rules[%d] (airlock.yaml:%d)", i, 11+i)}
 	}
-	tests := []struct {
-		name  string
-		rules string // policy.rules entries, starting on line 11
-		req   Request
-		want  Decision
-	}{
+	checkRules(t, []ruleCase{
 		// No rule: reading and getting are allowed, and policy.tools
 		// classifies neither.
 		{"default read", "", read("fs", "file:///etc/passwd"), readDefault},
@@ -97,17 +86,7 @@ func TestDecideResourcesAndPrompts(t *testing.T) {
 		// Tool rules stay as they were beside resource and prompt rules.
 		{"tool call beside resource rules", "    - {resource: \"*\", decision: allow}\n    - {prompt: \"*\", decision: allow}\n    - {server: fs, tool: \"write_*\", decision: deny}\n", call("fs", "write_file", nil),
 			Decision{Verdict: Deny, Effect: Write, Idempotent: true, Rule: "policy.rules[2] (airlock.yaml:13)"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src := tools
-			if tt.rules != "" {
-				src += "  rules:\n" + tt.rules
-			}
-			p := compile(t, src, nil)
-			checkDecision(t, p.Decide(tt.req), tt.want)
-		})
-	}
+	})
 }
 
 // TestRulesBuiltInGo: a Rule built in Go without ToolGiven still names a
