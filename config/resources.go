@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -90,16 +89,5 @@ func checkResourceGlob(glob string) string {
 	return checkNameChars(glob)
 }
 
-// checkPrompt checks one entry of allowed_prompts. Patterns are refused
-// rather than matched literally, which would silently allow nothing.
-func checkPrompt(name string) string {
-	switch {
-	case name == "":
-		return "must not be empty"
-	case name == "*":
-		return ""
-	case strings.Contains(name, "*"):
-		return fmt.Sprintf(`%s: patterns are not supported: list each prompt, or use ["*"] alone for every prompt`, show(name))
-	}
-	return checkNameChars(name)
-}
+// checkPrompt checks one entry of allowed_prompts.
+func checkPrompt(name string) string { return checkListed(name, "prompt") }
