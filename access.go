@@ -25,6 +25,7 @@ import (
 // result is q.r.
 func (h *Host) access(ctx context.Context, q *request, kind policy.Kind, resource string, send func(context.Context, *request) *Result) *Result {
 	snap, r, tool := q.snap, q.r, q.tool
+	q.kind, q.resource = kind, resource
 	ctx, leave, err := h.calls.enter(ctx)
 	if err != nil {
 		return r.fail(newError(Cancelled, tool.Server, tool.Name, err, "the host is closing"))

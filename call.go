@@ -41,6 +41,10 @@ type request struct {
 	// undeclared is the method of a request for a client feature the host
 	// did not declare, sent by the server during the call; "" if none.
 	undeclared string
+	// kind is what is asked of the server: a tool call, or (access.go) a
+	// resource read, with its URI in resource, or a prompt get.
+	kind     policy.Kind
+	resource string
 }
 
 // fail ends q with an error about its tool.
