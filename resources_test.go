@@ -405,3 +405,46 @@ func TestResourcePolicy(t *testing.T) {
 		t.Error("no decision event names the URI read")
 	}
 }
+
+// TestContentListChanged: a server's word that its resources or prompts
+// changed reaches the next snapshot, at the safe point, not before.
+func TestContentListChanged(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		cs := newContentServer()
+		changed := make(chan struct{}, 8)
+		h := openContentHost(t, cs, version, nil, &airlock.Options{CatalogChanged: func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}})
+		ctx := context.Background()
+		first := h.BeginTurn(ctx)
+		cs.AddResource(&mcp.Resource{URI: "test://static/new", Name: "new"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "new"}}}, nil
+		})
+		cs.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets anyone."}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
+		})
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the list change never reached the host")
+		}
+		if len(first.Resources()) != 4 {
+			t.Errorf("the turn's snapshot changed under it: %d resources", len(first.Resources()))
+		}
+		var next *airlock.Snapshot
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if next = h.BeginTurn(ctx); len(next.Resources()) == 5 && next.Prompts()[0].Description == "Greets anyone." {
+				break
+			}
+		}
+		if len(next.Resources()) != 5 || next.ID() == first.ID() || next.Generation() <= first.Generation() {
+			t.Fatalf("after the change: %d resources, snapshot %s gen %d (was %s gen %d)", len(next.Resources()), next.ID(), next.Generation(), first.ID(), first.Generation())
+		}
+		if r := h.ReadResource(ctx, next, airlock.Read{URI: "test://static/new"}); r.Status != airlock.OK {
+			t.Errorf("read of the new resource = %s %v", r.Status, r.Err)
+		}
+	})
+}
