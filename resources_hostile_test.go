@@ -20,6 +20,7 @@ import (
 func TestHugeResourceIsBounded(t *testing.T) {
 	srv := testServer(t, "big", "sdk")
 	srv.AllowedResources = []string{"test://*"}
+	srv.RequestTimeout = 2 * time.Minute // encoding 100 MB takes a while under the race detector
 	h := open(t, newConfig(t, srv))
 	snap := h.Snapshot()
 	ctx := context.Background()
