@@ -448,3 +448,29 @@ func TestContentListChanged(t *testing.T) {
 		}
 	})
 }
+
+// TestServerWithoutTools: a server of resources and prompts only is
+// without tools, not broken.
+func TestServerWithoutTools(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "docs://a", Name: "a"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "A"}}}, nil
+	})
+	for _, version := range bothVersions {
+		dir := t.TempDir()
+		cfg := &config.Config{Dir: dir, Servers: []config.Server{{ID: "docs", Command: "in-process", AllowedTools: []string{"*"},
+			AllowedResources: []string{"docs://*"}, ProtocolVersions: []string{version},
+			RequestTimeout: 10 * time.Second, ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second}}}
+		h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: dir, Dial: func(config.Server) mcp.Transport { return inMemory(t, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+			t.Fatalf("%s: server = %+v %v", version, st, st.Err)
+		}
+		if r := h.ReadResource(context.Background(), h.Snapshot(), airlock.Read{URI: "docs://a"}); r.Status != airlock.OK || len(h.Snapshot().Tools()) != 0 {
+			t.Errorf("%s: read = %s %v", version, r.Status, r.Err)
+		}
+	}
+}

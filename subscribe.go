@@ -43,6 +43,13 @@ func (h *Host) Subscribe(ctx context.Context, snap *Snapshot, rd Read) *Error {
 	if d.Verdict == Deny {
 		return newError(Denied, srv.cfg.ID, methodRead, nil, "subscription refused: %s", d.Reason)
 	}
+	if srv.partitioned() && snap.who != h.Principal() {
+		// Its connection for that principal is leased for a while; a
+		// subscription would outlive it.
+		return newError(InvalidArguments, srv.cfg.ID, methodRead, nil,
+			"server %s keeps credentials per user; subscriptions to its resources are made only for %s/%s, the host's own principal",
+			srv.cfg.ID, h.Principal().Tenant, h.Principal().User)
+	}
 	conn := srv.current()
 	if conn == nil || conn.Fault() != nil {
 		return newError(ConnectionError, srv.cfg.ID, methodRead, nil, "server %s is not connected", srv.cfg.ID)
