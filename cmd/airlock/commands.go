@@ -235,7 +235,7 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 // serverFlag defines --server, for what names a resource, which more
 // than one server may serve.
 func serverFlag(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.server, "server", "", "the server (default: the one server whose allowed_resources matches)")
+	fs.StringVar(&o.server, "server", "", "the server, when more than one may serve the resource or lists the template (default: the one that does)")
 }
 
 // allFlag defines --all, for a list of more than what awaits a person.
