@@ -196,7 +196,11 @@ func folded(fields map[string]any, held []store.Event) {
 // decision and call_sent (see fold); any other call's follow what it held.
 func (h *Host) recordResult(ctx context.Context, q *request) {
 	snap, r := q.snap, q.r
-	fields := principalFields(map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID}, "", snap.who)
+	// Room for the fields of a folded read's result, which the writer
+	// adds to (shapes and hashes) without the map growing.
+	fields := make(map[string]any, 24)
+	fields["generation"], fields["trace_id"] = snap.Generation(), r.TraceID
+	principalFields(fields, "", snap.who)
 	if held := q.fold.take(); len(held) == 2 {
 		folded(fields, held)
 	} else if len(held) > 0 {

@@ -63,6 +63,17 @@ func newPreparer(o *Options) preparer {
 	}}
 }
 
+// mayHoldText reports whether v, a field's value, may hold text to
+// redact: not a number, a boolean or nil, which redact.Value would only
+// turn into the same JSON.
+func mayHoldText(v any) bool {
+	switch v.(type) {
+	case nil, bool, int, int32, int64, uint, uint32, uint64, float64:
+		return false
+	}
+	return true
+}
+
 // prepare redacts the fields of e that are not hostFields and replaces the
 // values put in with Record by their records. The loop may visit a field it
 // added: redacting what is already redacted changes nothing.
@@ -70,7 +81,7 @@ func (p preparer) prepare(e *store.Event) {
 	for k, f := range e.Fields {
 		d, ok := f.(deferred)
 		if !ok {
-			if !hostFields[k] {
+			if !hostFields[k] && mayHoldText(f) {
 				e.Fields[k] = p.redactor.Value(f)
 			}
 			continue
