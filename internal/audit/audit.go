@@ -16,6 +16,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/airlockhq/airlock/internal/canonical"
@@ -86,11 +87,19 @@ func (p preparer) prepare(e *store.Event) {
 			}
 			continue
 		}
+		v := d.v
+		if raw, ok := v.(json.RawMessage); ok {
+			// Decoded once for the shape, the hash and the values, not
+			// once by each; what does not decode is left to each of them.
+			if dv, err := canonical.Decode(raw); err == nil {
+				v = dv
+			}
+		}
 		delete(e.Fields, k)
-		e.Fields[k+"_shape"] = p.redactor.Shape(d.v)
-		e.Fields[k+"_hash"] = canonical.Hash(d.v)
+		e.Fields[k+"_shape"] = p.redactor.Shape(v)
+		e.Fields[k+"_hash"] = canonical.Hash(v)
 		if p.values(d.tool) {
-			e.Fields[k] = p.redactor.Value(d.v)
+			e.Fields[k] = p.redactor.Value(v)
 		}
 	}
 }
