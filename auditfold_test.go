@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,22 +17,7 @@ import (
 // were written; the host must be closed (its trail written).
 func callEvents(t *testing.T, h *airlock.Host, callID string) []store.Event {
 	t.Helper()
-	st, err := airlock.OpenStore(h.StateDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	all, err := st.Audit().Events(context.Background(), time.Time{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []store.Event
-	for _, e := range all {
-		if e.Fields["call"] == callID {
-			evs = append(evs, e)
-		}
-	}
-	return evs
+	return hostEvents(t, h, func(e store.Event) bool { return e.Fields["call"] == callID })
 }
 
 func eventNames(evs []store.Event) []string {
