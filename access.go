@@ -44,7 +44,7 @@ func (h *Host) access(ctx context.Context, q *request, kind policy.Kind, resourc
 		return res
 	}
 	defer release()
-	h.audit(ctx, q.event(store.EventCallSent, map[string]any{"attempt": 1}))
+	h.auditSent(ctx, q, 1, map[string]any{})
 	q.sent = q.link
 	res = send(ctx, q)
 	if res.Status == OK {

@@ -3,6 +3,7 @@ package airlock
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,13 +11,14 @@ import (
 	"github.com/airlockhq/airlock/internal/audit"
 	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/internal/upstream"
+	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
 )
 
-// audit appends an event; a failure to audit is logged, and never changes
+// audit appends events; a failure to audit is logged, and never changes
 // what a call does.
-func (h *Host) audit(ctx context.Context, e store.Event) {
-	h.trail.w.Append(ctx, e)
+func (h *Host) audit(ctx context.Context, e ...store.Event) {
+	h.trail.w.Append(ctx, e...)
 }
 
 // argsRecord is how arguments and results appear in the audit trail: their
@@ -95,22 +97,115 @@ func (q *request) event(name string, fields map[string]any) store.Event {
 	return e
 }
 
-// auditDecision records what hooks and policy decided about q.
+// auditDecision records what hooks and policy decided about q. The
+// decision of a read they allow without asking is held (see fold).
 func (h *Host) auditDecision(ctx context.Context, q *request) {
 	d := q.r.Decision
 	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": q.tool.Effect,
 		"generation": q.snap.Generation()}
 	h.argsRecord(q.tool.Name, q.args, "args", fields)
-	h.audit(ctx, q.event(store.EventDecision, fields))
+	e := q.event(store.EventDecision, fields)
+	if d.Verdict == Allow && q.decision.Effect == policy.Read {
+		e.Time = h.gov.now()
+		q.fold = &fold{held: []store.Event{e}}
+		return
+	}
+	h.audit(ctx, e)
+}
+
+// auditSent records that q goes out, as attempt (1 for the first send).
+// fields are the event's own; they may name the journal record (intent).
+// The first send of a read whose decision is held is held with it.
+func (h *Host) auditSent(ctx context.Context, q *request, attempt int, fields map[string]any) {
+	fields["attempt"] = attempt
+	e := q.event(store.EventCallSent, fields)
+	if attempt == 1 && q.fold.hold(e, h.gov.now) {
+		return
+	}
+	h.spill(ctx, q)
+	h.audit(ctx, e)
+}
+
+// A fold holds back the decision and call_sent events of a read that
+// hooks and policy allow without asking, so that its result event carries
+// their fields instead: one audit record for a read sent once, which is
+// most of what a host writes. A read that ends any other way (refused or
+// failed before it was sent, sent again after its session was gone, or
+// asked for input while it ran) spills them: they are written as they
+// were, with their own times, before what follows. Its methods are safe
+// for concurrent use (a server's questions come on the SDK's goroutines);
+// a nil fold holds nothing.
+type fold struct {
+	mu      sync.Mutex
+	held    []store.Event // the decision, then call_sent
+	spilled bool
+}
+
+// hold holds e, stamped with now, when the decision alone is held.
+func (f *fold) hold(e store.Event, now func() time.Time) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.spilled || len(f.held) != 1 {
+		return false
+	}
+	e.Time = now()
+	f.held = append(f.held, e)
+	return true
+}
+
+// take returns what f holds, once.
+func (f *fold) take() []store.Event {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	held := f.held
+	f.held, f.spilled = nil, true
+	return held
+}
+
+// spill writes what q holds, if anything: something other than its
+// result is about to be written about it.
+func (h *Host) spill(ctx context.Context, q *request) {
+	if held := q.fold.take(); len(held) > 0 {
+		h.audit(ctx, held...)
+	}
+}
+
+// folded puts into fields, a result's, the fields of the events its call
+// held: all but call (the result's own) and the empty intent of a read.
+func folded(fields map[string]any, held []store.Event) {
+	for _, e := range held {
+		for k, v := range e.Fields {
+			if k == "call" || k == "intent" {
+				continue
+			}
+			fields[k] = v
+		}
+	}
 }
 
 // recordResult writes the result of a call to the audit trail: its class,
 // whom it was made for, and what the server answered (its structured
 // content and its content, as shape and hash or, where audit.record_values
-// asks, redacted values).
+// asks, redacted values). The result of a read sent once carries its held
+// decision and call_sent (see fold); any other call's follow what it held.
 func (h *Host) recordResult(ctx context.Context, q *request) {
 	snap, r := q.snap, q.r
-	fields := principalFields(map[string]any{"generation": snap.Generation(), "trace_id": r.TraceID}, "", snap.who)
+	// Room for the fields of a folded read's result, which the writer
+	// adds to (shapes and hashes) without the map growing.
+	fields := make(map[string]any, 24)
+	fields["generation"], fields["trace_id"] = snap.Generation(), r.TraceID
+	principalFields(fields, "", snap.who)
+	if held := q.fold.take(); len(held) == 2 {
+		folded(fields, held)
+	} else if len(held) > 0 {
+		h.audit(ctx, held...)
+	}
 	if r.QueueWait > 0 {
 		fields["queue_wait_ms"] = r.QueueWait.Milliseconds()
 	}

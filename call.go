@@ -45,6 +45,9 @@ type request struct {
 	// resource read, with its URI in resource, or a prompt get.
 	kind     policy.Kind
 	resource string
+	// fold holds the decision and call_sent events of a read allowed
+	// without asking, for its result event to carry; nil for other calls.
+	fold *fold
 }
 
 // fail ends q with an error about its tool.
@@ -347,7 +350,7 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 		if err := h.beginIntent(ctx, q); err != nil {
 			return nil, q.fail(Denied, err, "%s refused: the journal cannot record it (%v)", tool.Name, err)
 		}
-		h.audit(ctx, q.event(store.EventCallSent, map[string]any{"attempt": attempt, "intent": q.intent}))
+		h.auditSent(ctx, q, attempt, map[string]any{"intent": q.intent})
 		q.sent = q.link
 		res, err := h.send(ctx, q)
 		if err == nil {

@@ -547,6 +547,7 @@ func (a *asking) audit(ctx context.Context, req *InputRequest, name string, fiel
 			audit.Record(fields, "sampling", a.q.tool.Name, map[string]any{"system_prompt": s.SystemPrompt, "messages": s.Messages})
 		}
 	}
+	a.h.spill(ctx, a.q)
 	a.h.audit(ctx, a.q.event(name, fields))
 }
 

@@ -111,6 +111,13 @@ func devConfig(t *testing.T, servers ...config.Server) *config.Config {
 // auditEvents returns the host's audit events of one kind.
 func auditEvents(t *testing.T, h *airlock.Host, event string) []store.Event {
 	t.Helper()
+	return hostEvents(t, h, func(e store.Event) bool { return e.Event == event })
+}
+
+// hostEvents returns the host's audit events that keep says to keep, in
+// the order they were written.
+func hostEvents(t *testing.T, h *airlock.Host, keep func(store.Event) bool) []store.Event {
+	t.Helper()
 	st, err := airlock.OpenStore(h.StateDir())
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +129,7 @@ func auditEvents(t *testing.T, h *airlock.Host, event string) []store.Event {
 	}
 	var evs []store.Event
 	for _, e := range all {
-		if e.Event == event {
+		if keep(e) {
 			evs = append(evs, e)
 		}
 	}

@@ -47,7 +47,7 @@ func main() {
 		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
 		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
 		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
-		only   = flag.String("only", "", "measure only this section: journal (journaled writes); default: every section")
+		only   = flag.String("only", "", "measure only this section: calls (stdio latency), journal (journaled writes), http, gateway or discovery; default: every section")
 		jin    = flag.Int("journal-inflight", 64, "journaled writes in flight")
 		gw     gatewayOptions
 	)
@@ -191,54 +191,62 @@ func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptio
 		return "", fmt.Errorf("bare client: %v", err)
 	}
 	defer cs.Close()
-	switch only {
-	case "":
-	case "journal":
-		j, err := journaledCalls(ctx, cs, calls, rounds, journalInflight, filepath.Join(state, "journal"))
+	sections := map[string]bool{"calls": true, "journal": true, "http": true, "gateway": true, "discovery": true}
+	if only != "" {
+		if !sections[only] {
+			return "", fmt.Errorf("-only %s: the sections are calls, journal, http, gateway and discovery", only)
+		}
+		sections = map[string]bool{only: true}
+	}
+	var (
+		bareLat, hostLat, bareHTTP, hostHTTP []time.Duration
+		journal                              *journalResult
+		gateways                             []*gatewaySide
+	)
+	if sections["calls"] {
+		h, err := host(ctx, "echo", state)
 		if err != nil {
+			return "", fmt.Errorf("airlock host: %v", err)
+		}
+		defer h.Close()
+		snap := h.Snapshot()
+		args := json.RawMessage(`{"text":"hello, benchmark"}`)
+
+		bareCall := func() error {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello, benchmark"}})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error")
+			}
+			return err
+		}
+		hostCall := func() error {
+			r := h.Call(ctx, snap, airlock.Call{Name: "bench__echo", Arguments: args})
+			if r.Status != airlock.OK {
+				return r.Err
+			}
+			return nil
+		}
+		if bareLat, hostLat, err = alternate(calls, rounds, bareCall, hostCall); err != nil {
+			return "", err
+		}
+	}
+	if sections["journal"] {
+		if journal, err = journaledCalls(ctx, cs, calls, rounds, journalInflight, filepath.Join(state, "journal")); err != nil {
 			return "", fmt.Errorf("journaled writes: %v", err)
 		}
-		return render(calls, rounds, lists, nil, nil, nil, nil, nil, nil, nil, j, gw, nil), nil
-	default:
-		return "", fmt.Errorf("-only %s: the sections are journal", only)
 	}
-	h, err := host(ctx, "echo", state)
-	if err != nil {
-		return "", fmt.Errorf("airlock host: %v", err)
-	}
-	defer h.Close()
-	snap := h.Snapshot()
-	args := json.RawMessage(`{"text":"hello, benchmark"}`)
-
-	bareCall := func() error {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello, benchmark"}})
-		if err == nil && res.IsError {
-			err = fmt.Errorf("tool error")
+	if sections["http"] {
+		if bareHTTP, hostHTTP, err = remoteCalls(ctx, calls, rounds, state); err != nil {
+			return "", fmt.Errorf("over http: %v", err)
 		}
-		return err
 	}
-	hostCall := func() error {
-		r := h.Call(ctx, snap, airlock.Call{Name: "bench__echo", Arguments: args})
-		if r.Status != airlock.OK {
-			return r.Err
+	if sections["gateway"] {
+		if gateways, err = gatewayCalls(ctx, gw); err != nil {
+			return "", fmt.Errorf("through the gateways: %v", err)
 		}
-		return nil
 	}
-	bareLat, hostLat, err := alternate(calls, rounds, bareCall, hostCall)
-	if err != nil {
-		return "", err
-	}
-	journal, err := journaledCalls(ctx, cs, calls, rounds, journalInflight, filepath.Join(state, "journal"))
-	if err != nil {
-		return "", fmt.Errorf("journaled writes: %v", err)
-	}
-	bareHTTP, hostHTTP, err := remoteCalls(ctx, calls, rounds, state)
-	if err != nil {
-		return "", fmt.Errorf("over http: %v", err)
-	}
-	gateways, err := gatewayCalls(ctx, gw)
-	if err != nil {
-		return "", fmt.Errorf("through the gateways: %v", err)
+	if !sections["discovery"] {
+		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, journal, gw, gateways), nil
 	}
 
 	// Discovery of a 1000-tool server with 100-tool pages: connect (start
@@ -356,20 +364,39 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("`mcp.AddTool` with typed input and output) in the same run, alternating in %d rounds, after a warm-up.\n", rounds)
 	w("Machines are shared and noisy: read the ratios, not the absolute numbers.\n\n")
 
-	if bareLat == nil { // -only journal
-		renderJournal(w, table, us, calls, rounds, journal)
-		return b.String()
+	if bareLat != nil {
+		renderCalls(w, table, us, calls, bareLat, hostLat)
 	}
+	if journal != nil {
+		renderJournal(w, table, us, calls, rounds, journal)
+	}
+	if bareHTTP != nil {
+		renderHTTP(w, table, us, calls, bareHTTP, hostHTTP)
+	}
+	if bareList != nil {
+		renderDiscovery(w, table, ms, lists, bareList, hostList, warmList)
+	}
+	if gateways != nil {
+		renderGateways(w, gw, gateways)
+	}
+	return b.String()
+}
+
+// A tableFunc compares the left side with the right at the quantiles named
+// by rows; the ratio is the right's over the left's.
+type tableFunc = func(left, right string, l, r []time.Duration, show func(time.Duration) string, rows ...string)
+
+func renderCalls(w func(string, ...any), table tableFunc, us func(time.Duration) string, calls int, bareLat, hostLat []time.Duration) {
 	w("## Per-call latency: Airlock pipeline vs. bare go-sdk client (%d calls each)\n\n", calls)
 	w("The pipeline: snapshot lookup, strict decoding of the arguments, case-variant check, policy decision (a read:\n")
 	w("allowed, not journaled), input schema validation, `tools/call`, strict check of the response, output schema\n")
-	w("validation, content rendering, and the audit trail (decision, call sent, result), written in the background.\n\n")
+	w("validation, content rendering, and the audit trail (one result event that carries the decision), written in the background.\n\n")
 	table("bare go-sdk", "Airlock", bareLat, hostLat, us, "p50", "p99")
 	w("\n")
 	w("Target: the pipeline adds at most 10%% to the bare client's p50 (ratio ≤ 1.10).\n\n")
+}
 
-	renderJournal(w, table, us, calls, rounds, journal)
-
+func renderHTTP(w func(string, ...any), table tableFunc, us func(time.Duration) string, calls int, bareHTTP, hostHTTP []time.Duration) {
 	w("## Per-call latency over Streamable HTTP (%d calls each)\n\n", calls)
 	w("The same echo tool served by the go-sdk's Streamable HTTP handler (stateless, 2026-07-28) on loopback in\n")
 	w("this process. The bare client uses `mcp.StreamableClientTransport` with Go's default HTTP client; Airlock\n")
@@ -377,7 +404,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("bounds, the write-error note and the session bookkeeping. No OAuth (tokens would cost the same on both sides).\n\n")
 	table("bare go-sdk", "Airlock", bareHTTP, hostHTTP, us, "p50", "p99")
 	w("\n")
+}
 
+func renderDiscovery(w func(string, ...any), table tableFunc, ms func(time.Duration) string, lists int, bareList, hostList, warmList []time.Duration) {
 	w("## Discovery of a 1000-tool server with 100-tool pages (%d runs each)\n\n", lists)
 	w("Start the server process, handshake, page through `tools/list`. Airlock also checks and compiles every\n")
 	w("schema, names the tools and builds the snapshot.\n\n")
@@ -389,8 +418,6 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	w("discovery would, and `Open` returns without waiting for the server, which starts in the background.\n\n")
 	table("cold `Open`", "warm `Open`", hostList, warmList, ms, "p50", "max")
 	w("\n")
-	renderGateways(w, gw, gateways)
-	return b.String()
 }
 
 // makeBench is the command make bench runs.

@@ -634,6 +634,7 @@ func TestAudit(t *testing.T) {
 	runCLI(t, dir, "", "call", "workspace__read_file", "--args", `{"path":"hello.txt"}`).want(t, 0)
 	r := runCLI(t, dir, "", "audit", "--json", "--since", "1h").want(t, 0)
 	var events []string
+	var result map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		ev := decode(t, line)
 		for _, key := range []string{"time", "event", "server", "tool", "snapshot", "class", "duration_ms"} {
@@ -642,18 +643,30 @@ func TestAudit(t *testing.T) {
 			}
 		}
 		events = append(events, ev["event"].(string))
+		if ev["event"] == "result" {
+			result = ev
+		}
 	}
 	got := strings.Join(events, ",")
-	for _, want := range []string{"server_start", "server_ready", "discovery", "decision", "call_sent", "result"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("audit events %s lack %s", got, want)
+	if want := "server_start,server_ready,discovery,result"; got != want {
+		t.Errorf("audit events %s, want %s (a read allowed without asking leaves one result event)", got, want)
+	}
+	// The result carries the decision and the send.
+	for key, want := range map[string]any{"class": "ok", "decision": "allow", "rule": "default", "effect": "read", "attempt": 1.0} {
+		if result[key] != want {
+			t.Errorf("result event %s = %v, want %v", key, result[key], want)
+		}
+	}
+	for _, key := range []string{"reason", "args_shape", "args_hash", "generation", "call"} {
+		if _, ok := result[key]; !ok {
+			t.Errorf("result event lacks %q: %v", key, result)
 		}
 	}
 	if strings.Contains(r.stdout, "hello\\nworld") {
 		t.Errorf("the audit trail holds a result value it was not asked to keep:\n%s", r.stdout)
 	}
 	r = runCLI(t, dir, "", "audit").want(t, 0)
-	if !strings.Contains(r.stdout, "decision") {
+	if !strings.Contains(r.stdout, "decision=allow") {
 		t.Errorf("audit table = %q", r.stdout)
 	}
 	runCLI(t, dir, "", "audit", "--since", "-1h").want(t, 2)

@@ -16,6 +16,7 @@
 package audit
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/airlockhq/airlock/internal/canonical"
@@ -63,6 +64,17 @@ func newPreparer(o *Options) preparer {
 	}}
 }
 
+// mayHoldText reports whether v, a field's value, may hold text to
+// redact: not a number, a boolean or nil, which redact.Value would only
+// turn into the same JSON.
+func mayHoldText(v any) bool {
+	switch v.(type) {
+	case nil, bool, int, int32, int64, uint, uint32, uint64, float64:
+		return false
+	}
+	return true
+}
+
 // prepare redacts the fields of e that are not hostFields and replaces the
 // values put in with Record by their records. The loop may visit a field it
 // added: redacting what is already redacted changes nothing.
@@ -70,16 +82,24 @@ func (p preparer) prepare(e *store.Event) {
 	for k, f := range e.Fields {
 		d, ok := f.(deferred)
 		if !ok {
-			if !hostFields[k] {
+			if !hostFields[k] && mayHoldText(f) {
 				e.Fields[k] = p.redactor.Value(f)
 			}
 			continue
 		}
+		v := d.v
+		if raw, ok := v.(json.RawMessage); ok {
+			// Decoded once for the shape, the hash and the values, not
+			// once by each; what does not decode is left to each of them.
+			if dv, err := canonical.Decode(raw); err == nil {
+				v = dv
+			}
+		}
 		delete(e.Fields, k)
-		e.Fields[k+"_shape"] = p.redactor.Shape(d.v)
-		e.Fields[k+"_hash"] = canonical.Hash(d.v)
+		e.Fields[k+"_shape"] = p.redactor.Shape(v)
+		e.Fields[k+"_hash"] = canonical.Hash(v)
 		if p.values(d.tool) {
-			e.Fields[k] = p.redactor.Value(d.v)
+			e.Fields[k] = p.redactor.Value(v)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -117,16 +118,22 @@ func TestWriterPrepares(t *testing.T) {
 		want   map[string]any
 	}{
 		{"shape and hash", nil, map[string]any{}},
-		{"values of one tool", []string{"fs__write"}, map[string]any{"args": map[string]any{"text": "key [REDACTED:secret]", "n": 1.0}}},
+		{"values of one tool", []string{"fs__write"}, map[string]any{"args": map[string]any{"text": "key [REDACTED:secret]", "n": 1.0},
+			"raw": map[string]any{"text": "key [REDACTED:secret]", "n": 1.0}, "bad": map[string]any{}}},
 		{"values of another tool", []string{"fs__read"}, map[string]any{}},
-		{"values of every tool", []string{"*"}, map[string]any{"args": map[string]any{"text": "key [REDACTED:secret]", "n": 1.0}}},
+		{"values of every tool", []string{"*"}, map[string]any{"args": map[string]any{"text": "key [REDACTED:secret]", "n": 1.0},
+			"raw": map[string]any{"text": "key [REDACTED:secret]", "n": 1.0}, "bad": map[string]any{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			trail := openTrail(t)
 			w := audit.New(trail, &audit.Options{Redactor: redact.New([]string{secret}), RecordValues: tt.record})
-			fields := map[string]any{"decision": "deny " + secret, "reason": "hook said " + secret}
+			fields := map[string]any{"decision": "deny " + secret, "reason": "hook said " + secret, "queue_wait_ms": int64(12)}
 			audit.Record(fields, "args", "fs__write", args)
+			// Raw JSON (a structured result) is recorded as its value
+			// would be; JSON that is not one value, as each part sees it.
+			audit.Record(fields, "raw", "fs__write", json.RawMessage(`{"n": 1, "text": "key `+secret+`"}`))
+			audit.Record(fields, "bad", "fs__write", json.RawMessage(`{} x`))
 			w.Append(t.Context(), store.Event{Time: t0, Event: store.EventDecision, Tool: "fs__write", Fields: fields})
 			closeWriter(t, w)
 
@@ -135,6 +142,12 @@ func TestWriterPrepares(t *testing.T) {
 				"reason":     "hook said [REDACTED:secret]",
 				"args_shape": map[string]any{"text": "string", "n": "number"},
 				"args_hash":  canonical.Hash(args),
+				"raw_shape":  map[string]any{"text": "string", "n": "number"},
+				"raw_hash":   canonical.Hash(map[string]any{"n": json.Number("1"), "text": "key " + secret}),
+				"bad_shape":  map[string]any{},
+				"bad_hash":   canonical.Hash(json.RawMessage(`{} x`)),
+				// A number is not redacted, and reads back as JSON's.
+				"queue_wait_ms": 12.0,
 			}
 			for k, v := range tt.want {
 				want[k] = v

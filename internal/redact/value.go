@@ -148,6 +148,9 @@ func (r *Redactor) Shape(v any) any {
 	case float64, json.Number, int, int64:
 		return "number"
 	case []any:
+		if len(x) == 1 {
+			return []any{r.Shape(x[0])} // nothing to tell apart
+		}
 		out := []any{}
 		seen := map[string]bool{}
 		for _, e := range x {

@@ -103,7 +103,7 @@ func encodeEvent(e store.Event, now time.Time) (eventRow, error) {
 	}
 	var r eventRow
 	if len(e.Fields) > 0 {
-		b, err := json.Marshal(e.Fields)
+		b, err := encodeFields(e.Fields)
 		if err != nil {
 			return eventRow{}, fmt.Errorf("%s: %w", e.Event, err)
 		}
