@@ -3,7 +3,6 @@ package airlock_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -330,7 +329,7 @@ func TestSubscribe(t *testing.T) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			case <-deadline:
-				t.Fatal(fmt.Sprint("no update reached Options.ResourceUpdated"))
+				t.Fatal("no update reached Options.ResourceUpdated")
 			}
 		}
 	})
