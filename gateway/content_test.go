@@ -1,0 +1,383 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/gateway"
+)
+
+// The upstream's resources, templates and prompts, for startContent (the
+// server w; v lists test://shared only):
+//
+//	test://static-text      text
+//	test://static-binary    a blob, image/png
+//	test://missing          listed, but not found when read
+//	test://watched          subscribable: updated every 50ms while subscribed
+//	test://shared           text naming the server (w and v both list it)
+//	test://template/{id}/data  a template: text with the id
+//	greet(name)             "Hello, NAME"
+//	ask_context             asks for "user_context" (an input_required result), then "Context: …"
+//
+// Completions of greet's name: the values of [alpha alpine beta] that
+// start with what was typed.
+var pngBytes = []byte("\x89PNG\r\n\x1a\nnot really")
+
+func contentOptions(server func() *mcp.Server) *mcp.ServerOptions {
+	var mu sync.Mutex
+	watching := map[string]context.CancelFunc{}
+	return &mcp.ServerOptions{
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			var vs []string
+			for _, v := range []string{"alpha", "alpine", "beta"} {
+				if strings.HasPrefix(v, req.Params.Argument.Value) {
+					vs = append(vs, v)
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vs, Total: len(vs)}}, nil
+		},
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			uri := req.Params.URI
+			mark("subscribe " + uri)
+			mu.Lock()
+			defer mu.Unlock()
+			if watching[uri] != nil {
+				return nil
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			watching[uri] = cancel
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(50 * time.Millisecond):
+						server().ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+					}
+				}
+			}()
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			mark("unsubscribe " + req.Params.URI)
+			mu.Lock()
+			defer mu.Unlock()
+			if cancel := watching[req.Params.URI]; cancel != nil {
+				cancel()
+				delete(watching, req.Params.URI)
+			}
+			return nil
+		},
+	}
+}
+
+func addContent(s *mcp.Server) {
+	textOf := func(text string) mcp.ResourceHandler {
+		return func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+		}
+	}
+	s.AddResource(&mcp.Resource{URI: "test://static-text", Name: "static-text", MIMEType: "text/plain"}, textOf("static text"))
+	s.AddResource(&mcp.Resource{URI: "test://static-binary", Name: "static-binary", MIMEType: "image/png"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "image/png", Blob: pngBytes}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://missing", Name: "missing"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	})
+	s.AddResource(&mcp.Resource{URI: "test://watched", Name: "watched"}, textOf("watched"))
+	addShared(s)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://template/{id}/data", Name: "template", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "data of " + req.Params.URI}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			mark("get greet " + req.Params.Arguments["name"])
+			return &mcp.GetPromptResult{Description: "a greeting", Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"]}}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "ask_context", Description: "Ask for context first."},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			if r, ok := req.Params.InputResponses["user_context"].(*mcp.ElicitResult); ok && r.Action == "accept" {
+				c, _ := r.Content["context"].(string)
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Context: " + c}}}}, nil
+			}
+			return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"user_context": &mcp.ElicitParams{Message: "Please provide context",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"context": map[string]any{"type": "string"}},
+					"required": []any{"context"}}}}}, nil
+		})
+}
+
+func addShared(s *mcp.Server) {
+	who := os.Getenv(envServerID)
+	s.AddResource(&mcp.Resource{URI: "test://shared", Name: "shared", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "shared by " + who}}}, nil
+		})
+}
+
+// envServerID names the upstream to itself.
+const envServerID = "AIRLOCK_GATEWAY_TEST_ID"
+
+// startContent serves a gateway in front of w (the content above, with
+// the echo tool) and v (test://shared), every resource and prompt allowed;
+// rules are more policy rules (YAML list items).
+func startContent(t *testing.T, rules string) *fixture {
+	t.Helper()
+	f, dir, exe := newFixture(t)
+	cfg, err := config.Parse(fmt.Appendf(nil, `servers:
+  - id: w
+    command: %q
+    env: {%s: content, %s: %q, %s: w}
+    allowed_tools: [echo]
+  - id: v
+    command: %q
+    env: {%s: shared, %s: %q, %s: v}
+    allowed_tools: [echo]
+policy:
+  rules:
+%s`, exe, envUpstream, envMark, f.mark, envServerID, exe, envUpstream, envMark, f.markB+"v", envServerID, rules+"    - {server: \"*\", tool: \"*\", decision: allow}\n"), "airlock.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.Servers {
+		cfg.Servers[i].AllowedResources = []string{"*"}
+		cfg.Servers[i].AllowedPrompts = []string{"*"}
+	}
+	f.open(t, cfg, nil, &airlock.Options{Elicit: func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil }})
+	return f
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestContentListed(t *testing.T) {
+	f := startContent(t, "")
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		ctx := ctxT(t)
+		rs, err := cs.ListResources(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uris []string
+		for _, r := range rs.Resources {
+			uris = append(uris, r.URI)
+		}
+		want := []string{"airlock://v/test://shared", "airlock://w/test://shared", "test://missing", "test://static-binary", "test://static-text", "test://watched"}
+		slices.Sort(uris)
+		if !slices.Equal(uris, want) {
+			t.Errorf("resources %q, want %q (test://shared qualified: two servers list it)", uris, want)
+		}
+		ts, err := cs.ListResourceTemplates(ctx, nil)
+		if err != nil || len(ts.ResourceTemplates) != 1 || ts.ResourceTemplates[0].URITemplate != "test://template/{id}/data" {
+			t.Errorf("templates %+v, %v; want test://template/{id}/data", ts, err)
+		}
+		ps, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range ps.Prompts {
+			names = append(names, p.Name)
+			if p.Name == "w__greet" && (len(p.Arguments) != 1 || p.Arguments[0].Name != "name" || !p.Arguments[0].Required) {
+				t.Errorf("w__greet's arguments %+v, want name, required", p.Arguments)
+			}
+		}
+		if !slices.Equal(names, []string{"w__ask_context", "w__greet"}) {
+			t.Errorf("prompts %q, want w__ask_context, w__greet", names)
+		}
+		caps := cs.InitializeResult().Capabilities
+		if caps.Completions == nil || caps.Resources == nil || !caps.Resources.Subscribe || !caps.Resources.ListChanged || caps.Prompts == nil {
+			t.Errorf("capabilities %+v, want completions, resources with subscribe and listChanged, prompts", caps)
+		}
+	})
+}
+
+func TestReadResource(t *testing.T) {
+	f := startContent(t, "")
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		ctx := ctxT(t)
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "static text" || res.Contents[0].MIMEType != "text/plain" {
+			t.Errorf("text: %+v, %v; want static text", res, err)
+		}
+		res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-binary"})
+		if err != nil || len(res.Contents) != 1 || !bytes.Equal(res.Contents[0].Blob, pngBytes) || res.Contents[0].MIMEType != "image/png" {
+			t.Errorf("blob: %+v, %v; want the bytes, image/png", res, err)
+		}
+		res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://template/42/data"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "data of test://template/42/data" {
+			t.Errorf("template: %+v, %v; want the expansion read", res, err)
+		}
+
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://missing"})
+		werr := rpcError(t, err)
+		var data struct{ URI string }
+		json.Unmarshal(werr.Data, &data)
+		if werr.Code != jsonrpc.CodeInvalidParams || data.URI != "test://missing" {
+			t.Errorf("not found: %d %s %s, want -32602 with data.uri (SEP-2164)", werr.Code, werr.Message, werr.Data)
+		}
+
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://shared"})
+		werr = rpcError(t, err)
+		if werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "airlock://v/test://shared, airlock://w/test://shared") {
+			t.Errorf("unqualified shared: %d %q, want -32602 naming the qualified URIs", werr.Code, werr.Message)
+		}
+		for _, s := range []string{"v", "w"} {
+			uri := "airlock://" + s + "/test://shared"
+			res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "shared by "+s || res.Contents[0].URI != uri {
+				t.Errorf("%s: %+v, %v; want %s's", uri, res, err, s)
+			}
+		}
+	})
+}
+
+func TestReadDenied(t *testing.T) {
+	f := startContent(t, `    - {server: w, tool: resources/read, decision: deny}
+`)
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		_, err := cs.ReadResource(ctxT(t), &mcp.ReadResourceParams{URI: "test://static-text"})
+		werr := rpcError(t, err)
+		if werr.Code != gateway.CodeRefused || errorClass(t, werr) != "denied" || !strings.Contains(werr.Message, "refused") {
+			t.Errorf("denied read: %d %q %s, want CodeRefused, class denied", werr.Code, werr.Message, werr.Data)
+		}
+	})
+}
+
+func TestGetPrompt(t *testing.T) {
+	f := startContent(t, "")
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		ctx := ctxT(t)
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "w__greet", Arguments: map[string]string{"name": "Ada"}})
+		if err != nil || len(res.Messages) != 1 || res.Description != "a greeting" {
+			t.Fatalf("get: %+v, %v; want one message", res, err)
+		}
+		if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Hello, Ada" || res.Messages[0].Role != "user" {
+			t.Errorf("message %+v, want user: Hello, Ada", res.Messages[0])
+		}
+		_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "w__greet"})
+		if werr := rpcError(t, err); werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, `argument "name" is required`) {
+			t.Errorf("without its argument: %d %q, want -32602 saying it is required", werr.Code, werr.Message)
+		}
+	})
+}
+
+func TestComplete(t *testing.T) {
+	f := startContent(t, "")
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		res, err := cs.Complete(ctxT(t), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "w__greet"},
+			Argument: mcp.CompleteParamsArgument{Name: "name", Value: "al"}})
+		if err != nil || !slices.Equal(res.Completion.Values, []string{"alpha", "alpine"}) {
+			t.Errorf("completion: %+v, %v; want alpha, alpine", res, err)
+		}
+	})
+}
+
+func TestSubscribe(t *testing.T) {
+	f := startContent(t, "")
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			updated := make(chan string, 16)
+			cs := f.connect(t, era, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+				select {
+				case updated <- req.Params.URI:
+				default:
+				}
+			}})
+			if err := cs.Subscribe(ctxT(t), &mcp.SubscribeParams{URI: "test://watched"}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case uri := <-updated:
+				if uri != "test://watched" {
+					t.Errorf("updated %q, want test://watched", uri)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("no notifications/resources/updated")
+			}
+			if err := cs.Unsubscribe(ctxT(t), &mcp.UnsubscribeParams{URI: "test://watched"}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the server to be unsubscribed", func() bool {
+				return len(marks(t, f.mark, "unsubscribe test://watched")) > 0
+			})
+		})
+	}
+}
+
+// TestPromptApproval: a get that policy wants approved asks the person at
+// the client, through elicitation, in both eras, as a tool call does.
+func TestPromptApproval(t *testing.T) {
+	f := startContent(t, `    - {server: w, tool: w__greet, decision: ask}
+`)
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			var asked []string
+			approve := true
+			cs := f.connect(t, era, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					if approve {
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+					}
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				},
+			})
+			res, err := cs.GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: "w__greet", Arguments: map[string]string{"name": "yes " + era}})
+			if err != nil || len(res.Messages) != 1 {
+				t.Fatalf("approved get: %+v, %v; want the prompt", res, err)
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "Approve this prompt?") || !strings.Contains(asked[0], "apr_") {
+				t.Errorf("asked %q, want one question with the approval id", asked)
+			}
+			approve = false
+			_, err = cs.GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: "w__greet", Arguments: map[string]string{"name": "no " + era}})
+			if werr := rpcError(t, err); werr.Code != gateway.CodeRefused || errorClass(t, werr) != "denied" || !strings.Contains(werr.Message, "a person denied approval") {
+				t.Errorf("declined get: %d %q, want CodeRefused, denied", werr.Code, werr.Message)
+			}
+			if got := marks(t, f.mark, "get greet "); !slices.Contains(got, "get greet yes "+era) || slices.Contains(got, "get greet no "+era) {
+				t.Errorf("the server saw %q, want the approved get only", got)
+			}
+		})
+	}
+}
+
+// TestPromptInputRequired: a server's question during a get reaches the
+// client, as during a tool call.
+func TestPromptInputRequired(t *testing.T) {
+	f := startContent(t, "")
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs := f.connect(t, era, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"context": "from " + era}}, nil
+				},
+			})
+			res, err := cs.GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: "w__ask_context"})
+			if err != nil || len(res.Messages) != 1 {
+				t.Fatalf("get: %+v, %v; want the prompt", res, err)
+			}
+			if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Context: from "+era {
+				t.Errorf("message %+v, want the answer", res.Messages[0].Content)
+			}
+		})
+	}
+}
