@@ -319,6 +319,20 @@ func TestSubscribe(t *testing.T) {
 			waitFor(t, "the server to be unsubscribed", func() bool {
 				return len(marks(t, f.mark, "unsubscribe test://watched")) > 0
 			})
+
+			// A session that ends unsubscribes.
+			before, subscribed := len(marks(t, f.mark, "unsubscribe test://watched")), len(marks(t, f.mark, "subscribe test://watched"))
+			other := f.connect(t, era, nil)
+			if err := other.Subscribe(ctxT(t), &mcp.SubscribeParams{URI: "test://watched"}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the server to be subscribed", func() bool {
+				return len(marks(t, f.mark, "subscribe test://watched")) > subscribed
+			})
+			other.Close()
+			waitFor(t, "the ended session's subscription to end", func() bool {
+				return len(marks(t, f.mark, "unsubscribe test://watched")) > before
+			})
 		})
 	}
 }

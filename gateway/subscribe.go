@@ -66,38 +66,65 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 		return err
 	}
 	defer release()
-	g.subs.mu.Lock()
-	defer g.subs.mu.Unlock()
-	if _, ok := g.subs.subs[req.Session][uri]; ok {
-		return nil
+	if !g.subs.reserve(req.Session, uri, at, g.unsubscribeAll) {
+		return nil // subscribed already
 	}
 	if e := g.host.Load().Subscribe(ctx, snap, airlock.Read{URI: at.uri, Server: at.server}); e != nil {
+		g.subs.drop(req.Session, uri)
 		return g.refused(ctx, who, &airlock.Result{Status: e.Kind, Err: e, Content: e.Msg}, uri)
 	}
-	if g.subs.subs == nil {
-		g.subs.subs = map[*mcp.ServerSession]map[string]target{}
+	if !g.subs.holds(req.Session, uri) {
+		// Unsubscribed, or the session ended, while the host subscribed.
+		g.host.Load().Unsubscribe(ctx, snap, airlock.Read{URI: at.uri, Server: at.server})
 	}
-	uris := g.subs.subs[req.Session]
+	return nil
+}
+
+// reserve notes that ss subscribes to uri (at), unless it has already;
+// ended is called once ss ends, for its first subscription.
+func (s *sessionSubs) reserve(ss *mcp.ServerSession, uri string, at target, ended func(*mcp.ServerSession)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.subs[ss][uri]; ok {
+		return false
+	}
+	if s.subs == nil {
+		s.subs = map[*mcp.ServerSession]map[string]target{}
+	}
+	uris := s.subs[ss]
 	if uris == nil {
 		uris = map[string]target{}
-		g.subs.subs[req.Session] = uris
+		s.subs[ss] = uris
 		// The session's subscriptions end with it.
-		go func(ss *mcp.ServerSession) {
+		go func() {
 			ss.Wait()
-			g.unsubscribeAll(ss)
-		}(req.Session)
+			ended(ss)
+		}()
 	}
 	uris[uri] = at
-	return nil
+	return true
+}
+
+// drop forgets ss's subscription to uri, and returns where it was.
+func (s *sessionSubs) drop(ss *mcp.ServerSession, uri string) (target, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.subs[ss][uri]
+	delete(s.subs[ss], uri)
+	return at, ok
+}
+
+// holds reports whether ss is subscribed to uri.
+func (s *sessionSubs) holds(ss *mcp.ServerSession, uri string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.subs[ss][uri]
+	return ok
 }
 
 // unsubscribe is the SDK's UnsubscribeHandler.
 func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	g.subs.mu.Lock()
-	at, ok := g.subs.subs[req.Session][req.Params.URI]
-	delete(g.subs.subs[req.Session], req.Params.URI)
-	g.subs.mu.Unlock()
-	if ok {
+	if at, ok := g.subs.drop(req.Session, req.Params.URI); ok {
 		g.host.Load().Unsubscribe(ctx, g.snap.Load(), airlock.Read{URI: at.uri, Server: at.server})
 	}
 	return nil
