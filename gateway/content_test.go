@@ -100,6 +100,13 @@ func addContent(s *mcp.Server) {
 	})
 	s.AddResource(&mcp.Resource{URI: "test://watched", Name: "watched"}, textOf("watched"))
 	addShared(s)
+	if _, err := os.Stat(os.Getenv(envMark) + ".extra"); err == nil {
+		// A server that gained a resource and a prompt since it last ran.
+		s.AddResource(&mcp.Resource{URI: "test://extra", Name: "extra"}, textOf("extra"))
+		s.AddPrompt(&mcp.Prompt{Name: "extra"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "extra"}}}}, nil
+		})
+	}
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://template/{id}/data", Name: "template", MIMEType: "text/plain"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "data of " + req.Params.URI}}}, nil
@@ -143,12 +150,14 @@ func startContent(t *testing.T, rules string) *fixture {
   - id: w
     command: %q
     env: {%s: content, %s: %q, %s: w}
-    allowed_tools: [echo]
+    allowed_tools: [echo, crash]
   - id: v
     command: %q
     env: {%s: shared, %s: %q, %s: v}
     allowed_tools: [echo]
 policy:
+  tools:
+    - {server: w, tool: crash, effect: read}
   rules:
 %s`, exe, envUpstream, envMark, f.mark, envServerID, exe, envUpstream, envMark, f.markB+"v", envServerID, rules+"    - {server: \"*\", tool: \"*\", decision: allow}\n"), "airlock.yaml", dir)
 	if err != nil {
@@ -391,6 +400,82 @@ func TestPromptInputRequired(t *testing.T) {
 			}
 			if tc, ok := res.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Context: from "+era {
 				t.Errorf("message %+v, want the answer", res.Messages[0].Content)
+			}
+		})
+	}
+}
+
+// TestContentListChanged: when a server comes back with another resource
+// and prompt, clients of both eras hear that the lists changed, and find
+// them.
+func TestContentListChanged(t *testing.T) {
+	f := startContent(t, "")
+	type heard struct{ resources, prompts chan struct{} }
+	sessions, ears := map[string]*mcp.ClientSession{}, map[string]heard{}
+	for _, era := range eras {
+		h := heard{make(chan struct{}, 16), make(chan struct{}, 16)}
+		ears[era] = h
+		sessions[era] = f.connect(t, era, &mcp.ClientOptions{
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { h.resources <- struct{}{} },
+			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { h.prompts <- struct{}{} },
+		})
+	}
+	if err := os.WriteFile(f.mark+".extra", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	crash(t, f, sessions[session])
+	for _, era := range eras {
+		for what, ch := range map[string]chan struct{}{"resources": ears[era].resources, "prompts": ears[era].prompts} {
+			select {
+			case <-ch:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s: no notifications/%s/list_changed", era, what)
+			}
+		}
+		res, err := sessions[era].ReadResource(ctxT(t), &mcp.ReadResourceParams{URI: "test://extra"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "extra" {
+			t.Errorf("%s: the new resource: %+v, %v", era, res, err)
+		}
+		if _, err := sessions[era].GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: "w__extra"}); err != nil {
+			t.Errorf("%s: the new prompt: %v", era, err)
+		}
+	}
+}
+
+// TestReadApproval: a read that policy wants approved asks the person at
+// the client, as a tool call does; a client that cannot be asked is told
+// the approval id and how to approve it.
+func TestReadApproval(t *testing.T) {
+	f := startContent(t, `    - {server: w, tool: resources/read, decision: ask}
+`)
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			var asked []string
+			cs := f.connect(t, era, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+				},
+			})
+			res, err := cs.ReadResource(ctxT(t), &mcp.ReadResourceParams{URI: "test://static-text"})
+			if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "static text" {
+				t.Fatalf("approved read: %+v, %v; want the text", res, err)
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], "Approve this resource read?") {
+				t.Errorf("asked %q, want one question", asked)
+			}
+
+			plain := f.connect(t, era, nil)
+			_, err = plain.ReadResource(ctxT(t), &mcp.ReadResourceParams{URI: "test://watched"})
+			werr := rpcError(t, err)
+			var data struct {
+				Class      string
+				ApprovalID string `json:"approval_id"`
+			}
+			json.Unmarshal(werr.Data, &data)
+			if werr.Code != gateway.CodeRefused || data.Class != "approval_required" || !strings.HasPrefix(data.ApprovalID, "apr_") ||
+				!strings.Contains(werr.Message, "airlock approvals approve "+data.ApprovalID) {
+				t.Errorf("read without elicitation: %d %q %s, want approval_required with the id and how to approve", werr.Code, werr.Message, werr.Data)
 			}
 		})
 	}

@@ -47,11 +47,20 @@ func promptExchange(req *mcp.GetPromptRequest) *exchange {
 
 func readExchange(req *mcp.ReadResourceRequest) *exchange {
 	p := req.Params
-	return &exchange{method: "resources/read", subject: "resources/read " + p.URI, session: req.Session, meta: p.GetMeta(),
-		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities,
-		needs: func(reqs mcp.InputRequestMap, state string) mcp.Result {
-			return &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}
-		}}
+	ex := &exchange{method: "resources/read", subject: "resources/read " + p.URI, session: req.Session, meta: p.GetMeta(),
+		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities}
+	ex.needs = func(reqs mcp.InputRequestMap, state string) mcp.Result {
+		res := &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}
+		if !ex.modern() {
+			// For a 2025-11-25 client the SDK refuses a read result
+			// without contents before its multi-round-trip middleware
+			// can ask the client; an empty list passes, and the round
+			// is answered by the retry.
+			res.Contents = []*mcp.ResourceContents{}
+		}
+		return res
+	}
+	return ex
 }
 
 // answered reports whether the request is a retry: it carries answers or
