@@ -37,11 +37,7 @@ func (g *Gateway) read(at func(uri string) target) mcp.ResourceHandler {
 		}
 		defer g.calls.leave()
 		defer done()
-		who, err := g.callerOf(req.Extra)
-		if err != nil {
-			return nil, err
-		}
-		snap, release, err := g.snapshot(who)
+		who, snap, release, err := g.callerSnapshot(req.Extra)
 		if err != nil {
 			return nil, err
 		}
@@ -140,11 +136,7 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 // template (a qualified one names its server).
 func (g *Gateway) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
-	who, err := g.callerOf(req.Extra)
-	if err != nil {
-		return nil, err
-	}
-	snap, release, err := g.snapshot(who)
+	who, snap, release, err := g.callerSnapshot(req.Extra)
 	if err != nil {
 		return nil, err
 	}

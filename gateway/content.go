@@ -185,13 +185,7 @@ func (g *Gateway) publishContent(old, ix *contentIndex) {
 	if old == nil {
 		old = &contentIndex{}
 	}
-	var gone []string
-	for uri := range old.resources {
-		if _, ok := ix.resources[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := missing(old.resources, ix.resources); len(gone) > 0 {
 		g.server.RemoveResources(gone...)
 	}
 	for uri, r := range ix.resources {
@@ -199,13 +193,7 @@ func (g *Gateway) publishContent(old, ix *contentIndex) {
 			g.server.AddResource(r.res, g.read(func(string) target { return r.at }))
 		}
 	}
-	gone = gone[:0]
-	for tmpl := range old.templates {
-		if _, ok := ix.templates[tmpl]; !ok {
-			gone = append(gone, tmpl)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := missing(old.templates, ix.templates); len(gone) > 0 {
 		g.server.RemoveResourceTemplates(gone...)
 	}
 	for listed, t := range ix.templates {
@@ -213,13 +201,7 @@ func (g *Gateway) publishContent(old, ix *contentIndex) {
 			g.server.AddResourceTemplate(t.tmpl, g.read(func(uri string) target { return target{t.at.server, t.unqualified(uri)} }))
 		}
 	}
-	gone = gone[:0]
-	for name := range old.prompts {
-		if ix.prompts[name] == nil {
-			gone = append(gone, name)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := missing(old.prompts, ix.prompts); len(gone) > 0 {
 		g.server.RemovePrompts(gone...)
 	}
 	for name, p := range ix.prompts {
@@ -227,6 +209,18 @@ func (g *Gateway) publishContent(old, ix *contentIndex) {
 			g.server.AddPrompt(p, g.get)
 		}
 	}
+}
+
+// missing lists the keys of old that next lacks, sorted.
+func missing[V any](old, next map[string]V) []string {
+	var out []string
+	for k := range old {
+		if _, ok := next[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // same reports whether a and b list the same.

@@ -264,14 +264,8 @@ func (g *Gateway) publish(snap *airlock.Snapshot, announce bool) {
 		}
 		next[t.Name] = mt
 	}
-	var gone []string
-	for name := range g.listed {
-		if next[name] == nil {
-			gone = append(gone, name)
-		}
-	}
+	gone := missing(g.listed, next)
 	if len(gone) > 0 {
-		slices.Sort(gone)
 		g.server.RemoveTools(gone...)
 	}
 	for name, mt := range next {

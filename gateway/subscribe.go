@@ -57,11 +57,7 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	if !ok {
 		return mcp.ResourceNotFoundError(uri)
 	}
-	who, err := g.callerOf(extraOf(ctx, req.Extra))
-	if err != nil {
-		return err
-	}
-	snap, release, err := g.snapshot(who)
+	who, snap, release, err := g.callerSnapshot(extraOf(ctx, req.Extra))
 	if err != nil {
 		return err
 	}
