@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -478,5 +479,38 @@ func TestReadApproval(t *testing.T) {
 				t.Errorf("read without elicitation: %d %q %s, want approval_required with the id and how to approve", werr.Code, werr.Message, werr.Data)
 			}
 		})
+	}
+}
+
+// TestPromptApprovalClientCannotAsk: a 2025-11-25 client that declared
+// elicitation but fails to ask gets approval_required, with the id and how
+// to approve it, and the request stays pending for a person.
+func TestPromptApprovalClientCannotAsk(t *testing.T) {
+	f := startContent(t, `    - {server: w, tool: w__greet, decision: ask}
+`)
+	cs := f.connect(t, session, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("no window to show a form in")
+		},
+	})
+	get := func() (*mcp.GetPromptResult, error) {
+		return cs.GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: "w__greet", Arguments: map[string]string{"name": "unasked"}})
+	}
+	_, err := get()
+	werr := rpcError(t, err)
+	var data struct {
+		Class      string
+		ApprovalID string `json:"approval_id"`
+	}
+	json.Unmarshal(werr.Data, &data)
+	if werr.Code != gateway.CodeRefused || data.Class != "approval_required" ||
+		!strings.Contains(werr.Message, "could not ask") || !strings.Contains(werr.Message, "airlock approvals approve "+data.ApprovalID) {
+		t.Fatalf("get: %d %q %s, want approval_required saying the client could not ask, and how to approve", werr.Code, werr.Message, werr.Data)
+	}
+	if err := f.h.Decide(context.Background(), data.ApprovalID, true, "tester", ""); err != nil {
+		t.Fatalf("the request is not pending: %v", err)
+	}
+	if res, err := get(); err != nil || len(res.Messages) != 1 {
+		t.Errorf("after approval: %+v, %v; want the prompt", res, err)
 	}
 }

@@ -312,18 +312,24 @@ func annotations(t airlock.Tool) *mcp.ToolAnnotations {
 	return a
 }
 
-// cacheable sets how long a client may keep a list (of tools, and the
-// empty ones of prompts and resources). Without inbound authentication
-// every client acts for one principal and sees the same catalog, so a
-// list may be shared; with it, principals may see different catalogs, and
-// a list is for its caller only.
+// cacheable sets how long a client may keep a list (of tools, prompts,
+// resources and resource templates), and who may keep a list or a
+// resource read. Without inbound authentication every client acts for one
+// principal and sees the same catalog, so a list may be shared; with it,
+// principals may see different catalogs, and read with credentials of
+// their own, so a list or a read is for its caller only. A read is stale
+// at once: the resource may change.
 func (g *Gateway) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 	switch req.(type) {
 	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
 		c.TTLMs, c.CacheScope = int(g.opts.ListTTL/time.Millisecond), "public"
-		if g.opts.Verifier != nil {
-			c.CacheScope = "private"
-		}
+	case *mcp.ReadResourceRequest:
+		c.TTLMs, c.CacheScope = 0, "public"
+	default:
+		return
+	}
+	if g.opts.Verifier != nil {
+		c.CacheScope = "private"
 	}
 }
 
