@@ -25,65 +25,28 @@ import (
 // result is q.r.
 func (h *Host) access(ctx context.Context, q *request, kind policy.Kind, resource string, send func(context.Context, *request) *Result) *Result {
 	snap, r, tool := q.snap, q.r, q.tool
-	ctx, leave, err := h.calls.enter(ctx)
-	if err != nil {
-		return r.fail(newError(Cancelled, tool.Server, tool.Name, err, "the host is closing"))
+	q.kind, q.resource = kind, resource
+	ctx, leave, res := h.admit(ctx, q)
+	if res != nil {
+		return res
 	}
 	defer leave()
-	if t := snap.task; t != nil {
-		var leave func()
-		if ctx, leave, err = t.calls.enter(ctx); err != nil {
-			return r.fail(newError(Cancelled, tool.Server, tool.Name, err, "task %s is closing", t.info.ID))
-		}
-		defer leave()
-	}
-	if t := snap.turn; t != nil && h.cfg.Limits.MaxCallsPerTurn > 0 {
-		if n := t.calls.Add(1); n > int64(h.cfg.Limits.MaxCallsPerTurn) {
-			return q.fail(Denied, nil, "refused: this turn already made %d calls (limits.max_calls_per_turn); end the turn", h.cfg.Limits.MaxCallsPerTurn)
-		}
-	}
-	q.info = &CallInfo{ToolCallID: q.call.ID, Name: tool.Name, Server: tool.Server, RemoteName: tool.Remote,
-		Arguments: q.args, Snapshot: snap.ID(), Effect: tool.Effect}
-	if snap.task != nil {
-		q.info.Task = snap.task.info.ID
-	}
-	hook := h.runBeforeHooks(ctx, q.info)
-	q.decision = h.gov.policy.Decide(policy.Request{Kind: kind, Resource: resource, Server: tool.Server, Tool: tool.Name,
-		RemoteTool: tool.Remote, Arguments: q.args, Principal: snap.who})
-	r.Decision = Decision{Verdict: q.decision.Verdict, Rule: q.decision.Rule, Reason: q.decision.Reason}
-	if hook.Decision != "" && policy.Stricter(r.Decision.Verdict, hook.Decision) != r.Decision.Verdict {
-		r.Decision = Decision{Verdict: hook.Decision, Rule: "hook", Reason: hook.Reason}
-	}
-	h.auditDecision(ctx, q)
-	switch r.Decision.Verdict {
-	case Allow:
-	case Ask:
-		if res := h.approve(ctx, q); res != nil {
-			return res
-		}
-	default:
-		return q.fail(Denied, nil, "%s refused: %s", tool.Name, r.Decision.Reason)
+	q.describe()
+	if res := h.govern(ctx, q, policy.Request{Kind: kind, Resource: resource, Server: tool.Server, Tool: tool.Name,
+		RemoteTool: tool.Remote, Arguments: q.args, Principal: snap.who}); res != nil {
+		return res
 	}
 	if err := h.routeCall(ctx, q); err != nil {
 		return r.fail(err)
 	}
-	leaveTenant, err := h.tenants.enter(snap.who.Tenant)
-	if err != nil {
-		return q.fail(Busy, err, "%s: %v", tool.Name, err)
-	}
-	defer leaveTenant()
-	wait, release, err := q.route.acquire(ctx)
-	r.QueueWait = wait
-	if err != nil {
-		if ctx.Err() != nil {
-			return q.fail(Cancelled, err, "%s: cancelled while waiting for server %s", tool.Name, tool.Server)
-		}
-		return q.fail(Busy, err, "%s: %v", tool.Name, err)
+	release, res := h.room(ctx, q)
+	if res != nil {
+		return res
 	}
 	defer release()
 	h.audit(ctx, q.event(store.EventCallSent, map[string]any{"attempt": 1}))
 	q.sent = q.link
-	res := send(ctx, q)
+	res = send(ctx, q)
 	if res.Status == OK {
 		q.srv.setStatus(func(st *ServerStatus) { st.LastOK = time.Now() })
 	}

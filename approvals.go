@@ -184,8 +184,8 @@ func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBindin
 	if i := slices.IndexFunc(pending, func(a store.Approval) bool { return a.Digest == b.digest && owns(who, a) }); i >= 0 {
 		return pending[i], nil
 	}
-	summary := policy.Summary(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Arguments: q.args, Principal: who, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
+	summary := policy.Summary(policy.Request{Kind: q.kind, Resource: q.resource, Server: tool.Server, Tool: tool.Name,
+		RemoteTool: tool.Remote, Arguments: q.args, Principal: who, Annotations: tool.Annotations}, d, h.gov.redactor.Value)
 	summary = strings.TrimSpace(summary)
 	if reason := q.r.Decision.Reason; reason != d.Reason {
 		summary += "\nalso: " + reason // a hook asked

@@ -89,6 +89,9 @@ func (q *request) event(name string, fields map[string]any) store.Event {
 	if q.tool != nil {
 		e.Server, e.Tool = q.tool.Server, q.tool.Name
 	}
+	if q.resource != "" {
+		fields["uri"] = q.resource // scrubbed with the event
+	}
 	return e
 }
 

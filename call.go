@@ -41,6 +41,10 @@ type request struct {
 	// undeclared is the method of a request for a client feature the host
 	// did not declare, sent by the server during the call; "" if none.
 	undeclared string
+	// kind is what is asked of the server: a tool call, or (access.go) a
+	// resource read, with its URI in resource, or a prompt get.
+	kind     policy.Kind
+	resource string
 }
 
 // fail ends q with an error about its tool.
@@ -64,33 +68,15 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	defer h.finish(ctx, q, began)
 	r := q.r
 
-	// A call is registered with the host, and with its task, so that
-	// closing either can wait for it or cancel it; once closing has begun,
-	// new calls are refused.
-	ctx, leave, err := h.calls.enter(ctx)
-	if err != nil {
-		return r.fail(newError(Cancelled, "", c.Name, err, "the host is closing"))
+	ctx, leave, failed := h.admit(ctx, q)
+	if failed != nil {
+		return failed
 	}
 	defer leave()
-	if t := snap.task; t != nil {
-		var leave func()
-		if ctx, leave, err = t.calls.enter(ctx); err != nil {
-			return r.fail(newError(Cancelled, "", c.Name, err, "task %s is closing", t.info.ID))
-		}
-		defer leave()
-	}
-
-	// A turn may make only so many calls: a model stuck in a loop stops
-	// here, before any server sees it.
-	if t := snap.turn; t != nil && h.cfg.Limits.MaxCallsPerTurn > 0 {
-		if n := t.calls.Add(1); n > int64(h.cfg.Limits.MaxCallsPerTurn) {
-			return r.fail(newError(Denied, "", c.Name, nil,
-				"refused: this turn already made %d tool calls (limits.max_calls_per_turn); end the turn", h.cfg.Limits.MaxCallsPerTurn))
-		}
-	}
 
 	// Resolve the local name in the turn's snapshot. A name the model made
 	// up, or one from another snapshot, reaches no server.
+	var err error
 	tool, ok := snap.snap.Lookup(c.Name)
 	if !ok {
 		if srv := snap.loginPending(c.Name); srv != nil {
@@ -112,31 +98,14 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	if err != nil {
 		return q.fail(InvalidArguments, err, "invalid arguments for %s: %v", tool.Name, err)
 	}
-	q.info = &CallInfo{ToolCallID: c.ID, Name: tool.Name, Server: tool.Server, RemoteName: tool.Remote,
-		Arguments: q.args, Snapshot: snap.ID(), Effect: tool.Effect}
-	if snap.task != nil {
-		q.info.Task = snap.task.info.ID
-	}
+	q.describe()
 
 	// Before hooks, then policy: the stricter verdict wins, and a server's
 	// own annotations never make a call more permitted. Ask goes to a
 	// person, through an approval bound to exactly this call.
-	hook := h.runBeforeHooks(ctx, q.info)
-	q.decision = h.gov.policy.Decide(policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
-		Arguments: q.args, Principal: snap.who, Annotations: tool.Annotations})
-	r.Decision = Decision{Verdict: q.decision.Verdict, Rule: q.decision.Rule, Reason: q.decision.Reason}
-	if hook.Decision != "" && policy.Stricter(r.Decision.Verdict, hook.Decision) != r.Decision.Verdict {
-		r.Decision = Decision{Verdict: hook.Decision, Rule: "hook", Reason: hook.Reason}
-	}
-	h.auditDecision(ctx, q)
-	switch r.Decision.Verdict {
-	case Allow:
-	case Ask:
-		if res := h.approve(ctx, q); res != nil {
-			return res
-		}
-	default: // deny, and anything unforeseen: fail closed
-		return q.fail(Denied, nil, "%s refused: %s", tool.Name, r.Decision.Reason)
+	if res := h.govern(ctx, q, policy.Request{Server: tool.Server, Tool: tool.Name, RemoteTool: tool.Remote,
+		Arguments: q.args, Principal: snap.who, Annotations: tool.Annotations}); res != nil {
+		return res
 	}
 
 	// Validate against the input schema of this snapshot.
@@ -151,21 +120,9 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		return r.fail(err)
 	}
 
-	// Backpressure: the tenant's calls in flight, then one of the route's
-	// slots, waited for at most queue_timeout. Both are capacity: a call
-	// that gets no room is busy, was never sent, and may be tried again.
-	leaveTenant, err := h.tenants.enter(snap.who.Tenant)
-	if err != nil {
-		return q.fail(Busy, err, "%s: %v", tool.Name, err)
-	}
-	defer leaveTenant()
-	wait, release, err := q.route.acquire(ctx)
-	r.QueueWait = wait
-	if err != nil {
-		if ctx.Err() != nil {
-			return q.fail(Cancelled, err, "%s: cancelled while waiting for server %s", tool.Name, tool.Server)
-		}
-		return q.fail(Busy, err, "%s: %v", tool.Name, err)
+	release, failed := h.room(ctx, q)
+	if failed != nil {
+		return failed
 	}
 
 	// Send it, journaled, and never twice by guessing (see sendCall).
@@ -178,6 +135,91 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 
 	// Turn the answer into what the caller sees.
 	return h.answer(ctx, q, res)
+}
+
+// describe sets what hooks see of q.
+func (q *request) describe() {
+	tool := q.tool
+	q.info = &CallInfo{ToolCallID: q.call.ID, Name: tool.Name, Server: tool.Server, RemoteName: tool.Remote,
+		Arguments: q.args, Snapshot: q.snap.ID(), Effect: tool.Effect}
+	if q.snap.task != nil {
+		q.info.Task = q.snap.task.info.ID
+	}
+}
+
+// govern runs the before hooks and policy on q (req is what policy
+// decides): the stricter verdict wins, and a server's own annotations
+// never make a call more permitted. Ask goes to a person, through an
+// approval bound to exactly this call (approve); deny, and anything
+// unforeseen, fails closed. A result means q ends there.
+func (h *Host) govern(ctx context.Context, q *request, req policy.Request) *Result {
+	r := q.r
+	hook := h.runBeforeHooks(ctx, q.info)
+	q.decision = h.gov.policy.Decide(req)
+	r.Decision = Decision{Verdict: q.decision.Verdict, Rule: q.decision.Rule, Reason: q.decision.Reason}
+	if hook.Decision != "" && policy.Stricter(r.Decision.Verdict, hook.Decision) != r.Decision.Verdict {
+		r.Decision = Decision{Verdict: hook.Decision, Rule: "hook", Reason: hook.Reason}
+	}
+	h.auditDecision(ctx, q)
+	switch r.Decision.Verdict {
+	case Allow:
+		return nil
+	case Ask:
+		return h.approve(ctx, q)
+	}
+	return q.fail(Denied, nil, "%s refused: %s", q.tool.Name, r.Decision.Reason)
+}
+
+// admit registers q with the host, and with its task, so that closing
+// either can wait for it or cancel it (once closing has begun, new calls
+// are refused), and counts it in its turn: a model stuck in a loop stops
+// here, before any server sees it. leave ends the registration; a result
+// means q ends there.
+func (h *Host) admit(ctx context.Context, q *request) (_ context.Context, leave func(), _ *Result) {
+	name, snap, r := q.call.Name, q.snap, q.r
+	ctx, leaveHost, err := h.calls.enter(ctx)
+	if err != nil {
+		return ctx, nil, r.fail(newError(Cancelled, "", name, err, "the host is closing"))
+	}
+	leave = leaveHost
+	if t := snap.task; t != nil {
+		var leaveTask func()
+		if ctx, leaveTask, err = t.calls.enter(ctx); err != nil {
+			leaveHost()
+			return ctx, nil, r.fail(newError(Cancelled, "", name, err, "task %s is closing", t.info.ID))
+		}
+		leave = func() { leaveTask(); leaveHost() }
+	}
+	if t := snap.turn; t != nil && h.cfg.Limits.MaxCallsPerTurn > 0 {
+		if n := t.calls.Add(1); n > int64(h.cfg.Limits.MaxCallsPerTurn) {
+			leave()
+			return ctx, nil, r.fail(newError(Denied, "", name, nil,
+				"refused: this turn already made %d calls (limits.max_calls_per_turn); end the turn", h.cfg.Limits.MaxCallsPerTurn))
+		}
+	}
+	return ctx, leave, nil
+}
+
+// room is backpressure: the tenant's calls in flight, then one of q's
+// route's slots, waited for at most queue_timeout. Both are capacity: a
+// call that gets no room is busy, was never sent, and may be tried again.
+// release gives the room back; a result means q ends there.
+func (h *Host) room(ctx context.Context, q *request) (release func(), _ *Result) {
+	tool := q.tool
+	leaveTenant, err := h.tenants.enter(q.snap.who.Tenant)
+	if err != nil {
+		return nil, q.fail(Busy, err, "%s: %v", tool.Name, err)
+	}
+	wait, releaseSlot, err := q.route.acquire(ctx)
+	q.r.QueueWait = wait
+	if err != nil {
+		leaveTenant()
+		if ctx.Err() != nil {
+			return nil, q.fail(Cancelled, err, "%s: cancelled while waiting for server %s", tool.Name, tool.Server)
+		}
+		return nil, q.fail(Busy, err, "%s: %v", tool.Name, err)
+	}
+	return func() { releaseSlot(); leaveTenant() }, nil
 }
 
 // answer turns the server's answer into q's result. A tool error is a

@@ -59,10 +59,13 @@ func (h *Host) Complete(ctx context.Context, snap *Snapshot, c CompleteRequest) 
 	if d.Verdict == Deny {
 		return nil, newError(Denied, srv.cfg.ID, c.Argument, nil, "completion refused: %s", d.Reason)
 	}
-	conn := srv.current()
-	if conn == nil || conn.Fault() != nil {
-		return nil, newError(ConnectionError, srv.cfg.ID, c.Argument, nil, "server %s is not connected", srv.cfg.ID)
+	// The connection of the principal it is asked for (a lane, for a
+	// server with per-user credentials), as a call's.
+	q := &request{snap: snap, srv: srv, tool: &catalog.Tool{Name: "completion/complete", Server: srv.cfg.ID}, r: &Result{}}
+	if e := h.routeCall(ctx, q); e != nil {
+		return nil, e
 	}
+	conn := q.link.conn
 	if caps := conn.Session().InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
 		return &Completion{Values: []string{}}, nil
 	}
@@ -76,7 +79,6 @@ func (h *Host) Complete(ctx context.Context, snap *Snapshot, c CompleteRequest) 
 	h.audit(ctx, store.Event{Event: store.EventCompletion, Server: srv.cfg.ID, Tool: c.Prompt, Snapshot: snap.ID(),
 		Fields: map[string]any{"argument": c.Argument, "template": h.gov.scrub(c.Template), "ok": cerr == nil}})
 	if cerr != nil {
-		q := &request{srv: srv, tool: &catalog.Tool{Name: "completion/complete", Server: srv.cfg.ID}, link: srv.currentLink()}
 		return nil, h.accessError(ctx, q, cerr)
 	}
 	return h.boundCompletion(res), nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/schema"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
 )
@@ -146,9 +147,10 @@ func (h *Host) getPrompt(ctx context.Context, q *request, args map[string]any) *
 	defer cancel(nil)
 	ask := h.newAsking(q, callCtx, func() func() { return func() {} }, cancel)
 	defer ask.close()
+	sendCtx := upstream.WithAsker(callCtx, ask.asker())
 	var res *mcp.GetPromptResult
 	for {
-		roundCtx, stop := context.WithTimeout(callCtx, srv.cfg.RequestTimeout)
+		roundCtx, stop := context.WithTimeout(sendCtx, srv.cfg.RequestTimeout)
 		var err error
 		res, err = q.link.conn.Session().GetPrompt(roundCtx, params)
 		stop()
@@ -163,6 +165,11 @@ func (h *Host) getPrompt(ctx context.Context, q *request, args map[string]any) *
 			return q.r.fail(h.callError(ctx, q, err))
 		}
 		params.InputResponses, params.RequestState = next.InputResponses, next.RequestState
+	}
+	ask.close()
+	if q.undeclared != "" {
+		return q.fail(ContractError, nil, "prompt %s: server %s sent %s while getting it, which Airlock did not declare to it; the request was refused and the prompt is not used",
+			q.tool.Name, srv.cfg.ID, q.undeclared)
 	}
 	r := q.r
 	r.Description = h.gov.scrub(res.Description)

@@ -93,6 +93,9 @@ func (h *Host) resolveResource(snap *Snapshot, rd Read) (*server, *Error) {
 	if why := catalog.CheckURI(rd.URI); why != "" {
 		return nil, newError(InvalidArguments, rd.Server, methodRead, nil, "cannot read %q: %s", printable(rd.URI), why)
 	}
+	if catalog.DotSegments(rd.URI) {
+		return nil, newError(InvalidArguments, rd.Server, methodRead, nil, "cannot read %s: it has . or .. path segments; give the resource's own URI", printable(rd.URI))
+	}
 	if rd.Server != "" {
 		s, ok := snap.servers[rd.Server]
 		if !ok {

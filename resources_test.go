@@ -335,3 +335,142 @@ func TestSubscribe(t *testing.T) {
 		}
 	})
 }
+
+// TestResourcePolicy: policy.rules decide reads and gets like calls; ask
+// binds an approval to exactly the URI (or prompt and arguments) read.
+func TestResourcePolicy(t *testing.T) {
+	cs := newContentServer()
+	h := openContentHost(t, cs, "2025-11-25", func(c *config.Config) {
+		c.Policy.Rules = []config.Rule{
+			{Server: "content", Resource: "test://static/text", Decision: "ask", Source: "test:1"},
+			{Server: "content", Resource: "test://items/**", Decision: "deny", Source: "test:2"},
+			{Server: "content", Prompt: "greet", Decision: "ask", Source: "test:3"},
+			{Server: "content", Tool: "*", ToolGiven: true, Decision: "deny", Source: "test:4"},
+		}
+	}, nil)
+	snap := h.Snapshot()
+	ctx := context.Background()
+
+	r := h.ReadResource(ctx, snap, airlock.Read{URI: "test://static/text"})
+	if r.Status != airlock.ApprovalRequired || r.ApprovalID == "" || cs.reads["test://static/text"].Load() != 0 {
+		t.Fatalf("read under ask = %s %v (%d reads sent), want approval_required and nothing sent", r.Status, r.Err, cs.reads["test://static/text"].Load())
+	}
+	st, err := airlock.OpenStore(h.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Approvals().Get(ctx, r.ApprovalID)
+	st.Close()
+	if err != nil || !strings.Contains(a.Summary, `read resource "test://static/text" from server "content"`) {
+		t.Fatalf("approval = %+v %v", a, err)
+	}
+	if err := h.Decide(ctx, r.ApprovalID, true, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	// The grant is for that URI alone, and for one read.
+	if r := h.ReadResource(ctx, snap, airlock.Read{URI: "test://static/blob"}); r.Status != airlock.OK {
+		t.Errorf("a read no rule asks about = %s %v", r.Status, r.Err)
+	}
+	if r := h.ReadResource(ctx, snap, airlock.Read{URI: "test://static/text"}); r.Status != airlock.OK || r.Contents[0].Text != "hello resource" {
+		t.Fatalf("read after the grant = %s %v", r.Status, r.Err)
+	}
+	if r := h.ReadResource(ctx, snap, airlock.Read{URI: "test://static/text"}); r.Status != airlock.ApprovalRequired {
+		t.Errorf("a second read on one grant = %s, want approval_required", r.Status)
+	}
+
+	r = h.ReadResource(ctx, snap, airlock.Read{URI: "test://items/7"})
+	if r.Status != airlock.Denied || !strings.Contains(r.Err.Msg, "policy.rules[1]") || cs.reads["test://items/{id}"].Load() != 0 {
+		t.Errorf("read under deny = %s %v", r.Status, r.Err)
+	}
+	if _, err := h.Complete(ctx, snap, airlock.CompleteRequest{Template: "test://items/{id}", Argument: "id"}); err == nil || err.Kind != airlock.Denied {
+		t.Errorf("completion for a denied template: %v, want denied", err)
+	}
+
+	r = h.GetPrompt(ctx, snap, airlock.PromptGet{Name: "content__greet", Arguments: []byte(`{"name":"Ada"}`)})
+	if r.Status != airlock.ApprovalRequired {
+		t.Fatalf("get under ask = %s %v", r.Status, r.Err)
+	}
+	h.Decide(ctx, r.ApprovalID, true, "alice", "")
+	if r := h.GetPrompt(ctx, snap, airlock.PromptGet{Name: "content__greet", Arguments: []byte(`{"name":"Eve"}`)}); r.Status != airlock.ApprovalRequired {
+		t.Errorf("a get with other arguments on the grant = %s, want approval_required", r.Status)
+	}
+	if r := h.GetPrompt(ctx, snap, airlock.PromptGet{Name: "content__greet", Arguments: []byte(`{"name":"Ada"}`)}); r.Status != airlock.OK {
+		t.Errorf("the granted get = %s %v", r.Status, r.Err)
+	}
+	// The tool rule does not reach reads, nor the resource rules calls.
+	if r := h.Call(ctx, snap, airlock.Call{Name: "content__noop"}); r.Status != airlock.Denied {
+		t.Errorf("call = %s, want denied by the tool rule", r.Status)
+	}
+	if !auditHas(t, h, "decision", "test://static/text") {
+		t.Error("no decision event names the URI read")
+	}
+}
+
+// TestContentListChanged: a server's word that its resources or prompts
+// changed reaches the next snapshot, at the safe point, not before.
+func TestContentListChanged(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		cs := newContentServer()
+		changed := make(chan struct{}, 8)
+		h := openContentHost(t, cs, version, nil, &airlock.Options{CatalogChanged: func() {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}})
+		ctx := context.Background()
+		first := h.BeginTurn(ctx)
+		cs.AddResource(&mcp.Resource{URI: "test://static/new", Name: "new"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "new"}}}, nil
+		})
+		cs.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets anyone."}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
+		})
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the list change never reached the host")
+		}
+		if len(first.Resources()) != 4 {
+			t.Errorf("the turn's snapshot changed under it: %d resources", len(first.Resources()))
+		}
+		var next *airlock.Snapshot
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if next = h.BeginTurn(ctx); len(next.Resources()) == 5 && next.Prompts()[0].Description == "Greets anyone." {
+				break
+			}
+		}
+		if len(next.Resources()) != 5 || next.ID() == first.ID() || next.Generation() <= first.Generation() {
+			t.Fatalf("after the change: %d resources, snapshot %s gen %d (was %s gen %d)", len(next.Resources()), next.ID(), next.Generation(), first.ID(), first.Generation())
+		}
+		if r := h.ReadResource(ctx, next, airlock.Read{URI: "test://static/new"}); r.Status != airlock.OK {
+			t.Errorf("read of the new resource = %s %v", r.Status, r.Err)
+		}
+	})
+}
+
+// TestServerWithoutTools: a server of resources and prompts only is
+// without tools, not broken.
+func TestServerWithoutTools(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "docs", Version: "1"}, nil)
+	s.AddResource(&mcp.Resource{URI: "docs://a", Name: "a"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "A"}}}, nil
+	})
+	for _, version := range bothVersions {
+		dir := t.TempDir()
+		cfg := &config.Config{Dir: dir, Servers: []config.Server{{ID: "docs", Command: "in-process", AllowedTools: []string{"*"},
+			AllowedResources: []string{"docs://*"}, ProtocolVersions: []string{version},
+			RequestTimeout: 10 * time.Second, ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second}}}
+		h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: dir, Dial: func(config.Server) mcp.Transport { return inMemory(t, s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+			t.Fatalf("%s: server = %+v %v", version, st, st.Err)
+		}
+		if r := h.ReadResource(context.Background(), h.Snapshot(), airlock.Read{URI: "docs://a"}); r.Status != airlock.OK || len(h.Snapshot().Tools()) != 0 {
+			t.Errorf("%s: read = %s %v", version, r.Status, r.Err)
+		}
+	}
+}

@@ -314,7 +314,11 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	}
 	lim := h.limits()
 	s.setWithheld(nil)
-	advertised, err := catalog.List(ctx, s.cfg.ID, lister, lim)
+	var advertised []*mcp.Tool
+	var err error
+	if caps := conn.Session().InitializeResult().Capabilities; caps != nil && caps.Tools != nil {
+		advertised, err = catalog.List(ctx, s.cfg.ID, lister, lim)
+	} // else a server of resources or prompts only: it has no tools to list
 	var tools []*catalog.Tool
 	if err == nil {
 		// What it offers is shown even when the allowlist fails it

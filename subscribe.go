@@ -7,6 +7,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 )
 
@@ -42,6 +43,13 @@ func (h *Host) Subscribe(ctx context.Context, snap *Snapshot, rd Read) *Error {
 	if d.Verdict == Deny {
 		return newError(Denied, srv.cfg.ID, methodRead, nil, "subscription refused: %s", d.Reason)
 	}
+	if srv.partitioned() && snap.who != h.Principal() {
+		// Its connection for that principal is leased for a while; a
+		// subscription would outlive it.
+		return newError(InvalidArguments, srv.cfg.ID, methodRead, nil,
+			"server %s keeps credentials per user; subscriptions to its resources are made only for %s/%s, the host's own principal",
+			srv.cfg.ID, h.Principal().Tenant, h.Principal().User)
+	}
 	conn := srv.current()
 	if conn == nil || conn.Fault() != nil {
 		return newError(ConnectionError, srv.cfg.ID, methodRead, nil, "server %s is not connected", srv.cfg.ID)
@@ -59,21 +67,48 @@ func (h *Host) Subscribe(ctx context.Context, snap *Snapshot, rd Read) *Error {
 		h.subs.count[key]++
 		return nil
 	}
-	params := &mcp.SubscribeParams{URI: rd.URI}
-	if conn.ProtocolVersion() >= "2026-07-28" {
-		// A 2026-07-28 subscription is a stream that lasts until
-		// Unsubscribe ends it.
-		go conn.Session().Subscribe(conn.Live(), params)
-	} else {
-		ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
-		defer cancel()
-		if err := conn.Session().Subscribe(ctx, params); err != nil {
-			q := &request{srv: srv, tool: &catalog.Tool{Name: "resources/subscribe", Server: srv.cfg.ID}, link: srv.currentLink()}
-			return h.accessError(ctx, q, err)
-		}
+	if err := subscribe(ctx, srv, conn, rd.URI); err != nil {
+		q := &request{srv: srv, tool: &catalog.Tool{Name: "resources/subscribe", Server: srv.cfg.ID}, link: srv.currentLink()}
+		return h.accessError(ctx, q, err)
 	}
 	h.subs.count[key] = 1
 	return nil
+}
+
+// subscribe sends resources/subscribe on conn. A 2026-07-28 subscription
+// is a stream that lasts until Unsubscribe (or the connection) ends it.
+func subscribe(ctx context.Context, srv *server, conn *upstream.Conn, uri string) error {
+	params := &mcp.SubscribeParams{URI: uri}
+	if conn.ProtocolVersion() >= "2026-07-28" {
+		go conn.Session().Subscribe(conn.Live(), params)
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
+	defer cancel()
+	return conn.Session().Subscribe(ctx, params)
+}
+
+// resubscribe asks a server's new connection to watch what its last one
+// was asked to: a server started again knows nothing of it.
+func (h *Host) resubscribe(s *server, conn *upstream.Conn) {
+	h.subs.mu.Lock()
+	var uris []string
+	for k := range h.subs.count {
+		if k.server == s.cfg.ID {
+			uris = append(uris, k.uri)
+		}
+	}
+	h.subs.mu.Unlock()
+	if len(uris) == 0 {
+		return
+	}
+	go func() {
+		for _, uri := range uris {
+			if err := subscribe(conn.Live(), s, conn, uri); err != nil {
+				h.log.Warn("subscribing again after a restart", "server", s.cfg.ID, "error", err)
+			}
+		}
+	}()
 }
 
 // Unsubscribe undoes one Subscribe of the same resource.

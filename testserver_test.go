@@ -3,6 +3,7 @@ package airlock_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -208,6 +209,15 @@ func newTestServer() *mcp.Server {
 			return next(ctx, method, req)
 		}
 	})
+	// A resource far larger than any limit: the host must stay bounded.
+	s.AddResource(&mcp.Resource{URI: "test://huge", Name: "huge", MIMEType: "application/octet-stream"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Blob: make([]byte, 100<<20)}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://small", Name: "small"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "small"}}}, nil
+		})
 	obj := func(s string) json.RawMessage { return json.RawMessage(s) }
 	add := func(t *mcp.Tool, h mcp.ToolHandler) {
 		if t.InputSchema == nil {
@@ -399,6 +409,11 @@ func serveRaw() {
 			d, _ := strconv.Atoi(ms)
 			time.Sleep(time.Duration(d) * time.Millisecond)
 			result = res
+		}
+		if rest, found := strings.CutPrefix(result, "b64:"); found {
+			// Bytes JSON cannot carry in the script: invalid UTF-8.
+			b, _ := base64.StdEncoding.DecodeString(rest)
+			result = string(b)
 		}
 		switch {
 		case result == "ignore":

@@ -75,18 +75,22 @@ func checkString(s string) string {
 	return ""
 }
 
-// checkTool checks one entry of an allowed tools list. Patterns are
-// refused rather than matched literally, which would silently allow nothing.
-func checkTool(tool string) string {
+// checkTool checks one entry of an allowed tools list.
+func checkTool(tool string) string { return checkListed(tool, "tool") }
+
+// checkListed checks one entry of a list of names of what (allowed_tools,
+// allowed_prompts), or "*". Patterns are refused rather than matched
+// literally, which would silently allow nothing.
+func checkListed(name, what string) string {
 	switch {
-	case tool == "":
+	case name == "":
 		return "must not be empty"
-	case tool == "*":
+	case name == "*":
 		return ""
-	case strings.Contains(tool, "*"):
-		return fmt.Sprintf("%s: patterns are not supported: list each tool, or use [\"*\"] alone for every tool", show(tool))
+	case strings.Contains(name, "*"):
+		return fmt.Sprintf(`%s: patterns are not supported: list each %s, or use ["*"] alone for every %s`, show(name), what, what)
 	}
-	return checkNameChars(tool)
+	return checkNameChars(name)
 }
 
 // checkToolPrefix checks a tool_prefix: what local names start with must

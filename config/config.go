@@ -44,6 +44,8 @@ const (
 	DefaultMaxConcurrency = 16
 	DefaultApprovalTTL    = time.Hour
 	DefaultHookTimeout    = 5 * time.Second
+	// DefaultMaxResourceBytes is limits.max_resource_bytes left out: 8 MiB.
+	DefaultMaxResourceBytes = 8 << 20
 )
 
 // Defaults for keys that may be left out.
@@ -172,8 +174,15 @@ type Server struct {
 	// AllowedTools lists the tools the server may expose. Empty means none;
 	// exactly ["*"] means every tool (see [Server.AllowsAll]).
 	AllowedTools []string
+	// AllowedResources lists the resources the server may expose, as URI
+	// globs (see [MatchResource]): * matches any run of characters but /,
+	// ** any run including /. Empty means none; exactly ["*"] means every
+	// resource (see [Server.AllowsAllResources]).
 	AllowedResources []string
-	AllowedPrompts   []string
+	// AllowedPrompts lists the prompts the server may expose, by the
+	// server's own names, exactly. Empty means none; exactly ["*"] means
+	// every prompt (see [Server.AllowsAllPrompts]).
+	AllowedPrompts []string
 	// ToolPrefix, when not nil, is what the local names of the server's
 	// tools start with instead of "ID__": "" gives them the server's own
 	// names. See [Server.LocalPrefix].
@@ -382,6 +391,8 @@ func (s *Server) ForWorkspace(dir string) Server {
 	b.SecretEnv = maps.Clone(s.SecretEnv)
 	b.Cwd = dir
 	b.AllowedTools = slices.Clone(s.AllowedTools)
+	b.AllowedResources = slices.Clone(s.AllowedResources)
+	b.AllowedPrompts = slices.Clone(s.AllowedPrompts)
 	b.ProtocolVersions = slices.Clone(s.ProtocolVersions)
 	b.AllowedHosts = slices.Clone(s.AllowedHosts)
 	b.Scopes = slices.Clone(s.Scopes)
@@ -415,11 +426,13 @@ type Limits struct {
 	// MaxConcurrentPerTenant bounds the calls in flight for one tenant,
 	// across every server.
 	MaxConcurrentPerTenant int
+	// MaxResourceBytes bounds, in bytes, what one resource read may
+	// return.
+	MaxResourceBytes int
 	// MaxInputRounds bounds the times a server may ask a person for input
 	// during one call (an input_required result, or an elicitation/create
 	// request); a server that asks once more breaks the contract.
 	MaxInputRounds int
-	MaxResourceBytes int
 }
 
 func defaultLimits() Limits {
@@ -428,6 +441,8 @@ func defaultLimits() Limits {
 		MaxTools:        defaultMaxTools,
 		MaxDescription:  defaultMaxDescription,
 		MaxMessageBytes: defaultMaxMessageBytes,
+
+		MaxResourceBytes: DefaultMaxResourceBytes,
 
 		MaxCallsPerTurn:        defaultMaxCallsPerTurn,
 		MaxConcurrentPerTenant: defaultMaxConcurrentPerTenant,

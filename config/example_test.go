@@ -50,6 +50,8 @@ func TestExample(t *testing.T) {
 	everything.RequestTimeout = time.Minute
 	everything.SecretEnv = map[string]string{"API_KEY": "EVERYTHING_API_KEY"}
 	everything.Sampling = SamplingDeny
+	everything.AllowedResources = []string{"demo://resource/static/document/*"}
+	everything.AllowedPrompts = []string{"simple-prompt", "args-prompt"}
 	github := newServer(dir, "mcp.json:3")
 	github.ID, github.Command = "github", "github-mcp-server"
 	github.Args = []string{"stdio", "--toolsets", "issues"}
@@ -67,25 +69,27 @@ func TestExample(t *testing.T) {
 		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:194"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:195"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:202"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:203"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", Decision: "ask", Source: "example.yaml:211", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", ToolGiven: true, Decision: "ask", Source: "example.yaml:224", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:215"}}},
-				{Server: "everything", Tool: "echo", Decision: "allow", Source: "example.yaml:218", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:222"}}},
-				{Server: "everything", Tool: "get-annotated-message", Decision: "allow", Source: "example.yaml:224", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:228"}}},
-				{Server: "*", Tool: "delete_*", Decision: "deny", Source: "example.yaml:230"},
+					Source: "example.yaml:228"}}},
+				{Server: "everything", Tool: "echo", ToolGiven: true, Decision: "allow", Source: "example.yaml:231", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:235"}}},
+				{Server: "everything", Tool: "get-annotated-message", ToolGiven: true, Decision: "allow", Source: "example.yaml:237", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:241"}}},
+				{Server: "*", Tool: "delete_*", ToolGiven: true, Decision: "deny", Source: "example.yaml:243"},
+				{Server: "everything", Tool: "*", Resource: "demo://resource/static/document/*", Decision: "allow", Source: "example.yaml:244"},
+				{Server: "everything", Tool: "*", Prompt: "args-*", Decision: "ask", Source: "example.yaml:245"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:235",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:241"}},
+			CedarSource: "example.yaml:252",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:258"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
-		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:253"}},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:270"}},
 		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
 			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute},

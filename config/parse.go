@@ -20,12 +20,13 @@ var (
 			"ttl": "under approvals:", "record_values": "under audit:",
 			"id": "in a server entry under servers:", "command": "in a server entry under servers:",
 			"args": "in a server entry under servers:", "allowed_tools": "in a server entry under servers:",
+			"allowed_resources": "in a server entry under servers:", "allowed_prompts": "in a server entry under servers:",
 			"url": "in a server entry under servers:", "allowed_hosts": "in a server entry under servers:",
 			"oauth": "in a server entry under servers:", "scopes": "in a server entry under servers:",
 			"max_pages": "under limits:", "max_tools": "under limits:",
 			"max_description": "under limits:", "max_message_bytes": "under limits:",
 			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
-			"max_input_rounds": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
+			"max_input_rounds": "under limits:", "max_resource_bytes": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
 		},
@@ -35,7 +36,8 @@ var (
 			"tool_prefix", "protocol_versions", "request_timeout", "connect_timeout", "probe_timeout", "secret_env", "health_check",
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
-			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling"},
+			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling",
+			"allowed_resources", "allowed_prompts"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level",
@@ -43,7 +45,8 @@ var (
 			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
 			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
 			"max_calls_per_turn": "under limits: at the top level", "max_concurrent_per_tenant": "under limits: at the top level",
-			"max_input_rounds": "under limits: at the top level", "client_id": "under oauth:", "client_metadata_url": "under oauth:",
+			"max_input_rounds": "under limits: at the top level", "max_resource_bytes": "under limits: at the top level",
+			"client_id": "under oauth:", "client_metadata_url": "under oauth:",
 			"dynamic_registration": "under oauth:", "redirect_uri": "under oauth:",
 			"grant": "under oauth:", "private_key_file": "under oauth:",
 		},
@@ -51,7 +54,7 @@ var (
 	healthKeys = keySet{known: []string{"interval", "timeout"}}
 	limitKeys  = keySet{
 		known: []string{"max_pages", "max_tools", "max_description", "max_message_bytes",
-			"max_calls_per_turn", "max_concurrent_per_tenant", "max_input_rounds"},
+			"max_calls_per_turn", "max_concurrent_per_tenant", "max_input_rounds", "max_resource_bytes"},
 	}
 )
 
@@ -299,12 +302,18 @@ func (r *yamlReader) workspace(se *serverEntry, v string, line int, path string)
 	}
 }
 
-// serverTools reads allowed_tools, tool_prefix, protocol_versions and
-// sampling.
+// serverTools reads allowed_tools, allowed_resources, allowed_prompts,
+// tool_prefix, protocol_versions and sampling.
 func (r *yamlReader) serverTools(se *serverEntry) {
 	e, s := se.entry, &se.s
 	if p, ok := r.require(e, "allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`); ok {
 		s.AllowedTools = r.toolList(p.val, e.path+".allowed_tools")
+	}
+	if p, ok := e.keys["allowed_resources"]; ok {
+		s.AllowedResources = r.allowList(p.val, e.path+".allowed_resources", checkResourceGlob, "resource")
+	}
+	if p, ok := e.keys["allowed_prompts"]; ok {
+		s.AllowedPrompts = r.allowList(p.val, e.path+".allowed_prompts", checkPrompt, "prompt")
 	}
 	if v, ok := r.keyText(e, "tool_prefix", checkToolPrefix); ok {
 		s.ToolPrefix = &v
@@ -450,7 +459,23 @@ func (r *yamlReader) toolList(n *yaml.Node, path string) []string {
 		return nil
 	}
 	out, _ := r.distinct(items, checked(checkTool))
-	r.starAlone(n, path, out, "allows")
+	r.starAlone(n, path, out, "allows", "tool")
+	return out
+}
+
+// allowList reads an allowed_resources or allowed_prompts list, each entry
+// checked by check; what is "resource" or "prompt". An empty list is
+// allowed and means none.
+func (r *yamlReader) allowList(n *yaml.Node, path string, check func(string) string, what string) []string {
+	items, ok := r.list(n, path, "")
+	if !ok {
+		return nil
+	}
+	out, _ := r.distinct(items, checked(check))
+	if len(out) == 0 {
+		return nil
+	}
+	r.starAlone(n, path, out, "allows", what)
 	return out
 }
 
@@ -482,6 +507,7 @@ func (r *yamlReader) limits(n *yaml.Node, l *Limits) {
 	set("max_calls_per_turn", &l.MaxCallsPerTurn, 1, 100000, "calls")
 	set("max_concurrent_per_tenant", &l.MaxConcurrentPerTenant, 1, 100000, "calls")
 	set("max_input_rounds", &l.MaxInputRounds, 1, 64, "rounds")
+	set("max_resource_bytes", &l.MaxResourceBytes, 1024, 1<<30, "bytes")
 }
 
 // healthCheck reads health_check: {interval, timeout}. It reports whether

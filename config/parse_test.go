@@ -37,7 +37,7 @@ func TestParseDefaults(t *testing.T) {
 			Source:           "airlock.yaml:2",
 		}},
 		Limits: Limits{MaxPages: 100, MaxTools: 1000, MaxDescription: 2000, MaxMessageBytes: 16 << 20,
-			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64, MaxInputRounds: 8},
+			MaxCallsPerTurn: 32, MaxConcurrentPerTenant: 64, MaxInputRounds: 8, MaxResourceBytes: 8 << 20},
 		Tenancy:   Tenancy{Tenant: "default", User: "alice"},
 		Approvals: Approvals{TTL: time.Hour},
 	}
@@ -61,6 +61,8 @@ servers:
     cwd: work
     env: {LOG_LEVEL: info, RETRIES: 3, _X: "y"}
     allowed_tools: ["*"]
+    allowed_resources: ["file:///etc/**", "test://static/*"]
+    allowed_prompts: ["*"]
     tool_prefix: ""
     protocol_versions: [2025-11-25, "2024-11-05"]
     request_timeout: 1m
@@ -73,6 +75,8 @@ servers:
     allowed_tools:
       - a
       - b
+    allowed_resources: []
+    allowed_prompts: [summarize, "greet me"]
     tool_prefix: o-
     connect_timeout: 1s
 limits:
@@ -83,6 +87,7 @@ limits:
   max_calls_per_turn: 1
   max_concurrent_per_tenant: 100000
   max_input_rounds: 64
+  max_resource_bytes: 1024
 tenancy: {tenant: "acme.eu", user: "${AIRLOCK_TEST_USER}@acme"}
 egress: {proxy: "https://proxy.internal:3128/"}
 `
@@ -103,6 +108,8 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			Cwd:              filepath.Join(dir, "work"),
 			Env:              map[string]string{"LOG_LEVEL": "info", "RETRIES": "3", "_X": "y"},
 			AllowedTools:     []string{"*"},
+			AllowedResources: []string{"file:///etc/**", "test://static/*"},
+			AllowedPrompts:   []string{"*"},
 			ToolPrefix:       ptr(""),
 			ProtocolVersions: []string{"2025-11-25", "2024-11-05"},
 			RequestTimeout:   time.Minute,
@@ -118,6 +125,7 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			Command:          "other",
 			Cwd:              dir,
 			AllowedTools:     []string{"a", "b"},
+			AllowedPrompts:   []string{"summarize", "greet me"},
 			ToolPrefix:       ptr("o-"),
 			ProtocolVersions: []string{"2026-07-28", "2025-11-25"},
 			RequestTimeout:   30 * time.Second,
@@ -126,10 +134,10 @@ egress: {proxy: "https://proxy.internal:3128/"}
 			ProbeTimeout:   time.Second,
 			QueueTimeout:   10 * time.Second,
 			MaxConcurrency: 16,
-			Source:         "conf/airlock.yaml:18",
+			Source:         "conf/airlock.yaml:20",
 		}},
 		Limits: Limits{MaxPages: 10000, MaxTools: 1, MaxDescription: 100000, MaxMessageBytes: 1024,
-			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000, MaxInputRounds: 64},
+			MaxCallsPerTurn: 1, MaxConcurrentPerTenant: 100000, MaxInputRounds: 64, MaxResourceBytes: 1024},
 		Tenancy:   Tenancy{Tenant: "acme.eu", User: "bob@acme"},
 		Egress:    Egress{Proxy: "https://proxy.internal:3128/"},
 		Approvals: Approvals{TTL: time.Hour},

@@ -46,18 +46,37 @@ type ToolClass struct {
 	Source string
 }
 
-// Rule decides the calls it matches. Server and Tool are globs in which *
-// matches any run of characters; Tool matches a tool's local name or the
-// server's own name for it.
+// Rule decides the requests it matches: tool calls, resource reads or
+// prompt gets. Server, Tool and Prompt are globs in which * matches any run
+// of characters; Tool matches a tool's local name or the server's own name
+// for it, Prompt likewise for a prompt. Resource is a URI glob (see
+// [MatchResource]).
+//
+// A rule names at most one of a tool, a resource and a prompt, and matches
+// only requests of that kind: a rule with Resource set matches resource
+// reads, one with Prompt set prompt gets, and one that names a tool
+// (ToolGiven, or a Tool other than "" and "*") tool calls. A rule that names
+// none of them, only a server, matches every kind of request to the
+// servers its glob matches.
 type Rule struct {
 	// Server is a glob over server ids; "*" when the entry leaves it out.
 	Server string
 	// Tool is a glob over tool names; "*" when the entry leaves it out.
 	Tool string
+	// ToolGiven records that the entry named a tool (tool: "*" included),
+	// which makes it a rule about tool calls only.
+	ToolGiven bool
+	// Resource is a URI glob over the resources a read names, or "" when
+	// the entry names no resource.
+	Resource string
+	// Prompt is a glob over prompt names, or "" when the entry names no
+	// prompt.
+	Prompt string
 	// Decision is "allow", "ask" or "deny".
 	Decision string
-	// Args constrain the arguments of a matching call; a call that fails
-	// one is denied.
+	// Args constrain the arguments of a matching tool call; a call that
+	// fails one is denied. A rule with Resource or Prompt has none, and
+	// a rule that names only a server checks them on tool calls alone.
 	Args []ArgConstraint
 	// Source is "file:line" of the entry.
 	Source string
@@ -115,6 +134,7 @@ var (
 		known: []string{"tools", "rules", "cedar", "hooks"},
 		elsewhere: map[string]string{
 			"server": "in an entry under policy.tools or policy.rules", "tool": "in an entry under policy.tools or policy.rules",
+			"resource": "in an entry under policy.rules", "prompt": "in an entry under policy.rules",
 			"effect": "in an entry under policy.tools", "decision": "in an entry under policy.rules",
 			"args": "in an entry under policy.rules", "command": "in an entry under policy.hooks",
 		},
@@ -123,10 +143,11 @@ var (
 		known: []string{"server", "tool", "effect", "idempotent"},
 		elsewhere: map[string]string{
 			"decision": "in an entry under policy.rules", "args": "in an entry under policy.rules",
+			"resource": "in an entry under policy.rules", "prompt": "in an entry under policy.rules",
 		},
 	}
 	ruleKeys = keySet{
-		known: []string{"server", "tool", "decision", "args"},
+		known: []string{"server", "tool", "resource", "prompt", "decision", "args"},
 		elsewhere: map[string]string{
 			"effect": "in an entry under policy.tools", "idempotent": "in an entry under policy.tools",
 			"pointer": "in an entry under args:", "allow": "in an entry under args:",
@@ -219,10 +240,18 @@ func (r *yamlReader) rule(e *entry) Rule {
 		rule.Server = s
 	}
 	if t, ok := r.keyText(e, "tool", checkToolGlob); ok {
-		rule.Tool = t
+		rule.Tool, rule.ToolGiven = t, true
 	}
+	rule.Resource, _ = r.keyText(e, "resource", checkRuleResource)
+	rule.Prompt, _ = r.keyText(e, "prompt", checkPromptGlob)
+	r.ruleKind(e)
 	r.require(e, "decision", "is required: allow, ask or deny")
 	rule.Decision, _ = r.keyText(e, "decision", oneOf("allow", "ask", "deny"))
+	if _, ok := e.keys["resource"]; ok {
+		r.noArgs(e, "resource reads")
+	} else if _, ok := e.keys["prompt"]; ok {
+		r.noArgs(e, "prompt gets")
+	}
 	if p, ok := e.keys["args"]; ok {
 		// A deny rule's args are refused by checkPolicy, unread.
 		r.note(e, "args")
@@ -231,6 +260,47 @@ func (r *yamlReader) rule(e *entry) Rule {
 		}
 	}
 	return rule
+}
+
+// ruleKind reports a rule that names more than one of tool, resource and
+// prompt: each kind of request needs a rule of its own.
+func (r *yamlReader) ruleKind(e *entry) {
+	p, hasResource := e.keys["resource"]
+	q, hasPrompt := e.keys["prompt"]
+	_, hasTool := e.keys["tool"]
+	switch {
+	case hasTool && hasResource:
+		r.errorf(p.line, e.path+".resource", "a rule names a tool or a resource, not both: write one rule for the tool calls and one for the resource reads")
+	case hasTool && hasPrompt:
+		r.errorf(q.line, e.path+".prompt", "a rule names a tool or a prompt, not both: write one rule for the tool calls and one for the prompt gets")
+	case hasResource && hasPrompt:
+		r.errorf(q.line, e.path+".prompt", "a rule names a resource or a prompt, not both: write one rule for the resource reads and one for the prompt gets")
+	}
+}
+
+// noArgs reports args on a rule about resource reads or prompt gets (what),
+// and leaves them unread: only tool calls have arguments a rule checks.
+func (r *yamlReader) noArgs(e *entry, what string) {
+	if p, ok := e.keys["args"]; ok {
+		r.errorf(p.line, e.path+".args", "constrains a tool call's arguments, and this rule is about %s: remove args", what)
+		delete(e.keys, "args")
+	}
+}
+
+// checkRuleResource checks a rule's resource glob.
+func checkRuleResource(glob string) string {
+	if glob == "" {
+		return `must not be empty: give a URI glob such as "file:///docs/**", or "*" for every resource`
+	}
+	return checkNameChars(glob)
+}
+
+// checkPromptGlob checks a rule's prompt glob.
+func checkPromptGlob(prompt string) string {
+	if prompt == "" {
+		return `must not be empty: give a prompt name, or a glob such as "*" for every prompt`
+	}
+	return checkNameChars(prompt)
 }
 
 // checkToolGlob checks a rule's tool glob.
@@ -370,6 +440,6 @@ func (r *yamlReader) localToolList(n *yaml.Node, path string) (names, sources []
 	for _, line := range lines {
 		sources = append(sources, source(r.file, line))
 	}
-	r.starAlone(n, path, names, "records")
+	r.starAlone(n, path, names, "records", "tool")
 	return names, sources
 }

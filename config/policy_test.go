@@ -55,7 +55,7 @@ audit:
 		},
 		Rules: []Rule{
 			{Server: "*", Tool: "*", Decision: "deny", Source: "airlock.yaml:14"},
-			{Server: "f*", Tool: "fs__write_file", Decision: "allow", Source: "airlock.yaml:15", Args: []ArgConstraint{
+			{Server: "f*", Tool: "fs__write_file", ToolGiven: true, Decision: "allow", Source: "airlock.yaml:15", Args: []ArgConstraint{
 				{Pointer: "/path", Allow: []string{"src/**", "/abs/**", "**"}, Deny: []string{"**/.env"}, Source: "airlock.yaml:19"},
 				{Pointer: "/mode", Enum: []string{"a", "1", "true"}, Pattern: "[a-z]+", Source: "airlock.yaml:22"},
 				{Pointer: "/a~1b/~0c/0", Pattern: "x", Source: "airlock.yaml:25"},

@@ -203,10 +203,11 @@ func (s seenAt[K]) again(key K, at int) (first int, dup bool) {
 	return 0, false
 }
 
-// starAlone reports a tool list in which "*" stands with other entries;
-// what says what "*" does there ("allows", "records").
-func (r *yamlReader) starAlone(n *yaml.Node, path string, tools []string, what string) {
-	if len(tools) > 1 && slices.Contains(tools, "*") {
-		r.errorf(resolve(n).Line, path, `"*" %s every tool and must be alone: write ["*"] or list the tools`, what)
+// starAlone reports a list in which "*" stands with other entries; what
+// says what "*" does there ("allows", "records"), and noun what the list
+// lists ("tool", "resource", "prompt").
+func (r *yamlReader) starAlone(n *yaml.Node, path string, list []string, what, noun string) {
+	if len(list) > 1 && slices.Contains(list, "*") {
+		r.errorf(resolve(n).Line, path, `"*" %s every %s and must be alone: write ["*"] or list the %ss`, what, noun, noun)
 	}
 }

@@ -88,7 +88,31 @@ const (
 	serverType types.EntityType = "Server"
 )
 
-// decide evaluates the Cedar policies for a call. A forbid that applies
+// The actions of a resource read and a prompt get. A local tool name has
+// no /, so neither is ever a tool's action.
+const (
+	resourceAction = "resources/read"
+	promptAction   = "prompts/get"
+)
+
+// cedarAction returns the action of a request, and its context: a tool
+// call's arguments; the URI of a resource read; the local name and the
+// arguments of a prompt get. Each action is a member of the action group
+// of its effect.
+func cedarAction(req Request) (string, types.Record) {
+	switch req.Kind {
+	case KindResource:
+		return resourceAction, types.NewRecord(types.RecordMap{"uri": types.String(req.Resource)})
+	case KindPrompt:
+		return promptAction, types.NewRecord(types.RecordMap{
+			"prompt":    types.String(req.Tool),
+			"arguments": cedarRecord(req.Arguments),
+		})
+	}
+	return req.Tool, cedarRecord(req.Arguments)
+}
+
+// decide evaluates the Cedar policies for a request. A forbid that applies
 // denies. So does a forbid whose evaluation fails (Cedar itself skips a
 // policy that fails; a forbid that a model can make fail by the shape of
 // its arguments must not be a way around it). A permit that applies
@@ -96,7 +120,8 @@ const (
 // opinion.
 func (c *cedarPolicies) decide(req Request, effect Effect) (opinion, bool) {
 	user := types.NewEntityUID(userType, types.String(req.Principal.User))
-	action := types.NewEntityUID(actionType, types.String(req.Tool))
+	name, context := cedarAction(req)
+	action := types.NewEntityUID(actionType, types.String(name))
 	entities := types.EntityMap{
 		user: {UID: user, Parents: types.NewEntityUIDSet(
 			types.NewEntityUID(tenantType, types.String(req.Principal.Tenant)))},
@@ -107,7 +132,7 @@ func (c *cedarPolicies) decide(req Request, effect Effect) (opinion, bool) {
 		Principal: user,
 		Action:    action,
 		Resource:  types.NewEntityUID(serverType, types.String(req.Server)),
-		Context:   cedarRecord(req.Arguments),
+		Context:   context,
 	})
 
 	if decision == cedar.Deny && len(diag.Reasons) > 0 {

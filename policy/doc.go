@@ -1,5 +1,6 @@
 // Package policy decides, before anything is sent to a server, whether a
-// tool call runs, needs a person's approval first, or is refused; and it
+// tool call, a resource read or a prompt get runs, needs a person's
+// approval first, or is refused; and it
 // computes the action digest an approval is bound to and the summary the
 // person reads. It compiles the policy: section of a
 // [github.com/airlockhq/airlock/config.Config] and is
@@ -16,6 +17,9 @@
 // never an input to the effect or the verdict: a server cannot vouch for
 // its own tools. [Summary] shows them to a person, marked as hints.
 //
+// A resource read and a prompt get are Read and idempotent: policy.tools
+// classifies tools only.
+//
 // # Rules
 //
 // A rule matches a call when its server glob matches the server id and its
@@ -24,8 +28,20 @@
 // characters and every other character for itself; matching is
 // case-sensitive. A rule that leaves server or tool out has "*" there.
 //
+// A rule names at most one of a tool, a resource and a prompt, and matches
+// requests of that kind only ([Request.Kind]): a rule with a resource glob
+// matches resource reads whose URI it matches (* is any run of characters
+// but /, ** any run, "*" alone every URI; see
+// [github.com/airlockhq/airlock/config.MatchResource]); a rule with a prompt
+// glob matches prompt gets whose local or remote prompt name it matches,
+// as a tool glob does; a rule with a tool glob, tool calls. A rule that
+// names only a server ({server: fs, decision: deny}) matches every tool
+// call, resource read and prompt get of the servers it names; its
+// argument constraints, if any, check tool calls only.
+//
 // Of the matching rules, the most specific wins. Specificity compares the
-// tool glob first and the server glob second; for each, a name without *
+// tool, resource or prompt glob first (* for a rule that names only a
+// server) and the server glob second; for each, a name without *
 // beats any glob with *, and otherwise more literal (non-*) characters
 // win. So {tool: fs__write_file} beats {tool: write_file} (both exact, more
 // literals), which beats {tool: "write_*"}, which beats {server: fs} (whose
@@ -36,7 +52,7 @@
 // A winning rule's argument constraints (args) are checked before its
 // decision applies: if one fails, the rule denies, and the reason names the
 // constraint. When no rule matches, a read tool is allowed and a write or
-// external tool asks.
+// external tool asks; a resource read and a prompt get are allowed.
 //
 // # Argument constraints
 //
@@ -85,11 +101,15 @@
 //   - action Action::"LOCAL_TOOL_NAME", a member of Action::"read",
 //     Action::"write" or Action::"external" by its effect;
 //   - resource Server::"SERVER_ID";
-//   - context: the arguments as a record. Strings, booleans, arrays (as
-//     sets) and objects (as records) map directly; null values are left
-//     out; whole numbers that fit 64 bits are Longs; other numbers with at
-//     most four decimal places are Decimals; any other number is a String
-//     of its exact text.
+//   - for a resource read, action Action::"resources/read" and for a prompt
+//     get Action::"prompts/get", both members of Action::"read"; the
+//     resource is the Server as for a tool call;
+//   - context: the arguments as a record; for a resource read {uri: URI},
+//     for a prompt get {prompt: LOCAL_PROMPT_NAME, arguments: {…}}.
+//     Strings, booleans, arrays (as sets) and objects (as records) map
+//     directly; null values are left out; whole numbers that fit 64 bits
+//     are Longs; other numbers with at most four decimal places are
+//     Decimals; any other number is a String of its exact text.
 //
 // A forbid that applies denies. Cedar skips a policy whose evaluation
 // fails (a missing attribute, a type mismatch); here a forbid that fails

@@ -56,18 +56,35 @@ type Principal struct {
 	User   string
 }
 
-// Request is one call to decide.
+// Kind is what a request asks of a server.
+type Kind string
+
+// The kinds of request.
+const (
+	KindTool     Kind = ""         // a tool call (tools/call)
+	KindResource Kind = "resource" // a resource read (resources/read)
+	KindPrompt   Kind = "prompt"   // a prompt get (prompts/get)
+)
+
+// Request is one call, resource read or prompt get to decide.
 type Request struct {
-	Kind     Kind
-	Resource string
+	// Kind is what the request asks: a tool call (the zero value), a
+	// resource read or a prompt get.
+	Kind Kind
 	// Server is the server id.
 	Server string
 	// Tool is the tool's local name (fs__write_file), RemoteTool the
-	// server's own name for it (write_file).
+	// server's own name for it (write_file). For a prompt get they are the
+	// prompt's local name and the server's own name for it; for a resource
+	// read they are empty.
 	Tool, RemoteTool string
+	// Resource is the URI of the resource a read names (KindResource
+	// only).
+	Resource string
 	// Arguments are the call's arguments as the host decoded them strictly:
 	// JSON objects as map[string]any, arrays as []any, numbers as
-	// json.Number.
+	// json.Number. For a prompt get they are the prompt's arguments, each
+	// a string; a resource read has none.
 	Arguments map[string]any
 	// Principal is who the call is made for.
 	Principal Principal
@@ -83,6 +100,7 @@ type Decision struct {
 	Verdict Verdict
 	// Effect is the tool's effect and Idempotent whether it may be retried
 	// once when an outcome is unknown; both come from policy.tools alone.
+	// A resource read and a prompt get are Read and idempotent.
 	Effect     Effect
 	Idempotent bool
 	// Rule names what decided: "policy.rules[2] (airlock.yaml:14)", a Cedar
@@ -190,9 +208,13 @@ type opinion struct {
 	reason  string
 }
 
-// Decide decides a call; see the package documentation for the rules.
+// Decide decides a tool call, a resource read or a prompt get; see the
+// package documentation for the rules.
 func (p *Policy) Decide(req Request) Decision {
-	effect, idem := p.Classify(req.Server, req.RemoteTool)
+	effect, idem := Read, true
+	if req.Kind == KindTool {
+		effect, idem = p.Classify(req.Server, req.RemoteTool)
+	}
 	d := Decision{Effect: effect, Idempotent: idem}
 
 	var opinions []opinion
@@ -204,12 +226,8 @@ func (p *Policy) Decide(req Request) Decision {
 			opinions = append(opinions, op)
 		}
 	}
-	if len(opinions) == 0 && req.Kind != KindTool {
-		d.Effect, d.Verdict, d.Rule, d.Reason = Read, Allow, "default", "no rule matches; a read is allowed by default"
-		return d
-	}
 	if len(opinions) == 0 {
-		d.Verdict, d.Rule, d.Reason = defaultVerdict(effect), "default", defaultReason(effect)
+		d.Verdict, d.Rule, d.Reason = defaultVerdict(effect), "default", defaultReason(req.Kind, effect)
 		return d
 	}
 	// Deny overrides: the strictest opinion wins, the rules' on a tie.
@@ -231,7 +249,7 @@ func (p *Policy) decideRules(req Request) (opinion, bool) {
 	var best []*rule
 	var bestSpec specificity
 	for _, r := range p.rules {
-		spec, ok := r.match(req.Server, req.Tool, req.RemoteTool)
+		spec, ok := r.match(req)
 		if !ok {
 			continue
 		}
@@ -265,7 +283,13 @@ func defaultVerdict(e Effect) Verdict {
 	return Ask
 }
 
-func defaultReason(e Effect) string {
+func defaultReason(k Kind, e Effect) string {
+	switch k {
+	case KindResource:
+		return "no rule matches; reading a resource is allowed by default"
+	case KindPrompt:
+		return "no rule matches; getting a prompt is allowed by default"
+	}
 	switch e {
 	case Read:
 		return "no rule matches; a read tool is allowed by default"

@@ -79,19 +79,38 @@ func checkDecision(t *testing.T, got, want Decision) {
 	}
 }
 
-func TestDecideRules(t *testing.T) {
+// ruleCase is a request decided under policy.tools classifying fs's
+// read_file, write_file and delete_file, and the rules given.
+type ruleCase struct {
+	name  string
+	rules string // policy.rules entries, starting on line 11
+	req   Request
+	want  Decision
+}
+
+// checkRules decides each case's request under its rules.
+func checkRules(t *testing.T, tests []ruleCase) {
+	t.Helper()
 	const tools = `policy:
   tools:
     - {server: fs, tool: read_file, effect: read}
     - {server: fs, tool: write_file, effect: write, idempotent: true}
     - {server: fs, tool: delete_file, effect: write}
 `
-	tests := []struct {
-		name  string
-		rules string // policy.rules entries, starting on line 11
-		req   Request
-		want  Decision
-	}{
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := tools
+			if tt.rules != "" {
+				src += "  rules:\n" + tt.rules
+			}
+			p := compile(t, src, nil)
+			checkDecision(t, p.Decide(tt.req), tt.want)
+		})
+	}
+}
+
+func TestDecideRules(t *testing.T) {
+	checkRules(t, []ruleCase{
 		// No rule: the effect decides.
 		{"default read", "", call("fs", "read_file", nil),
 			Decision{Verdict: Allow, Effect: Read, Rule: "default", Reason: "no rule matches; a read tool is allowed by default"}},
@@ -144,17 +163,7 @@ func TestDecideRules(t *testing.T) {
 				Reason: `denied by policy.rules[1] (airlock.yaml:12), args[0] (airlock.yaml:14): /path is outside the allowed paths ("src/**")`}},
 		{"a less specific deny does not apply", "    - {decision: deny}\n    - {server: fs, tool: read_file, decision: allow}\n", call("fs", "read_file", nil),
 			Decision{Verdict: Allow, Effect: Read, Rule: "policy.rules[1] (airlock.yaml:12)"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			src := tools
-			if tt.rules != "" {
-				src += "  rules:\n" + tt.rules
-			}
-			p := compile(t, src, nil)
-			checkDecision(t, p.Decide(tt.req), tt.want)
-		})
-	}
+	})
 }
 
 func withHints(r Request, a *mcp.ToolAnnotations) Request {

@@ -13,12 +13,20 @@ import (
 
 // rule is one compiled entry of policy.rules.
 type rule struct {
-	at      entry
-	name    string // "policy.rules[2] (airlock.yaml:14)"
-	server  nameGlob
-	tool    nameGlob
-	verdict Verdict
-	args    []*constraint
+	at     entry
+	name   string // "policy.rules[2] (airlock.yaml:14)"
+	server nameGlob
+	// kind is the kind of request the rule matches; anyKind is set instead
+	// for a rule that names only a server, which matches every kind.
+	kind    Kind
+	anyKind bool
+	// tool is the glob over tool names of a tool rule, over prompt names
+	// of a prompt rule, and "*" for a rule that names only a server.
+	tool nameGlob
+	// resource is the URI glob of a resource rule.
+	resource uriGlob
+	verdict  Verdict
+	args     []*constraint
 }
 
 // nameGlob matches a server id or a tool name: * stands for any run of
@@ -30,7 +38,15 @@ type nameGlob struct {
 	spec    globSpec
 }
 
-// globSpec is how specific a name glob is: an exact name beats every
+// uriGlob matches the URI of a resource (see config.MatchResource): *
+// stands for any run of characters but /, ** for any run, and "*" alone
+// for every URI.
+type uriGlob struct {
+	pattern string
+	spec    globSpec
+}
+
+// globSpec is how specific a name or URI glob is: an exact name beats every
 // pattern; between two exact names or two patterns, more literal (non-*)
 // characters win.
 type globSpec struct {
@@ -54,16 +70,17 @@ func (a globSpec) compare(b globSpec) int {
 	return 0
 }
 
-// specificity orders matching rules: the tool glob first, then the server
-// glob. The tool is compared first because it is the finer thing: a rule
-// about delete_* on every server says more about a call of fs__delete_file
-// than a rule about everything on fs.
+// specificity orders matching rules: the target glob (the tool, resource
+// or prompt; "*" for a rule that names only a server) first, then the
+// server glob. The target is compared first because it is the finer thing:
+// a rule about delete_* on every server says more about a call of
+// fs__delete_file than a rule about everything on fs.
 type specificity struct {
-	tool, server globSpec
+	target, server globSpec
 }
 
 func (a specificity) compare(b specificity) int {
-	if c := a.tool.compare(b.tool); c != 0 {
+	if c := a.target.compare(b.target); c != 0 {
 		return c
 	}
 	return a.server.compare(b.server)
@@ -74,10 +91,15 @@ func compileName(pattern string) nameGlob {
 	return nameGlob{
 		pattern: pattern,
 		re:      regexp.MustCompile(`^(?s:` + quoted + `)$`), // quoted text always compiles
-		spec: globSpec{
-			exact:    !strings.Contains(pattern, "*"),
-			literals: utf8.RuneCountInString(strings.ReplaceAll(pattern, "*", "")),
-		},
+		spec:    specOf(pattern),
+	}
+}
+
+// specOf returns how specific a glob is; * is its only special character.
+func specOf(pattern string) globSpec {
+	return globSpec{
+		exact:    !strings.Contains(pattern, "*"),
+		literals: utf8.RuneCountInString(strings.ReplaceAll(pattern, "*", "")),
 	}
 }
 
@@ -96,7 +118,21 @@ func compileRule(at entry, r config.Rule) (*rule, error) {
 	if tool == "" {
 		tool = "*"
 	}
-	cr := &rule{at: at, name: name, server: compileName(server), tool: compileName(tool), verdict: v}
+	cr := &rule{at: at, name: name, server: compileName(server), verdict: v}
+	// A Rule built in Go may leave ToolGiven unset and still name a tool.
+	toolNamed := r.ToolGiven || r.Tool != "" && r.Tool != "*"
+	switch named := r.Resource != "" || r.Prompt != ""; {
+	case named && (toolNamed || r.Resource != "" && r.Prompt != ""):
+		return nil, fmt.Errorf("%s: names more than one of a tool, a resource and a prompt: write one rule for each", name)
+	case named && len(r.Args) > 0:
+		return nil, fmt.Errorf("%s: args constrain tool calls only: remove them from a rule about a resource or a prompt", name)
+	case r.Resource != "":
+		cr.kind, cr.resource = KindResource, uriGlob{pattern: r.Resource, spec: specOf(r.Resource)}
+	case r.Prompt != "":
+		cr.kind, cr.tool = KindPrompt, compileName(r.Prompt)
+	default:
+		cr.kind, cr.anyKind, cr.tool = KindTool, !toolNamed, compileName(tool)
+	}
 	for i, a := range r.Args {
 		c, err := compileConstraint(fmt.Sprintf("args[%d]", i), a)
 		if err != nil {
@@ -107,27 +143,47 @@ func compileRule(at entry, r config.Rule) (*rule, error) {
 	return cr, nil
 }
 
-// match reports whether the rule applies to a call, and how specifically.
-// The tool glob matches the local or the remote name.
-func (r *rule) match(server, local, remote string) (specificity, bool) {
-	if !r.server.re.MatchString(server) {
+// match reports whether the rule applies to a request, and how
+// specifically. A rule that names only a server matches every request to
+// it; any other matches requests of its kind only. A tool or prompt glob
+// matches the local or the remote name, a resource glob the URI.
+func (r *rule) match(req Request) (specificity, bool) {
+	if !r.server.re.MatchString(req.Server) || !r.anyKind && r.kind != req.Kind {
 		return specificity{}, false
 	}
-	if !r.tool.re.MatchString(local) && !r.tool.re.MatchString(remote) {
+	target := r.tool.spec
+	switch {
+	case r.anyKind:
+	case r.kind == KindResource:
+		if !config.MatchResource(r.resource.pattern, req.Resource) {
+			return specificity{}, false
+		}
+		target = r.resource.spec
+	case !r.tool.re.MatchString(req.Tool) && !r.tool.re.MatchString(req.RemoteTool):
 		return specificity{}, false
 	}
-	return specificity{tool: r.tool.spec, server: r.server.spec}, true
+	return specificity{target: target, server: r.server.spec}, true
 }
 
-// decide applies the rule to a call that it matches: its decision, or deny
-// when a constraint fails.
+// decide applies the rule to a request that it matches: its decision, or
+// deny when a constraint fails. Constraints check tool calls only: a rule
+// that names only a server decides a resource read or a prompt get by its
+// decision alone.
 func (r *rule) decide(req Request) opinion {
+	if req.Kind != KindTool {
+		return r.verdictOpinion()
+	}
 	for _, c := range r.args {
 		if why := c.check(req.Arguments); why != "" {
 			return opinion{verdict: Deny, rule: r.name,
 				reason: fmt.Sprintf("denied by %s, %s: %s", r.name, c.name, why)}
 		}
 	}
+	return r.verdictOpinion()
+}
+
+// verdictOpinion is the rule's decision, with its reason.
+func (r *rule) verdictOpinion() opinion {
 	var reason string
 	switch r.verdict {
 	case Allow:

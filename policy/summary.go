@@ -15,11 +15,17 @@ const (
 	maxSummaryValue = 400 // bytes of one argument's JSON
 	maxSummaryArgs  = 50  // arguments listed
 	maxSummaryTitle = 100 // bytes of the server's title hint
+	// maxSummaryURI bounds a resource's URI: long enough that the end of
+	// any real URI shows, where a path's last segments are.
+	maxSummaryURI = 2000
 )
 
-// Summary describes a call for the person asked to approve it: the tool and
-// server, the effect policy gives it, the decision and why, the server's
-// own hints about the tool (marked as unverified), and the arguments.
+// Summary describes a request for the person asked to approve it. For a
+// tool call: the tool and server, the effect policy gives it, the decision
+// and why, the server's own hints about the tool (marked as unverified),
+// and the arguments. For a resource read: the URI and the server, and the
+// decision. For a prompt get: the prompt's names and server, the decision,
+// and the arguments.
 //
 // redact, when not nil, is applied to the arguments before they are shown;
 // pass the host's redaction so that a secret in an argument shows as
@@ -29,6 +35,17 @@ const (
 // the rest noted.
 func Summary(req Request, d Decision, redact func(any) any) string {
 	var b strings.Builder
+	switch req.Kind {
+	case KindResource:
+		fmt.Fprintf(&b, "read resource %s from server %s\n", truncate(displayString(req.Resource), maxSummaryURI), displayString(req.Server))
+		writeDecision(&b, d)
+		return b.String()
+	case KindPrompt:
+		fmt.Fprintf(&b, "get prompt %s (prompt %s of server %s)\n", displayString(req.Tool), displayString(req.RemoteTool), displayString(req.Server))
+		writeDecision(&b, d)
+		writeArguments(&b, req.Arguments, redact)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "call %s (tool %s of server %s)\n", displayString(req.Tool), displayString(req.RemoteTool), displayString(req.Server))
 
 	effect := string(d.Effect)
@@ -40,15 +57,25 @@ func Summary(req Request, d Decision, redact func(any) any) string {
 		b.WriteString(", idempotent")
 	}
 	b.WriteString("\n")
-	if d.Verdict != "" {
-		fmt.Fprintf(&b, "decision: %s: %s\n", d.Verdict, d.Reason)
-	}
+	writeDecision(&b, d)
 	if hints := hintList(req); len(hints) > 0 {
 		fmt.Fprintf(&b, "server's hints (unverified, they change nothing): %s\n", strings.Join(hints, ", "))
 	}
+	writeArguments(&b, req.Arguments, redact)
+	return b.String()
+}
 
-	var args any = req.Arguments
-	if req.Arguments == nil {
+// writeDecision writes the decision and why, when there is one.
+func writeDecision(b *strings.Builder, d Decision) {
+	if d.Verdict != "" {
+		fmt.Fprintf(b, "decision: %s: %s\n", d.Verdict, d.Reason)
+	}
+}
+
+// writeArguments writes the arguments, redacted, one a line.
+func writeArguments(b *strings.Builder, arguments map[string]any, redact func(any) any) {
+	var args any = arguments
+	if arguments == nil {
 		args = map[string]any{}
 	}
 	if redact != nil {
@@ -57,12 +84,12 @@ func Summary(req Request, d Decision, redact func(any) any) string {
 	m, ok := args.(map[string]any)
 	if !ok {
 		// A redaction that changed the shape: show what it returned.
-		fmt.Fprintf(&b, "arguments: %s\n", displayValue(args))
-		return b.String()
+		fmt.Fprintf(b, "arguments: %s\n", displayValue(args))
+		return
 	}
 	if len(m) == 0 {
 		b.WriteString("arguments: none\n")
-		return b.String()
+		return
 	}
 	b.WriteString("arguments:\n")
 	keys := make([]string, 0, len(m))
@@ -72,12 +99,11 @@ func Summary(req Request, d Decision, redact func(any) any) string {
 	slices.Sort(keys)
 	for i, k := range keys {
 		if i == maxSummaryArgs {
-			fmt.Fprintf(&b, "  … and %d more\n", len(keys)-i)
+			fmt.Fprintf(b, "  … and %d more\n", len(keys)-i)
 			break
 		}
-		fmt.Fprintf(&b, "  %s: %s\n", displayString(k), displayValue(m[k]))
+		fmt.Fprintf(b, "  %s: %s\n", displayString(k), displayValue(m[k]))
 	}
-	return b.String()
 }
 
 // hintList describes the server's annotations, only those it stated.

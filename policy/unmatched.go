@@ -58,7 +58,8 @@ type CatalogTool struct {
 //     unknown.
 //
 // Entries about servers that are not ready are not reported: their tools
-// are unknown.
+// are unknown. Nor are rules about resources or prompts, which name no
+// tool.
 func (p *Policy) Unmatched(cat Catalog, audit config.Audit) []Warning {
 	ready := make(map[string]bool, len(cat.Ready))
 	for _, id := range cat.Ready {
@@ -119,6 +120,10 @@ func (c Catalog) prefix(id string) string {
 // unmatched says why the rule can never apply to a tool of the catalog,
 // if it can be told.
 func (r *rule) unmatched(cat Catalog, byServer map[string][]CatalogTool) (string, bool) {
+	if r.kind != KindTool {
+		// A rule about resources or prompts names no tool.
+		return "", false
+	}
 	var servers, unchecked []string
 	for _, id := range cat.Ready {
 		if r.server.re.MatchString(id) {

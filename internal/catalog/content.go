@@ -232,14 +232,37 @@ func CheckURI(uri string) string {
 		return "it is empty"
 	case len(uri) > MaxURILen:
 		return fmt.Sprintf("it is longer than %d bytes", MaxURILen)
-	case strings.IndexFunc(uri, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) || r == unicode.ReplacementChar }) >= 0:
-		return "it has control characters, spaces or invalid UTF-8"
+	case strings.IndexFunc(uri, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.IsSpace(r) || r == unicode.ReplacementChar
+	}) >= 0:
+		return "it has control characters, invisible formatting characters, spaces or invalid UTF-8"
 	}
 	u, err := url.Parse(uri)
 	if err != nil || u.Scheme == "" {
 		return "it is not an absolute URI (scheme:…)"
 	}
 	return ""
+}
+
+// DotSegments reports whether uri's path has "." or ".." segments, plain
+// or percent-encoded: a URI a glob would match by its text while the
+// server resolves it elsewhere.
+func DotSegments(uri string) bool {
+	_, rest, ok := strings.Cut(uri, ":")
+	if !ok {
+		return false
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	rest, _, _ = strings.Cut(rest, "#")
+	for _, seg := range strings.Split(rest, "/") {
+		if dec, err := url.PathUnescape(seg); err == nil {
+			seg = dec
+		}
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // AllowedResources binds the resources of advertised that srv's

@@ -326,8 +326,8 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	if !slices.Contains(srv.ProtocolVersions, init.ProtocolVersion) {
 		return fail(true, nil, "server %s: negotiated protocol version %s, which protocol_versions %v does not allow", srv.ID, init.ProtocolVersion, srv.ProtocolVersions)
 	}
-	if init.Capabilities == nil || init.Capabilities.Tools == nil {
-		return fail(true, nil, "server %s: does not advertise the tools capability", srv.ID)
+	if caps := init.Capabilities; caps == nil || (caps.Tools == nil && caps.Resources == nil && caps.Prompts == nil) {
+		return fail(true, nil, "server %s: advertises none of the tools, resources and prompts capabilities", srv.ID)
 	}
 	return nil
 }

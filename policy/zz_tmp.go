@@ -1,9 +1,0 @@
-package policy
-
-type Kind string
-
-const (
-	KindTool     Kind = ""
-	KindResource Kind = "resource"
-	KindPrompt   Kind = "prompt"
-)
