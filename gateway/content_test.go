@@ -152,10 +152,14 @@ func startContent(t *testing.T, rules string) *fixture {
     command: %q
     env: {%s: content, %s: %q, %s: w}
     allowed_tools: [echo, crash]
+    allowed_resources: ["*"]
+    allowed_prompts: ["*"]
   - id: v
     command: %q
     env: {%s: shared, %s: %q, %s: v}
     allowed_tools: [echo]
+    allowed_resources: ["*"]
+    allowed_prompts: ["*"]
 policy:
   tools:
     - {server: w, tool: crash, effect: read}
@@ -163,10 +167,6 @@ policy:
 %s`, exe, envUpstream, envMark, f.mark, envServerID, exe, envUpstream, envMark, f.markB+"v", envServerID, rules+"    - {server: \"*\", tool: \"*\", decision: allow}\n"), "airlock.yaml", dir)
 	if err != nil {
 		t.Fatal(err)
-	}
-	for i := range cfg.Servers {
-		cfg.Servers[i].AllowedResources = []string{"*"}
-		cfg.Servers[i].AllowedPrompts = []string{"*"}
 	}
 	f.open(t, cfg, nil, &airlock.Options{Elicit: func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil }})
 	return f
@@ -261,7 +261,7 @@ func TestReadResource(t *testing.T) {
 }
 
 func TestReadDenied(t *testing.T) {
-	f := startContent(t, `    - {server: w, tool: resources/read, decision: deny}
+	f := startContent(t, `    - {server: w, resource: "test://static-text", decision: deny}
 `)
 	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
 		_, err := cs.ReadResource(ctxT(t), &mcp.ReadResourceParams{URI: "test://static-text"})
@@ -350,7 +350,7 @@ func TestSubscribe(t *testing.T) {
 // TestPromptApproval: a get that policy wants approved asks the person at
 // the client, through elicitation, in both eras, as a tool call does.
 func TestPromptApproval(t *testing.T) {
-	f := startContent(t, `    - {server: w, tool: w__greet, decision: ask}
+	f := startContent(t, `    - {server: w, prompt: greet, decision: ask}
 `)
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -447,7 +447,7 @@ func TestContentListChanged(t *testing.T) {
 // the client, as a tool call does; a client that cannot be asked is told
 // the approval id and how to approve it.
 func TestReadApproval(t *testing.T) {
-	f := startContent(t, `    - {server: w, tool: resources/read, decision: ask}
+	f := startContent(t, `    - {server: w, resource: "test://*", decision: ask}
 `)
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -486,7 +486,7 @@ func TestReadApproval(t *testing.T) {
 // elicitation but fails to ask gets approval_required, with the id and how
 // to approve it, and the request stays pending for a person.
 func TestPromptApprovalClientCannotAsk(t *testing.T) {
-	f := startContent(t, `    - {server: w, tool: w__greet, decision: ask}
+	f := startContent(t, `    - {server: w, prompt: greet, decision: ask}
 `)
 	cs := f.connect(t, session, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
