@@ -77,16 +77,16 @@ func indexOf(snap *airlock.Snapshot) *contentIndex {
 	ix := &contentIndex{resources: map[string]listedResource{}, templates: map[string]listedTemplate{},
 		prompts: map[string]*mcp.Prompt{}, clashes: map[string][]string{}}
 	rs, ts := snap.Resources(), snap.ResourceTemplates()
-	count := map[string]int{}
+	uris, tmpls := map[string]int{}, map[string]int{}
 	for _, r := range rs {
-		count[r.URI]++
+		uris[r.URI]++
 	}
 	for _, t := range ts {
-		count["\x00"+t.URITemplate]++
+		tmpls[t.URITemplate]++
 	}
 	for _, r := range rs {
 		uri := r.URI
-		if count[uri] > 1 || strings.HasPrefix(uri, qualifiedScheme) {
+		if uris[uri] > 1 || strings.HasPrefix(uri, qualifiedScheme) {
 			uri = qualify(r.Server, r.URI)
 			if !strings.HasPrefix(r.URI, qualifiedScheme) {
 				ix.clashes[r.URI] = append(ix.clashes[r.URI], uri)
@@ -101,7 +101,7 @@ func indexOf(snap *airlock.Snapshot) *contentIndex {
 	clashing := map[string][]string{}
 	for _, t := range ts {
 		listed := t.URITemplate
-		if count["\x00"+listed] > 1 || strings.HasPrefix(listed, qualifiedScheme) {
+		if tmpls[listed] > 1 || strings.HasPrefix(listed, qualifiedScheme) {
 			listed = qualify(t.Server, t.URITemplate)
 			if !strings.HasPrefix(t.URITemplate, qualifiedScheme) {
 				clashing[t.URITemplate] = append(clashing[t.URITemplate], t.Server)
@@ -130,9 +130,13 @@ func indexOf(snap *airlock.Snapshot) *contentIndex {
 }
 
 // clashOf is the error of a read (or subscription) of an unqualified URI
-// that two servers list, or that templates of two servers expand to,
-// naming the qualified URIs to use instead; nil for any other URI.
+// that two servers list, or that the same template of two servers expands
+// to, naming the qualified URIs to use instead; nil for any other URI,
+// and for one a single server lists as it is.
 func (ix *contentIndex) clashOf(uri string) error {
+	if _, ok := ix.resources[uri]; ok {
+		return nil
+	}
 	forms := slices.Clone(ix.clashes[uri])
 	for _, c := range ix.clashTmpl {
 		if c.tmpl.Match(uri) != nil {

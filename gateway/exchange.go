@@ -13,7 +13,6 @@ import (
 // Asking the client (asks.go), an approval question (approve.go) and a
 // parked call (parked.go) need the same of each, whatever its method.
 type exchange struct {
-	method string // "tools/call", "prompts/get" or "resources/read"
 	// subject is what the request is for, as a signed request state
 	// binds it: the tool's name for a call, the method and the name or
 	// URI otherwise, so that a state of one never answers another.
@@ -27,9 +26,11 @@ type exchange struct {
 	needs func(reqs mcp.InputRequestMap, state string) mcp.Result
 }
 
+// toolExchange, promptExchange and readExchange are the exchanges of
+// the three methods.
 func toolExchange(req *mcp.CallToolRequest) *exchange {
 	p := req.Params
-	return &exchange{method: "tools/call", subject: p.Name, session: req.Session, meta: p.GetMeta(),
+	return &exchange{subject: p.Name, session: req.Session, meta: p.GetMeta(),
 		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities,
 		needs: func(reqs mcp.InputRequestMap, state string) mcp.Result {
 			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}
@@ -38,7 +39,7 @@ func toolExchange(req *mcp.CallToolRequest) *exchange {
 
 func promptExchange(req *mcp.GetPromptRequest) *exchange {
 	p := req.Params
-	return &exchange{method: "prompts/get", subject: "prompts/get " + p.Name, session: req.Session, meta: p.GetMeta(),
+	return &exchange{subject: "prompts/get " + p.Name, session: req.Session, meta: p.GetMeta(),
 		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities,
 		needs: func(reqs mcp.InputRequestMap, state string) mcp.Result {
 			return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}
@@ -47,7 +48,7 @@ func promptExchange(req *mcp.GetPromptRequest) *exchange {
 
 func readExchange(req *mcp.ReadResourceRequest) *exchange {
 	p := req.Params
-	ex := &exchange{method: "resources/read", subject: "resources/read " + p.URI, session: req.Session, meta: p.GetMeta(),
+	ex := &exchange{subject: "resources/read " + p.URI, session: req.Session, meta: p.GetMeta(),
 		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities}
 	ex.needs = func(reqs mcp.InputRequestMap, state string) mcp.Result {
 		res := &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}
