@@ -29,6 +29,7 @@ import (
 //	test://missing          listed, but not found when read
 //	test://watched          subscribable: updated every 50ms while subscribed
 //	test://shared           text naming the server (w and v both list it)
+//	test://shared/{id}      a template of w and v both: the URI and the server
 //	test://template/{id}/data  a template: text with the id
 //	greet(name)             "Hello, NAME"
 //	ask_context             asks for "user_context" (an input_required result), then "Context: …"
@@ -132,10 +133,11 @@ func addContent(s *mcp.Server) {
 
 func addShared(s *mcp.Server) {
 	who := os.Getenv(envServerID)
-	s.AddResource(&mcp.Resource{URI: "test://shared", Name: "shared", MIMEType: "text/plain"},
-		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "shared by " + who}}}, nil
-		})
+	shared := func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: req.Params.URI + " by " + who}}}, nil
+	}
+	s.AddResource(&mcp.Resource{URI: "test://shared", Name: "shared", MIMEType: "text/plain"}, shared)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://shared/{id}", Name: "shared"}, shared)
 }
 
 // envServerID names the upstream to itself.
@@ -196,8 +198,16 @@ func TestContentListed(t *testing.T) {
 			t.Errorf("resources %q, want %q (test://shared qualified: two servers list it)", uris, want)
 		}
 		ts, err := cs.ListResourceTemplates(ctx, nil)
-		if err != nil || len(ts.ResourceTemplates) != 1 || ts.ResourceTemplates[0].URITemplate != "test://template/{id}/data" {
-			t.Errorf("templates %+v, %v; want test://template/{id}/data", ts, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tmpls []string
+		for _, t := range ts.ResourceTemplates {
+			tmpls = append(tmpls, t.URITemplate)
+		}
+		slices.Sort(tmpls)
+		if want := []string{"airlock://v/test://shared/{id}", "airlock://w/test://shared/{id}", "test://template/{id}/data"}; !slices.Equal(tmpls, want) {
+			t.Errorf("templates %q, want %q (test://shared/{id} qualified: two servers list it)", tmpls, want)
 		}
 		ps, err := cs.ListPrompts(ctx, nil)
 		if err != nil {
@@ -250,11 +260,18 @@ func TestReadResource(t *testing.T) {
 		if werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "airlock://v/test://shared, airlock://w/test://shared") {
 			t.Errorf("unqualified shared: %d %q, want -32602 naming the qualified URIs", werr.Code, werr.Message)
 		}
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://shared/9"})
+		werr = rpcError(t, err)
+		if werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "airlock://v/test://shared/9, airlock://w/test://shared/9") {
+			t.Errorf("unqualified expansion of a shared template: %d %q, want -32602 naming the qualified URIs", werr.Code, werr.Message)
+		}
 		for _, s := range []string{"v", "w"} {
-			uri := "airlock://" + s + "/test://shared"
-			res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-			if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "shared by "+s || res.Contents[0].URI != uri {
-				t.Errorf("%s: %+v, %v; want %s's", uri, res, err, s)
+			for _, uri := range []string{"test://shared", "test://shared/9"} {
+				qualified := "airlock://" + s + "/" + uri
+				res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: qualified})
+				if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != uri+" by "+s || res.Contents[0].URI != qualified {
+					t.Errorf("%s: %+v, %v; want %s of %s", qualified, res, err, uri, s)
+				}
 			}
 		}
 	})
@@ -297,6 +314,12 @@ func TestComplete(t *testing.T) {
 			Argument: mcp.CompleteParamsArgument{Name: "name", Value: "al"}})
 		if err != nil || !slices.Equal(res.Completion.Values, []string{"alpha", "alpine"}) {
 			t.Errorf("completion: %+v, %v; want alpha, alpine", res, err)
+		}
+		// A qualified template names its server.
+		res, err = cs.Complete(ctxT(t), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: "airlock://w/test://shared/{id}"},
+			Argument: mcp.CompleteParamsArgument{Name: "id", Value: "b"}})
+		if err != nil || !slices.Equal(res.Completion.Values, []string{"beta"}) {
+			t.Errorf("completion of a qualified template: %+v, %v; want beta", res, err)
 		}
 	})
 }
