@@ -167,12 +167,18 @@ func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	g.publish(g.turn(ctx, h), false)
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop, g.done = stop, make(chan struct{})
-	go g.follow(life)
-	go g.notify(life)
+	var notifying sync.WaitGroup
+	notifying.Go(func() { g.notify(life) })
+	go func() {
+		defer close(g.done)
+		g.follow(life)
+		notifying.Wait()
+	}()
 	return nil
 }
 
-// Close stops following the host's catalog and ends every session. It does
+// Close stops following the host's catalog (and passing on its resource
+// updates) and ends every session. It does
 // not close the Host, which the caller opened. It is idempotent.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
@@ -204,7 +210,6 @@ const settle = 50 * time.Millisecond
 // follow takes a turn whenever the host says its catalog may have changed,
 // and lists the new catalog if it did change.
 func (g *Gateway) follow(ctx context.Context) {
-	defer close(g.done)
 	for {
 		select {
 		case <-ctx.Done():
