@@ -81,8 +81,15 @@ func (h *Host) approve(ctx context.Context, q *request) *Result {
 			return res
 		}
 	}
-	return q.fail(ApprovalRequired, nil, "%s needs a person's approval (%s): run airlock approvals approve %s, then call again with the same arguments",
-		q.tool.Name, q.r.Decision.Reason, req.ID)
+	again := "call again with the same arguments"
+	switch q.kind {
+	case policy.KindResource:
+		again = "read " + printable(q.resource) + " again"
+	case policy.KindPrompt:
+		again = "get the prompt again with the same arguments"
+	}
+	return q.fail(ApprovalRequired, nil, "%s needs a person's approval (%s): run airlock approvals approve %s, then %s",
+		q.tool.Name, q.r.Decision.Reason, req.ID, again)
 }
 
 // An approvalBinding is what an approval for one call is bound to.

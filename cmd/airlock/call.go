@@ -20,18 +20,7 @@ func (e *env) call(o *options, pos []string) error {
 	if err != nil {
 		return err
 	}
-	// On a terminal, a person is at hand, as in the shell: a call that
-	// needs approval asks on stderr (stdout keeps the result alone) and
-	// reads the answer from the terminal; so do a server's step-up and
-	// its questions during the call. Not with --json, which scripts read,
-	// nor when the arguments came from stdin: then a server's question is
-	// declined, and the result says so.
-	if !o.json && o.callArgs != "-" && isTerminalReader(e.stdin) && isTerminal(e.stderr) {
-		ta := &terminalApprover{out: e.stderr, ed: newLineEditor(e.stdin.(*os.File), e.stderr)}
-		e.approver = ta
-		e.elicit = ta.elicit
-		e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
-	}
+	e.askOnTerminal(o)
 	view := newProgressView(e.stderr, o)
 	if view != nil {
 		e.callProgress = view.update
@@ -50,9 +39,25 @@ func (e *env) call(o *options, pos []string) error {
 		}
 	} else {
 		printResult(e.stdout, e.stderr, r)
-		printInputs(e.stderr, s.Snapshot(), pos[0], r)
+		printInputs(e.stderr, toolServer(s.Snapshot(), pos[0]), r)
 	}
 	return exitCode(kindExit(r.Status))
+}
+
+// askOnTerminal puts what needs a person to the one at the terminal, as
+// the shell does: a call (or read, or prompt) that needs approval asks on
+// stderr (stdout keeps the result alone) and reads the answer from the
+// terminal; so do a server's step-up and its questions during the call.
+// Not with --json, which scripts read, nor when the arguments came from
+// stdin: then a server's question is declined, and the result says so.
+func (e *env) askOnTerminal(o *options) {
+	if o.json || o.callArgs == "-" || !isTerminalReader(e.stdin) || !isTerminal(e.stderr) {
+		return
+	}
+	ta := &terminalApprover{out: e.stderr, ed: newLineEditor(e.stdin.(*os.File), e.stderr)}
+	e.approver = ta
+	e.elicit = ta.elicit
+	e.stepUps = airlock.AuthOptions{Open: oauth.Opener(e.stderr, false), Consent: ta.consent}
 }
 
 // readArgs reads --args: JSON text, @FILE, or - (stdin). The text is passed
@@ -95,19 +100,29 @@ func printResult(stdout, stderr io.Writer, r *airlock.Result) {
 		fmt.Fprintf(stderr, "%s: %s\n", r.Status, r.Err.Msg)
 	}
 	for _, a := range r.Artifacts {
-		fmt.Fprintf(stderr, "artifact %s (%s, %d bytes) saved at %s\n", a.ID, a.MediaType, a.Size, a.Path)
+		fmt.Fprintln(stderr, artifactLine(a))
 	}
+}
+
+// artifactLine names an artifact for a person: where it was saved, and
+// what it holds.
+func artifactLine(a airlock.Artifact) string {
+	return fmt.Sprintf("artifact %s (%s, %d bytes) saved at %s", a.ID, a.MediaType, a.Size, a.Path)
+}
+
+// toolServer is the server of the snapshot's tool name, or "?".
+func toolServer(snap *airlock.Snapshot, tool string) string {
+	for _, t := range snap.Tools() {
+		if t.Name == tool {
+			return t.Server
+		}
+	}
+	return "?"
 }
 
 // printInputs says what the server asked during the call, and what it
 // was answered: on stderr, for the person reading a CI log at 2 a.m.
-func printInputs(w io.Writer, snap *airlock.Snapshot, tool string, r *airlock.Result) {
-	server := "?"
-	for _, t := range snap.Tools() {
-		if t.Name == tool {
-			server = t.Server
-		}
-	}
+func printInputs(w io.Writer, server string, r *airlock.Result) {
 	for _, in := range r.Inputs {
 		what := in.Kind
 		if in.Mode != "" {

@@ -59,6 +59,7 @@ const (
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER, each [--tenant T] [--user U]"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
+	completeUsage  = "airlock complete (--prompt NAME | --template URI_TEMPLATE [--server ID]) --argument NAME [--value TEXT] [--context JSON] [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]"
 	addUsage       = "airlock add ID [--json] [--config FILE] -- COMMAND [ARGS…] | add ID --url URL [--json] [--config FILE]"
 )
 
@@ -80,6 +81,35 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 			traceFlag(fs, o)
 		},
 		run: (*env).call},
+	{name: "resources", usage: "airlock resources [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, flags: traceFlag, run: (*env).resources},
+	{name: "read", usage: "airlock read URI [--server ID] [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+		args: []string{"URI"}, takes: "exactly one resource URI (see airlock resources)", got: gotCount, task: true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			serverFlag(fs, o)
+			traceFlag(fs, o)
+		},
+		run: (*env).read},
+	{name: "prompts", usage: "airlock prompts [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+		task: true, got: gotFirst, flags: traceFlag, run: (*env).prompts},
+	{name: "prompt", usage: "airlock prompt NAME [--args JSON|@FILE|-] [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+		args: []string{"NAME"}, takes: "exactly one prompt name (see airlock prompts)", got: gotCount, task: true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.callArgs, "args", "", `the prompt's arguments, a JSON object of strings: JSON text, @FILE, or - for stdin`)
+			traceFlag(fs, o)
+		},
+		run: (*env).prompt},
+	{name: "complete", usage: completeUsage, task: true, got: gotFirst,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.promptName, "prompt", "", "complete an argument of this prompt (see airlock prompts)")
+			fs.StringVar(&o.template, "template", "", "complete a variable of this resource template (see airlock resources)")
+			serverFlag(fs, o)
+			fs.StringVar(&o.argument, "argument", "", "the argument or variable to complete")
+			fs.StringVar(&o.value, "value", "", "what is typed of it so far")
+			fs.StringVar(&o.context, "context", "", `the values of other arguments, a JSON object of strings, such as {"department": "Engineering"}`)
+			traceFlag(fs, o)
+		},
+		run: (*env).complete},
 	{name: "shell", usage: "airlock shell [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
 		task: true, got: gotFirst, flags: traceFlag, run: (*env).shell},
 	{name: "status", usage: "airlock status [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
@@ -201,6 +231,12 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 				run:   (*env).serveIssues},
 		}},
 }}
+
+// serverFlag defines --server, for what names a resource, which more
+// than one server may serve.
+func serverFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.server, "server", "", "the server, when more than one may serve the resource or lists the template (default: the one that does)")
+}
 
 // allFlag defines --all, for a list of more than what awaits a person.
 func allFlag(usage string) func(fs *flag.FlagSet, o *options) {

@@ -26,7 +26,13 @@ type options struct {
 
 	available      bool          // tools --available
 	url            string        // add --url
-	callArgs       string        // call --args
+	callArgs       string        // call --args, prompt --args
+	server         string        // read --server, complete --server
+	promptName     string        // complete --prompt
+	template       string        // complete --template
+	argument       string        // complete --argument
+	value          string        // complete --value
+	context        string        // complete --context
 	progress       bool          // call --progress
 	remember       bool          // approvals approve --remember
 	repo, base     string        // task open

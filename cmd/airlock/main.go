@@ -89,6 +89,15 @@ Usage:
   airlock call NAME [--args JSON|@FILE|-] [--json] [--progress]
                                               run one tool call through the pipeline (on a terminal,
                                               asks when it needs approval and shows progress)
+  airlock resources [--json]                  list the resources and resource templates servers expose
+  airlock read URI [--server ID] [--json]     read a resource through the pipeline (a blob is saved
+                                              as an artifact)
+  airlock prompts [--json]                    list the prompts servers expose
+  airlock prompt NAME [--args JSON|@FILE|-] [--json]
+                                              get a prompt's messages through the pipeline
+  airlock complete (--prompt NAME | --template URI_TEMPLATE [--server ID]) --argument NAME
+                   [--value TEXT] [--context JSON] [--json]
+                                              values a server suggests for an argument
   airlock shell [--json]                      a long-lived session, one command per line
   airlock add ID -- COMMAND [ARGS…]           add a server to airlock.yaml (none of its tools
   airlock add ID --url URL                    allowed yet) and show what it offers
@@ -127,8 +136,9 @@ Flags every command takes, before or after the command:
   --state DIR     state directory (default: .airlock beside the config)
   --allow S:T,…   tools to expose from an mcpServers JSON file (SERVER:TOOL or SERVER:*)
   --verbose       copy the host's log (and servers' stderr) to stderr
-  --task ID       (tools, call, shell, status) act in a task: its worktree and servers
-  --trace FILE    (tools, call, shell, status) write every JSON-RPC message sent and received,
+  --task ID       (tools, call, shell, status, resources, read, prompts, prompt, complete)
+                  act in a task: its worktree and servers
+  --trace FILE    (the same commands) write every JSON-RPC message sent and received,
                   redacted, one JSON object a line, to FILE
 
 Exit codes: 0 ok, 1 a failure the model is shown, 2 usage or config error,

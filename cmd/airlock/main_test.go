@@ -253,6 +253,17 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		{"missing config", []string{"tools", "--config", "nope.yaml"}, "nope.yaml"},
 		{"bad config", []string{"tools", "--config", "bad.yaml"}, `bad.yaml:3`},
 		{"unreadable args", []string{"call", "x", "--args", "@missing.json"}, "missing.json"},
+		{"read without a URI", []string{"read"}, "read takes exactly one resource URI (see airlock resources), got 0 arguments"},
+		{"read with two", []string{"read", "a://b", "c://d"}, "got 2 arguments"},
+		{"read unknown flag", []string{"read", "a://b", "--srv", "x"}, "-srv"},
+		{"prompt without a name", []string{"prompt"}, "prompt takes exactly one prompt name (see airlock prompts)"},
+		{"prompt unreadable args", []string{"prompt", "x", "--args", "@missing.json"}, "missing.json"},
+		{"resources with an argument", []string{"resources", "x"}, `resources takes no arguments, got "x"`},
+		{"complete of nothing", []string{"complete", "--argument", "a"}, "complete needs one of --prompt or --template"},
+		{"complete of both", []string{"complete", "--prompt", "p", "--template", "t", "--argument", "a"}, "complete needs one of --prompt or --template"},
+		{"complete without an argument", []string{"complete", "--prompt", "p"}, "complete needs --argument"},
+		{"complete of a prompt on a server", []string{"complete", "--prompt", "p", "--server", "s", "--argument", "a"}, "--server goes with --template only"},
+		{"complete with a bad context", []string{"complete", "--prompt", "p", "--argument", "a", "--context", `{"b":1}`}, `--context: "b" is not a string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,7 +385,7 @@ func TestShellJSON(t *testing.T) {
 		{`"two"`, "status", "tool_error"},
 		{`4`, "generation", float64(1)},
 		{`5`, "status", "invalid_arguments"},
-		{`6`, "error", `unknown cmd "fly": use tools, status, call, approve, deny, answer, turn or quit`},
+		{`6`, "error", `unknown cmd "fly": use tools, status, call, resources, read, prompts, prompt, complete, subscribe, unsubscribe, approve, deny, answer, turn or quit`},
 	}
 	for _, c := range checks {
 		if got := byID[c.id][c.key]; got != c.want {

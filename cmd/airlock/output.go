@@ -145,13 +145,10 @@ func errString(e *airlock.Error) *string {
 }
 
 func toolsOutput(snap *airlock.Snapshot, servers []airlock.ServerStatus) toolsJSON {
-	out := toolsJSON{Snapshot: snap.ID(), Generation: snap.Generation(), Servers: []serverJSON{}, Tools: []toolJSON{},
+	out := toolsJSON{Snapshot: snap.ID(), Generation: snap.Generation(), Servers: serversOutput(servers), Tools: []toolJSON{},
 		Warnings: warningsOutput(snap), Withheld: snap.Withheld()}
 	if out.Withheld == nil {
 		out.Withheld = []airlock.Withheld{}
-	}
-	for _, s := range servers {
-		out.Servers = append(out.Servers, serverJSON{ID: s.ID, Status: s.Status, ProtocolVersion: s.ProtocolVersion, Error: errString(s.Err)})
 	}
 	for _, t := range snap.Tools() {
 		tj := toolJSON{Name: t.Name, Server: t.Server, RemoteName: t.RemoteName, Title: t.Title, Description: t.Description,
@@ -323,7 +320,7 @@ func kindExit(k airlock.Kind) int {
 	switch k {
 	case airlock.OK:
 		return exitOK
-	case airlock.InvalidArguments, airlock.ToolError, airlock.UnknownTool, airlock.Denied, airlock.Busy:
+	case airlock.InvalidArguments, airlock.ToolError, airlock.UnknownTool, airlock.Denied, airlock.Busy, airlock.ResourceNotFound:
 		return exitModel
 	case airlock.OutcomeUnknown:
 		return exitUnknown

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,12 +17,21 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/oauth"
+	"github.com/airlockhq/airlock/config"
 )
 
 const shellHelp = `commands, one per line:
   tools               the tool catalog of this turn
   status              the servers
   call NAME {json}    run a tool call (arguments default to {})
+  resources           the resources and resource templates of this turn
+  read URI [SERVER]   read a resource (SERVER: when more than one may serve it)
+  prompts             the prompts of this turn
+  prompt NAME {json}  get a prompt's messages (arguments default to {})
+  complete prompt NAME ARGUMENT [VALUE]
+  complete template URI_TEMPLATE ARGUMENT [VALUE [SERVER]]
+                      values a server suggests for an argument (VALUE: what is
+                      typed so far, "" for nothing; no spaces)
   approve ID          grant an approval request (then call again)
   deny ID             deny an approval request
   turn                end the turn: move to the newest catalog snapshot
@@ -52,6 +62,15 @@ func (e *env) shell(o *options, _ []string) error {
 		view = &progressView{w: e.stdout, tty: true}
 		e.callProgress = view.update
 	}
+	// In --json mode, a change to a resource the shell subscribed to is
+	// an event line.
+	updates := newResourceUpdates()
+	if o.json {
+		e.hostOptions = func(_ *config.Config, opts *airlock.Options) error {
+			opts.ResourceUpdated = updates.add
+			return nil
+		}
+	}
 	sess, err := e.openSession(&o.common)
 	if err != nil {
 		return err
@@ -62,6 +81,15 @@ func (e *env) shell(o *options, _ []string) error {
 	if ed != nil {
 		return sh.edit(ed)
 	}
+	stop, forwarded := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		updates.forward(stop, sh.updated)
+	}()
+	defer func() {
+		close(stop)
+		<-forwarded
+	}()
 	lines := readLines(e.stdin)
 	for {
 		select {
@@ -139,6 +167,7 @@ type shell struct {
 	view  *progressView // a call's progress bar, on a terminal; or nil
 	calls sync.WaitGroup
 	asks  shellAsks // --json: the questions that wait for an answer command
+	subs  shellSubs // --json: the resources subscribed to
 }
 
 // handle runs one input line and reports whether to go on.
@@ -178,21 +207,78 @@ func (s *shell) handleText(text string) bool {
 		} else {
 			fmt.Fprintf(&b, "%s: %sd\n", rest, cmd)
 		}
-	case "call":
+	case "call", "prompt":
 		name, args, _ := strings.Cut(rest, " ")
 		if name == "" {
-			b.WriteString("usage: call NAME {json}\n")
+			fmt.Fprintf(&b, "usage: %s NAME {json}\n", cmd)
 			break
 		}
-		r := s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: []byte(strings.TrimSpace(args))})
+		raw := []byte(strings.TrimSpace(args))
+		var r *airlock.Result
+		var server string
+		if cmd == "call" {
+			r, server = s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: raw}), toolServer(s.snap, name)
+		} else {
+			r, server = s.host.h.GetPrompt(s.env.ctx, s.snap, airlock.PromptGet{Name: name, Arguments: raw}), promptServer(s.snap, name)
+		}
 		s.view.finish()
 		printResult(&b, &b, r)
-		printInputs(&b, s.snap, name, r)
+		printInputs(&b, server, r)
+	case "resources":
+		printResources(&b, s.col, s.snap)
+	case "prompts":
+		printPrompts(&b, s.col, s.snap)
+	case "read":
+		f := strings.Fields(rest)
+		if len(f) == 0 || len(f) > 2 {
+			b.WriteString("usage: read URI [SERVER]\n")
+			break
+		}
+		r := s.host.h.ReadResource(s.env.ctx, s.snap, airlock.Read{URI: f[0], Server: field(f, 1)})
+		s.view.finish()
+		printRead(&b, &b, r)
+	case "complete":
+		req, ok := textCompletion(strings.Fields(rest))
+		if !ok {
+			b.WriteString("usage: complete prompt NAME ARGUMENT [VALUE] | complete template URI_TEMPLATE ARGUMENT [VALUE [SERVER]]\n")
+			break
+		}
+		c, err := s.host.h.Complete(s.env.ctx, s.snap, req)
+		printCompletion(&b, &b, c, err)
 	default:
 		fmt.Fprintf(&b, "unknown command %q; type help\n", cmd)
 	}
 	s.out.Write(b.Bytes())
 	return true
+}
+
+// textCompletion is the request of a text complete command's words
+// (after "complete"), and whether they make one.
+func textCompletion(f []string) (airlock.CompleteRequest, bool) {
+	if len(f) < 3 {
+		return airlock.CompleteRequest{}, false
+	}
+	req := airlock.CompleteRequest{Argument: f[2], Value: field(f, 3)}
+	if req.Value == `""` {
+		req.Value = ""
+	}
+	switch {
+	case f[0] == "prompt" && len(f) <= 4:
+		req.Prompt = f[1]
+	case f[0] == "template" && len(f) <= 5:
+		req.Template, req.Server = f[1], field(f, 4)
+	default:
+		return req, false
+	}
+	return req, true
+}
+
+// field is f[i], or "" past its end.
+func field(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
 }
 
 // A shellCommand is one line of --json input.
@@ -205,6 +291,15 @@ type shellCommand struct {
 	RequestID string          `json:"request_id"`
 	Action    string          `json:"action"`
 	Content   json.RawMessage `json:"content"`
+	// URI and Server are a read's and a subscription's; Prompt, Template,
+	// Server, Argument, Value and Context a completion's.
+	URI      string          `json:"uri"`
+	Server   string          `json:"server"`
+	Prompt   string          `json:"prompt"`
+	Template string          `json:"template"`
+	Argument string          `json:"argument"`
+	Value    string          `json:"value"`
+	Context  json.RawMessage `json:"context"`
 }
 
 func (s *shell) handleJSON(text []byte) bool {
@@ -245,8 +340,53 @@ func (s *shell) handleJSON(text []byte) bool {
 		})
 	case "answer":
 		s.reply(cmd.ID, s.answerCommand(&cmd))
+	case "resources":
+		s.reply(cmd.ID, resourcesOutput(s.snap, s.host.Servers()))
+	case "prompts":
+		s.reply(cmd.ID, promptsOutput(s.snap, s.host.Servers()))
+	case "read":
+		if cmd.URI == "" {
+			s.reply(cmd.ID, map[string]string{"error": `read needs "uri": the resource to read (see the resources command)`})
+			return true
+		}
+		snap := s.snap
+		s.calls.Go(func() {
+			r := s.host.h.ReadResource(s.env.ctx, snap, airlock.Read{URI: cmd.URI, Server: cmd.Server})
+			s.reply(cmd.ID, readOutput(r))
+		})
+	case "prompt":
+		if cmd.Name == "" {
+			s.reply(cmd.ID, map[string]string{"error": `prompt needs "name": the prompt to get (see the prompts command)`})
+			return true
+		}
+		if err := checkPromptArgs(`"args"`, cmd.Args); err != nil {
+			s.reply(cmd.ID, map[string]string{"error": err.Error()})
+			return true
+		}
+		snap := s.snap
+		s.calls.Go(func() {
+			r := s.host.h.GetPrompt(s.env.ctx, snap, airlock.PromptGet{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)})
+			s.reply(cmd.ID, promptOutput(r))
+		})
+	case "complete":
+		req, err := checkCompletion(airlock.CompleteRequest{Prompt: cmd.Prompt, Template: cmd.Template, Server: cmd.Server,
+			Argument: cmd.Argument, Value: cmd.Value}, cmd.Context, func(key string) string { return strconv.Quote(key) })
+		if err != nil {
+			s.reply(cmd.ID, map[string]string{"error": err.Error()})
+			return true
+		}
+		snap := s.snap
+		s.calls.Go(func() {
+			c, err := s.host.h.Complete(s.env.ctx, snap, req)
+			s.reply(cmd.ID, completionOutput(c, err))
+		})
+	case "subscribe":
+		s.reply(cmd.ID, s.subscribe(&cmd))
+	case "unsubscribe":
+		s.reply(cmd.ID, s.unsubscribe(&cmd))
 	default:
-		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, approve, deny, answer, turn or quit`, cmd.Cmd)})
+		s.reply(cmd.ID, map[string]string{"error": fmt.Sprintf(`unknown cmd %q: use tools, status, call, resources, read, prompts, prompt, `+
+			`complete, subscribe, unsubscribe, approve, deny, answer, turn or quit`, cmd.Cmd)})
 	}
 	return true
 }
@@ -263,20 +403,16 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 	for key, raw := range fields {
 		switch key {
 		case "id":
-		case "cmd", "name", "request_id", "action":
-			var s string
-			if err := json.Unmarshal(raw, &s); err != nil {
+		case "cmd", "name", "request_id", "action", "uri", "server", "prompt", "template", "argument", "value":
+			field := map[string]*string{"cmd": &cmd.Cmd, "name": &cmd.Name, "request_id": &cmd.RequestID, "action": &cmd.Action,
+				"uri": &cmd.URI, "server": &cmd.Server, "prompt": &cmd.Prompt, "template": &cmd.Template,
+				"argument": &cmd.Argument, "value": &cmd.Value}[key]
+			if err := json.Unmarshal(raw, field); err != nil {
 				return fmt.Errorf("not a valid JSON command: %q must be a string", key)
 			}
-			switch key {
-			case "cmd":
-				cmd.Cmd = s
-			case "name":
-				cmd.Name = s
-			case "request_id":
-				cmd.RequestID = s
-			case "action":
-				cmd.Action = s
+		case "context":
+			if !bytes.Equal(raw, []byte("null")) {
+				cmd.Context = raw
 			}
 		case "args":
 			if !bytes.Equal(raw, []byte("null")) {
@@ -288,7 +424,8 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 			}
 			cmd.Content = raw
 		default:
-			return fmt.Errorf(`not a valid JSON command: unknown key %q (want "id", "cmd", "name", "args"; an answer: "request_id", "action", "content")`, key)
+			return fmt.Errorf(`not a valid JSON command: unknown key %q (want "id", "cmd", "name", "args"; an answer: "request_id", "action", "content"; `+
+				`a read: "uri", "server"; a completion: "prompt", "template", "server", "argument", "value", "context")`, key)
 		}
 	}
 	return nil
