@@ -43,7 +43,7 @@ func (g *Gateway) read(at func(uri string) target) mcp.ResourceHandler {
 		}
 		defer release()
 		to, ex := at(req.Params.URI), readExchange(req)
-		q := g.question(ex, who, to.uri, "resource read")
+		q := g.question(ex, who, to.uri, whatRead)
 		r := g.host.Load().ReadResource(withQuestion(ctx, q), snap, airlock.Read{URI: to.uri, Server: to.server})
 		noteRound(ctx, q)
 		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
@@ -102,7 +102,7 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 			return nil, invalidParams("the arguments cannot be encoded: "+err.Error(), nil)
 		}
 	}
-	q := g.question(ex, who, p.Name, "prompt")
+	q := g.question(ex, who, p.Name, whatPrompt)
 	pg := airlock.PromptGet{Name: p.Name, Arguments: args}
 	run := func(ctx context.Context, k askers) *airlock.Result {
 		defer release()

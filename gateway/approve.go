@@ -27,6 +27,7 @@ import (
 type question struct {
 	tool   string // the tool, prompt or URI, for the person and the log
 	what   string // what is approved: "tool call", "prompt", "resource read"
+	again  string // what a person does once it is approved: "call again with the same arguments", …
 	subj   string // what the request is for (exchange.subject)
 	caller string // whom the call is made for (caller.key)
 	// canAsk reports whether the client declared form elicitation. It is
@@ -78,6 +79,7 @@ var _ airlock.Approver = (*Gateway)(nil)
 // middleware around it (unasked).
 type round struct {
 	tool     string
+	again    string
 	asked    string // the approval request the question was about
 	answered bool   // the call came back with an answer
 }
@@ -102,8 +104,8 @@ func (g *Gateway) unasked(next mcp.MethodHandler) mcp.MethodHandler {
 		if err == nil || r.asked == "" || r.answered || ctx.Err() != nil {
 			return res, err
 		}
-		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then call again with the same arguments",
-			r.tool, clip(err.Error()), r.asked)
+		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then %s",
+			r.tool, clip(err.Error()), r.asked, r.again)
 		if who, cerr := g.callerOf(req.GetExtra()); cerr == nil {
 			msg += g.hint(who, airlock.ApprovalRequired, "", r.asked)
 		}
@@ -121,7 +123,7 @@ func noteRound(ctx context.Context, q *question) {
 	if r == nil {
 		return
 	}
-	r.tool = q.tool
+	r.tool, r.again = q.tool, q.again
 	if q.answer != nil {
 		r.answered = true
 	} else if q.asked != nil {
@@ -132,14 +134,29 @@ func noteRound(ctx context.Context, q *question) {
 // questionInput names the one input request of an approval question.
 const questionInput = "airlock_approval"
 
+// What an approval question is about, for the person asked.
+const (
+	whatCall   = "tool call"
+	whatPrompt = "prompt"
+	whatRead   = "resource read"
+)
+
 // question is the approval question of ex, made for who, about name (the
-// tool, prompt or URI) and what (the kind of request, for the person):
+// tool, prompt or URI) and what (whatCall, whatPrompt, whatRead):
 // whether its client can be asked, and, on a retry, the answer it carries.
 // An answer is taken only with request state this gateway signed for this
 // request's subject and this caller; any retry is the last round, whatever
 // it carries, so a client is never asked twice about one request.
 func (g *Gateway) question(ex *exchange, who caller, name, what string) *question {
 	q := &question{tool: name, what: what, subj: ex.subject, caller: who.key(), canAsk: func() bool { return formElicitation(ex.caps()) }}
+	switch what {
+	case whatRead:
+		q.again = "read " + clip(name) + " again"
+	case whatPrompt:
+		q.again = "get the prompt again with the same arguments"
+	default:
+		q.again = "call again with the same arguments"
+	}
 	if !ex.answered() {
 		return q
 	}

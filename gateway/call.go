@@ -47,7 +47,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return nil, err
 	}
-	q := g.question(ex, who, p.Name, "tool call")
+	q := g.question(ex, who, p.Name, whatCall)
 	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
 	rel := g.relayFor(ctx, req, &c)
 	run := func(ctx context.Context, k askers) *airlock.Result {

@@ -498,7 +498,7 @@ func TestReadApproval(t *testing.T) {
 			}
 			json.Unmarshal(werr.Data, &data)
 			if werr.Code != gateway.CodeRefused || data.Class != "approval_required" || !strings.HasPrefix(data.ApprovalID, "apr_") ||
-				!strings.Contains(werr.Message, "airlock approvals approve "+data.ApprovalID) {
+				!strings.Contains(werr.Message, "airlock approvals approve "+data.ApprovalID+", then read test://watched again") {
 				t.Errorf("read without elicitation: %d %q %s, want approval_required with the id and how to approve", werr.Code, werr.Message, werr.Data)
 			}
 		})
@@ -527,7 +527,7 @@ func TestPromptApprovalClientCannotAsk(t *testing.T) {
 	}
 	json.Unmarshal(werr.Data, &data)
 	if werr.Code != gateway.CodeRefused || data.Class != "approval_required" ||
-		!strings.Contains(werr.Message, "could not ask") || !strings.Contains(werr.Message, "airlock approvals approve "+data.ApprovalID) {
+		!strings.Contains(werr.Message, "could not ask") || !strings.Contains(werr.Message, "airlock approvals approve "+data.ApprovalID+", then get the prompt again") {
 		t.Fatalf("get: %d %q %s, want approval_required saying the client could not ask, and how to approve", werr.Code, werr.Message, werr.Data)
 	}
 	if err := f.h.Decide(context.Background(), data.ApprovalID, true, "tester", ""); err != nil {
