@@ -25,7 +25,10 @@ import (
 //
 // A question belongs to one call and is used by one goroutine at a time.
 type question struct {
-	tool   string
+	tool   string // the tool, prompt or URI, for the person and the log
+	what   string // what is approved: "tool call", "prompt", "resource read"
+	again  string // what a person does once it is approved: "call again with the same arguments", …
+	subj   string // what the request is for (exchange.subject)
 	caller string // whom the call is made for (caller.key)
 	// canAsk reports whether the client declared form elicitation. It is
 	// called only when the pipeline wants an approval: a 2026-07-28
@@ -72,10 +75,11 @@ func (g *Gateway) Approve(ctx context.Context, req airlock.ApprovalRequest) (air
 
 var _ airlock.Approver = (*Gateway)(nil)
 
-// A round is what became of a tools/call's approval question, for the
+// A round is what became of a request's approval question, for the
 // middleware around it (unasked).
 type round struct {
 	tool     string
+	again    string
 	asked    string // the approval request the question was about
 	answered bool   // the call came back with an answer
 }
@@ -85,10 +89,14 @@ type roundKey struct{}
 // unasked turns the failure to ask a 2025-11-25 client (its elicitation
 // failed, so the SDK's multi-round-trip middleware returns an error) into
 // the answer a client that cannot be asked gets: the approval id, and how a
-// person approves it. The request stays pending.
+// person approves it; for a tool call as a tool result, for a prompts/get
+// or resources/read as the JSON-RPC error of approval_required (access.go).
+// The request stays pending.
 func (g *Gateway) unasked(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" {
+		switch method {
+		case "tools/call", "prompts/get", "resources/read":
+		default:
 			return next(ctx, method, req)
 		}
 		r := &round{}
@@ -96,10 +104,13 @@ func (g *Gateway) unasked(next mcp.MethodHandler) mcp.MethodHandler {
 		if err == nil || r.asked == "" || r.answered || ctx.Err() != nil {
 			return res, err
 		}
-		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then call again with the same arguments",
-			r.tool, clip(err.Error()), r.asked)
+		msg := fmt.Sprintf("%s needs a person's approval, and the client could not ask (%s): run airlock approvals approve %s, then %s",
+			r.tool, clip(err.Error()), r.asked, r.again)
 		if who, cerr := g.callerOf(req.GetExtra()); cerr == nil {
 			msg += g.hint(who, airlock.ApprovalRequired, "", r.asked)
+		}
+		if method != "tools/call" {
+			return nil, refusal(airlock.ApprovalRequired, msg, r.asked, "")
 		}
 		return &mcp.CallToolResult{IsError: true, Content: text(msg),
 			Meta: mcp.Meta{"airlock/status": string(airlock.ApprovalRequired), "airlock/approval_id": r.asked}}, nil
@@ -112,7 +123,7 @@ func noteRound(ctx context.Context, q *question) {
 	if r == nil {
 		return
 	}
-	r.tool = q.tool
+	r.tool, r.again = q.tool, q.again
 	if q.answer != nil {
 		r.answered = true
 	} else if q.asked != nil {
@@ -123,25 +134,40 @@ func noteRound(ctx context.Context, q *question) {
 // questionInput names the one input request of an approval question.
 const questionInput = "airlock_approval"
 
-// question is the approval question of req, made for who: whether its
-// client can be asked, and, on a retry, the answer it carries. An answer is
-// taken only with request state this gateway signed for this tool and this
-// caller; any retry is the last round, whatever it carries, so a client is
-// never asked twice about one call.
-func (g *Gateway) question(req *mcp.CallToolRequest, who caller) *question {
-	p := req.Params
-	q := &question{tool: p.Name, caller: who.key(), canAsk: func() bool { return formElicitation(req.ClientCapabilities()) }}
-	if len(p.InputResponses) == 0 && p.RequestState == "" {
+// What an approval question is about, for the person asked.
+const (
+	whatCall   = "tool call"
+	whatPrompt = "prompt"
+	whatRead   = "resource read"
+)
+
+// question is the approval question of ex, made for who, about name (the
+// tool, prompt or URI) and what (whatCall, whatPrompt, whatRead):
+// whether its client can be asked, and, on a retry, the answer it carries.
+// An answer is taken only with request state this gateway signed for this
+// request's subject and this caller; any retry is the last round, whatever
+// it carries, so a client is never asked twice about one request.
+func (g *Gateway) question(ex *exchange, who caller, name, what string) *question {
+	q := &question{tool: name, what: what, subj: ex.subject, caller: who.key(), canAsk: func() bool { return formElicitation(ex.caps()) }}
+	switch what {
+	case whatRead:
+		q.again = "read " + clip(name) + " again"
+	case whatPrompt:
+		q.again = "get the prompt again with the same arguments"
+	default:
+		q.again = "call again with the same arguments"
+	}
+	if !ex.answered() {
 		return q
 	}
 	q.answer = &answer{}
-	id, ok := g.openState(p.RequestState, p.Name, q.caller)
+	id, ok := g.openState(ex.state, q.subj, q.caller)
 	if !ok {
-		g.log.Warn("approval answer refused: its request state is not the gateway's", "tool", clip(p.Name))
+		g.log.Warn("approval answer refused: its request state is not the gateway's", "tool", clip(name))
 		return q
 	}
 	q.answer.approval = id
-	if res, ok := p.InputResponses[questionInput].(*mcp.ElicitResult); ok {
+	if res, ok := ex.responses[questionInput].(*mcp.ElicitResult); ok {
 		switch {
 		case res.Action == "accept" && res.Content["approve"] == true:
 			q.answer.verdict = airlock.Allow
@@ -161,13 +187,14 @@ func formElicitation(c *mcp.ClientCapabilities) bool {
 	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
 }
 
-// ask is the first round's answer to a call that needs approval: an input
-// request, a form with the approval summary and where the call goes, and
-// the signed state the retry must carry back.
-func (g *Gateway) ask(q *question) *mcp.CallToolResult {
+// ask is the first round's answer to a request that needs approval, as
+// ex's method answers: an input request, a form with the approval summary
+// and where the request goes, and the signed state the retry must carry
+// back.
+func (g *Gateway) ask(ex *exchange, q *question) mcp.Result {
 	a := q.asked
-	msg := fmt.Sprintf("Approve this tool call? (Airlock approval %s)\n\n%s\n\nIt runs on: %s\nThe approval is for this one call, with these arguments; it expires at %s.",
-		a.ID, a.Summary, a.Target, a.ExpiresAt.UTC().Format(time.RFC3339))
+	msg := fmt.Sprintf("Approve this %s? (Airlock approval %s)\n\n%s\n\nIt runs on: %s\nThe approval is for this one call, with these arguments; it expires at %s.",
+		q.what, a.ID, a.Summary, a.Target, a.ExpiresAt.UTC().Format(time.RFC3339))
 	schema := map[string]any{
 		"type": "object",
 		"properties": map[string]any{
@@ -176,14 +203,12 @@ func (g *Gateway) ask(q *question) *mcp.CallToolResult {
 		},
 		"required": []string{"approve"},
 	}
-	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{questionInput: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}},
-		RequestState:  g.sealState(a.ID, q.tool, q.caller, a.ExpiresAt),
-	}
+	return ex.needs(mcp.InputRequestMap{questionInput: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: schema}},
+		g.sealState(a.ID, q.subj, q.caller, a.ExpiresAt))
 }
 
 // The request state of a question names the approval request, for one
-// tool and one caller, until the request expires, signed with the
+// request subject (a tool, a prompt, a URI read) and one caller, until the request expires, signed with the
 // gateway's key: a client can neither forge an answer for another request
 // nor replay one later, nor hand its question to another user to answer.
 type questionState struct {
@@ -200,7 +225,7 @@ func (g *Gateway) sealState(approval, tool, caller string, expires time.Time) st
 }
 
 // openState returns the approval request a state names, if the gateway
-// signed it for tool and caller and it has not expired.
+// signed it for the subject tool and caller and it has not expired.
 func (g *Gateway) openState(state, tool, caller string) (string, bool) {
 	enc := base64.RawURLEncoding
 	b, s, ok := strings.Cut(state, ".")

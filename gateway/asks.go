@@ -41,10 +41,10 @@ type asking struct {
 	modern                     bool // a 2026-07-28 request: questions travel as input_required rounds
 }
 
-// askingOf reads what req's client declared.
-func askingOf(req *mcp.CallToolRequest) asking {
-	a := asking{modern: modernRequest(req)}
-	caps := req.ClientCapabilities()
+// askingOf reads what ex's client declared.
+func askingOf(ex *exchange) asking {
+	a := asking{modern: ex.modern()}
+	caps := ex.caps()
 	if caps == nil {
 		return a
 	}
@@ -61,18 +61,18 @@ func askingOf(req *mcp.CallToolRequest) asking {
 // any reports whether the client can be asked anything.
 func (a asking) any() bool { return a.form || a.url || a.sampling || a.roots }
 
-// modernRequest reports whether req came from a 2026-07-28 client: its
-// _meta names the protocol version, or its session negotiated it.
-func modernRequest(req *mcp.CallToolRequest) bool {
-	if m := req.Params.GetMeta(); m != nil {
-		if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
+// modern reports whether ex came from a 2026-07-28 client: its _meta
+// names the protocol version, or its session negotiated it.
+func (ex *exchange) modern() bool {
+	if ex.meta != nil {
+		if _, ok := ex.meta[mcp.MetaKeyProtocolVersion]; ok {
 			return true
 		}
 	}
-	if req.Session == nil {
+	if ex.session == nil {
 		return false
 	}
-	p := req.Session.InitializeParams()
+	p := ex.session.InitializeParams()
 	return p == nil || p.ProtocolVersion >= "2026-07-28"
 }
 
@@ -154,11 +154,48 @@ func inputAnswer(ir *airlock.InputRequest, res *mcp.ElicitResult) *airlock.Input
 	return &airlock.InputAnswer{Action: res.Action, Content: res.Content}
 }
 
-// askSession sets c's Elicit, Sample and Roots for a call of a
-// 2025-11-25 client: each question is a request on the client's session,
-// made in the context of its tools/call.
-func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
-	a.via(c, func(ctx context.Context, _ string, _ int, p mcp.InputRequest) (mcp.InputResponse, error) {
+// runAsking runs the request ex through run and its result through
+// finish, with its server's questions put to the client as it can be
+// asked (a): a 2026-07-28 client's request is parked, a 2025-11-25
+// client is asked on its session, and a client that declared none of it
+// has every question declined.
+func (g *Gateway) runAsking(ctx context.Context, ex *exchange, who caller, a asking,
+	run func(ctx context.Context, k askers) *airlock.Result, finish finisher) (mcp.Result, error) {
+	switch {
+	case a.any() && a.modern:
+		return g.park(ctx, ex, who, a, run, finish)
+	case a.any():
+		return finish(ctx, run(ctx, a.askSession(ex.session)))
+	}
+	return finish(ctx, run(ctx, a.decline()))
+}
+
+// askers are who answers a server's questions during one request: the
+// Elicit, Sample and Roots of its airlock.Call (or PromptGet, which takes
+// no roots: a roots request during one is refused by the gateway's own
+// RootsLister), and whether the host puts them at once.
+type askers struct {
+	elicit airlock.Elicitor
+	sample airlock.Sampler
+	roots  airlock.RootsLister
+	atOnce bool
+}
+
+// onCall sets c's askers.
+func (k askers) onCall(c *airlock.Call) {
+	c.Elicit, c.Sample, c.Roots, c.AskAtOnce = k.elicit, k.sample, k.roots, k.atOnce
+}
+
+// onGet sets g's askers.
+func (k askers) onGet(g *airlock.PromptGet) {
+	g.Elicit, g.Sample, g.AskAtOnce = k.elicit, k.sample, k.atOnce
+}
+
+// askSession returns the askers of a request of a 2025-11-25 client: each
+// question is a request on the client's session, made in the context of
+// the client's own request.
+func (a asking) askSession(ss *mcp.ServerSession) askers {
+	return a.via(func(ctx context.Context, _ string, _ int, p mcp.InputRequest) (mcp.InputResponse, error) {
 		switch p := p.(type) {
 		case *mcp.ElicitParams:
 			return ss.Elicit(ctx, p)
@@ -171,18 +208,19 @@ func (a asking) askSession(ss *mcp.ServerSession, c *airlock.Call) {
 	})
 }
 
-// via sets c's Elicit, Sample and Roots to put the server's questions to
-// the client through send, which returns the client's answer; key is the name
-// the server gave the question (inputKey when it gave none), together how
+// via returns the askers that put the server's questions to the client
+// through send, which returns the client's answer; key is the name the
+// server gave the question (inputKey when it gave none), together how
 // many the host puts at once (InputRequest.Together).
-func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, together int, p mcp.InputRequest) (mcp.InputResponse, error)) {
+func (a asking) via(send func(ctx context.Context, key string, together int, p mcp.InputRequest) (mcp.InputResponse, error)) askers {
+	var k askers
 	keyOf := func(key string) string {
 		if key == "" {
 			return inputKey
 		}
 		return key
 	}
-	c.Elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
+	k.elicit = func(ctx context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
 		params, err := a.inputParams(ir)
 		if err != nil {
 			return nil, err
@@ -197,7 +235,7 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, 
 		}
 		return inputAnswer(ir, res), nil
 	}
-	c.Sample = func(ctx context.Context, sr *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+	k.sample = func(ctx context.Context, sr *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
 		if !a.sampling {
 			return nil, errNotDeclared("sampling")
 		}
@@ -207,7 +245,7 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, 
 		}
 		return sampledMessage(resp)
 	}
-	c.Roots = func(ctx context.Context, rr *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
+	k.roots = func(ctx context.Context, rr *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
 		if !a.roots {
 			return nil, errNotDeclared("roots")
 		}
@@ -221,25 +259,28 @@ func (a asking) via(c *airlock.Call, send func(ctx context.Context, key string, 
 		}
 		return res, nil
 	}
+	return k
 }
 
-// decline sets c's Elicit, Sample and Roots for a client that cannot be
-// asked: the host declines the server's question and refuses its sampling
-// and roots requests at once, saying why.
-func (a asking) decline(c *airlock.Call) {
-	c.Elicit = func(_ context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
+// decline returns the askers of a request whose client cannot be asked:
+// the host declines the server's question and refuses its sampling and
+// roots requests at once, saying why.
+func (a asking) decline() askers {
+	var k askers
+	k.elicit = func(_ context.Context, ir *airlock.InputRequest) (*airlock.InputAnswer, error) {
 		_, err := a.inputParams(ir)
 		if err == nil {
 			err = errors.New("the gateway's client cannot be asked during this call")
 		}
 		return nil, err
 	}
-	c.Sample = func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+	k.sample = func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
 		return nil, errNotDeclared("sampling")
 	}
-	c.Roots = func(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
+	k.roots = func(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) {
 		return nil, errNotDeclared("roots")
 	}
+	return k
 }
 
 // Elicit is the host's Elicitor for a host a gateway serves (with it, the

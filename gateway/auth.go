@@ -115,6 +115,17 @@ func (g *Gateway) snapshot(c caller) (*airlock.Snapshot, func(), error) {
 	return s, release, nil
 }
 
+// callerSnapshot returns whom a request is made for (callerOf) and the
+// listed catalog as that caller sees it (snapshot), with its release.
+func (g *Gateway) callerSnapshot(extra *mcp.RequestExtra) (caller, *airlock.Snapshot, func(), error) {
+	who, err := g.callerOf(extra)
+	if err != nil {
+		return caller{}, nil, nil, err
+	}
+	snap, release, err := g.snapshot(who)
+	return who, snap, release, err
+}
+
 // hint adds to the text a person reads what only a caller other than the
 // host's own principal needs to know: that a login or an approval is that
 // principal's, and the command that acts for it.

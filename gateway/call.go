@@ -30,35 +30,37 @@ import (
 func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx, done, ok := g.calls.enter(ctx)
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down: call again once it is back"}
+		return nil, shuttingDown
 	}
 	defer g.calls.leave()
 	defer done()
 	p := req.Params
+	ex := toolExchange(req)
 	who, err := g.callerOf(req.Extra)
 	if err != nil {
 		return nil, err
 	}
-	if parkedRequest(req) {
-		return g.resume(ctx, req, who) // the answer to a question its server asked (parked.go)
+	if ex.parked() {
+		return as[*mcp.CallToolResult](g.resume(ctx, ex, who)) // the answer to a question its server asked (parked.go)
 	}
 	snap, release, err := g.snapshot(who)
 	if err != nil {
 		return nil, err
 	}
-	q := g.question(req, who)
+	q := g.question(ex, who, p.Name, whatCall)
 	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
 	rel := g.relayFor(ctx, req, &c)
-	run := func(ctx context.Context, c airlock.Call) *airlock.Result {
+	run := func(ctx context.Context, k askers) *airlock.Result {
 		defer release()
+		k.onCall(&c)
 		r := g.host.Load().Call(withQuestion(ctx, q), snap, c)
 		rel.close()
 		return r
 	}
-	finish := func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error) {
+	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
 		noteRound(ctx, q)
 		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
-			return g.ask(q), nil
+			return g.ask(ex, q), nil
 		}
 		res, err := result(ctx, p.Name, r)
 		g.withHint(who, res, r)
@@ -67,17 +69,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	// A server's questions during the call go to this client, when it
 	// can be asked (asks.go); a 2026-07-28 server hears with the call
 	// what it may ask.
-	a := askingOf(req)
+	a := askingOf(ex)
 	c.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling, Roots: a.roots}
-	switch {
-	case a.any() && a.modern:
-		return g.park(ctx, req, who, a, &c, run, finish)
-	case a.any():
-		a.askSession(req.Session, &c)
-	default:
-		a.decline(&c)
-	}
-	return finish(ctx, run(ctx, c))
+	return as[*mcp.CallToolResult](g.runAsking(ctx, ex, who, a, run, finish))
 }
 
 // result maps a call's result onto MCP:
@@ -117,11 +111,7 @@ func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolR
 	case airlock.ApprovalRequired:
 		return toolError(r, r.Err.Msg), nil
 	case airlock.AuthRequired:
-		msg := r.Err.Msg
-		if !strings.Contains(msg, "airlock auth login") && r.Err.Server != "" {
-			msg += fmt.Sprintf(": a person must run airlock auth login %s, then the call can be made again", r.Err.Server)
-		}
-		return toolError(r, msg), nil
+		return toolError(r, loginNeeded(r)), nil
 	case airlock.OutcomeUnknown:
 		return toolError(r, fmt.Sprintf("The outcome of this call is unknown: %s\nDo not repeat the call blindly: it may already have taken effect. Recovery id: %s",
 			r.Err.Msg, r.RecoveryID)), nil
@@ -131,9 +121,19 @@ func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolR
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down: call again once it is back"}
+		return nil, shuttingDown
 	}
 	return nil, failure(r)
+}
+
+// loginNeeded is the text of an auth_required result: the login a person
+// must make.
+func loginNeeded(r *airlock.Result) string {
+	msg := r.Err.Msg
+	if !strings.Contains(msg, "airlock auth login") && r.Err.Server != "" {
+		msg += fmt.Sprintf(": a person must run airlock auth login %s, then the call can be made again", r.Err.Server)
+	}
+	return msg
 }
 
 // failure is the JSON-RPC error of a contract or connection failure (or of

@@ -13,17 +13,18 @@ import (
 	"github.com/airlockhq/airlock"
 )
 
-// capabilities are what the gateway declares: tools, and their changes;
-// logging, for the log messages servers write during a client's calls;
-// prompts and resources, of which it lists none (servers' prompts and
-// resources are not relayed): a client that asks gets empty lists, as
-// from any server that declares what it answers.
+// capabilities are what the gateway declares: tools, prompts and
+// resources, and their changes (a catalog with none of them lists none);
+// resource subscriptions; logging, for the log messages servers write
+// during a client's calls. Completions, which the SDK declares for the
+// gateway's completion handler, are declared only while a prompt or a
+// resource template is listed (screen).
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{
 		Tools:     &mcp.ToolCapabilities{ListChanged: true},
 		Logging:   &mcp.LoggingCapabilities{},
-		Prompts:   &mcp.PromptCapabilities{},
-		Resources: &mcp.ResourceCapabilities{},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 	}
 }
 

@@ -7,7 +7,13 @@
 // [Gateway.Serve]) for many, where one endpoint takes both protocol eras: a
 // 2025-11-25 client initializes and gets a session, a 2026-07-28 client
 // sends stateless requests. Each tools/call runs [airlock.Host.Call], the
-// same pipeline as every library call; there is no second path. The Host,
+// same pipeline as every library call; there is no second path. The
+// catalog's resources, resource templates and prompts are listed too, and
+// resources/read, prompts/get, completion/complete and resource
+// subscriptions run through the host's own methods for them
+// ([airlock.Host.ReadResource], [airlock.Host.GetPrompt],
+// [airlock.Host.Complete], [airlock.Host.Subscribe]); a URI two servers
+// list is listed qualified by its server (content.go). The Host,
 // and with it one upstream process per server, is shared by every
 // downstream session, so concurrency slots and tenant caps hold across
 // them.
@@ -26,9 +32,10 @@
 // is an OAuth resource server, and each call is made for the tenant and
 // user its caller's access token names ([airlock.Host.SnapshotFor]).
 //
-//	client ──► mcp.Server ──► Gateway.call ──► Host.Call ──► upstream servers
-//	             ▲                  │
-//	             └─ tools/list ◄── snapshot (swapped when the catalog changes)
+//	client ──► mcp.Server ─┬─► Gateway.call ─────► Host.Call ──────────────┬─► upstream servers
+//	             ▲         └─► Gateway.read, get ─► Host.ReadResource, GetPrompt ┘
+//	             │
+//	             └─ tools, resources, prompts ◄── snapshot (swapped when the catalog changes)
 //
 // It is imported by cmd/airlock (airlock serve) and by tests.
 package gateway

@@ -72,8 +72,11 @@ type Gateway struct {
 	calls inflight
 	posts pending // POST requests being handled (http.go)
 
-	listMu sync.Mutex           // one publish at a time
-	listed map[string]*mcp.Tool // what the server lists, by name
+	listMu  sync.Mutex                   // one publish at a time
+	listed  map[string]*mcp.Tool         // what the server lists, by name
+	content atomic.Pointer[contentIndex] // and besides tools (content.go)
+	subs    sessionSubs                  // the resources sessions subscribed to (subscribe.go)
+	updates chan airlock.ResourceUpdate  // to pass on to the sessions subscribed (subscribe.go)
 
 	changed chan struct{} // the host's catalog may have changed
 	stop    context.CancelFunc
@@ -94,15 +97,17 @@ type Gateway struct {
 // opened with it:
 //
 //	g := gateway.New(opts)
-//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged, Elicit: g.Elicit})
+//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged, Elicit: g.Elicit,
+//		ResourceUpdated: g.ResourceUpdated})
 //	…
 //	err = g.Start(ctx, h)
 //
 // so that a call policy wants approved can ask the person at the client,
 // a server's question during a call reaches the client that made it, and
-// a change of the catalog reaches the clients.
+// a change of the catalog, or of a resource subscribed to, reaches the
+// clients.
 func New(opts *Options) *Gateway {
-	g := &Gateway{listed: map[string]*mcp.Tool{}, changed: make(chan struct{}, 1)}
+	g := &Gateway{listed: map[string]*mcp.Tool{}, changed: make(chan struct{}, 1), updates: make(chan airlock.ResourceUpdate, updatesDepth)}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -142,9 +147,13 @@ func New(opts *Options) *Gateway {
 		Capabilities:       capabilities(),
 		SetCacheable:       g.cacheable,
 		InitializedHandler: g.initialized,
+		CompletionHandler:  g.complete,
+		SubscribeHandler:   g.subscribe,
+		UnsubscribeHandler: g.unsubscribe,
 	})
+	g.content.Store(&contentIndex{})
 	// Outermost, around the SDK's own multi-round-trip middleware.
-	g.server.AddReceivingMiddleware(g.unasked, g.noteLevel)
+	g.server.AddReceivingMiddleware(g.unasked, g.noteLevel, g.screen)
 	return g
 }
 
@@ -158,11 +167,18 @@ func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	g.publish(g.turn(ctx, h), false)
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop, g.done = stop, make(chan struct{})
-	go g.follow(life)
+	var notifying sync.WaitGroup
+	notifying.Go(func() { g.notify(life) })
+	go func() {
+		defer close(g.done)
+		g.follow(life)
+		notifying.Wait()
+	}()
 	return nil
 }
 
-// Close stops following the host's catalog and ends every session. It does
+// Close stops following the host's catalog (and passing on its resource
+// updates) and ends every session. It does
 // not close the Host, which the caller opened. It is idempotent.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
@@ -194,7 +210,6 @@ const settle = 50 * time.Millisecond
 // follow takes a turn whenever the host says its catalog may have changed,
 // and lists the new catalog if it did change.
 func (g *Gateway) follow(ctx context.Context) {
-	defer close(g.done)
 	for {
 		select {
 		case <-ctx.Done():
@@ -224,7 +239,8 @@ func (g *Gateway) turn(ctx context.Context, h *airlock.Host) *airlock.Snapshot {
 }
 
 // publish makes snap the catalog calls resolve against and the server
-// lists. Only tools that were added, removed or changed are touched, which
+// lists. Only tools (and resources, templates and prompts: content.go)
+// that were added, removed or changed are touched, which
 // makes the SDK tell clients (notifications/tools/list_changed, once for
 // changes close together). With announce (the host said its catalog may
 // have changed: a server said its tools changed, or came back) clients are
@@ -253,23 +269,21 @@ func (g *Gateway) publish(snap *airlock.Snapshot, announce bool) {
 		}
 		next[t.Name] = mt
 	}
-	var gone []string
-	for name := range g.listed {
-		if next[name] == nil {
-			gone = append(gone, name)
-		}
-	}
+	gone := missing(g.listed, next)
 	if len(gone) > 0 {
-		slices.Sort(gone)
 		g.server.RemoveTools(gone...)
 	}
 	for name, mt := range next {
-		if old := g.listed[name]; old == nil || !sameTool(old, mt) {
+		if old := g.listed[name]; old == nil || !same(old, mt) {
 			g.server.AddTool(mt, g.call)
 		}
 	}
 	g.listed = next
-	g.log.Info("catalog listed", "snapshot", snap.ID(), "generation", snap.Generation(), "tools", len(next), "removed", len(gone))
+	ix := indexOf(snap)
+	g.publishContent(g.content.Load(), ix)
+	g.content.Store(ix)
+	g.log.Info("catalog listed", "snapshot", snap.ID(), "generation", snap.Generation(), "tools", len(next), "removed", len(gone),
+		"resources", len(ix.resources), "templates", len(ix.templates), "prompts", len(ix.prompts))
 }
 
 // toolOf is a catalog entry as clients see it: the input schema is exactly
@@ -303,24 +317,24 @@ func annotations(t airlock.Tool) *mcp.ToolAnnotations {
 	return a
 }
 
-func sameTool(a, b *mcp.Tool) bool {
-	ja, erra := json.Marshal(a)
-	jb, errb := json.Marshal(b)
-	return erra == nil && errb == nil && string(ja) == string(jb)
-}
-
-// cacheable sets how long a client may keep a list (of tools, and the
-// empty ones of prompts and resources). Without inbound authentication
-// every client acts for one principal and sees the same catalog, so a
-// list may be shared; with it, principals may see different catalogs, and
-// a list is for its caller only.
+// cacheable sets how long a client may keep a list (of tools, prompts,
+// resources and resource templates), and who may keep a list or a
+// resource read. Without inbound authentication every client acts for one
+// principal and sees the same catalog, so a list may be shared; with it,
+// principals may see different catalogs, and read with credentials of
+// their own, so a list or a read is for its caller only. A read is stale
+// at once: the resource may change.
 func (g *Gateway) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 	switch req.(type) {
 	case *mcp.ListToolsRequest, *mcp.ListPromptsRequest, *mcp.ListResourcesRequest, *mcp.ListResourceTemplatesRequest:
 		c.TTLMs, c.CacheScope = int(g.opts.ListTTL/time.Millisecond), "public"
-		if g.opts.Verifier != nil {
-			c.CacheScope = "private"
-		}
+	case *mcp.ReadResourceRequest:
+		c.TTLMs, c.CacheScope = 0, "public"
+	default:
+		return
+	}
+	if g.opts.Verifier != nil {
+		c.CacheScope = "private"
 	}
 }
 

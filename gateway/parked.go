@@ -60,11 +60,12 @@ const maxParked = 1000
 // A parkedCall is a call of a 2026-07-28 client that the host runs in the
 // background while its questions travel to the client.
 type parkedCall struct {
-	id           string
-	tool, caller string
-	reg          *parkedCalls // where it is found once it has asked
-	cancel       context.CancelFunc
-	finish       func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error)
+	id              string
+	subject, caller string       // exchange.subject, caller.key
+	reg             *parkedCalls // where it is found once it has asked
+	cancel          context.CancelFunc
+	finish          finisher
+	needs           func(reqs mcp.InputRequestMap, state string) mcp.Result // exchange.needs
 
 	asks chan *parkedAsk // the host's questions, to the round that relays them
 	done chan struct{}   // closed when the host's call has returned
@@ -123,27 +124,26 @@ func (p *parkedCalls) remove(id string) {
 	delete(p.calls, id)
 }
 
-// park runs the call in the background, with c's questions sent to the
-// client as input_required rounds, and returns the first round's answer.
-// run makes the host's call (and then ends its hold on the snapshot); it
-// is given a context of the gateway's, since the request's ends with
-// this round. finish turns the call's result into the answer of the round
-// that takes it.
-func (g *Gateway) park(ctx context.Context, req *mcp.CallToolRequest, who caller, a asking, c *airlock.Call,
-	run func(ctx context.Context, c airlock.Call) *airlock.Result,
-	finish func(ctx context.Context, r *airlock.Result) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+// park runs the request ex in the background, with its server's
+// questions sent to the client as input_required rounds, and returns the
+// first round's answer. run makes the host's call (or get) with the
+// askers it is given (and then ends its hold on the snapshot); it is given
+// a context of the gateway's, since the request's ends with this round.
+// finish turns the host's result into the answer of the round that takes
+// it.
+func (g *Gateway) park(ctx context.Context, ex *exchange, who caller, a asking,
+	run func(ctx context.Context, k askers) *airlock.Result, finish finisher) (mcp.Result, error) {
 	life, stop, ok := g.calls.enter(context.Background())
 	if !ok {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway is shutting down: call again once it is back"}
+		return nil, shuttingDown
 	}
 	life, cancel := context.WithCancel(life)
-	p := &parkedCall{id: rand.Text(), tool: req.Params.Name, caller: who.key(), cancel: cancel, finish: finish,
-		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: maps.Clone(req.Params.InputResponses), poke: make(chan struct{}, 1)}
-	a.via(c, p.ask)
-	c.AskAtOnce = true
-	call := *c
+	p := &parkedCall{id: rand.Text(), subject: ex.subject, caller: who.key(), cancel: cancel, finish: finish, needs: ex.needs,
+		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: maps.Clone(ex.responses), poke: make(chan struct{}, 1)}
+	k := a.via(p.ask)
+	k.atOnce = true
 	go func() {
-		p.res = run(life, call)
+		p.res = run(life, k)
 		cancel()
 		stop()
 		g.calls.leave()
@@ -262,7 +262,7 @@ func (p *parkedCall) gather(first *parkedAsk) map[string]*parkedAsk {
 // round waits for what the parked call does next: a question, which ends
 // the round with an input_required result, or the call's result. A
 // client that goes away (its request ends) cancels the call.
-func (g *Gateway) round(ctx context.Context, p *parkedCall) (*mcp.CallToolResult, error) {
+func (g *Gateway) round(ctx context.Context, p *parkedCall) (mcp.Result, error) {
 	select {
 	case a := <-p.asks:
 		batch := p.gather(a)
@@ -275,7 +275,7 @@ func (g *Gateway) round(ctx context.Context, p *parkedCall) (*mcp.CallToolResult
 		for key, a := range batch {
 			reqs[key] = a.params
 		}
-		return &mcp.CallToolResult{InputRequests: reqs, RequestState: g.sealParked(p, round)}, nil
+		return p.needs(reqs, g.sealParked(p, round)), nil
 	case <-p.done:
 		g.parked.remove(p.id)
 		return p.finish(ctx, p.res)
@@ -289,8 +289,8 @@ func (g *Gateway) round(ctx context.Context, p *parkedCall) (*mcp.CallToolResult
 // resume is a round of a parked call: the retry of a 2026-07-28 client,
 // whose request state names the call. The answer goes to the question the
 // client was asked; then the round waits for what comes next.
-func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, error) {
-	p := g.openParked(req.Params.RequestState, req.Params.Name, who.key())
+func (g *Gateway) resume(ctx context.Context, ex *exchange, who caller) (mcp.Result, error) {
+	p := g.openParked(ex.state, ex.subject, who.key())
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
 			Message: "the request state names no call waiting for an answer here: it expired, was answered already, or is not this gateway's; make the call again"}
@@ -303,7 +303,7 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest, who call
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "this call's question was answered already; make the call again"}
 	}
 	for key, a := range pending {
-		resp := req.Params.InputResponses[key] // and nothing else the client sent
+		resp := ex.responses[key] // and nothing else the client sent
 		if resp == nil {
 			resp = &mcp.ElicitResult{Action: airlock.AnswerCancel} // the client left the question unanswered
 		}
@@ -325,14 +325,14 @@ type parkedState struct {
 }
 
 func (g *Gateway) sealParked(p *parkedCall, round int) string {
-	body, _ := json.Marshal(parkedState{Call: p.id, Round: round, Tool: p.tool, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
+	body, _ := json.Marshal(parkedState{Call: p.id, Round: round, Tool: p.subject, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
 	enc := base64.RawURLEncoding
 	b := parkedPrefix + enc.EncodeToString(body)
 	return b + "." + enc.EncodeToString(g.mac([]byte(b)))
 }
 
 // openParked returns the parked call a state names, if the gateway signed
-// it for tool and caller, it has not expired, and the call is still here,
+// it for the subject tool and caller, it has not expired, and the call is still here,
 // in the round the state was made for.
 func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 	if !strings.HasPrefix(state, parkedPrefix) || len(state) > 1024 {
@@ -353,7 +353,7 @@ func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 		return nil
 	}
 	p := g.parked.get(st.Call)
-	if p == nil || p.tool != tool || p.caller != caller {
+	if p == nil || p.subject != tool || p.caller != caller {
 		return nil
 	}
 	p.mu.Lock()
@@ -364,9 +364,9 @@ func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 	return p
 }
 
-// parkedRequest reports whether req is a round of a parked call.
-func parkedRequest(req *mcp.CallToolRequest) bool {
-	return strings.HasPrefix(req.Params.RequestState, parkedPrefix)
+// parked reports whether ex is a round of a parked call.
+func (ex *exchange) parked() bool {
+	return strings.HasPrefix(ex.state, parkedPrefix)
 }
 
 // sampledMessage is a client's answer to a sampling request as the host

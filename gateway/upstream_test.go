@@ -31,7 +31,12 @@ func TestMain(m *testing.M) {
 
 func serveUpstream() {
 	mark(fmt.Sprintf("pid %d", os.Getpid()))
-	s := mcp.NewServer(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
+	var opts *mcp.ServerOptions
+	var s *mcp.Server
+	if os.Getenv(envUpstream) == "content" {
+		opts = contentOptions(func() *mcp.Server { return s })
+	}
+	s = mcp.NewServer(&mcp.Implementation{Name: "gateway-test", Version: "1"}, opts)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
@@ -91,6 +96,10 @@ func serveUpstream() {
 		addRelayTools(s)
 	case "asks":
 		addAskTools(s)
+	case "content":
+		addContent(s)
+	case "shared":
+		addShared(s)
 	}
 	if _, err := os.Stat(os.Getenv(envMark) + ".extra"); err == nil {
 		// A server that gained a tool since it last ran.

@@ -65,10 +65,10 @@ trap finish EXIT
 "$go" build -o "$dir/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 
 # The configuration an operator would write to put the everything-server
-# behind the gateway for clients that expect its own tool names: every
-# tool allowed, and a policy that allows every call, since approvals are
-# not the suite's business (the gateway's approval scenarios are tested in
-# gateway/); its sampling requests go to the client (sampling: allow: the
+# behind the gateway for clients that expect its own tool and prompt
+# names: every tool, resource and prompt allowed, and a policy that allows
+# every call, read and get, since approvals are not the suite's business
+# (the gateway's approval scenarios are tested in gateway/); its sampling requests go to the client (sampling: allow: the
 # client's model answers, and only a client that declared sampling is
 # asked). Its tools only compute their answers, so none needs an effect
 # of its own. The upstream speaks the requirement set's version ($1).
@@ -79,6 +79,8 @@ servers:
   - id: conformance
     command: "$dir/everything-server"
     allowed_tools: ["*"]
+    allowed_resources: ["*"]
+    allowed_prompts: ["*"]
     tool_prefix: ""
     sampling: allow
     protocol_versions: ["$1"]

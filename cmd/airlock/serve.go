@@ -61,7 +61,7 @@ func (e *env) serve(o *options, _ []string) error {
 			gopts.Serve.Auth = nil
 		}
 		g = gateway.New(gopts)
-		opts.Approver, opts.CatalogChanged = g, g.CatalogChanged
+		opts.Approver, opts.CatalogChanged, opts.ResourceUpdated = g, g.CatalogChanged, g.ResourceUpdated
 		// Servers may ask during calls; each call puts their questions
 		// to its own client (Call.Elicit, Call.Roots), or declines them.
 		opts.Elicit, opts.Roots = g.Elicit, g.Roots
