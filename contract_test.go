@@ -95,7 +95,7 @@ func TestHandshakeContract(t *testing.T) {
 			name:     "no tools capability",
 			script:   map[string]string{"initialize": `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"x","version":"1"}}`},
 			versions: bothVersions,
-			want:     "tools capability",
+			want:     "none of the tools, resources and prompts capabilities",
 		},
 		{
 			name:     "duplicate keys in a response",
