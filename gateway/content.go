@@ -171,6 +171,18 @@ func (ix *contentIndex) resolve(uri string) (target, bool) {
 	return target{}, false
 }
 
+// unlisted is where a URI the gateway does not list is read from: a
+// qualified one from its server, any other from the server the host
+// finds for it.
+func unlisted(uri string) target {
+	if rest, ok := strings.CutPrefix(uri, qualifiedScheme); ok {
+		if server, u, ok := strings.Cut(rest, "/"); ok && server != "" {
+			return target{server, u}
+		}
+	}
+	return target{uri: uri}
+}
+
 // unqualified is an expansion of t as its server knows it.
 func (t listedTemplate) unqualified(uri string) string {
 	if strings.HasPrefix(t.tmpl.URITemplate, qualifiedScheme) {
@@ -243,9 +255,16 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "resources/read":
-			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok {
-				if err := g.content.Load().clashOf(p.URI); err != nil {
+			if rr, ok := req.(*mcp.ReadResourceRequest); ok && rr.Params != nil {
+				ix := g.content.Load()
+				if err := ix.clashOf(rr.Params.URI); err != nil {
 					return nil, err
+				}
+				if _, listed := ix.resolve(rr.Params.URI); !listed {
+					// A URI no server lists, such as a resource link a
+					// tool returned: the host reads it from the server
+					// whose allowed_resources match it, or refuses.
+					return g.read(unlisted)(ctx, rr)
 				}
 			}
 		case "subscriptions/listen":

@@ -537,3 +537,29 @@ func TestPromptApprovalClientCannotAsk(t *testing.T) {
 		t.Errorf("after approval: %+v, %v; want the prompt", res, err)
 	}
 }
+
+// TestReadUnlisted: a URI the gateway lists no resource or template for
+// (a resource link a tool returned, say) is read from the server whose
+// allowed_resources match it, never guessed between two.
+func TestReadUnlisted(t *testing.T) {
+	f := startContent(t, "")
+	f.eachEra(t, func(t *testing.T, era string, cs *mcp.ClientSession) {
+		ctx := ctxT(t)
+		_, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://unlisted"})
+		werr := rpcError(t, err)
+		if werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "servers v, w") {
+			t.Errorf("unlisted URI both servers allow: %d %q, want -32602 naming both", werr.Code, werr.Message)
+		}
+		_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "airlock://w/test://unlisted"})
+		werr = rpcError(t, err)
+		var data struct{ URI string }
+		json.Unmarshal(werr.Data, &data)
+		if werr.Code != jsonrpc.CodeInvalidParams || data.URI != "airlock://w/test://unlisted" {
+			t.Errorf("qualified unlisted URI: %d %q %s, want w's not found", werr.Code, werr.Message, werr.Data)
+		}
+		res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "airlock://w/test://static-text"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "static text" {
+			t.Errorf("a listed resource named by its qualified form: %+v %v", res, err)
+		}
+	})
+}
