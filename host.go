@@ -279,6 +279,9 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	for _, s := range h.servers {
 		if h.opts.WarmStart {
 			if tools, ok := h.cachedTools(ctx, s); ok {
+				if c, ok := h.cachedContentOf(ctx, s); ok {
+					s.setFound(c)
+				}
 				s.setTools(tools)
 				s.watchers.Go(func() { h.start(h.life, h.life, s) })
 				continue

@@ -243,6 +243,7 @@ func TestWarmStartFromTheToolListCache(t *testing.T) {
 			srv := testServer(t, "sdk", "gated")
 			srv.ProtocolVersions = []string{tt.version}
 			srv.ConnectTimeout, srv.ProbeTimeout = 2*time.Second, time.Second
+			srv.AllowedResources = []string{"test://small"} // cached with the tools
 			if tt.ttl != "" {
 				srv.Env["AIRLOCK_TEST_TTL_MS"], srv.Env["AIRLOCK_TEST_SCOPE"] = tt.ttl, tt.scope
 			}
@@ -283,6 +284,9 @@ func TestWarmStartFromTheToolListCache(t *testing.T) {
 			}
 			if got := h.Snapshot().ID(); got != want {
 				t.Errorf("warm snapshot %s, cold %s: the same cached tools must give the same catalog", got, want)
+			}
+			if rs := h.Snapshot().Resources(); len(rs) != 1 || rs[0].URI != "test://small" {
+				t.Errorf("warm resources = %+v, want test://small from the cache", rs)
 			}
 			// A call waits for the server, then runs.
 			done := make(chan *airlock.Result)

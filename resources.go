@@ -96,13 +96,29 @@ func (s *Snapshot) Prompts() []Prompt {
 // it is logged and audited, and the server is without it until its next
 // discovery.
 func (h *Host) discoverContent(ctx context.Context, s *server, conn *upstream.Conn) catalog.Content {
-	var c catalog.Content
 	caps := conn.Session().InitializeResult().Capabilities
 	if caps == nil {
-		return c
+		return catalog.Content{}
 	}
-	session, lim, cfg := conn.Session(), h.limits(), &s.cfg
+	rec := &recordingContent{inner: conn.Session()}
+	c, whole := h.bindContent(ctx, s, rec, caps.Resources != nil, caps.Prompts != nil)
+	if whole && rec.pages > 0 {
+		h.keepList(ctx, s, contentKind, conn.ProtocolVersion(), rec.ttlMs, rec.scope, rec.kept)
+	} else {
+		h.forgetList(s, contentKind)
+	}
+	return c
+}
+
+// bindContent lists and binds what l offers of resources (when
+// resources) and prompts (when prompts) that the configuration lets s
+// expose; whole is false when a list broke a rule, which costs s that
+// list.
+func (h *Host) bindContent(ctx context.Context, s *server, l catalog.ContentLister, resources, prompts bool) (c catalog.Content, whole bool) {
+	lim, cfg := h.limits(), &s.cfg
+	whole = true
 	refuse := func(what string, err error) {
+		whole = false
 		var ce *catalog.ContractError
 		msg := err.Error()
 		if !errors.As(err, &ce) {
@@ -113,20 +129,20 @@ func (h *Host) discoverContent(ctx context.Context, s *server, conn *upstream.Co
 		h.audit(ctx, storepkg.Event{Event: storepkg.EventCatalogRefused, Server: cfg.ID, Class: string(ContractError),
 			Fields: map[string]any{"list": what, "error": msg}})
 	}
-	if caps.Resources != nil && len(cfg.AllowedResources) > 0 {
-		if listed, err := catalog.ListResources(ctx, cfg.ID, session, lim); err != nil {
+	if resources && len(cfg.AllowedResources) > 0 {
+		if listed, err := catalog.ListResources(ctx, cfg.ID, l, lim); err != nil {
 			refuse("resources/list", err)
 		} else if c.Resources, err = catalog.AllowedResources(cfg, listed, lim); err != nil {
 			refuse("resources/list", err)
 		}
-		if listed, err := catalog.ListTemplates(ctx, cfg.ID, session, lim); err != nil {
+		if listed, err := catalog.ListTemplates(ctx, cfg.ID, l, lim); err != nil {
 			refuse("resources/templates/list", err)
 		} else if c.Templates, err = catalog.AllowedTemplates(cfg, listed, lim); err != nil {
 			refuse("resources/templates/list", err)
 		}
 	}
-	if caps.Prompts != nil && len(cfg.AllowedPrompts) > 0 {
-		if listed, err := catalog.ListPrompts(ctx, cfg.ID, session, lim); err != nil {
+	if prompts && len(cfg.AllowedPrompts) > 0 {
+		if listed, err := catalog.ListPrompts(ctx, cfg.ID, l, lim); err != nil {
 			refuse("prompts/list", err)
 		} else if c.Prompts, err = catalog.AllowedPrompts(cfg, listed, lim); err != nil {
 			refuse("prompts/list", err)
@@ -141,7 +157,7 @@ func (h *Host) discoverContent(ctx context.Context, s *server, conn *upstream.Co
 	for _, p := range c.Prompts {
 		h.flagHidden(ctx, cfg.ID, "prompt", p.Remote, p.Hidden)
 	}
-	return c
+	return c, whole
 }
 
 // flagHidden records that the text of something a server listed had

@@ -496,6 +496,7 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		// So does a changed resource or prompt list.
 		OnContentChanged: func() {
 			if !s.dirty.Swap(true) {
+				h.forgetList(s, contentKind)
 				h.catalogChanged()
 			}
 		},

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,11 +68,11 @@ func (l cachedLister) ListTools(context.Context, *mcp.ListToolsParams) (*mcp.Lis
 	return &mcp.ListToolsResult{Tools: l.tools}, nil
 }
 
-// toolListKeys returns the cache keys of a server's list: the shared one,
-// and the one for this host's tenant and user (for private lists). The
-// configuration is part of the key: another command or allowlist is
-// another catalog.
-func (h *Host) toolListKeys(s *server) (shared, private string) {
+// listKeys returns the cache keys of one of a server's lists, each
+// starting with kind: the shared one, and the one for this host's tenant
+// and user (for private lists). The configuration is part of the key:
+// another command or allowlist is another catalog.
+func (h *Host) listKeys(s *server, kind string) (shared, private string) {
 	cfg := s.cfg
 	b, _ := json.Marshal(struct {
 		ID, Transport, Command string
@@ -81,24 +82,18 @@ func (h *Host) toolListKeys(s *server) (shared, private string) {
 		SecretEnv              []string // names only: the values are secrets
 		AllowedTools           []string
 		ProtocolVersions       []string
-	}{cfg.ID, cfg.Transport, cfg.Command, cfg.Args, cfg.Cwd, cfg.Env, slices.Sorted(maps.Keys(cfg.SecretEnv)), cfg.AllowedTools, cfg.ProtocolVersions})
+		AllowedResources       []string `json:",omitempty"`
+		AllowedPrompts         []string `json:",omitempty"`
+	}{cfg.ID, cfg.Transport, cfg.Command, cfg.Args, cfg.Cwd, cfg.Env, slices.Sorted(maps.Keys(cfg.SecretEnv)), cfg.AllowedTools, cfg.ProtocolVersions,
+		cfg.AllowedResources, cfg.AllowedPrompts})
 	sum := sha256.Sum256(b)
-	shared = "tools:" + hex.EncodeToString(sum[:16])
+	shared = kind + hex.EncodeToString(sum[:16])
 	p := sha256.Sum256([]byte(shared + "\x00" + h.gov.principal.Tenant + "\x00" + h.gov.principal.User))
-	return shared, "tools:" + hex.EncodeToString(p[:16])
+	return shared, kind + hex.EncodeToString(p[:16])
 }
 
 // rememberTools writes what discovery saw to the cache.
 func (h *Host) rememberTools(ctx context.Context, s *server, version string, l *recordingLister) {
-	shared, private := h.toolListKeys(s)
-	lists := h.gov.store.ToolLists()
-	modern := version >= "2026-07-28"
-	if modern && l.ttlMs <= 0 {
-		// "Immediately stale": nothing to keep.
-		lists.Delete(ctx, shared)
-		lists.Delete(ctx, private)
-		return
-	}
 	kept := make([]cachedTool, len(l.tools))
 	for i, t := range l.tools {
 		kept[i] = cachedTool{Tool: t}
@@ -106,45 +101,71 @@ func (h *Host) rememberTools(ctx context.Context, s *server, version string, l *
 			kept[i].Execution = &toolExecution{TaskSupport: support}
 		}
 	}
-	tools, err := json.Marshal(kept)
+	h.keepList(ctx, s, "tools:", version, l.ttlMs, l.scope, kept)
+}
+
+// keepList writes one of a server's lists (v, as JSON) to the cache under
+// kind, kept as ttlMs and scope say: on a 2026-07-28 server (version) for
+// ttlMs, not at all for 0; a private list for this host's tenant and
+// user only.
+func (h *Host) keepList(ctx context.Context, s *server, kind, version string, ttlMs int, scope string, v any) {
+	shared, private := h.listKeys(s, kind)
+	lists := h.gov.store.ToolLists()
+	modern := version >= "2026-07-28"
+	if modern && ttlMs <= 0 {
+		// "Immediately stale": nothing to keep.
+		lists.Delete(ctx, shared)
+		lists.Delete(ctx, private)
+		return
+	}
+	data, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
-	sum := sha256.Sum256(tools)
-	entry := store.ToolList{Key: shared, Tools: tools, Hash: "sha256:" + hex.EncodeToString(sum[:]), FetchedAt: h.gov.now()}
+	sum := sha256.Sum256(data)
+	entry := store.ToolList{Key: shared, Tools: data, Hash: "sha256:" + hex.EncodeToString(sum[:]), FetchedAt: h.gov.now()}
 	if modern {
-		entry.ExpiresAt = entry.FetchedAt.Add(time.Duration(l.ttlMs) * time.Millisecond)
+		entry.ExpiresAt = entry.FetchedAt.Add(time.Duration(ttlMs) * time.Millisecond)
 	}
-	if l.scope == "private" {
+	if scope == "private" {
 		entry.Key = private
 		lists.Delete(ctx, shared) // never served to another user
 	}
 	if err := lists.Put(ctx, entry); err != nil {
-		h.log.Warn("cannot cache the tool list", "server", s.cfg.ID, "error", err)
+		h.log.Warn("cannot cache a list", "server", s.cfg.ID, "list", strings.TrimSuffix(kind, ":"), "error", err)
 	}
 }
 
-// forgetTools drops a server's cached list: it said its tools changed.
-func (h *Host) forgetTools(s *server) {
-	shared, private := h.toolListKeys(s)
+// cachedList reads one of a server's lists from the cache into v: this
+// host's principal's own, else the shared one.
+func (h *Host) cachedList(ctx context.Context, s *server, kind string, v any) bool {
+	shared, private := h.listKeys(s, kind)
+	now := h.gov.now()
+	entry, err := h.gov.store.ToolLists().Get(ctx, private, now)
+	if err != nil {
+		if entry, err = h.gov.store.ToolLists().Get(ctx, shared, now); err != nil {
+			return false
+		}
+	}
+	return json.Unmarshal(entry.Tools, v) == nil
+}
+
+// forgetList drops one of a server's cached lists.
+func (h *Host) forgetList(s *server, kind string) {
+	shared, private := h.listKeys(s, kind)
 	ctx := context.Background()
 	h.gov.store.ToolLists().Delete(ctx, shared)
 	h.gov.store.ToolLists().Delete(ctx, private)
 }
 
+// forgetTools drops a server's cached list: it said its tools changed.
+func (h *Host) forgetTools(s *server) { h.forgetList(s, "tools:") }
+
 // cachedTools returns a server's tools from the cache, checked as
 // discovery checks them, or false when there is no usable list.
 func (h *Host) cachedTools(ctx context.Context, s *server) ([]*catalog.Tool, bool) {
-	shared, private := h.toolListKeys(s)
-	now := h.gov.now()
-	entry, err := h.gov.store.ToolLists().Get(ctx, private, now)
-	if err != nil {
-		if entry, err = h.gov.store.ToolLists().Get(ctx, shared, now); err != nil {
-			return nil, false
-		}
-	}
 	var cached []cachedTool
-	if err := json.Unmarshal(entry.Tools, &cached); err != nil {
+	if !h.cachedList(ctx, s, "tools:", &cached) {
 		return nil, false
 	}
 	raw := make([]*mcp.Tool, 0, len(cached))
