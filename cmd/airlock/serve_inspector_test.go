@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,5 +143,54 @@ func TestServeInspector(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestServeInspectorResources reads server-everything's resources and
+// gets its prompts through the gateway with the MCP Inspector's CLI, over
+// stdio, in both protocol eras: the Inspector is a client Airlock's tests
+// do not shape.
+func TestServeInspectorResources(t *testing.T) {
+	node, launcher := testenv.Inspector(t)
+	evNode, script := testenv.EverythingServer(t)
+	in := inspector{node: node, launcher: launcher, home: t.TempDir()}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfg, fmt.Sprintf(`servers:
+  - id: ev
+    command: %q
+    args: [%q, stdio]
+    allowed_tools: [echo]
+    allowed_resources: ["demo://resource/dynamic/text/*"]
+    allowed_prompts: [args-prompt]
+`, evNode, script))
+	for _, era := range []string{"legacy", "modern"} {
+		t.Run(era, func(t *testing.T) {
+			run := func(args ...string) map[string]any {
+				t.Helper()
+				args = append(append([]string{"--protocol-era", era}, args...), "--transport", "stdio", "--cwd", dir, "--", airlockBin, "serve", "--stdio", "--config", cfg)
+				r := in.run(t, dir, args...)
+				var out struct {
+					Result map[string]any `json:"result"`
+				}
+				json.Unmarshal([]byte(r.stdout), &out)
+				if r.code != 0 || out.Result == nil {
+					t.Fatalf("inspector %v: exit %d\nstdout:\n%s\nstderr:\n%s", args[:4], r.code, r.stdout, r.stderr)
+				}
+				return out.Result
+			}
+			res := run("--method", "resources/templates/list")
+			if b, _ := json.Marshal(res); !strings.Contains(string(b), "demo://resource/dynamic/text/{resourceId}") || strings.Contains(string(b), "blob") {
+				t.Errorf("templates/list = %s, want the text template alone", b)
+			}
+			res = run("--method", "resources/read", "--uri", "demo://resource/dynamic/text/7")
+			if b, _ := json.Marshal(res); !strings.Contains(string(b), "Resource 7: This is a plaintext resource") {
+				t.Errorf("resources/read = %s", b)
+			}
+			res = run("--method", "prompts/get", "--prompt-name", "ev__args-prompt", "--prompt-args", "city=Rome")
+			if b, _ := json.Marshal(res); !strings.Contains(string(b), "What's weather in Rome?") {
+				t.Errorf("prompts/get = %s", b)
+			}
+		})
 	}
 }
