@@ -16,43 +16,48 @@ import (
 // side: that many goroutines on one go-sdk session; Airlock: that many
 // goroutines calling one host whose server takes that many at once.
 
-// inflightResult is what the in-flight read benchmark measured.
-type inflightResult struct {
+// throughput is what a side passed with calls in flight.
+type throughput struct {
 	inflight           int
 	bareWall, hostWall time.Duration // rounds added up
 	bareN, hostN       int           // calls made
 }
 
-// inflightReads measures reads in flight against cs, the bare client's
-// session with the echo server, with a host of its own in state.
-func inflightReads(ctx context.Context, cs *mcp.ClientSession, calls, rounds, inflight int, state string) (*inflightResult, error) {
+// openInflight opens a host in state on the echo server, whose tool has
+// the given effect, taking inflight calls at once, and returns it with
+// the echo call of the bare client's session cs and of the host.
+func openInflight(ctx context.Context, cs *mcp.ClientSession, state, effect string, inflight int) (h *airlock.Host, bareCall, hostCall func(context.Context) error, err error) {
 	srv, err := serverConfig("echo")
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	srv.MaxConcurrency = inflight
-	h, err := open(ctx, srv, state, "read", false)
-	if err != nil {
-		return nil, err
+	if h, err = open(ctx, srv, state, effect, false); err != nil {
+		return nil, nil, nil, err
 	}
-	defer h.Close()
 	snap := h.Snapshot()
 	args := json.RawMessage(`{"text":"hello, benchmark"}`)
-	bareCall := func(ctx context.Context) error {
+	bareCall = func(ctx context.Context) error {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello, benchmark"}})
 		if err == nil && res.IsError {
 			err = fmt.Errorf("tool error")
 		}
 		return err
 	}
-	hostCall := func(ctx context.Context) error {
+	hostCall = func(ctx context.Context) error {
 		r := h.Call(ctx, snap, airlock.Call{Name: "bench__echo", Arguments: args})
 		if r.Status != airlock.OK {
 			return r.Err
 		}
 		return nil
 	}
-	res := &inflightResult{inflight: inflight}
+	return h, bareCall, hostCall, nil
+}
+
+// measureThroughput makes calls on each side, inflight at a time: a
+// warm-up round each, then rounds alternating the sides.
+func measureThroughput(ctx context.Context, calls, rounds, inflight int, bareCall, hostCall func(context.Context) error) (*throughput, error) {
+	res := &throughput{inflight: inflight}
 	per := calls / rounds
 	for _, call := range []func(context.Context) error{bareCall, hostCall} {
 		if _, _, err := concurrently(ctx, per, inflight, call); err != nil {
@@ -76,15 +81,31 @@ func inflightReads(ctx context.Context, cs *mcp.ClientSession, calls, rounds, in
 	return res, nil
 }
 
-// renderInflight writes the in-flight read section of the report.
-func renderInflight(w func(string, ...any), calls, rounds int, r *inflightResult) {
-	w("## Reads in flight: Airlock vs. bare go-sdk client (%d calls each)\n\n", calls)
-	w("The per-call pipeline above, %d calls in flight (the bare side: %d goroutines on one session; Airlock: %d\n",
-		r.inflight, r.inflight, r.inflight)
-	w("goroutines calling one host, the server's `max_concurrency` %d), in %d alternating rounds after a warm-up:\n\n", r.inflight, rounds)
-	bare := float64(r.bareN) / r.bareWall.Seconds()
-	host := float64(r.hostN) / r.hostWall.Seconds()
+// render writes the calls per second of each side, and their ratio.
+func (t *throughput) render(w func(string, ...any)) {
+	bare := float64(t.bareN) / t.bareWall.Seconds()
+	host := float64(t.hostN) / t.hostWall.Seconds()
 	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
 	w("| calls/s | %.0f | %.0f | %.2f |\n\n", bare, host, host/bare)
-	w("Target: calls/s with %d in flight ≥ 0.95× the bare client's.\n\n", r.inflight)
+}
+
+// inflightReads measures reads in flight against cs, the bare client's
+// session with the echo server, with a host of its own in state.
+func inflightReads(ctx context.Context, cs *mcp.ClientSession, calls, rounds, inflight int, state string) (*throughput, error) {
+	h, bareCall, hostCall, err := openInflight(ctx, cs, state, "read", inflight)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	return measureThroughput(ctx, calls, rounds, inflight, bareCall, hostCall)
+}
+
+// renderInflight writes the in-flight read section of the report.
+func renderInflight(w func(string, ...any), calls, rounds int, t *throughput) {
+	w("## Reads in flight: Airlock vs. bare go-sdk client (%d calls each)\n\n", calls)
+	w("The per-call pipeline above, %d calls in flight (the bare side: %d goroutines on one session; Airlock: %d\n",
+		t.inflight, t.inflight, t.inflight)
+	w("goroutines calling one host, the server's `max_concurrency` %d), in %d alternating rounds after a warm-up:\n\n", t.inflight, rounds)
+	t.render(w)
+	w("Target: calls/s with %d in flight ≥ 0.95× the bare client's.\n\n", t.inflight)
 }

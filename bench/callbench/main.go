@@ -202,7 +202,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, rssServers int, on
 	}
 	var (
 		bareLat, hostLat, bareHTTP, hostHTTP []time.Duration
-		inflight                             *inflightResult
+		inflight                             *throughput
 		journal                              *journalResult
 		memory                               *rssResult
 		gateways                             []*gatewaySide
@@ -351,7 +351,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *inflightResult, journal *journalResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *throughput, journal *journalResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
