@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -16,11 +16,11 @@ import (
 // side: that many goroutines on one go-sdk session; Airlock: that many
 // goroutines calling one host whose server takes that many at once.
 
-// throughput is what a side passed with calls in flight.
+// throughput is what each side passed with calls in flight: the calls
+// per second of each round.
 type throughput struct {
-	inflight           int
-	bareWall, hostWall time.Duration // rounds added up
-	bareN, hostN       int           // calls made
+	inflight, calls int // calls: per side, the warm-up not counted
+	bare, host      []float64
 }
 
 // openInflight opens a host in state on the echo server, whose tool has
@@ -57,8 +57,8 @@ func openInflight(ctx context.Context, cs *mcp.ClientSession, state, effect stri
 // measureThroughput makes calls on each side, inflight at a time: a
 // warm-up round each, then rounds alternating the sides.
 func measureThroughput(ctx context.Context, calls, rounds, inflight int, bareCall, hostCall func(context.Context) error) (*throughput, error) {
-	res := &throughput{inflight: inflight}
 	per := calls / rounds
+	res := &throughput{inflight: inflight, calls: per * rounds}
 	for _, call := range []func(context.Context) error{bareCall, hostCall} {
 		if _, _, err := concurrently(ctx, per, inflight, call); err != nil {
 			return nil, err
@@ -69,24 +69,27 @@ func measureThroughput(ctx context.Context, calls, rounds, inflight int, bareCal
 		if err != nil {
 			return nil, fmt.Errorf("bare client: %v", err)
 		}
-		res.bareWall += wall
-		res.bareN += per
+		res.bare = append(res.bare, float64(per)/wall.Seconds())
 		_, wall, err = concurrently(ctx, per, inflight, hostCall)
 		if err != nil {
 			return nil, fmt.Errorf("airlock: %v", err)
 		}
-		res.hostWall += wall
-		res.hostN += per
+		res.host = append(res.host, float64(per)/wall.Seconds())
 	}
 	return res, nil
 }
 
-// render writes the calls per second of each side, and their ratio.
+// render writes the median calls per second of each side's rounds, and
+// their ratio.
 func (t *throughput) render(w func(string, ...any)) {
-	bare := float64(t.bareN) / t.bareWall.Seconds()
-	host := float64(t.hostN) / t.hostWall.Seconds()
+	median := func(v []float64) float64 {
+		s := slices.Clone(v)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	bare, host := median(t.bare), median(t.host)
 	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
-	w("| calls/s | %.0f | %.0f | %.2f |\n\n", bare, host, host/bare)
+	w("| calls/s (median round) | %.0f | %.0f | %.2f |\n\n", bare, host, host/bare)
 }
 
 // inflightReads measures reads in flight against cs, the bare client's
@@ -101,11 +104,12 @@ func inflightReads(ctx context.Context, cs *mcp.ClientSession, calls, rounds, in
 }
 
 // renderInflight writes the in-flight read section of the report.
-func renderInflight(w func(string, ...any), calls, rounds int, t *throughput) {
-	w("## Reads in flight: Airlock vs. bare go-sdk client (%d calls each)\n\n", calls)
+func renderInflight(w func(string, ...any), rounds int, t *throughput) {
+	w("## Reads in flight: Airlock vs. bare go-sdk client (%d calls each)\n\n", t.calls)
 	w("The per-call pipeline above, %d calls in flight (the bare side: %d goroutines on one session; Airlock: %d\n",
 		t.inflight, t.inflight, t.inflight)
-	w("goroutines calling one host, the server's `max_concurrency` %d), in %d alternating rounds after a warm-up:\n\n", t.inflight, rounds)
+	w("goroutines calling one host, the server's `max_concurrency` %d), in %d alternating rounds after a warm-up (the\n", t.inflight, rounds)
+	w("median of the rounds' calls per second):\n\n")
 	t.render(w)
 	w("Target: calls/s with %d in flight ≥ 0.95× the bare client's.\n\n", t.inflight)
 }

@@ -50,6 +50,7 @@ func main() {
 		only   = flag.String("only", "", "measure only this section: calls (stdio latency), inflight (reads in flight), journal (journaled writes), http, gateway, rss (host memory) or discovery; default: every section")
 		jin    = flag.Int("journal-inflight", 64, "journaled writes in flight")
 		rin    = flag.Int("read-inflight", 64, "reads in flight")
+		rcalls = flag.Int("read-inflight-calls", 20000, "reads per side with read-inflight in flight")
 		rssN   = flag.Int("rss-servers", 10, "stdio workspace servers of the host whose memory is measured")
 		gw     gatewayOptions
 	)
@@ -63,7 +64,7 @@ func main() {
 	log.SetPrefix("callbench: ")
 	gw.rounds = *rounds
 
-	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rssN, *only, gw)
+	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rcalls, *rssN, *only, gw)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func open(ctx context.Context, srv config.Server, state, effect string, warm boo
 	return h, nil
 }
 
-func run(calls, rounds, lists, journalInflight, readInflight, rssServers int, only string, gw gatewayOptions) (string, error) {
+func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServers int, only string, gw gatewayOptions) (string, error) {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "callbench")
 	if err != nil {
@@ -235,7 +236,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, rssServers int, on
 		}
 	}
 	if sections["inflight"] {
-		if inflight, err = inflightReads(ctx, cs, calls, rounds, readInflight, filepath.Join(state, "inflight")); err != nil {
+		if inflight, err = inflightReads(ctx, cs, readCalls, rounds, readInflight, filepath.Join(state, "inflight")); err != nil {
 			return "", fmt.Errorf("reads in flight: %v", err)
 		}
 	}
@@ -382,7 +383,7 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 		renderCalls(w, table, us, calls, bareLat, hostLat)
 	}
 	if inflight != nil {
-		renderInflight(w, calls, rounds, inflight)
+		renderInflight(w, rounds, inflight)
 	}
 	if journal != nil {
 		renderJournal(w, table, us, calls, rounds, journal)
