@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -52,6 +53,7 @@ func main() {
 		rin    = flag.Int("read-inflight", 64, "reads in flight")
 		rcalls = flag.Int("read-inflight-calls", 20000, "reads per side with read-inflight in flight")
 		rssN   = flag.Int("rss-servers", 10, "stdio workspace servers of the host whose memory is measured")
+		cpu    = flag.String("cpuprofile", "", "write a CPU profile of this process (both sides' clients, and Airlock) to this file")
 		gw     gatewayOptions
 	)
 	flag.IntVar(&gw.calls, "gateway-calls", 20000, "calls per side through the gateways")
@@ -64,6 +66,17 @@ func main() {
 	log.SetPrefix("callbench: ")
 	gw.rounds = *rounds
 
+	if *cpu != "" {
+		f, err := os.Create(*cpu)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rcalls, *rssN, *only, gw)
 	if err != nil {
 		log.Fatal(err)
