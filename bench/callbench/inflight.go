@@ -79,9 +79,13 @@ func measureThroughput(ctx context.Context, calls, rounds, inflight int, bareCal
 	return res, nil
 }
 
-// render writes the median calls per second of each side's rounds, and
-// their ratio.
-func (t *throughput) render(w func(string, ...any)) {
+// render writes how t was measured, then the median calls per second of
+// each side's rounds, and their ratio.
+func (t *throughput) render(w func(string, ...any), rounds int) {
+	w("%d calls in flight (the bare side: %d goroutines on one session; Airlock: %d goroutines calling one host,\n",
+		t.inflight, t.inflight, t.inflight)
+	w("the server's `max_concurrency` %d), in %d alternating rounds after a warm-up (the median of the rounds'\n", t.inflight, rounds)
+	w("calls per second):\n\n")
 	median := func(v []float64) float64 {
 		s := slices.Clone(v)
 		slices.Sort(s)
@@ -106,10 +110,7 @@ func inflightReads(ctx context.Context, cs *mcp.ClientSession, calls, rounds, in
 // renderInflight writes the in-flight read section of the report.
 func renderInflight(w func(string, ...any), rounds int, t *throughput) {
 	w("## Reads in flight: Airlock vs. bare go-sdk client (%d calls each)\n\n", t.calls)
-	w("The per-call pipeline above, %d calls in flight (the bare side: %d goroutines on one session; Airlock: %d\n",
-		t.inflight, t.inflight, t.inflight)
-	w("goroutines calling one host, the server's `max_concurrency` %d), in %d alternating rounds after a warm-up (the\n", t.inflight, rounds)
-	w("median of the rounds' calls per second):\n\n")
-	t.render(w)
+	w("The per-call pipeline above, the tool a read, allowed without asking and not journaled.\n\n")
+	t.render(w, rounds)
 	w("Target: calls/s with %d in flight ≥ 0.95× the bare client's.\n\n", t.inflight)
 }

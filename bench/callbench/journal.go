@@ -88,10 +88,6 @@ func renderJournal(w func(string, ...any), table func(left, right string, l, r [
 	w("One call at a time:\n\n")
 	table("bare go-sdk", "Airlock", j.bareLat, j.hostLat, us, "p50", "p99")
 	w("\n")
-	w("%d calls in flight (the bare side: %d goroutines on one session; Airlock: %d goroutines calling one host,\n",
-		j.inflight, j.inflight, j.inflight)
-	w("the server's `max_concurrency` %d), in %d alternating rounds after a warm-up (the\n", j.inflight, rounds)
-	w("median of the rounds' calls per second):\n\n")
-	j.render(w)
+	j.render(w, rounds)
 	w("Targets (issue 17): p50 ≤ 1.5× the bare client's; calls/s with %d in flight ≥ 0.8× the bare client's.\n\n", j.inflight)
 }
