@@ -101,11 +101,19 @@ func (q *request) event(name string, fields map[string]any) store.Event {
 // decision of a read they allow without asking is held (see fold).
 func (h *Host) auditDecision(ctx context.Context, q *request) {
 	d := q.r.Decision
-	fields := map[string]any{"decision": d.Verdict, "rule": d.Rule, "reason": d.Reason, "effect": q.tool.Effect,
-		"generation": q.snap.Generation()}
+	held := d.Verdict == Allow && q.decision.Effect == policy.Read
+	// A held decision's fields become its result's (see recordResult):
+	// room for those too.
+	size := 8
+	if held {
+		size = resultFields
+	}
+	fields := make(map[string]any, size)
+	fields["decision"], fields["rule"], fields["reason"], fields["effect"] = d.Verdict, d.Rule, d.Reason, q.tool.Effect
+	fields["generation"] = q.snap.Generation()
 	h.argsRecord(q.tool.Name, q.args, "args", fields)
 	e := q.event(store.EventDecision, fields)
-	if d.Verdict == Allow && q.decision.Effect == policy.Read {
+	if held {
 		e.Time = h.gov.now()
 		q.fold = &fold{held: []store.Event{e}}
 		return
@@ -178,7 +186,7 @@ func (h *Host) spill(ctx context.Context, q *request) {
 
 // folded puts into fields, a result's, the fields of the events its call
 // held: all but call (the result's own) and the empty intent of a read.
-func folded(fields map[string]any, held []store.Event) {
+func folded(fields map[string]any, held ...store.Event) {
 	for _, e := range held {
 		for k, v := range e.Fields {
 			if k == "call" || k == "intent" {
@@ -189,6 +197,10 @@ func folded(fields map[string]any, held []store.Event) {
 	}
 }
 
+// resultFields is room for the fields of a folded read's result, which
+// the writer adds to (shapes and hashes) without the map growing.
+const resultFields = 24
+
 // recordResult writes the result of a call to the audit trail: its class,
 // whom it was made for, and what the server answered (its structured
 // content and its content, as shape and hash or, where audit.record_values
@@ -196,16 +208,20 @@ func folded(fields map[string]any, held []store.Event) {
 // decision and call_sent (see fold); any other call's follow what it held.
 func (h *Host) recordResult(ctx context.Context, q *request) {
 	snap, r := q.snap, q.r
-	// Room for the fields of a folded read's result, which the writer
-	// adds to (shapes and hashes) without the map growing.
-	fields := make(map[string]any, 24)
+	var fields map[string]any
+	if held := q.fold.take(); len(held) == 2 {
+		// The decision's fields are the result's (its call is the
+		// result's own, set below), with call_sent's.
+		fields = held[0].Fields
+		folded(fields, held[1])
+	} else {
+		fields = make(map[string]any, resultFields)
+		if len(held) > 0 {
+			h.audit(ctx, held...)
+		}
+	}
 	fields["generation"], fields["trace_id"] = snap.Generation(), r.TraceID
 	principalFields(fields, "", snap.who)
-	if held := q.fold.take(); len(held) == 2 {
-		folded(fields, held)
-	} else if len(held) > 0 {
-		h.audit(ctx, held...)
-	}
 	if r.QueueWait > 0 {
 		fields["queue_wait_ms"] = r.QueueWait.Milliseconds()
 	}

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"iter"
+	"sync"
 	"time"
 )
 
@@ -153,16 +155,35 @@ func (k ChainKey) sum(n int64, prev []byte, e Event, fields []byte) []byte {
 	} else {
 		b = appendBytes(append(b, 1), fields)
 	}
-	m := hmac.New(sha256.New, k)
-	m.Write(b)
-	return m.Sum(nil)
+	return k.mac(b)
 }
 
 func (k ChainKey) seal(n int64, sum []byte) []byte {
 	b := binary.BigEndian.AppendUint64([]byte(headDomain), uint64(n))
-	m := hmac.New(sha256.New, k)
-	m.Write(appendBytes(b, sum))
-	return m.Sum(nil)
+	return k.mac(appendBytes(b, sum))
+}
+
+// macs keeps keyed HMACs for reuse: a batch of events would otherwise
+// set up the key once for each event it chains.
+var macs sync.Pool // of *keyedMAC
+
+type keyedMAC struct {
+	key ChainKey
+	h   hash.Hash
+}
+
+// mac returns the HMAC-SHA256 of b under k.
+func (k ChainKey) mac(b []byte) []byte {
+	m, _ := macs.Get().(*keyedMAC)
+	if m == nil || !bytes.Equal(m.key, k) {
+		m = &keyedMAC{key: k, h: hmac.New(sha256.New, k)}
+	} else {
+		m.h.Reset()
+	}
+	m.h.Write(b)
+	sum := m.h.Sum(nil)
+	macs.Put(m)
+	return sum
 }
 
 // appendBytes appends p with its length in front, so that no two

@@ -124,9 +124,8 @@ func gatewayCalls(ctx context.Context, o gatewayOptions) ([]*gatewaySide, error)
 	}
 	defer os.RemoveAll(dir)
 	if o.airlock == "" {
-		o.airlock = filepath.Join(dir, "airlock")
-		if out, err := exec.Command("go", "build", "-o", o.airlock, "github.com/airlockhq/airlock/cmd/airlock").CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building airlock: %v\n%s", err, out)
+		if o.airlock, err = buildAirlock(dir); err != nil {
+			return nil, err
 		}
 	}
 	exe, err := os.Executable()
@@ -258,6 +257,15 @@ func serveHTTP(s *mcp.Server) {
 }
 
 var servingAt = regexp.MustCompile(`serving MCP at (http://\S+/mcp)`)
+
+// buildAirlock builds the airlock binary into dir and returns its path.
+func buildAirlock(dir string) (string, error) {
+	bin := filepath.Join(dir, "airlock")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/airlockhq/airlock/cmd/airlock").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building airlock: %v\n%s", err, out)
+	}
+	return bin, nil
+}
 
 // startAirlock starts airlock serve --http in front of the stdio echo
 // server (exe, re-executed), configured as callbench's own host is: the

@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/airlockhq/airlock"
 )
 
 // The journaled-write benchmark: the same echo tool, which local policy
@@ -23,68 +19,26 @@ import (
 
 // journalResult is what the journaled-write benchmark measured.
 type journalResult struct {
-	inflight           int
-	bareLat, hostLat   []time.Duration // sequential
-	bareWall, hostWall time.Duration   // in flight, rounds added up
-	bareN, hostN       int             // calls made in flight
+	bareLat, hostLat []time.Duration // sequential
+	*throughput
 }
 
 // journaledCalls measures journaled writes against cs, the bare client's
 // session with the echo server, with a host of its own in state.
 func journaledCalls(ctx context.Context, cs *mcp.ClientSession, calls, rounds, inflight int, state string) (*journalResult, error) {
-	srv, err := serverConfig("echo")
-	if err != nil {
-		return nil, err
-	}
-	srv.MaxConcurrency = inflight
-	h, err := open(ctx, srv, state, "write", false)
+	h, bareCall, hostCall, err := openInflight(ctx, cs, state, "write", inflight)
 	if err != nil {
 		return nil, err
 	}
 	defer h.Close()
-	snap := h.Snapshot()
-	args := json.RawMessage(`{"text":"hello, benchmark"}`)
-	bareCall := func(ctx context.Context) error {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hello, benchmark"}})
-		if err == nil && res.IsError {
-			err = fmt.Errorf("tool error")
-		}
-		return err
-	}
-	hostCall := func(ctx context.Context) error {
-		r := h.Call(ctx, snap, airlock.Call{Name: "bench__echo", Arguments: args})
-		if r.Status != airlock.OK {
-			return r.Err
-		}
-		return nil
-	}
-
-	res := &journalResult{inflight: inflight}
+	res := &journalResult{}
 	res.bareLat, res.hostLat, err = alternate(calls, rounds,
 		func() error { return bareCall(ctx) }, func() error { return hostCall(ctx) })
 	if err != nil {
 		return nil, err
 	}
-	// In flight: warm up, then alternate.
-	per := calls / rounds
-	for _, call := range []func(context.Context) error{bareCall, hostCall} {
-		if _, _, err := concurrently(ctx, per, inflight, call); err != nil {
-			return nil, err
-		}
-	}
-	for range rounds {
-		_, wall, err := concurrently(ctx, per, inflight, bareCall)
-		if err != nil {
-			return nil, fmt.Errorf("bare client: %v", err)
-		}
-		res.bareWall += wall
-		res.bareN += per
-		_, wall, err = concurrently(ctx, per, inflight, hostCall)
-		if err != nil {
-			return nil, fmt.Errorf("airlock: %v", err)
-		}
-		res.hostWall += wall
-		res.hostN += per
+	if res.throughput, err = measureThroughput(ctx, calls, rounds, inflight, bareCall, hostCall); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -134,12 +88,6 @@ func renderJournal(w func(string, ...any), table func(left, right string, l, r [
 	w("One call at a time:\n\n")
 	table("bare go-sdk", "Airlock", j.bareLat, j.hostLat, us, "p50", "p99")
 	w("\n")
-	bare := float64(j.bareN) / j.bareWall.Seconds()
-	host := float64(j.hostN) / j.hostWall.Seconds()
-	w("%d calls in flight (the bare side: %d goroutines on one session; Airlock: %d goroutines calling one host,\n",
-		j.inflight, j.inflight, j.inflight)
-	w("the server's `max_concurrency` %d), in %d alternating rounds after a warm-up:\n\n", j.inflight, rounds)
-	w("| | bare go-sdk | Airlock | ratio |\n|---|---|---|---|\n")
-	w("| calls/s | %.0f | %.0f | %.2f |\n\n", bare, host, host/bare)
+	j.render(w, rounds)
 	w("Targets (issue 17): p50 ≤ 1.5× the bare client's; calls/s with %d in flight ≥ 0.8× the bare client's.\n\n", j.inflight)
 }

@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -47,8 +48,12 @@ func main() {
 		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
 		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
 		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
-		only   = flag.String("only", "", "measure only this section: calls (stdio latency), journal (journaled writes), http, gateway or discovery; default: every section")
+		only   = flag.String("only", "", "measure only this section: calls (stdio latency), inflight (reads in flight), journal (journaled writes), http, gateway, rss (host memory) or discovery; default: every section")
 		jin    = flag.Int("journal-inflight", 64, "journaled writes in flight")
+		rin    = flag.Int("read-inflight", 64, "reads in flight")
+		rcalls = flag.Int("read-inflight-calls", 20000, "reads per side with read-inflight in flight")
+		rssN   = flag.Int("rss-servers", 10, "stdio workspace servers of the host whose memory is measured")
+		cpu    = flag.String("cpuprofile", "", "write a CPU profile of this process (both sides' clients, and Airlock) to this file")
 		gw     gatewayOptions
 	)
 	flag.IntVar(&gw.calls, "gateway-calls", 20000, "calls per side through the gateways")
@@ -61,7 +66,18 @@ func main() {
 	log.SetPrefix("callbench: ")
 	gw.rounds = *rounds
 
-	report, err := run(*calls, *rounds, *lists, *jin, *only, gw)
+	if *cpu != "" {
+		f, err := os.Create(*cpu)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rcalls, *rssN, *only, gw)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -178,7 +194,7 @@ func open(ctx context.Context, srv config.Server, state, effect string, warm boo
 	return h, nil
 }
 
-func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptions) (string, error) {
+func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServers int, only string, gw gatewayOptions) (string, error) {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "callbench")
 	if err != nil {
@@ -191,16 +207,18 @@ func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptio
 		return "", fmt.Errorf("bare client: %v", err)
 	}
 	defer cs.Close()
-	sections := map[string]bool{"calls": true, "journal": true, "http": true, "gateway": true, "discovery": true}
+	sections := map[string]bool{"calls": true, "inflight": true, "journal": true, "http": true, "gateway": true, "rss": true, "discovery": true}
 	if only != "" {
 		if !sections[only] {
-			return "", fmt.Errorf("-only %s: the sections are calls, journal, http, gateway and discovery", only)
+			return "", fmt.Errorf("-only %s: the sections are calls, inflight, journal, http, gateway, rss and discovery", only)
 		}
 		sections = map[string]bool{only: true}
 	}
 	var (
 		bareLat, hostLat, bareHTTP, hostHTTP []time.Duration
+		inflight                             *throughput
 		journal                              *journalResult
+		memory                               *rssResult
 		gateways                             []*gatewaySide
 	)
 	if sections["calls"] {
@@ -230,6 +248,11 @@ func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptio
 			return "", err
 		}
 	}
+	if sections["inflight"] {
+		if inflight, err = inflightReads(ctx, cs, readCalls, rounds, readInflight, filepath.Join(state, "inflight")); err != nil {
+			return "", fmt.Errorf("reads in flight: %v", err)
+		}
+	}
 	if sections["journal"] {
 		if journal, err = journaledCalls(ctx, cs, calls, rounds, journalInflight, filepath.Join(state, "journal")); err != nil {
 			return "", fmt.Errorf("journaled writes: %v", err)
@@ -245,8 +268,13 @@ func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptio
 			return "", fmt.Errorf("through the gateways: %v", err)
 		}
 	}
+	if sections["rss"] {
+		if memory, err = hostRSS(rssServers, gw.airlock); err != nil {
+			return "", fmt.Errorf("host memory: %v", err)
+		}
+	}
 	if !sections["discovery"] {
-		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, journal, gw, gateways), nil
+		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, inflight, journal, memory, gw, gateways), nil
 	}
 
 	// Discovery of a 1000-tool server with 100-tool pages: connect (start
@@ -299,7 +327,7 @@ func run(calls, rounds, lists, journalInflight int, only string, gw gatewayOptio
 			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, journal, gw, gateways), nil
+	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, inflight, journal, memory, gw, gateways), nil
 }
 
 // alternate warms both sides up, then times calls of each, alternating in
@@ -337,7 +365,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, journal *journalResult, gw gatewayOptions, gateways []*gatewaySide) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *throughput, journal *journalResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -367,6 +395,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	if bareLat != nil {
 		renderCalls(w, table, us, calls, bareLat, hostLat)
 	}
+	if inflight != nil {
+		renderInflight(w, rounds, inflight)
+	}
 	if journal != nil {
 		renderJournal(w, table, us, calls, rounds, journal)
 	}
@@ -378,6 +409,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	}
 	if gateways != nil {
 		renderGateways(w, gw, gateways)
+	}
+	if memory != nil {
+		renderRSS(w, memory)
 	}
 	return b.String()
 }

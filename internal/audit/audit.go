@@ -95,11 +95,26 @@ func (p preparer) prepare(e *store.Event) {
 				v = dv
 			}
 		}
+		shape, hash := recordKeys(k)
 		delete(e.Fields, k)
-		e.Fields[k+"_shape"] = p.redactor.Shape(v)
-		e.Fields[k+"_hash"] = canonical.Hash(v)
+		e.Fields[shape] = p.redactor.Shape(v)
+		e.Fields[hash] = canonical.Hash(v)
 		if p.values(d.tool) {
 			e.Fields[k] = p.redactor.Value(v)
 		}
 	}
+}
+
+// recordKeys returns the keys of key's shape and hash: key_shape and
+// key_hash, without building them for the keys the host records.
+func recordKeys(key string) (shape, hash string) {
+	switch key {
+	case "args":
+		return "args_shape", "args_hash"
+	case "result":
+		return "result_shape", "result_hash"
+	case "content":
+		return "content_shape", "content_hash"
+	}
+	return key + "_shape", key + "_hash"
 }

@@ -37,7 +37,12 @@ type Writer struct {
 	now   func() time.Time
 	prep  preparer
 	queue chan store.Event
-	done  chan struct{}
+	// full wakes the writer before its linger is over when a batch is
+	// queued; it holds one wake-up at most. closing is closed with the
+	// queue: the writer lingers no more.
+	full    chan struct{}
+	closing chan struct{}
+	done    chan struct{}
 
 	mu     sync.RWMutex // held to send, and to close the queue
 	closed bool
@@ -59,7 +64,7 @@ func New(dst store.Audit, opts *Options) *Writer {
 		opts = &Options{}
 	}
 	w := &Writer{dst: dst, log: opts.Logger, now: opts.Now, prep: newPreparer(opts),
-		queue: make(chan store.Event, queueLen), done: make(chan struct{})}
+		queue: make(chan store.Event, queueLen), full: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
@@ -90,15 +95,39 @@ func (w *Writer) Append(ctx context.Context, events ...store.Event) {
 		}
 		w.queue <- e
 	}
+	if len(w.queue) >= batchLen {
+		w.wake()
+	}
+}
+
+// wake ends the writer's linger, if it lingers.
+func (w *Writer) wake() {
+	select {
+	case w.full <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 }
 
 func (w *Writer) run() {
 	defer close(w.done)
 	batch := make([]store.Event, 0, batchLen)
+	timer := time.NewTimer(linger)
+	timer.Stop()
 	for e := range w.queue {
 		batch = append(batch[:0], e)
-		// Take what else arrives within the linger, up to a batch.
-		timer := time.NewTimer(linger)
+		// Take what else arrives within the linger, up to a batch. The
+		// writer sleeps through it rather than waking for each event: a
+		// full batch, or Close, wakes it early.
+		if len(w.queue) < batchLen-1 {
+			timer.Reset(linger)
+			select {
+			case <-timer.C:
+			case <-w.full:
+				timer.Stop()
+			case <-w.closing:
+				timer.Stop()
+			}
+		}
 	more:
 		for len(batch) < batchLen {
 			select {
@@ -107,11 +136,10 @@ func (w *Writer) run() {
 					break more // closing: write what there is now
 				}
 				batch = append(batch, e)
-			case <-timer.C:
+			default:
 				break more
 			}
 		}
-		timer.Stop()
 		w.write(batch)
 	}
 }
@@ -139,6 +167,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	if !w.closed {
 		w.closed = true
 		close(w.queue)
+		close(w.closing)
 	}
 	w.mu.Unlock()
 	select {

@@ -75,7 +75,11 @@ func Hash(v any) string {
 		b = fmt.Appendf(nil, "unencodable %T", v)
 	}
 	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	const prefix = "sha256:"
+	var out [len(prefix) + 2*sha256.Size]byte
+	copy(out[:], prefix)
+	hex.Encode(out[len(prefix):], sum[:])
+	return string(out[:])
 }
 
 // maxDepth bounds nesting; the host's strict decoder allows far less.

@@ -3,7 +3,6 @@ package redact
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -97,7 +96,12 @@ func (r *Redactor) value(v any, sensitive, nearAWS bool) any {
 // apart with "#2", "#3" and so on, in the order of the original keys.
 func (r *Redactor) mapKeys(x map[string]any, f func(k string, v any) any) map[string]any {
 	out := make(map[string]any, len(x))
-	for _, k := range slices.Sorted(maps.Keys(x)) {
+	keys := make([]string, 0, len(x))
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		nk := r.String(k)
 		for i := 2; ; i++ {
 			if _, taken := out[nk]; !taken {
