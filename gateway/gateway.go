@@ -143,7 +143,7 @@ func New(opts *Options) *Gateway {
 	g.key = make([]byte, 32)
 	rand.Read(g.key)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
-		Logger:             g.log,
+		Logger:             slog.New(dropPerRequest(g.log.Handler())),
 		Capabilities:       capabilities(),
 		SetCacheable:       g.cacheable,
 		InitializedHandler: g.initialized,
