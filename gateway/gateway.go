@@ -143,7 +143,7 @@ func New(opts *Options) *Gateway {
 	g.key = make([]byte, 32)
 	rand.Read(g.key)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
-		Logger:             g.log,
+		Logger:             slog.New(dropPerRequest(g.log.Handler())),
 		Capabilities:       capabilities(),
 		SetCacheable:       g.cacheable,
 		InitializedHandler: g.initialized,
@@ -372,16 +372,20 @@ type inflight struct {
 // context, which also ends when the shutdown cancels calls.
 func (f *inflight) enter(ctx context.Context) (context.Context, context.CancelFunc, bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.closed {
+		f.mu.Unlock()
 		return nil, nil, false
 	}
 	if f.life == nil {
 		f.life, f.abort = context.WithCancel(context.Background())
 	}
 	f.n++
+	life := f.life
+	f.mu.Unlock()
+	// Outside the lock, which every call takes: a call cancelled in
+	// between is cancelled by AfterFunc at once.
 	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(f.life, cancel)
+	stop := context.AfterFunc(life, cancel)
 	return ctx, func() { stop(); cancel() }, true
 }
 

@@ -229,9 +229,11 @@ func statelessEra(req *jsonrpc.Request) bool {
 // too large and 400 for one that cannot be read.
 func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	max := g.opts.MaxBodyBytes
-	tooLarge := fmt.Sprintf("request body exceeds %d bytes", max)
+	tooLarge := func() {
+		http.Error(w, fmt.Sprintf("request body exceeds %d bytes", max), http.StatusRequestEntityTooLarge)
+	}
 	if r.ContentLength > max {
-		http.Error(w, tooLarge, http.StatusRequestEntityTooLarge)
+		tooLarge()
 		return nil, false
 	}
 	rc := http.NewResponseController(w)
@@ -240,7 +242,7 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			http.Error(w, tooLarge, http.StatusRequestEntityTooLarge)
+			tooLarge()
 		} else {
 			http.Error(w, "cannot read the request body", http.StatusBadRequest)
 		}

@@ -298,3 +298,33 @@ func TestInitializeOfTheStatelessEra(t *testing.T) {
 		t.Errorf("2025-11-25 initialize: %d %q, session %q; want a session", code, body, h.Get("Mcp-Session-Id"))
 	}
 }
+
+// TestRequestsNotLoggedAsSessions: a 2026-07-28 request, which the SDK
+// serves as a connection of its own, writes no line about that
+// connection to the log; a 2025-11-25 session's opening and closing are
+// logged.
+func TestRequestsNotLoggedAsSessions(t *testing.T) {
+	f := start(t, "", nil)
+	cs := f.connect(t, stateless, nil)
+	for range 3 {
+		if _, err := call(t, cs, "w__echo", `{"text":"x"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs.Close()
+	if log := f.log.String(); strings.Contains(log, "server connecting") || strings.Contains(log, "server session") {
+		t.Errorf("the log has lines about stateless requests' connections:\n%s", log)
+	}
+	cs = f.connect(t, session, nil)
+	if _, err := call(t, cs, "w__echo", `{"text":"x"}`); err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	f.stop(t)
+	log := f.log.String()
+	for _, line := range []string{`msg="server session connected" session_id=session:`, `msg="server session disconnected" session_id=session:`} {
+		if strings.Count(log, line) != 1 {
+			t.Errorf("the log has not one %s:\n%s", line, log)
+		}
+	}
+}

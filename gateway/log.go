@@ -69,3 +69,50 @@ func scrubAttr(a slog.Attr) slog.Attr {
 }
 
 func scrub(s string) string { return sessionID.ReplaceAllStringFunc(s, fingerprint) }
+
+// perRequestLines are the SDK server's Info lines about a connection
+// opening and closing. A 2026-07-28 request is served as a connection of
+// its own, with no session id, that opens and closes with the request:
+// there they say nothing, three times a call.
+var perRequestLines = map[string]bool{
+	"server connecting":           true,
+	"server session connected":    true,
+	"server session disconnected": true,
+}
+
+// dropPerRequest wraps h, the SDK server's log, so that the lines of
+// perRequestLines reach it only when they name a session: a 2025-11-25
+// session's opening and closing are still recorded ("server connecting",
+// which names none, comes just before "server session connected").
+func dropPerRequest(h slog.Handler) slog.Handler { return &perRequest{h} }
+
+type perRequest struct{ next slog.Handler }
+
+func (p *perRequest) Enabled(ctx context.Context, l slog.Level) bool { return p.next.Enabled(ctx, l) }
+
+func (p *perRequest) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo && perRequestLines[r.Message] && !namesSession(r) {
+		return nil
+	}
+	return p.next.Handle(ctx, r)
+}
+
+// namesSession reports whether r has a session_id attribute that is not
+// empty.
+func namesSession(r slog.Record) bool {
+	named := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "session_id" {
+			named = a.Value.Resolve().String() != ""
+			return false
+		}
+		return true
+	})
+	return named
+}
+
+func (p *perRequest) WithAttrs(as []slog.Attr) slog.Handler {
+	return &perRequest{p.next.WithAttrs(as)}
+}
+
+func (p *perRequest) WithGroup(name string) slog.Handler { return &perRequest{p.next.WithGroup(name)} }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -316,4 +317,47 @@ func (b withToken) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestTuneGC: serving over HTTP, the collector runs at gcPercent with
+// gcMemoryLimit, unless the environment sets GOGC (then neither applies)
+// or GOMEMLIMIT (then the limit does not).
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	const percent, limit = 123, 456 << 20 // as the runtime set them from the environment
+	tests := []struct {
+		env         map[string]string
+		wantPercent int
+		wantLimit   int64
+	}{
+		{nil, gcPercent, gcMemoryLimit},
+		{map[string]string{"GOMEMLIMIT": "456MiB"}, gcPercent, limit},
+		{map[string]string{"GOGC": "123"}, percent, limit},
+		{map[string]string{"GOGC": "123", "GOMEMLIMIT": "456MiB"}, percent, limit},
+	}
+	for _, tt := range tests {
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+		tuneGC(func(k string) string { return tt.env[k] })
+		p := debug.SetGCPercent(percent)
+		if l := debug.SetMemoryLimit(-1); p != tt.wantPercent || l != tt.wantLimit {
+			t.Errorf("with %v: GOGC %d, memory limit %d; want %d, %d", tt.env, p, l, tt.wantPercent, tt.wantLimit)
+		}
+	}
+}
+
+// TestServeCPUProfile: with AIRLOCK_SERVE_CPUPROFILE set, serve writes a
+// CPU profile of its process there when it ends.
+func TestServeCPUProfile(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	t.Setenv(cpuProfileEnv, prof)
+	_, cmd := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg)
+	stopServe(t, cmd)
+	data, err := os.ReadFile(prof)
+	if err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b { // gzip, as pprof writes profiles
+		t.Errorf("profile %s: %d bytes, %v; want a gzipped profile", prof, len(data), err)
+	}
 }
