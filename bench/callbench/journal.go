@@ -89,5 +89,5 @@ func renderJournal(w func(string, ...any), table func(left, right string, l, r [
 	table("bare go-sdk", "Airlock", j.bareLat, j.hostLat, us, "p50", "p99")
 	w("\n")
 	j.render(w, rounds)
-	w("Targets (issue 17): p50 ≤ 1.5× the bare client's; calls/s with %d in flight ≥ 0.8× the bare client's.\n\n", j.inflight)
+	w("Targets: p50 ≤ 1.5× the bare client's; calls/s with %d in flight ≥ 0.8× the bare client's.\n\n", j.inflight)
 }

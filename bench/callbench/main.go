@@ -427,7 +427,7 @@ func renderCalls(w func(string, ...any), table tableFunc, us func(time.Duration)
 	w("validation, content rendering, and the audit trail (one result event that carries the decision), written in the background.\n\n")
 	table("bare go-sdk", "Airlock", bareLat, hostLat, us, "p50", "p99")
 	w("\n")
-	w("Target: the pipeline adds at most 10%% to the bare client's p50 (ratio ≤ 1.10).\n\n")
+	w("Targets: p50 ≤ 1.05×, p99 ≤ 1.3× the bare client's.\n\n")
 }
 
 func renderHTTP(w func(string, ...any), table tableFunc, us func(time.Duration) string, calls int, bareHTTP, hostHTTP []time.Duration) {
