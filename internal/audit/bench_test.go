@@ -31,7 +31,7 @@ func (discard) Append(context.Context, ...store.Event) error { return nil }
 // package's fold makes it).
 func readResult() store.Event {
 	fields := make(map[string]any, 24)
-	fields["decision"], fields["rule"], fields["reason"], fields["effect"] = "allow", "policy.rules[0] (bench)", "allowed by policy.rules[0] (bench)", "read"
+	fields["decision"], fields["rule"], fields["reason"], fields["effect"] = verdict("allow"), "policy.rules[0] (bench)", "allowed by policy.rules[0] (bench)", verdict("read")
 	fields["generation"], fields["attempt"], fields["connection"] = uint64(1), 1, uint64(1)
 	fields["call"], fields["trace_id"] = "call_96497923d475e70bb1ed9eb2f6", "28e1366261ea7caf9d18ba9668d4c0e7"
 	fields["tenant"], fields["user"] = "default", "root"

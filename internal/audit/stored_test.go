@@ -39,9 +39,7 @@ func storedEvents(t0 time.Time) []store.Event {
 	}
 	add(store.Event{Event: "server_start", Server: "echo"})
 	add(store.Event{Event: "server_ready", Server: "echo", Fields: map[string]any{"protocol_version": "2026-07-28", "tools": 1}})
-	r := readResult()
-	r.Fields["decision"], r.Fields["effect"] = verdict("allow"), verdict("read")
-	add(r)
+	add(readResult())
 	fields := map[string]any{
 		"decision": verdict("deny"), "reason": "hook said " + secret + " <&> \u2028", "error": "Authorization: Bearer abcdEFGH1234ijklMNOP5678",
 		"note": "password=hunter2hunter2Xy9", "queue_wait_ms": int64(12), "ratio": 0.25, "ok": true, "none": nil,
