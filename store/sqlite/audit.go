@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
@@ -59,21 +60,26 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 		}
 		rows = append([]eventRow{r}, rows...)
 	}
-	stmt, err := tx.PrepareContext(ctx, `
-INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	defer stmt.Close()
-	for _, r := range rows {
-		link = key.Next(link, r.e, r.fields)
-		e := r.e
-		fields := sql.NullString{String: string(r.fields), Valid: r.fields != nil}
-		if _, err := stmt.ExecContext(ctx, micros(e.Time), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields,
-			link.N, link.Prev, link.Sum); err != nil {
-			return fmt.Errorf("append %s: cannot write the audit trail: %w", e.Event, err)
+	// The rows go in statements of insertRows rows, then one statement
+	// for each row left: a statement costs the driver more than a row.
+	args := make([]any, 0, insertRows*eventValues)
+	for len(rows) > 0 {
+		query, n := insertOne, 1
+		if len(rows) >= insertRows {
+			query, n = insertMany, insertRows
 		}
+		args = args[:0]
+		for _, r := range rows[:n] {
+			link = key.Next(link, r.e, r.fields)
+			e := r.e
+			fields := sql.NullString{String: string(r.fields), Valid: r.fields != nil}
+			args = append(args, micros(e.Time), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields,
+				link.N, link.Prev, link.Sum)
+		}
+		if _, err := a.db.group.exec(ctx, tx, query, args...); err != nil {
+			return fmt.Errorf("append %s: cannot write the audit trail: %w", rows[0].e.Event, err)
+		}
+		rows = rows[n:]
 	}
 	h := key.Head(link)
 	if _, err := tx.ExecContext(ctx, `
@@ -86,6 +92,29 @@ ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = exclud
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	return nil
+}
+
+// insertRows is how many events one statement of Append inserts, at most.
+const insertRows = 32
+
+// eventValues is how many values an event's row holds.
+const eventValues = 11
+
+// insertOne and insertMany insert one event and insertRows events. They
+// are prepared once, when the DB opens (see committer.prepare).
+var (
+	insertOne  = insertEvents(1)
+	insertMany = insertEvents(insertRows)
+)
+
+// insertEvents returns the statement that inserts n events. A row that
+// fails ends it without undoing the rows before it (OR FAIL), which spares
+// SQLite a statement journal for each statement of many rows; Append rolls
+// back its whole transaction on any error anyway.
+func insertEvents(n int) string {
+	row := "(?" + strings.Repeat(", ?", eventValues-1) + ")"
+	return `INSERT OR FAIL INTO events (time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum)
+VALUES ` + row + strings.Repeat(",\n"+row, n-1)
 }
 
 // An eventRow is an event as it is stored: its time to the microsecond and

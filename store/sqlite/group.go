@@ -23,9 +23,10 @@ type committer struct {
 	mu    sync.Mutex
 	busy  bool       // a group is committing
 	queue []*pending // writes waiting for the next group, in order
-	// stmts are the statements writes run, prepared once (prepare): to
-	// prepare a statement costs more than to run it, and groups commit
-	// one at a time. Written only by prepare, before any write.
+	// stmts are the statements writes run (the journal's, and the audit
+	// trail's inserts), prepared once (prepare): to prepare a statement
+	// costs more than to run it, and there is one connection to write on.
+	// Written only by prepare, before any write.
 	stmts map[string]*sql.Stmt
 }
 
