@@ -1,8 +1,10 @@
 package sqlite
 
 import (
+	"encoding"
 	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -22,7 +24,8 @@ func appendObject(b []byte, m map[string]any) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
-	keys := make([]string, 0, len(m))
+	var room [32]string // the keys of most objects, without a slice on the heap
+	keys := room[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -81,7 +84,26 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		}
 		return append(b, ']'), nil
 	}
+	// A named string type (policy.Verdict, say) is its string, unless it
+	// says otherwise.
+	if s, ok := plainString(v); ok {
+		return appendString(b, s)
+	}
 	return appendMarshaled(b, v)
+}
+
+// plainString returns v's string if v is of a string type that json.Marshal
+// encodes as the string itself: one that marshals itself neither to JSON
+// nor to text, and not json.Number (a number).
+func plainString(v any) (string, bool) {
+	switch v.(type) {
+	case json.Number, json.Marshaler, encoding.TextMarshaler:
+		return "", false
+	}
+	if r := reflect.ValueOf(v); r.Kind() == reflect.String {
+		return r.String(), true
+	}
+	return "", false
 }
 
 // appendString quotes s as it is when json.Marshal would escape nothing
