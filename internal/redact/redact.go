@@ -69,6 +69,24 @@ func New(secrets []string) *Redactor {
 	return r
 }
 
+// plain reports whether s is too short and too plain to hold anything a
+// Redactor redacts: shorter than MinSecretLen, as no secret value is, and
+// made of ASCII letters, digits and underscores only, of which every
+// credential format needs more (TestPlainHoldsNothing checks each
+// detector). Most object keys and many short values are plain, and are
+// spared the detectors.
+func plain(s string) bool {
+	if len(s) >= MinSecretLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 // A span is a part of a string to replace with the marker of kind.
 type span struct {
 	start, end int
@@ -89,6 +107,9 @@ func (r *Redactor) String(s string) string {
 // redact is String; nearAWS also redacts 40-character secret keys when s
 // itself has no AWS access key id (because a neighbour does).
 func (r *Redactor) redact(s string, nearAWS bool) string {
+	if plain(s) {
+		return s
+	}
 	for range maxPasses {
 		out := r.once(s, nearAWS)
 		if out == s {

@@ -1,8 +1,12 @@
 package redact
 
 import (
+	"fmt"
+	"regexp"
+	"regexp/syntax"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // alnum returns n letters and digits, mixed like a generated token.
@@ -213,4 +217,97 @@ func FuzzString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPlainHoldsNothing: no detector matches a plain string (see plain),
+// whatever a check after the match would say: the shortest text of
+// letters, digits and underscores each one matches is MinSecretLen long
+// or longer. Secret values are that long too (New).
+func TestPlainHoldsNothing(t *testing.T) {
+	inPlain := func(r rune) bool {
+		return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_'
+	}
+	res := []*regexp.Regexp{awsKeyIDRE}
+	for _, d := range detectors {
+		res = append(res, d.re)
+	}
+	for _, re := range res {
+		parsed, err := syntax.Parse(re.String(), syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := shortestMatch(parsed, inPlain); n >= 0 && n < MinSecretLen {
+			t.Errorf("%s matches plain text of %d characters; plain must not skip it", re, n)
+		}
+	}
+	for _, s := range []string{"", "text", "type", "uri", "a_b_C_9", "default", "root"} {
+		if !plain(s) {
+			t.Errorf("plain(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{"password", "a://:x@", "a b", "é", "[R]", "ab-cd", "abcdefgh"} {
+		if plain(s) {
+			t.Errorf("plain(%q) = true, want false", s)
+		}
+	}
+}
+
+// shortestMatch returns the length of the shortest text of characters for
+// which in holds that re matches in whole, or -1 if there is none.
+func shortestMatch(re *syntax.Regexp, in func(rune) bool) int {
+	switch re.Op {
+	case syntax.OpNoMatch:
+		return -1
+	case syntax.OpEmptyMatch, syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpStar, syntax.OpQuest:
+		return 0
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if !in(r) && (re.Flags&syntax.FoldCase == 0 || !in(unicode.ToUpper(r)) && !in(unicode.ToLower(r))) {
+				return -1
+			}
+		}
+		return len(re.Rune)
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1] && r < 0x80; r++ {
+				if in(r) {
+					return 1
+				}
+			}
+		}
+		return -1
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return shortestMatch(re.Sub[0], in)
+	case syntax.OpRepeat:
+		n := shortestMatch(re.Sub[0], in)
+		if re.Min == 0 {
+			return 0
+		}
+		if n < 0 {
+			return -1
+		}
+		return re.Min * n
+	case syntax.OpConcat:
+		total := 0
+		for _, sub := range re.Sub {
+			n := shortestMatch(sub, in)
+			if n < 0 {
+				return -1
+			}
+			total += n
+		}
+		return total
+	case syntax.OpAlternate:
+		best := -1
+		for _, sub := range re.Sub {
+			if n := shortestMatch(sub, in); n >= 0 && (best < 0 || n < best) {
+				best = n
+			}
+		}
+		return best
+	}
+	panic(fmt.Sprintf("shortestMatch: unexpected op %v in %s", re.Op, re))
 }

@@ -96,7 +96,8 @@ func (r *Redactor) value(v any, sensitive, nearAWS bool) any {
 // apart with "#2", "#3" and so on, in the order of the original keys.
 func (r *Redactor) mapKeys(x map[string]any, f func(k string, v any) any) map[string]any {
 	out := make(map[string]any, len(x))
-	keys := make([]string, 0, len(x))
+	var room [32]string // the keys of most objects, without a slice on the heap
+	keys := room[:0]
 	for k := range x {
 		keys = append(keys, k)
 	}
