@@ -19,6 +19,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -70,16 +71,32 @@ func Display(v any) (string, error) {
 // spelling. A value that has no canonical form (NaN, a string that is not
 // UTF-8, a channel) hashes as its Go type name.
 func Hash(v any) string {
-	b, err := JSON(v)
-	if err != nil {
-		b = fmt.Appendf(nil, "unencodable %T", v)
+	b := buffers.Get().(*bytes.Buffer)
+	defer putBuffer(b)
+	var sum [sha256.Size]byte
+	if err := encode(b, v, false, 0); err != nil {
+		sum = sha256.Sum256(fmt.Appendf(nil, "unencodable %T", v))
+	} else {
+		sum = sha256.Sum256(b.Bytes())
 	}
-	sum := sha256.Sum256(b)
 	const prefix = "sha256:"
 	var out [len(prefix) + 2*sha256.Size]byte
 	copy(out[:], prefix)
 	hex.Encode(out[len(prefix):], sum[:])
 	return string(out[:])
+}
+
+// buffers keeps Hash's buffers for reuse: the text it hashes is thrown
+// away.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putBuffer returns b to buffers, unless it grew too large to keep.
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > 64<<10 {
+		return
+	}
+	b.Reset()
+	buffers.Put(b)
 }
 
 // maxDepth bounds nesting; the host's strict decoder allows far less.
@@ -99,7 +116,8 @@ func encode(b *bytes.Buffer, v any, display bool, depth int) error {
 	case string:
 		return writeString(b, x, display)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var room [32]string // the keys of most objects, without a slice on the heap
+		keys := room[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
@@ -183,30 +201,39 @@ func writeString(b *bytes.Buffer, s string, display bool) error {
 		return fmt.Errorf("a string is not valid UTF-8")
 	}
 	b.WriteByte('"')
-	for _, r := range s {
+	// Runs of characters written as they are go in at once.
+	from := 0
+	for i, r := range s {
+		var esc string
 		switch {
 		case r == '"':
-			b.WriteString(`\"`)
+			esc = `\"`
 		case r == '\\':
-			b.WriteString(`\\`)
+			esc = `\\`
 		case r == '\b':
-			b.WriteString(`\b`)
+			esc = `\b`
 		case r == '\f':
-			b.WriteString(`\f`)
+			esc = `\f`
 		case r == '\n':
-			b.WriteString(`\n`)
+			esc = `\n`
 		case r == '\r':
-			b.WriteString(`\r`)
+			esc = `\r`
 		case r == '\t':
-			b.WriteString(`\t`)
+			esc = `\t`
 		case r < 0x20:
-			writeEscape(b, r)
 		case display && (r == 0x7f || 0x80 <= r && r <= 0x9f || r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r)):
-			writeEscape(b, r)
 		default:
-			b.WriteRune(r)
+			continue
 		}
+		b.WriteString(s[from:i])
+		if esc != "" {
+			b.WriteString(esc)
+		} else {
+			writeEscape(b, r)
+		}
+		from = i + utf8.RuneLen(r)
 	}
+	b.WriteString(s[from:])
 	b.WriteByte('"')
 	return nil
 }
