@@ -80,8 +80,10 @@ func (e Event) Check() error {
 	if e.Event == "" {
 		return fmt.Errorf("audit event has no name")
 	}
-	for k := range e.Fields {
-		if slices.Contains(reserved, k) {
+	// Seven lookups cost less than a walk over the fields of an event
+	// that has many.
+	for _, k := range reserved {
+		if _, ok := e.Fields[k]; ok {
 			return fmt.Errorf("audit event %s: field %q is reserved", e.Event, k)
 		}
 	}
