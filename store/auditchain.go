@@ -137,25 +137,27 @@ func (k ChainKey) Head(l ChainLink) ChainHead {
 }
 
 func (k ChainKey) sum(n int64, prev []byte, e Event, fields []byte) []byte {
-	strs := []string{e.Event, e.Server, e.Tool, e.Snapshot, e.Class}
-	size := len(eventDomain) + 3*8 + 7*binary.MaxVarintLen64 + 1 + len(prev) + len(fields)
-	for _, s := range strs {
-		size += len(s)
-	}
-	b := append(make([]byte, 0, size), eventDomain...)
+	m := k.keyed()
+	defer macs.Put(m)
+	// What the sum covers, in order; the fields, which are most of it,
+	// are written to the MAC as they are rather than copied after the rest.
+	b := append(m.buf[:0], eventDomain...)
 	b = binary.BigEndian.AppendUint64(b, uint64(n))
 	b = appendBytes(b, prev)
 	b = binary.BigEndian.AppendUint64(b, uint64(e.Time.UnixMicro()))
-	for _, s := range strs {
-		b = appendBytes(b, []byte(s))
+	for _, s := range [...]string{e.Event, e.Server, e.Tool, e.Snapshot, e.Class} {
+		b = appendString(b, s)
 	}
 	b = binary.BigEndian.AppendUint64(b, uint64(e.DurationMS))
 	if fields == nil {
 		b = append(b, 0)
 	} else {
-		b = appendBytes(append(b, 1), fields)
+		b = binary.AppendUvarint(append(b, 1), uint64(len(fields)))
 	}
-	return k.mac(b)
+	m.buf = b
+	m.h.Write(b)
+	m.h.Write(fields)
+	return m.h.Sum(nil)
 }
 
 func (k ChainKey) seal(n int64, sum []byte) []byte {
@@ -170,26 +172,36 @@ var macs sync.Pool // of *keyedMAC
 type keyedMAC struct {
 	key ChainKey
 	h   hash.Hash
+	buf []byte // room for what sum covers, but the fields
+}
+
+// keyed returns a reset HMAC under k, to be put back in macs.
+func (k ChainKey) keyed() *keyedMAC {
+	m, _ := macs.Get().(*keyedMAC)
+	if m == nil || !bytes.Equal(m.key, k) {
+		return &keyedMAC{key: k, h: hmac.New(sha256.New, k)}
+	}
+	m.h.Reset()
+	return m
 }
 
 // mac returns the HMAC-SHA256 of b under k.
 func (k ChainKey) mac(b []byte) []byte {
-	m, _ := macs.Get().(*keyedMAC)
-	if m == nil || !bytes.Equal(m.key, k) {
-		m = &keyedMAC{key: k, h: hmac.New(sha256.New, k)}
-	} else {
-		m.h.Reset()
-	}
+	m := k.keyed()
+	defer macs.Put(m)
 	m.h.Write(b)
-	sum := m.h.Sum(nil)
-	macs.Put(m)
-	return sum
+	return m.h.Sum(nil)
 }
 
 // appendBytes appends p with its length in front, so that no two
 // sequences of fields encode alike.
 func appendBytes(b, p []byte) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(p))), p...)
+}
+
+// appendString is appendBytes of a string.
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // valid reports whether e's link is the one its key computes.
