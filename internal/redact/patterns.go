@@ -59,7 +59,7 @@ var detectors = []detector{
 
 	// GitHub tokens: classic and app (ghp_, gho_, ghu_, ghs_, ghr_) and
 	// fine-grained (github_pat_).
-	{kind: "github_token", hints: []string{"gh", "github_pat_"}, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{50,})`)},
+	{kind: "github_token", hints: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}, re: regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{50,})`)},
 
 	// AWS access key ids. The secret access keys next to them are found by
 	// findAWSSecrets.
