@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -539,16 +540,21 @@ func (r *lineLimitReader) Read(p []byte) (int, error) {
 	if err == io.EOF && r.eof != nil {
 		r.eof()
 	}
-	for _, b := range p[:n] {
-		if b == '\n' {
-			r.n = 0
-			continue
+	for rest := p[:n]; ; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			r.n += len(rest)
+		} else {
+			r.n += i
 		}
-		r.n++
 		if r.n > r.limit {
 			r.fault(Fault{Kind: FaultOversize, Msg: fmt.Sprintf("server sent a message larger than %d bytes (limits.max_message_bytes)", r.limit)})
 			return 0, errOversize
 		}
+		if i < 0 {
+			break
+		}
+		r.n, rest = 0, rest[i+1:]
 	}
 	if n > 0 && r.window != nil {
 		r.window.add(p[:n])
@@ -604,15 +610,13 @@ type guardedConn struct {
 
 func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	var syntax *json.SyntaxError
-	if err != nil && c.stdout != nil && errors.As(err, &syntax) {
-		c.fault(Fault{Kind: FaultMalformed, Msg: c.stdout.notJSON(syntax)})
-	}
 	if err != nil {
+		c.notJSON(err)
 		return nil, err
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && len(resp.Result) > 0 {
-		if err := schema.Check(resp.Result, &schema.DecodeOptions{MaxDepth: maxResponseDepth, MaxBytes: len(resp.Result)}); err != nil {
+		opts := schema.DecodeOptions{MaxDepth: maxResponseDepth, MaxBytes: len(resp.Result)}
+		if err := schema.Check(resp.Result, &opts); err != nil {
 			c.fault(Fault{Kind: FaultMalformed, Msg: fmt.Sprintf("server sent a malformed response: %v", err)})
 			return nil, io.ErrUnexpectedEOF
 		}
@@ -624,6 +628,15 @@ func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.heard(nil, n.Method, n.Params)
 	}
 	return msg, nil
+}
+
+// notJSON breaks the connection with a contract fault when a stdio
+// server wrote what is not JSON at all: err is the SDK's read error.
+func (c *guardedConn) notJSON(err error) {
+	var syntax *json.SyntaxError
+	if c.stdout != nil && errors.As(err, &syntax) {
+		c.fault(Fault{Kind: FaultMalformed, Msg: c.stdout.notJSON(syntax)})
+	}
 }
 
 func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {

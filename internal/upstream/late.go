@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,7 +22,16 @@ type lateKey struct{}
 // that comes after the caller stopped waiting. A nil *LateWatch learns
 // nothing.
 type LateWatch struct {
-	id atomic.Pointer[jsonrpc.ID]
+	mu   sync.Mutex
+	id   jsonrpc.ID
+	sent bool // id is the request's
+}
+
+// learned returns the id the watch learned, if it did.
+func (w *LateWatch) learned() (jsonrpc.ID, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.id, w.sent
 }
 
 // WithLateWatch returns a context for one call and the watch that learns
@@ -55,8 +63,9 @@ func (l *lateAnswers) sent(ctx context.Context, msg jsonrpc.Message) {
 	}
 	w, _ := ctx.Value(lateKey{}).(*LateWatch)
 	if req, ok := msg.(*jsonrpc.Request); ok && w != nil && req.IsCall() {
-		id := req.ID
-		w.id.Store(&id)
+		w.mu.Lock()
+		w.id, w.sent = req.ID, true
+		w.mu.Unlock()
 	}
 }
 
@@ -81,11 +90,13 @@ func (l *lateAnswers) answered(msg jsonrpc.Message) {
 // was never sent, nor on a Streamable HTTP connection, where a request's
 // answer stream closes when its caller stops waiting.
 func (c *Conn) AwaitLate(w *LateWatch, d time.Duration, f func(LateAnswer)) bool {
-	if c.late == nil || w == nil || w.id.Load() == nil {
+	if c.late == nil || w == nil {
 		return false
 	}
-	p := w.id.Load()
-	id := *p
+	id, sent := w.learned()
+	if !sent {
+		return false
+	}
 	c.late.mu.Lock()
 	if c.late.waiting == nil {
 		c.late.waiting = map[jsonrpc.ID]func(LateAnswer){}
