@@ -54,6 +54,7 @@ func main() {
 		rcalls = flag.Int("read-inflight-calls", 20000, "reads per side with read-inflight in flight")
 		rssN   = flag.Int("rss-servers", 10, "stdio workspace servers of the host whose memory is measured")
 		cpu    = flag.String("cpuprofile", "", "write a CPU profile of this process (both sides' clients, and Airlock) to this file")
+		mem    = flag.String("memprofile", "", "write an allocation profile of this process (both sides' clients, and Airlock) to this file at the end")
 		gw     gatewayOptions
 	)
 	flag.IntVar(&gw.calls, "gateway-calls", 20000, "calls per side through the gateways")
@@ -76,6 +77,18 @@ func main() {
 		}
 		defer f.Close()
 		defer pprof.StopCPUProfile()
+	}
+	if *mem != "" {
+		defer func() {
+			f, err := os.Create(*mem)
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				log.Fatal(err)
+			}
+		}()
 	}
 	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rcalls, *rssN, *only, gw)
 	if err != nil {
