@@ -59,10 +59,18 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		limit := time.AfterFunc(srv.cfg.MaxCallDuration, func() { cancel(errTooLong) })
 		defer limit.Stop()
 	}
+	// While a person is asked (paused), the request timeout does not run,
+	// and progress does not start it again.
+	var pauses sync.Mutex
+	paused := 0
 	if extend || report != nil || mine != nil {
 		token, done := conn.WatchProgress(func(p *mcp.ProgressNotificationParams) {
 			if extend {
-				idle.Reset(srv.cfg.RequestTimeout)
+				pauses.Lock()
+				if paused == 0 {
+					idle.Reset(srv.cfg.RequestTimeout)
+				}
+				pauses.Unlock()
 			}
 			cp := CallProgress{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
 				Progress: p.Progress, Total: p.Total, Message: h.gov.scrub(p.Message)}
@@ -87,8 +95,6 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 				Level: level, Logger: h.gov.scrub(logger), Data: raw})
 		}})
 	}
-	var pauses sync.Mutex
-	paused := 0
 	pause := func() func() {
 		pauses.Lock()
 		if paused++; paused == 1 {
