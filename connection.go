@@ -52,7 +52,7 @@ func (h *Host) install(ctx context.Context, s *server, conn *upstream.Conn, tool
 	s.link.Store(&link{conn: conn, gen: gen + 1})
 	if old != nil && old.conn != conn {
 		old.conn.Close()
-		h.resubscribe(s, conn)
+		h.resubscribe(s, h.ownWho(s), conn)
 	}
 	s.setTools(tools)
 	took := time.Since(began)

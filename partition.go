@@ -25,7 +25,8 @@ type lane struct {
 	dialMu sync.Mutex // one dial at a time
 	link   atomic.Pointer[link]
 	gen    uint64 // connections dialled, under dialMu
-	leases int    // tasks using the lane, under server.lanesMu
+	leases int    // tasks and subscriptions using the lane, under server.lanesMu
+	kept   bool   // a watcher dials it again for its subscriptions (keepLane), under Host.subs.mu
 }
 
 // partitioned reports whether a server keeps one connection per principal:
@@ -111,14 +112,21 @@ func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (
 	client, err := h.httpClientFor(&s.cfg, ln.who)
 	if err == nil {
 		var conn *upstream.Conn
-		conn, err = upstream.DialHTTP(ctx, &s.cfg, client, h.upstreamOptions(s))
+		opts := h.upstreamOptions(s)
+		who := ln.who
+		opts.OnResourceUpdated = func(uri string) { h.resourceUpdated(s, who, uri) }
+		conn, err = upstream.DialHTTP(ctx, &s.cfg, client, opts)
 		if err == nil {
-			if prev := ln.link.Load(); prev != nil {
+			prev := ln.link.Load()
+			if prev != nil {
 				prev.conn.Close()
 			}
 			ln.gen++
 			next := &link{conn: conn, gen: ln.gen}
 			ln.link.Store(next)
+			if prev != nil {
+				h.resubscribe(s, who, conn)
+			}
 			return next, nil
 		}
 	}
