@@ -107,7 +107,7 @@ func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (
 	if s.laneOf(ln.who) != ln {
 		return nil, newError(Cancelled, s.cfg.ID, tool, nil, "the task acting for %s/%s was released", ln.who.Tenant, ln.who.User)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
+	ctx, cancel := dialContext(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	client, err := h.httpClientFor(&s.cfg, ln.who)
 	if err == nil {
