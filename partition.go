@@ -14,8 +14,9 @@ import (
 // connection (the one its tools were discovered on); a task that acts for
 // another tenant or user gets a lane of its own on each of those servers,
 // with its own connection and its own max_concurrency slots. Lanes are
-// leased by the tasks that use them, so that one task ending cannot close
-// a connection another task still uses; the last lease closes it.
+// leased by the tasks (and the principals acting through SnapshotFor, and
+// the subscriptions, subscribe.go) that use them, so that one ending
+// cannot close a connection another still uses; the last lease closes it.
 
 // A lane is one partition's connection to one remote server.
 type lane struct {
