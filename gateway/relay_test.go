@@ -210,6 +210,27 @@ func (l *listener) readOrGet(t *testing.T, what, token string, level mcp.Logging
 	}
 }
 
+// wantHeard waits for what l should have heard of a chatty request made
+// for who with token-a at level info, and checks it heard that and no
+// more.
+func (l *listener) wantHeard(t *testing.T, who string) {
+	t.Helper()
+	want := []string{"token-a 1/2 step 1", "token-a 2/2 step 2"}
+	wantLogs := []string{fmt.Sprintf(`info chatty {"level":"info","who":%q}`, who), fmt.Sprintf(`warning chatty {"level":"warning","who":%q}`, who)}
+	deadline := time.Now().Add(5 * time.Second)
+	for p, logs := l.heard(); (len(p) < len(want) || len(logs) < len(wantLogs)) && time.Now().Before(deadline); p, logs = l.heard() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // for anything that should not come
+	p, logs := l.heard()
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("%s's progress (-want +got):\n%s", who, diff)
+	}
+	if diff := cmp.Diff(wantLogs, logs); diff != "" {
+		t.Errorf("%s's log messages (-want +got):\n%s", who, diff)
+	}
+}
+
 func (l *listener) heard() (progress, logs []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -229,20 +250,7 @@ func TestProgressAndLogsReachTheCaller(t *testing.T) {
 			b.setLevel(t, "debug") // asks for everything, calls nothing
 			a.call(t, "chatty", "a", "token-a", "info")
 			c.call(t, "chatty", "c", "", "") // asks for neither
-			want := []string{"token-a 1/2 step 1", "token-a 2/2 step 2"}
-			wantLogs := []string{`info chatty {"level":"info","who":"a"}`, `warning chatty {"level":"warning","who":"a"}`}
-			deadline := time.Now().Add(5 * time.Second)
-			for p, l := a.heard(); (len(p) < len(want) || len(l) < len(wantLogs)) && time.Now().Before(deadline); p, l = a.heard() {
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(100 * time.Millisecond) // for anything that should not come
-			p, l := a.heard()
-			if diff := cmp.Diff(want, p); diff != "" {
-				t.Errorf("a's progress (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(wantLogs, l); diff != "" {
-				t.Errorf("a's log messages (-want +got):\n%s", diff)
-			}
+			a.wantHeard(t, "a")
 			for name, other := range map[string]*listener{"b": b, "c": c} {
 				if p, l := other.heard(); len(p)+len(l) != 0 {
 					t.Errorf("%s heard progress %q and log messages %q of another call", name, p, l)
@@ -264,20 +272,7 @@ func TestProgressAndLogsOfReadsAndGets(t *testing.T) {
 				a.setLevel(t, "info")
 				a.readOrGet(t, what, "token-a", "info")
 				c.readOrGet(t, what, "", "")
-				want := []string{"token-a 1/2 step 1", "token-a 2/2 step 2"}
-				wantLogs := []string{fmt.Sprintf(`info chatty {"level":"info","who":%q}`, what), fmt.Sprintf(`warning chatty {"level":"warning","who":%q}`, what)}
-				deadline := time.Now().Add(5 * time.Second)
-				for p, l := a.heard(); (len(p) < len(want) || len(l) < len(wantLogs)) && time.Now().Before(deadline); p, l = a.heard() {
-					time.Sleep(20 * time.Millisecond)
-				}
-				time.Sleep(100 * time.Millisecond) // for anything that should not come
-				p, l := a.heard()
-				if diff := cmp.Diff(want, p); diff != "" {
-					t.Errorf("a's progress (-want +got):\n%s", diff)
-				}
-				if diff := cmp.Diff(wantLogs, l); diff != "" {
-					t.Errorf("a's log messages (-want +got):\n%s", diff)
-				}
+				a.wantHeard(t, what)
 				if p, l := c.heard(); len(p)+len(l) != 0 {
 					t.Errorf("c heard progress %q and log messages %q, asking for neither", p, l)
 				}

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -75,7 +74,6 @@ func TestSubscriptionsOfTwoUsers(t *testing.T) {
 
 func testSubscriptionsOfTwoUsers(t *testing.T, era string) {
 	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
-	ctx := context.Background()
 	upAS := bearertest.New(t, nil)
 	base, touch := protectedNotes(t, upAS)
 	idp := bearertest.New(t, nil)
@@ -100,20 +98,7 @@ serve:
 	if err != nil {
 		t.Fatal(err)
 	}
-	browser := airlock.AuthOptions{Open: func(ctx context.Context, authURL string) error {
-		resp, err := http.Get(authURL)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, resp.Body)
-		return resp.Body.Close()
-	}}
-	for _, who := range []airlock.Principal{{Tenant: "ops", User: "gateway"}, {Tenant: "acme", User: "alice"}, {Tenant: "globex", User: "bob"}} {
-		upAS.SetPerson(who.Tenant, who.User)
-		if _, err := airlock.OpenCredentials(cfg, &airlock.Options{Principal: who, Auth: browser}).Login(ctx, "notes"); err != nil {
-			t.Fatalf("%s's login: %v", who.User, err)
-		}
-	}
+	browser := logInAll(t, cfg, upAS, "notes")
 	v, err := gateway.NewVerifier(cfg.Serve.Auth, nil)
 	if err != nil {
 		t.Fatal(err)
