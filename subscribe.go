@@ -85,15 +85,18 @@ func (h *Host) Subscribe(ctx context.Context, snap *Snapshot, rd Read) *Error {
 		return newError(Denied, srv.cfg.ID, methodRead, nil, "subscription refused: %s", d.Reason)
 	}
 	key := subscriptionOf(srv, snap, rd.URI)
-	h.subs.mu.Lock()
-	defer h.subs.mu.Unlock()
-	if h.subs.count[key] > 0 {
-		h.subs.count[key]++
-		return nil
-	}
+	// The connection first: dialling a lane must not hold up the word
+	// of other subscriptions' updates.
 	l, ln, e := h.subscriptionLink(ctx, srv, key.who)
 	if e != nil {
 		return e
+	}
+	h.subs.mu.Lock()
+	defer h.subs.mu.Unlock()
+	if h.subs.count[key] > 0 {
+		h.unleaseSubscription(srv, ln) // the first subscription holds one
+		h.subs.count[key]++
+		return nil
 	}
 	conn := l.conn
 	if caps := conn.Session().InitializeResult().Capabilities; caps == nil || caps.Resources == nil || !caps.Resources.Subscribe {
