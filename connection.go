@@ -52,7 +52,7 @@ func (h *Host) install(ctx context.Context, s *server, conn *upstream.Conn, tool
 	s.link.Store(&link{conn: conn, gen: gen + 1})
 	if old != nil && old.conn != conn {
 		old.conn.Close()
-		h.resubscribe(s, conn)
+		h.resubscribe(s, h.ownWho(s), conn)
 	}
 	s.setTools(tools)
 	took := time.Since(began)
@@ -326,7 +326,7 @@ func (h *Host) relogin(ctx context.Context, s *server, tool string) (*link, *Err
 	if s.life.Err() != nil {
 		return nil, newError(Cancelled, s.cfg.ID, tool, s.life.Err(), "the host is closing")
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
+	ctx, cancel := dialContext(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	began := time.Now()
 	conn, tools, err := h.connect(ctx, s)
@@ -341,6 +341,20 @@ func (h *Host) relogin(ctx context.Context, s *server, tool string) (*link, *Err
 	h.watch(s)
 	h.catalogChanged()
 	return s.currentLink(), nil
+}
+
+// dialContext bounds a connection made during a request: it ends with
+// ctx, or after d, but takes none of ctx's values. A gateway request's
+// context carries what the SDK put there for the gateway's own client
+// (the protocol version that client spoke), which the SDK's client
+// transport would otherwise send to the server in the handshake.
+func dialContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	dctx, cancel := context.WithTimeout(context.Background(), d)
+	stop := context.AfterFunc(ctx, cancel)
+	return dctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // loginPending returns the server whose tools' local names name would be

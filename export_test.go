@@ -10,3 +10,13 @@ func SetLaneIdle(d time.Duration) (restore func()) {
 	laneIdle = d
 	return func() { laneIdle = old }
 }
+
+// LaneLeased reports whether p holds a lane on server, for tests.
+func LaneLeased(h *Host, server string, p Principal) bool {
+	for _, s := range h.servers {
+		if s.cfg.ID == server {
+			return s.laneOf(p) != nil
+		}
+	}
+	return false
+}

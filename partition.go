@@ -14,8 +14,9 @@ import (
 // connection (the one its tools were discovered on); a task that acts for
 // another tenant or user gets a lane of its own on each of those servers,
 // with its own connection and its own max_concurrency slots. Lanes are
-// leased by the tasks that use them, so that one task ending cannot close
-// a connection another task still uses; the last lease closes it.
+// leased by the tasks (and the principals acting through SnapshotFor, and
+// the subscriptions, subscribe.go) that use them, so that one ending
+// cannot close a connection another still uses; the last lease closes it.
 
 // A lane is one partition's connection to one remote server.
 type lane struct {
@@ -25,7 +26,8 @@ type lane struct {
 	dialMu sync.Mutex // one dial at a time
 	link   atomic.Pointer[link]
 	gen    uint64 // connections dialled, under dialMu
-	leases int    // tasks using the lane, under server.lanesMu
+	leases int    // tasks and subscriptions using the lane, under server.lanesMu
+	kept   bool   // a watcher dials it again for its subscriptions (keepLane), under Host.subs.mu
 }
 
 // partitioned reports whether a server keeps one connection per principal:
@@ -106,19 +108,26 @@ func (h *Host) dialLane(ctx context.Context, rt route, old *link, tool string) (
 	if s.laneOf(ln.who) != ln {
 		return nil, newError(Cancelled, s.cfg.ID, tool, nil, "the task acting for %s/%s was released", ln.who.Tenant, ln.who.User)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
+	ctx, cancel := dialContext(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	client, err := h.httpClientFor(&s.cfg, ln.who)
 	if err == nil {
 		var conn *upstream.Conn
-		conn, err = upstream.DialHTTP(ctx, &s.cfg, client, h.upstreamOptions(s))
+		opts := h.upstreamOptions(s)
+		who := ln.who
+		opts.OnResourceUpdated = func(uri string) { h.resourceUpdated(s, who, uri) }
+		conn, err = upstream.DialHTTP(ctx, &s.cfg, client, opts)
 		if err == nil {
-			if prev := ln.link.Load(); prev != nil {
+			prev := ln.link.Load()
+			if prev != nil {
 				prev.conn.Close()
 			}
 			ln.gen++
 			next := &link{conn: conn, gen: ln.gen}
 			ln.link.Store(next)
+			if prev != nil {
+				h.resubscribe(s, who, conn)
+			}
 			return next, nil
 		}
 	}

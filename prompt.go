@@ -28,13 +28,21 @@ type PromptGet struct {
 	// Arguments is a JSON object of strings, one per argument the prompt
 	// takes; empty means none.
 	Arguments json.RawMessage
-	// Elicit, Sample, AskAtOnce and Offers are as in Call: who answers
-	// what the server asks while getting the prompt (an input_required
-	// result of a 2026-07-28 server).
+	// Elicit, Sample, Roots, AskAtOnce and Offers are as in Call: who
+	// answers what the server asks while getting the prompt (an
+	// input_required result of a 2026-07-28 server, or a request of an
+	// older one).
 	Elicit    Elicitor
 	Sample    Sampler
+	Roots     RootsLister
 	AskAtOnce bool
 	Offers    *ClientFeatures
+	// Progress, Log and LogLevel are as in Call: they are told of the
+	// progress notifications and log messages the server sends about
+	// this get while it runs.
+	Progress func(CallProgress)
+	Log      func(CallLog)
+	LogLevel string
 }
 
 // A PromptMessage is one message of a prompt: its role and its content as
@@ -68,7 +76,8 @@ func (h *Host) GetPrompt(ctx context.Context, snap *Snapshot, g PromptGet) *Resu
 	tool := &catalog.Tool{Name: p.Name, Server: p.Server, Remote: p.Remote, Description: p.Description,
 		Input: input, Effect: policy.Read}
 	q := newAccess(ctx, snap, g.ID, tool, snap.servers[p.Server], args)
-	q.call.Elicit, q.call.Sample, q.call.AskAtOnce, q.call.Offers = g.Elicit, g.Sample, g.AskAtOnce, g.Offers
+	q.call.Elicit, q.call.Sample, q.call.Roots, q.call.AskAtOnce, q.call.Offers = g.Elicit, g.Sample, g.Roots, g.AskAtOnce, g.Offers
+	q.call.Progress, q.call.Log, q.call.LogLevel = g.Progress, g.Log, g.LogLevel
 	defer h.finish(ctx, q, began)
 	if err != nil {
 		return q.fail(InvalidArguments, err, "invalid arguments for prompt %s: %v", p.Name, err)
@@ -147,7 +156,8 @@ func (h *Host) getPrompt(ctx context.Context, q *request, args map[string]any) *
 	defer cancel(nil)
 	ask := h.newAsking(q, callCtx, func() func() { return func() {} }, cancel)
 	defer ask.close()
-	sendCtx := upstream.WithAsker(callCtx, ask.asker())
+	sendCtx, unwatch := h.watchAccess(upstream.WithAsker(callCtx, ask.asker()), q, params)
+	defer unwatch()
 	var res *mcp.GetPromptResult
 	for {
 		roundCtx, stop := context.WithTimeout(sendCtx, srv.cfg.RequestTimeout)

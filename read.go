@@ -32,6 +32,12 @@ type Read struct {
 	// When that is still not one server, the read is refused, never
 	// guessed.
 	Server string
+	// Progress, Log and LogLevel are as in Call: they are told of the
+	// progress notifications and log messages the server sends about
+	// this read while it runs.
+	Progress func(CallProgress)
+	Log      func(CallLog)
+	LogLevel string
 }
 
 // A ResourceContent is one of the contents a resources/read returned:
@@ -82,6 +88,7 @@ func (h *Host) ReadResource(ctx context.Context, snap *Snapshot, rd Read) *Resul
 	tool := &catalog.Tool{Name: methodRead, Server: srv.cfg.ID, Remote: methodRead, Description: rd.URI,
 		Input: readArgs, Effect: policy.Read}
 	q := newAccess(ctx, snap, rd.ID, tool, srv, map[string]any{"uri": rd.URI})
+	q.call.Progress, q.call.Log, q.call.LogLevel = rd.Progress, rd.Log, rd.LogLevel
 	defer h.finish(ctx, q, began)
 	return h.access(ctx, q, policy.KindResource, rd.URI, func(ctx context.Context, q *request) *Result {
 		return h.readResource(ctx, q, rd.URI)
@@ -168,7 +175,10 @@ func (h *Host) readResource(ctx context.Context, q *request, uri string) *Result
 	r, srv := q.r, q.srv
 	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
 	defer cancel()
-	res, err := q.link.conn.Session().ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	params := &mcp.ReadResourceParams{URI: uri}
+	sendCtx, unwatch := h.watchAccess(ctx, q, params)
+	res, err := q.link.conn.Session().ReadResource(sendCtx, params)
+	unwatch()
 	if err != nil {
 		if notFound(err) {
 			return q.fail(ResourceNotFound, err, "resource %s was not found on server %s", printable(uri), srv.cfg.ID)

@@ -42,13 +42,19 @@ func freeRedirect(t *testing.T) string { return testenv.RedirectURI(t) }
 
 func newOAuthWorld(t *testing.T, stateful bool) *oauthWorld {
 	t.Helper()
+	return newOAuthWorldWith(t, &oauthtest.ResourceOptions{Stateful: stateful})
+}
+
+// newOAuthWorldWith is newOAuthWorld with a resource server of ro.
+func newOAuthWorldWith(t *testing.T, ro *oauthtest.ResourceOptions) *oauthWorld {
+	t.Helper()
 	// The default store's key comes from the environment here, so that the
 	// test never writes a key file into the real user's config directory.
 	t.Setenv("AIRLOCK_SECRET_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	redirect := freeRedirect(t)
 	w := &oauthWorld{logs: &testenv.Buffer{}}
 	w.as = oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
-	w.rs = oauthtest.NewResourceServer(t, w.as, &oauthtest.ResourceOptions{Stateful: stateful})
+	w.rs = oauthtest.NewResourceServer(t, w.as, ro)
 	srv := remote("prot", w.rs.URL+"/mcp")
 	srv.Resource = w.rs.URL
 	srv.Scopes = []string{oauthtest.ScopeRead}

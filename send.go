@@ -2,7 +2,6 @@ package airlock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,8 +71,7 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 				}
 				pauses.Unlock()
 			}
-			cp := CallProgress{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
-				Progress: p.Progress, Total: p.Total, Message: h.gov.scrub(p.Message)}
+			cp := h.progressOf(q, p)
 			if report != nil {
 				report(cp)
 			}
@@ -85,15 +83,8 @@ func (h *Host) send(ctx context.Context, q *request) (*mcp.CallToolResult, error
 		params.SetProgressToken(token)
 	}
 	sendCtx := callCtx
-	if f := q.call.Log; f != nil {
-		sendCtx = upstream.WithLogWatch(sendCtx, &upstream.LogWatch{Level: q.call.LogLevel, F: func(level, logger string, data any) {
-			raw, err := json.Marshal(h.gov.scrubValue(data))
-			if err != nil {
-				return
-			}
-			f(CallLog{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server,
-				Level: level, Logger: h.gov.scrub(logger), Data: raw})
-		}})
+	if q.call.Log != nil {
+		sendCtx = upstream.WithLogWatch(sendCtx, h.logWatch(q))
 	}
 	pause := func() func() {
 		pauses.Lock()

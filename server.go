@@ -500,6 +500,6 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 				h.catalogChanged()
 			}
 		},
-		OnResourceUpdated: func(uri string) { h.resourceUpdated(s, uri) },
+		OnResourceUpdated: func(uri string) { h.resourceUpdated(s, h.ownWho(s), uri) },
 	}
 }

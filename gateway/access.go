@@ -44,7 +44,11 @@ func (g *Gateway) read(at func(uri string) target) mcp.ResourceHandler {
 		defer release()
 		to, ex := at(req.Params.URI), readExchange(req)
 		q := g.question(ex, who, to.uri, whatRead)
-		r := g.host.Load().ReadResource(withQuestion(ctx, q), snap, airlock.Read{URI: to.uri, Server: to.server})
+		rd := airlock.Read{URI: to.uri, Server: to.server}
+		rel := g.relayFor(ctx, req.Session, req.Params)
+		rel.onto(&rd.Progress, &rd.Log, &rd.LogLevel)
+		r := g.host.Load().ReadResource(withQuestion(ctx, q), snap, rd)
+		rel.close()
 		noteRound(ctx, q)
 		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
 			return as[*mcp.ReadResourceResult](g.ask(ex, q), nil)
@@ -104,10 +108,14 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 	}
 	q := g.question(ex, who, p.Name, whatPrompt)
 	pg := airlock.PromptGet{Name: p.Name, Arguments: args}
+	rel := g.relayFor(ctx, req.Session, req.Params)
+	rel.onto(&pg.Progress, &pg.Log, &pg.LogLevel)
 	run := func(ctx context.Context, k askers) *airlock.Result {
 		defer release()
 		k.onGet(&pg)
-		return g.host.Load().GetPrompt(withQuestion(ctx, q), snap, pg)
+		r := g.host.Load().GetPrompt(withQuestion(ctx, q), snap, pg)
+		rel.close()
+		return r
 	}
 	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
 		noteRound(ctx, q)
@@ -124,10 +132,9 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 		return res, nil
 	}
 	// A get offers its server what the client declared, of what the
-	// gateway relays during one: not roots (PromptGet takes none).
+	// gateway relays during one.
 	a := askingOf(ex)
-	a.roots = false
-	pg.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling}
+	pg.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling, Roots: a.roots}
 	return as[*mcp.GetPromptResult](g.runAsking(ctx, ex, who, a, run, finish))
 }
 

@@ -171,9 +171,8 @@ func (g *Gateway) runAsking(ctx context.Context, ex *exchange, who caller, a ask
 }
 
 // askers are who answers a server's questions during one request: the
-// Elicit, Sample and Roots of its airlock.Call (or PromptGet, which takes
-// no roots: a roots request during one is refused by the gateway's own
-// RootsLister), and whether the host puts them at once.
+// Elicit, Sample and Roots of its airlock.Call (or PromptGet), and
+// whether the host puts them at once.
 type askers struct {
 	elicit airlock.Elicitor
 	sample airlock.Sampler
@@ -188,7 +187,7 @@ func (k askers) onCall(c *airlock.Call) {
 
 // onGet sets g's askers.
 func (k askers) onGet(g *airlock.PromptGet) {
-	g.Elicit, g.Sample, g.AskAtOnce = k.elicit, k.sample, k.atOnce
+	g.Elicit, g.Sample, g.Roots, g.AskAtOnce = k.elicit, k.sample, k.roots, k.atOnce
 }
 
 // askSession returns the askers of a request of a 2025-11-25 client: each

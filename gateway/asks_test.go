@@ -34,6 +34,11 @@ import (
 //	                clientCapabilities declare (as the go-sdk's conformance
 //	                server does); answers "GREETING NAME, ROOTS" (the
 //	                roots' URIs, or "no roots" when it did not ask)
+//
+// and a prompt, rooted, whose message is "roots: " and the client's roots'
+// URIs: asked for in an input_required round when the request's
+// clientCapabilities declare roots (2026-07-28), with roots/list on an
+// older session that declared them; "no roots" otherwise.
 func addAskTools(s *mcp.Server) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	s.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -83,6 +88,37 @@ func addAskTools(s *mcp.Server) {
 		t, _ := g.Content[0].(*mcp.TextContent)
 		return &mcp.CallToolResult{Content: text(t.Text + " " + n)}, nil
 	})
+	s.AddPrompt(&mcp.Prompt{Name: "rooted"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		say := func(r *mcp.ListRootsResult) *mcp.GetPromptResult {
+			msg := "no roots"
+			if r != nil {
+				var uris []string
+				for _, root := range r.Roots {
+					uris = append(uris, root.URI)
+				}
+				msg = "roots: " + strings.Join(uris, ",")
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: msg}}}}
+		}
+		if r, ok := req.Params.InputResponses["client_roots"].(*mcp.ListRootsResult); ok {
+			return say(r), nil
+		}
+		caps := req.ClientCapabilities()
+		switch {
+		case caps == nil:
+		case req.Session.InitializeParams() == nil || req.Session.InitializeParams().ProtocolVersion >= "2026-07-28":
+			if caps.RootsV2 != nil {
+				return &mcp.GetPromptResult{InputRequests: mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}, RequestState: "rooted"}, nil
+			}
+		case caps.Roots.ListChanged || caps.RootsV2 != nil:
+			r, err := req.Session.ListRoots(ctx, &mcp.ListRootsParams{})
+			if err != nil {
+				return nil, err
+			}
+			return say(r), nil
+		}
+		return say(nil), nil
+	})
 	s.AddTool(&mcp.Tool{Name: "three", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		caps := req.ClientCapabilities()
 		if caps == nil || caps.Elicitation == nil || caps.Sampling == nil {
@@ -124,6 +160,7 @@ func startAsks(t *testing.T) *fixture {
     command: %q
     env: {%s: asks, %s: %q}
     allowed_tools: [needs_sampling, keyed, both, three]
+    allowed_prompts: [rooted]
     tool_prefix: ""
     sampling: allow
 policy:
@@ -281,6 +318,59 @@ func TestSeveralQuestionsOfOneRound(t *testing.T) {
 		}
 	}
 	t.Fatal("the call did not finish")
+}
+
+// TestRootsDuringAGet: a server that asks for roots while getting a
+// prompt gets the roots of the client that asked for the prompt, in both
+// eras; one whose client declared none is refused them, and the get
+// ends as a call would, saying why.
+func TestRootsDuringAGet(t *testing.T) {
+	f := startAsks(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	root := &mcp.Root{URI: "file:///home/ada/project", Name: "project"}
+	text := func(res *mcp.GetPromptResult) string {
+		if res == nil || len(res.Messages) != 1 {
+			return fmt.Sprintf("%+v", res)
+		}
+		tc, _ := res.Messages[0].Content.(*mcp.TextContent)
+		if tc == nil {
+			return fmt.Sprintf("%+v", res.Messages[0].Content)
+		}
+		return tc.Text
+	}
+	t.Run(session, func(t *testing.T) {
+		c := mcp.NewClient(&mcp.Implementation{Name: "gateway-test", Version: "1"}, nil)
+		c.AddRoots(root)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "rooted"})
+		if err != nil || text(res) != "roots: "+root.URI {
+			t.Fatalf("rooted: %q, %v; want the client's roots", text(res), err)
+		}
+	})
+	t.Run(stateless, func(t *testing.T) {
+		cs := f.rounds(t, &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}})
+		first, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "rooted"})
+		if err != nil || !first.NeedsInput() || !slices.Equal(keys(first.InputRequests), []string{"client_roots"}) {
+			t.Fatalf("round 1: %+v, %v; want client_roots asked", first, err)
+		}
+		last, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "rooted", RequestState: first.RequestState,
+			InputResponses: mcp.InputResponseMap{"client_roots": &mcp.ListRootsResult{Roots: []*mcp.Root{root}}}})
+		if err != nil || last.NeedsInput() || text(last) != "roots: "+root.URI {
+			t.Fatalf("round 2: %q, %v; want the client's roots", text(last), err)
+		}
+	})
+	t.Run("no roots declared", func(t *testing.T) {
+		cs := f.rounds(t, elicitOnly)
+		res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "rooted"})
+		if err == nil || !strings.Contains(err.Error(), "the gateway's client did not declare roots") {
+			t.Fatalf("rooted: %q, %v; want the roots request refused, saying why", text(res), err)
+		}
+	})
 }
 
 // TestRootsInOneRoundWithTheRest: a 2026-07-28 server that asks, in one

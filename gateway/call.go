@@ -49,7 +49,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	q := g.question(ex, who, p.Name, whatCall)
 	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
-	rel := g.relayFor(ctx, req, &c)
+	rel := g.relayFor(ctx, req.Session, req.Params)
+	rel.onto(&c.Progress, &c.Log, &c.LogLevel)
 	run := func(ctx context.Context, k askers) *airlock.Result {
 		defer release()
 		k.onCall(&c)

@@ -72,11 +72,12 @@ type Gateway struct {
 	calls inflight
 	posts pending // POST requests being handled (http.go)
 
-	listMu  sync.Mutex                   // one publish at a time
-	listed  map[string]*mcp.Tool         // what the server lists, by name
-	content atomic.Pointer[contentIndex] // and besides tools (content.go)
-	subs    sessionSubs                  // the resources sessions subscribed to (subscribe.go)
-	updates chan airlock.ResourceUpdate  // to pass on to the sessions subscribed (subscribe.go)
+	listMu  sync.Mutex                             // one publish at a time
+	listed  map[string]*mcp.Tool                   // what the server lists, by name
+	content atomic.Pointer[contentIndex]           // and besides tools (content.go)
+	subs    sessionSubs                            // the resources sessions subscribed to (subscribe.go)
+	updates chan airlock.ResourceUpdate            // to pass on to the sessions subscribed (subscribe.go)
+	sending atomic.Pointer[airlock.ResourceUpdate] // the update notify is passing on, for onlyTheirs
 
 	changed chan struct{} // the host's catalog may have changed
 	stop    context.CancelFunc
@@ -154,6 +155,7 @@ func New(opts *Options) *Gateway {
 	g.content.Store(&contentIndex{})
 	// Outermost, around the SDK's own multi-round-trip middleware.
 	g.server.AddReceivingMiddleware(g.unasked, g.noteLevel, g.screen)
+	g.server.AddSendingMiddleware(g.onlyTheirs)
 	return g
 }
 

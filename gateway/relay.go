@@ -16,7 +16,8 @@ import (
 // What a server says about a call while it runs, progress and log
 // messages, goes to the client that made the call, and to no other: the
 // host tells the gateway of each through the call's own Call.Progress and
-// Call.Log, and the gateway sends it through the session and in the
+// Call.Log (a read's Read.Progress and Read.Log, a get's
+// PromptGet.Progress and PromptGet.Log), and the gateway sends it through the session and in the
 // context of the client's own request, so that the SDK writes it on that
 // request's stream (Streamable HTTP) and, for a log message, only at the
 // level that client asked for: in the request's _meta (2026-07-28), or
@@ -33,22 +34,27 @@ const relayDepth = 64
 type relay struct {
 	ch   chan func()
 	done chan struct{}
+
+	// What the host call of the request takes (onto).
+	progress func(airlock.CallProgress)
+	log      func(airlock.CallLog)
+	level    string
 }
 
-// relayFor returns the relay of a call to req, with Progress and Log set
-// on c when the client asked for progress (a progress token) or for log
-// messages; nil when it asked for neither.
-func (g *Gateway) relayFor(ctx context.Context, req *mcp.CallToolRequest, c *airlock.Call) *relay {
-	token := req.Params.GetProgressToken()
-	level := g.logLevel(req)
+// relayFor returns the relay of a request of ss with params (a tool call,
+// a read, a get), which passes on progress when the client asked for it (a
+// progress token) and log messages when it asked for them; nil when it
+// asked for neither.
+func (g *Gateway) relayFor(ctx context.Context, ss *mcp.ServerSession, params mcp.RequestParams) *relay {
+	token := params.GetProgressToken()
+	level := g.logLevel(ss, params)
 	if token == nil && level == "" {
 		return nil
 	}
 	r := &relay{ch: make(chan func(), relayDepth), done: make(chan struct{})}
 	go r.run()
-	ss := req.Session
 	if token != nil {
-		c.Progress = func(p airlock.CallProgress) {
+		r.progress = func(p airlock.CallProgress) {
 			r.send(func() {
 				ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
 					Progress: p.Progress, Total: p.Total, Message: p.Message})
@@ -56,14 +62,21 @@ func (g *Gateway) relayFor(ctx context.Context, req *mcp.CallToolRequest, c *air
 		}
 	}
 	if level != "" {
-		c.LogLevel = string(level)
-		c.Log = func(l airlock.CallLog) {
+		r.level = string(level)
+		r.log = func(l airlock.CallLog) {
 			r.send(func() {
 				ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(l.Level), Logger: l.Logger, Data: l.Data})
 			})
 		}
 	}
 	return r
+}
+
+// onto sets a request's Progress, Log and LogLevel to r's.
+func (r *relay) onto(progress *func(airlock.CallProgress), log *func(airlock.CallLog), level *string) {
+	if r != nil {
+		*progress, *log, *level = r.progress, r.log, r.level
+	}
 }
 
 func (r *relay) run() {
@@ -90,17 +103,17 @@ func (r *relay) close() {
 	<-r.done
 }
 
-// logLevel is the level at which req's client wants server log messages:
-// a 2026-07-28 request's own (its _meta), else the level its session set;
-// "" when it wants none.
-func (g *Gateway) logLevel(req *mcp.CallToolRequest) mcp.LoggingLevel {
-	if m := req.Params.GetMeta(); m != nil {
+// logLevel is the level at which the client of a request of ss with
+// params wants server log messages: a 2026-07-28 request's own (its
+// _meta), else the level its session set; "" when it wants none.
+func (g *Gateway) logLevel(ss *mcp.ServerSession, params mcp.RequestParams) mcp.LoggingLevel {
+	if m := params.GetMeta(); m != nil {
 		if _, ok := m[mcp.MetaKeyProtocolVersion]; ok {
 			l, _ := m[mcp.MetaKeyLogLevel].(string)
 			return mcp.LoggingLevel(l)
 		}
 	}
-	return g.levels.of(req.Session)
+	return g.levels.of(ss)
 }
 
 // sessionLevels are the logging levels 2025-11-25 sessions set

@@ -27,12 +27,23 @@ import (
 //	            MARK.talk exists, and it returns once MARK.end exists
 //	media       text, an image, audio, an embedded text resource and a blob
 //	sampler     needs the sampling capability: -32021, as SEP-2575 gives
+//
+// and a resource, relay://chatty, and a prompt, chatty, which say what the
+// tool chatty says, naming "read" and "get" as the caller.
 func addRelayTools(s *mcp.Server) {
 	in := `{"type":"object","properties":{"who":{"type":"string"}}}`
-	logs := func(ctx context.Context, req *mcp.CallToolRequest, who string) {
+	logs := func(ctx context.Context, ss *mcp.ServerSession, who string) {
 		for _, l := range []mcp.LoggingLevel{"debug", "info", "warning"} {
-			req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "chatty", Data: map[string]any{"level": string(l), "who": who}})
+			ss.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "chatty", Data: map[string]any{"level": string(l), "who": who}})
 		}
+	}
+	chat := func(ctx context.Context, ss *mcp.ServerSession, tok any, who string) {
+		if tok != nil {
+			for i := range 2 {
+				ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 2, Message: fmt.Sprintf("step %d", i+1)})
+			}
+		}
+		logs(ctx, ss, who)
 	}
 	who := func(req *mcp.CallToolRequest) string {
 		var a struct{ Who string }
@@ -40,13 +51,16 @@ func addRelayTools(s *mcp.Server) {
 		return a.Who
 	}
 	s.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(in)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if tok := req.Params.GetProgressToken(); tok != nil {
-			for i := range 2 {
-				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 2, Message: fmt.Sprintf("step %d", i+1)})
-			}
-		}
-		logs(ctx, req, who(req))
+		chat(ctx, req.Session, req.Params.GetProgressToken(), who(req))
 		return &mcp.CallToolResult{Content: text("chatted")}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "relay://chatty", Name: "chatty", MIMEType: "text/plain"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		chat(ctx, req.Session, req.Params.GetProgressToken(), "read")
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "relay://chatty", MIMEType: "text/plain", Text: "chatted"}}}, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "chatty"}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		chat(ctx, req.Session, req.Params.GetProgressToken(), "get")
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "chatted"}}}}, nil
 	})
 	wait := func(ctx context.Context, suffix string) {
 		for {
@@ -58,7 +72,7 @@ func addRelayTools(s *mcp.Server) {
 	}
 	s.AddTool(&mcp.Tool{Name: "hold", InputSchema: json.RawMessage(in)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		wait(ctx, ".talk")
-		logs(ctx, req, who(req))
+		logs(ctx, req.Session, who(req))
 		mark("talked " + who(req))
 		wait(ctx, ".end")
 		return &mcp.CallToolResult{Content: text("held")}, nil
@@ -79,8 +93,13 @@ func addRelayTools(s *mcp.Server) {
 }
 
 // startRelay serves a gateway in front of one server, w, with the relay
-// tools under their own names (tool_prefix: ""), every call allowed.
-func startRelay(t *testing.T) *fixture {
+// tools under their own names (tool_prefix: ""), every call allowed, and
+// none of its resources and prompts.
+func startRelay(t *testing.T) *fixture { return startRelayWith(t, "") }
+
+// startRelayWith is startRelay with more keys of w's entry, each line
+// indented as one.
+func startRelayWith(t *testing.T, more string) *fixture {
 	t.Helper()
 	f, dir, exe := newFixture(t)
 	f.serve(t, dir, fmt.Sprintf(`servers:
@@ -89,10 +108,10 @@ func startRelay(t *testing.T) *fixture {
     env: {%s: relay, %s: %q}
     allowed_tools: [chatty, hold, media, sampler]
     tool_prefix: ""
-policy:
+%spolicy:
   rules:
     - {server: w, decision: allow}
-`, exe, envUpstream, envMark, f.mark), nil)
+`, exe, envUpstream, envMark, f.mark, more), nil)
 	return f
 }
 
@@ -159,6 +178,59 @@ func (l *listener) call(t *testing.T, tool, who, token string, level mcp.Logging
 	return res
 }
 
+// readOrGet reads relay://chatty (what "read") or gets the prompt chatty
+// (what "get"), with a progress token when token is not "", and asking for
+// log messages at level when level is not "" (in the request, for a
+// 2026-07-28 client).
+func (l *listener) readOrGet(t *testing.T, what, token string, level mcp.LoggingLevel) {
+	t.Helper()
+	meta := mcp.Meta{}
+	if level != "" && l.era == stateless {
+		meta[mcp.MetaKeyLogLevel] = string(level)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	switch what {
+	case "read":
+		p := &mcp.ReadResourceParams{URI: "relay://chatty", Meta: meta}
+		if token != "" {
+			p.SetProgressToken(token)
+		}
+		_, err = l.cs.ReadResource(ctx, p)
+	case "get":
+		p := &mcp.GetPromptParams{Name: "chatty", Meta: meta}
+		if token != "" {
+			p.SetProgressToken(token)
+		}
+		_, err = l.cs.GetPrompt(ctx, p)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// wantHeard waits for what l should have heard of a chatty request made
+// for who with token-a at level info, and checks it heard that and no
+// more.
+func (l *listener) wantHeard(t *testing.T, who string) {
+	t.Helper()
+	want := []string{"token-a 1/2 step 1", "token-a 2/2 step 2"}
+	wantLogs := []string{fmt.Sprintf(`info chatty {"level":"info","who":%q}`, who), fmt.Sprintf(`warning chatty {"level":"warning","who":%q}`, who)}
+	deadline := time.Now().Add(5 * time.Second)
+	for p, logs := l.heard(); (len(p) < len(want) || len(logs) < len(wantLogs)) && time.Now().Before(deadline); p, logs = l.heard() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // for anything that should not come
+	p, logs := l.heard()
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("%s's progress (-want +got):\n%s", who, diff)
+	}
+	if diff := cmp.Diff(wantLogs, logs); diff != "" {
+		t.Errorf("%s's log messages (-want +got):\n%s", who, diff)
+	}
+}
+
 func (l *listener) heard() (progress, logs []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -178,26 +250,34 @@ func TestProgressAndLogsReachTheCaller(t *testing.T) {
 			b.setLevel(t, "debug") // asks for everything, calls nothing
 			a.call(t, "chatty", "a", "token-a", "info")
 			c.call(t, "chatty", "c", "", "") // asks for neither
-			want := []string{"token-a 1/2 step 1", "token-a 2/2 step 2"}
-			wantLogs := []string{`info chatty {"level":"info","who":"a"}`, `warning chatty {"level":"warning","who":"a"}`}
-			deadline := time.Now().Add(5 * time.Second)
-			for p, l := a.heard(); (len(p) < len(want) || len(l) < len(wantLogs)) && time.Now().Before(deadline); p, l = a.heard() {
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(100 * time.Millisecond) // for anything that should not come
-			p, l := a.heard()
-			if diff := cmp.Diff(want, p); diff != "" {
-				t.Errorf("a's progress (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(wantLogs, l); diff != "" {
-				t.Errorf("a's log messages (-want +got):\n%s", diff)
-			}
+			a.wantHeard(t, "a")
 			for name, other := range map[string]*listener{"b": b, "c": c} {
 				if p, l := other.heard(); len(p)+len(l) != 0 {
 					t.Errorf("%s heard progress %q and log messages %q of another call", name, p, l)
 				}
 			}
 		})
+	}
+}
+
+// TestProgressAndLogsOfReadsAndGets: the server's progress and log
+// messages about a read or a get reach the client that made it, as a
+// call's do, in both eras; a client that asked for neither gets nothing.
+func TestProgressAndLogsOfReadsAndGets(t *testing.T) {
+	f := startRelayWith(t, "    allowed_resources: [\"relay://*\"]\n    allowed_prompts: [chatty]\n")
+	for _, era := range eras {
+		for _, what := range []string{"read", "get"} {
+			t.Run(era+"/"+what, func(t *testing.T) {
+				a, c := f.listen(t, era), f.listen(t, era)
+				a.setLevel(t, "info")
+				a.readOrGet(t, what, "token-a", "info")
+				c.readOrGet(t, what, "", "")
+				a.wantHeard(t, what)
+				if p, l := c.heard(); len(p)+len(l) != 0 {
+					t.Errorf("c heard progress %q and log messages %q, asking for neither", p, l)
+				}
+			})
+		}
 	}
 }
 

@@ -14,9 +14,11 @@ import (
 // subscriptions/listen stream) and the gateway subscribes the host
 // (Host.Subscribe, which counts subscribers per server and URI); the
 // host's word that the resource changed (Options.ResourceUpdated) reaches
-// the sessions subscribed to it, under the URI each subscribed with. A
-// subscription ends with resources/unsubscribe, with the listen stream, or
-// with the session.
+// the sessions subscribed to it, under the URI each subscribed with; an
+// update that names a principal (a server that keeps credentials per
+// user) reaches only that principal's sessions. A subscription ends with
+// resources/unsubscribe, with the listen stream, or with the session, and
+// is undone for the principal it was made for.
 
 // updatesDepth bounds the updates waiting to be sent; past it, an update
 // is dropped rather than hold up the server connection that said it.
@@ -25,18 +27,25 @@ const updatesDepth = 256
 // sessionSubs are the subscriptions of the gateway's sessions.
 type sessionSubs struct {
 	mu   sync.Mutex
-	subs map[*mcp.ServerSession]map[string]target // by the URI the session subscribed with
+	subs map[*mcp.ServerSession]map[string]held // by the URI the session subscribed with
 }
 
-// forms returns the URIs sessions subscribed to at with.
-func (s *sessionSubs) forms(at target) []string {
+// A held subscription is what a session subscribed to, and for whom.
+type held struct {
+	at  target
+	who caller
+}
+
+// forms returns the URIs sessions subscribed to at with; sessions of who
+// only, unless who is zero.
+func (s *sessionSubs) forms(at target, who airlock.Principal) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := map[string]bool{}
 	var out []string
 	for _, uris := range s.subs {
-		for uri, t := range uris {
-			if t == at && !seen[uri] {
+		for uri, h := range uris {
+			if h.at == at && (who == airlock.Principal{} || h.who.who == who) && !seen[uri] {
 				seen[uri] = true
 				out = append(out, uri)
 			}
@@ -62,7 +71,7 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 		return err
 	}
 	defer release()
-	if !g.subs.reserve(req.Session, uri, at, g.unsubscribeAll) {
+	if !g.subs.reserve(req.Session, uri, held{at, who}, g.unsubscribeAll) {
 		return nil // subscribed already
 	}
 	if e := g.host.Load().Subscribe(ctx, snap, airlock.Read{URI: at.uri, Server: at.server}); e != nil {
@@ -76,20 +85,20 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	return nil
 }
 
-// reserve notes that ss subscribes to uri (at), unless it has already;
+// reserve notes that ss subscribes to uri (h), unless it has already;
 // ended is called once ss ends, for its first subscription.
-func (s *sessionSubs) reserve(ss *mcp.ServerSession, uri string, at target, ended func(*mcp.ServerSession)) bool {
+func (s *sessionSubs) reserve(ss *mcp.ServerSession, uri string, h held, ended func(*mcp.ServerSession)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.subs[ss][uri]; ok {
 		return false
 	}
 	if s.subs == nil {
-		s.subs = map[*mcp.ServerSession]map[string]target{}
+		s.subs = map[*mcp.ServerSession]map[string]held{}
 	}
 	uris := s.subs[ss]
 	if uris == nil {
-		uris = map[string]target{}
+		uris = map[string]held{}
 		s.subs[ss] = uris
 		// The session's subscriptions end with it.
 		go func() {
@@ -97,17 +106,17 @@ func (s *sessionSubs) reserve(ss *mcp.ServerSession, uri string, at target, ende
 			ended(ss)
 		}()
 	}
-	uris[uri] = at
+	uris[uri] = h
 	return true
 }
 
-// drop forgets ss's subscription to uri, and returns where it was.
-func (s *sessionSubs) drop(ss *mcp.ServerSession, uri string) (target, bool) {
+// drop forgets ss's subscription to uri, and returns what it was.
+func (s *sessionSubs) drop(ss *mcp.ServerSession, uri string) (held, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	at, ok := s.subs[ss][uri]
+	h, ok := s.subs[ss][uri]
 	delete(s.subs[ss], uri)
-	return at, ok
+	return h, ok
 }
 
 // holds reports whether ss is subscribed to uri.
@@ -120,10 +129,21 @@ func (s *sessionSubs) holds(ss *mcp.ServerSession, uri string) bool {
 
 // unsubscribe is the SDK's UnsubscribeHandler.
 func (g *Gateway) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	if at, ok := g.subs.drop(req.Session, req.Params.URI); ok {
-		g.host.Load().Unsubscribe(ctx, g.snap.Load(), airlock.Read{URI: at.uri, Server: at.server})
+	if h, ok := g.subs.drop(req.Session, req.Params.URI); ok {
+		g.undo(ctx, h)
 	}
 	return nil
+}
+
+// undo unsubscribes the host from what h subscribed to, for whom it was
+// subscribed.
+func (g *Gateway) undo(ctx context.Context, h held) {
+	snap, release, err := g.snapshot(h.who)
+	if err != nil {
+		return // the caller was acted for when it subscribed; nothing better to do
+	}
+	defer release()
+	g.host.Load().Unsubscribe(ctx, snap, airlock.Read{URI: h.at.uri, Server: h.at.server})
 }
 
 // unsubscribeAll ends the subscriptions of a session that ended.
@@ -133,8 +153,8 @@ func (g *Gateway) unsubscribeAll(ss *mcp.ServerSession) {
 	delete(g.subs.subs, ss)
 	g.subs.mu.Unlock()
 	ctx := context.Background()
-	for _, at := range uris {
-		g.host.Load().Unsubscribe(ctx, g.snap.Load(), airlock.Read{URI: at.uri, Server: at.server})
+	for _, h := range uris {
+		g.undo(ctx, h)
 	}
 }
 
@@ -156,11 +176,42 @@ func (g *Gateway) notify(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case u := <-g.updates:
-			for _, uri := range g.subs.forms(target{u.Server, u.URI}) {
+			g.sending.Store(&u)
+			for _, uri := range g.subs.forms(target{u.Server, u.URI}, u.Principal) {
 				g.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
 			}
+			g.sending.Store(nil)
 		}
 	}
+}
+
+// onlyTheirs is a sending middleware: the SDK tells every session
+// subscribed to a URI that it changed (Server.ResourceUpdated), and an
+// update that names a principal is for that principal's sessions only, so
+// it keeps the notification from a session that did not subscribe to the
+// update's resource for that principal.
+func (g *Gateway) onlyTheirs(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "notifications/resources/updated" {
+			return next(ctx, method, req)
+		}
+		u := g.sending.Load()
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		p, _ := req.GetParams().(*mcp.ResourceUpdatedNotificationParams)
+		if u != nil && ss != nil && p != nil && !g.subs.heard(ss, p.URI, *u) {
+			return nil, nil
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// heard reports whether ss subscribed with uri to u's resource, for u's
+// principal when it names one.
+func (s *sessionSubs) heard(ss *mcp.ServerSession, uri string, u airlock.ResourceUpdate) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.subs[ss][uri]
+	return ok && h.at == target{u.Server, u.URI} && (u.Principal == airlock.Principal{} || h.who.who == u.Principal)
 }
 
 type extraKey struct{}

@@ -68,20 +68,7 @@ serve:
 
 	// Each person, and the gateway's own principal (whose login discovers
 	// the service's tools), logs in to the issue service once.
-	browser := airlock.AuthOptions{Open: func(ctx context.Context, authURL string) error {
-		resp, err := http.Get(authURL)
-		if err != nil {
-			return err
-		}
-		io.Copy(io.Discard, resp.Body)
-		return resp.Body.Close()
-	}}
-	for _, who := range []airlock.Principal{{Tenant: "ops", User: "gateway"}, {Tenant: "acme", User: "alice"}, {Tenant: "globex", User: "bob"}} {
-		upAS.SetPerson(who.Tenant, who.User)
-		if _, err := airlock.OpenCredentials(cfg, &airlock.Options{Principal: who, Auth: browser}).Login(ctx, "issues"); err != nil {
-			t.Fatalf("%s's login: %v", who.User, err)
-		}
-	}
+	browser := logInAll(t, cfg, upAS, "issues")
 
 	st, err := airlock.OpenStore(cfg.StateDir())
 	if err != nil {
@@ -209,6 +196,28 @@ serve:
 	if issued, _ := upAS.Grants(); issued != 3 {
 		t.Errorf("the issue service's authorization server issued %d tokens, want the 3 logins' (no refresh, no other)", issued)
 	}
+}
+
+// logInAll logs the gateway's own principal (ops/gateway), acme/alice and
+// globex/bob in to server at iss, each as that person, and returns the
+// browser that did.
+func logInAll(t *testing.T, cfg *config.Config, iss *bearertest.Issuer, server string) airlock.AuthOptions {
+	t.Helper()
+	browser := airlock.AuthOptions{Open: func(ctx context.Context, authURL string) error {
+		resp, err := http.Get(authURL)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}}
+	for _, who := range []airlock.Principal{{Tenant: "ops", User: "gateway"}, {Tenant: "acme", User: "alice"}, {Tenant: "globex", User: "bob"}} {
+		iss.SetPerson(who.Tenant, who.User)
+		if _, err := airlock.OpenCredentials(cfg, &airlock.Options{Principal: who, Auth: browser}).Login(context.Background(), server); err != nil {
+			t.Fatalf("%s's login: %v", who.User, err)
+		}
+	}
+	return browser
 }
 
 // structured decodes a result's structured content as T.

@@ -10,8 +10,9 @@ import (
 // What a server sends during a call but names no call by (log messages,
 // logs.go; requests for a client feature, asks.go) is tied to the call it
 // can only belong to through one registry: the tools/call requests of the
-// connection in flight (and its prompts/get requests, which a server may
-// ask during too), each with what its caller asked for in its context.
+// connection in flight (and its prompts/get and resources/read requests,
+// which a server may ask or log during too), each with what its caller
+// asked for in its context.
 
 // calls are the tools/call requests of one connection awaiting their
 // answers.
@@ -35,7 +36,7 @@ type inFlightKey struct{}
 // response stream a remote server answers it on.
 func (c *Conn) watchCalls(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "tools/call" && method != "prompts/get" {
+		if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
 			return next(ctx, method, req)
 		}
 		call := &inFlight{logs: c.logWatch(ctx, req)}

@@ -47,7 +47,8 @@ type LogWatch struct {
 
 type logWatchKey struct{}
 
-// WithLogWatch returns a context whose tools/call carries w.
+// WithLogWatch returns a context whose tools/call (or prompts/get, or
+// resources/read) carries w.
 func WithLogWatch(ctx context.Context, w *LogWatch) context.Context {
 	return context.WithValue(ctx, logWatchKey{}, w)
 }
@@ -82,7 +83,7 @@ func (c *Conn) logWatch(ctx context.Context, req mcp.Request) *logWatch {
 	level := mcp.LoggingLevel(lw.Level)
 	if !c.newProtocol() {
 		c.lowerLevel(ctx, level)
-	} else if p, ok := req.GetParams().(*mcp.CallToolParams); ok {
+	} else if p := req.GetParams(); p != nil {
 		m := p.GetMeta()
 		if m == nil {
 			m = map[string]any{}

@@ -42,6 +42,9 @@ type ResourceOptions struct {
 	// ScopesSupported are the scopes_supported of its resource metadata;
 	// nil means ScopeRead, ScopeWrite and ScopeAdmin, empty means none.
 	ScopesSupported []string
+	// Resources makes it offer one resource, NoteURI, that clients may
+	// subscribe to; Touch tells them it changed.
+	Resources bool
 	// Legacy makes it a 2025-03-26 server: its MCP endpoint is on the
 	// authorization server's own origin (the URL and the resource are the
 	// authorization server's), and it publishes no resource metadata and
@@ -58,6 +61,8 @@ type ResourceServer struct {
 	// URL is the server's base URL and its resource; the MCP endpoint is
 	// URL + "/mcp".
 	URL string
+
+	server *mcp.Server
 
 	mu       sync.Mutex
 	tokens   []string
@@ -100,7 +105,21 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 		}))
 	}
 
-	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	var sopts *mcp.ServerOptions
+	if o.Resources {
+		sopts = &mcp.ServerOptions{
+			SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+			UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		}
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, sopts)
+	rs.server = server
+	if o.Resources {
+		server.AddResource(&mcp.Resource{URI: NoteURI, Name: "note", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: NoteURI, MIMEType: "text/plain", Text: "note"}}}, nil
+			})
+	}
 	for _, name := range []string{"read", "write", "admin"} {
 		mcp.AddTool(server, &mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
 			func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
@@ -175,6 +194,22 @@ func NewResourceServer(t testing.TB, as *Server, opts *ResourceOptions) *Resourc
 	t.Cleanup(hs.Close)
 	rs.URL = hs.URL
 	return rs
+}
+
+// NoteURI is the resource of a server with ResourceOptions.Resources.
+const NoteURI = "note://protected/note"
+
+// Touch tells the sessions subscribed to NoteURI that it changed.
+func (rs *ResourceServer) Touch(ctx context.Context) error {
+	return rs.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: NoteURI})
+}
+
+// EndSessions closes every session the server has, as a server that
+// restarted would have lost them.
+func (rs *ResourceServer) EndSessions() {
+	for ss := range rs.server.Sessions() {
+		ss.Close()
+	}
 }
 
 // Seen returns the tokens the server accepted, in order.
