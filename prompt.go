@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/internal/catalog"
-	"github.com/airlockhq/airlock/internal/schema"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
@@ -72,9 +71,9 @@ func (h *Host) GetPrompt(ctx context.Context, snap *Snapshot, g PromptGet) *Resu
 		r := &Result{ToolCallID: g.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began)}
 		return r.fail(newError(UnknownTool, "", g.Name, nil, "unknown prompt %q: it is not in the catalog", printable(g.Name)))
 	}
-	args, input, err := h.promptArguments(p, g.Arguments)
+	args, err := promptArguments(p, g.Arguments)
 	tool := &catalog.Tool{Name: p.Name, Server: p.Server, Remote: p.Remote, Description: p.Description,
-		Input: input, Effect: policy.Read}
+		Input: p.Input, Effect: policy.Read}
 	q := newAccess(ctx, snap, g.ID, tool, snap.servers[p.Server], args)
 	q.call.Elicit, q.call.Sample, q.call.Roots, q.call.AskAtOnce, q.call.Offers = g.Elicit, g.Sample, g.Roots, g.AskAtOnce, g.Offers
 	q.call.Progress, q.call.Log, q.call.LogLevel = g.Progress, g.Log, g.LogLevel
@@ -88,27 +87,11 @@ func (h *Host) GetPrompt(ctx context.Context, snap *Snapshot, g PromptGet) *Resu
 }
 
 // promptArguments decodes a get's arguments strictly and checks them
-// against the prompt; input is the schema an approval binds them by.
-func (h *Host) promptArguments(p *catalog.Prompt, raw json.RawMessage) (map[string]any, *schema.Schema, error) {
-	props := map[string]any{}
-	var required []string
-	for _, a := range p.Arguments {
-		props[a.Name] = map[string]any{"type": "string"}
-		if a.Required {
-			required = append(required, a.Name)
-		}
-	}
-	doc := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
-		doc["required"] = required
-	}
-	input, err := schema.Compile(doc, &schema.CompileOptions{RequireObject: true, Cache: h.schemas})
-	if err != nil {
-		return nil, readArgs, fmt.Errorf("the prompt's arguments cannot be checked: %v", err)
-	}
+// against the prompt.
+func promptArguments(p *catalog.Prompt, raw json.RawMessage) (map[string]any, error) {
 	args, err := decodeArguments(raw)
 	if err != nil {
-		return nil, input, err
+		return nil, err
 	}
 	known := map[string]bool{}
 	for _, a := range p.Arguments {
@@ -118,19 +101,19 @@ func (h *Host) promptArguments(p *catalog.Prompt, raw json.RawMessage) (map[stri
 		v, ok := args[name].(string)
 		switch {
 		case !known[name]:
-			return nil, input, fmt.Errorf("the prompt takes no argument %q (it takes: %s)", printable(name), argumentNames(p))
+			return nil, fmt.Errorf("the prompt takes no argument %q (it takes: %s)", printable(name), argumentNames(p))
 		case !ok:
-			return nil, input, fmt.Errorf("argument %q must be a string", name)
+			return nil, fmt.Errorf("argument %q must be a string", name)
 		case len(v) > maxPromptArgument:
-			return nil, input, fmt.Errorf("argument %q is longer than %d bytes", name, maxPromptArgument)
+			return nil, fmt.Errorf("argument %q is longer than %d bytes", name, maxPromptArgument)
 		}
 	}
 	for _, a := range p.Arguments {
 		if _, ok := args[a.Name]; a.Required && !ok {
-			return nil, input, fmt.Errorf("argument %q is required", a.Name)
+			return nil, fmt.Errorf("argument %q is required", a.Name)
 		}
 	}
-	return args, input, nil
+	return args, nil
 }
 
 func argumentNames(p *catalog.Prompt) string {

@@ -102,6 +102,16 @@ func (h *Host) discoverContent(ctx context.Context, s *server, conn *upstream.Co
 	}
 	rec := &recordingContent{inner: conn.Session()}
 	c, whole := h.bindContent(ctx, s, rec, caps.Resources != nil, caps.Prompts != nil)
+	// Flagged when the server says it, not again from the cache.
+	for _, r := range c.Resources {
+		h.flagHidden(ctx, s.cfg.ID, "resource", r.URI, r.Hidden)
+	}
+	for _, t := range c.Templates {
+		h.flagHidden(ctx, s.cfg.ID, "resource template", t.URITemplate, t.Hidden)
+	}
+	for _, p := range c.Prompts {
+		h.flagHidden(ctx, s.cfg.ID, "prompt", p.Remote, p.Hidden)
+	}
 	if whole && rec.pages > 0 {
 		h.keepList(ctx, s, contentKind, conn.ProtocolVersion(), rec.ttlMs, rec.scope, rec.kept)
 	} else {
@@ -147,15 +157,6 @@ func (h *Host) bindContent(ctx context.Context, s *server, l catalog.ContentList
 		} else if c.Prompts, err = catalog.AllowedPrompts(cfg, listed, lim); err != nil {
 			refuse("prompts/list", err)
 		}
-	}
-	for _, r := range c.Resources {
-		h.flagHidden(ctx, cfg.ID, "resource", r.URI, r.Hidden)
-	}
-	for _, t := range c.Templates {
-		h.flagHidden(ctx, cfg.ID, "resource template", t.URITemplate, t.Hidden)
-	}
-	for _, p := range c.Prompts {
-		h.flagHidden(ctx, cfg.ID, "prompt", p.Remote, p.Hidden)
 	}
 	return c, whole
 }

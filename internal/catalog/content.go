@@ -13,6 +13,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/schema"
 )
 
 // A ContentLister lists a server's resources, resource templates and
@@ -52,15 +53,6 @@ type Template struct {
 	tmpl        *uritemplate.Template
 }
 
-// Expand expands the template with vars (RFC 6570).
-func (t *Template) Expand(vars map[string]string) (string, error) {
-	values := uritemplate.Values{}
-	for k, v := range vars {
-		values.Set(k, uritemplate.String(v))
-	}
-	return t.tmpl.Expand(values)
-}
-
 // Match reports whether uri is an expansion of the template, and the
 // values of its variables.
 func (t *Template) Match(uri string) (map[string]string, bool) {
@@ -89,6 +81,10 @@ type Prompt struct {
 	Description string
 	Arguments   []PromptArgument
 	Hidden      int
+	// Input is the schema of its arguments (an object of strings, the
+	// required ones required, no other): what a get is checked and an
+	// approval bound by. It follows from Arguments.
+	Input *schema.Schema `json:"-"`
 }
 
 // A PromptArgument is one argument a prompt takes.
@@ -364,9 +360,32 @@ func AllowedPrompts(srv *config.Server, advertised []*mcp.Prompt, lim Limits) ([
 			bound.Arguments = append(bound.Arguments, PromptArgument{Name: a.Name, Title: cut(at, lim.MaxDescription),
 				Description: cut(ad, lim.MaxDescription), Required: a.Required})
 		}
+		var err error
+		if bound.Input, err = argumentSchema(bound.Arguments, lim); err != nil {
+			return nil, bad("its arguments cannot be checked: %v", err)
+		}
 		out = append(out, bound)
 	}
 	return out, nil
+}
+
+// argumentSchema is the schema of a prompt's arguments.
+func argumentSchema(args []PromptArgument, lim Limits) (*schema.Schema, error) {
+	props := map[string]any{}
+	required := []any{}
+	for _, a := range args {
+		props[a.Name] = map[string]any{"type": "string"}
+		if a.Required {
+			required = append(required, a.Name)
+		}
+	}
+	doc := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		doc["required"] = required
+	}
+	opts := *lim.Schema
+	opts.RequireObject = true
+	return schema.Compile(doc, &opts)
 }
 
 // namePrompts gives every prompt its local name, by the rules of tool
