@@ -55,7 +55,7 @@ func (h *Host) access(ctx context.Context, q *request, kind policy.Kind, resourc
 
 // newAccess starts the request of an access through snap, for tool (what
 // is accessed) on srv.
-func newAccess(ctx context.Context, snap *Snapshot, id string, tool *catalog.Tool, srv *server, args map[string]any) *request {
-	return &request{call: Call{ID: id, Name: tool.Name}, snap: snap, tool: tool, srv: srv, args: args,
+func newAccess(ctx context.Context, snap *Snapshot, kind policy.Kind, id string, tool *catalog.Tool, srv *server, args map[string]any) *request {
+	return &request{call: Call{ID: id, Name: tool.Name}, snap: snap, kind: kind, tool: tool, srv: srv, args: args,
 		r: &Result{ToolCallID: id, CallID: store.NewID("call_"), Snapshot: snap.ID(), TraceID: telemetry.TraceID(ctx)}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/config"
@@ -42,6 +43,20 @@ func (l *tenantLimit) enter(tenant string) (leave func(), err error) {
 	}, nil
 }
 
+// usage reports the calls holding a tenant's place, all tenants together,
+// and how many tenants have no place left.
+func (l *tenantLimit) usage() (inflight, atLimit int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.inflight {
+		inflight += n
+		if n >= l.limit {
+			atLimit++
+		}
+	}
+	return inflight, atLimit
+}
+
 // errBusy: no slot for the call within queue_timeout.
 type errBusy struct {
 	server string
@@ -55,15 +70,17 @@ func (e *errBusy) Error() string {
 }
 
 // acquireSlot waits for one of a server's call slots, at most its
-// queue_timeout. It returns how long it waited and the function that gives
-// the slot back.
-func acquireSlot(ctx context.Context, slots chan struct{}, cfg *config.Server) (time.Duration, func(), error) {
+// queue_timeout, counted in queued while it waits. It returns how long it
+// waited and the function that gives the slot back.
+func acquireSlot(ctx context.Context, slots chan struct{}, queued *atomic.Int64, cfg *config.Server) (time.Duration, func(), error) {
 	release := func() { <-slots }
 	select {
 	case slots <- struct{}{}:
 		return 0, release, nil
 	default:
 	}
+	queued.Add(1)
+	defer queued.Add(-1)
 	began := time.Now()
 	wait := cfg.QueueTimeout
 	if wait <= 0 {
@@ -85,7 +102,7 @@ func acquireSlot(ctx context.Context, slots chan struct{}, cfg *config.Server) (
 // partition), at most queue_timeout.
 func (rt route) acquire(ctx context.Context) (time.Duration, func(), error) {
 	if rt.lane == nil {
-		return acquireSlot(ctx, rt.srv.slots, &rt.srv.cfg)
+		return acquireSlot(ctx, rt.srv.slots, &rt.srv.queued, &rt.srv.cfg)
 	}
-	return acquireSlot(ctx, rt.lane.slots, &rt.srv.cfg)
+	return acquireSlot(ctx, rt.lane.slots, &rt.srv.queued, &rt.srv.cfg)
 }

@@ -294,6 +294,7 @@ func (h *Host) finish(ctx context.Context, q *request, began time.Time) {
 		r.Err.Msg = h.gov.scrub(r.Err.Msg + h.lastWords(q))
 	}
 	h.recordResult(ctx, q)
+	h.measure(q)
 }
 
 func (r *Result) fail(e *Error) *Result {

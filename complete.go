@@ -47,27 +47,37 @@ const MaxCompletionValues = 100
 // prompt or reading from the template's server. A server without
 // completions gives none.
 func (h *Host) Complete(ctx context.Context, snap *Snapshot, c CompleteRequest) (*Completion, *Error) {
+	server, out, err := h.complete(ctx, snap, c)
+	class := OK
+	if err != nil {
+		class = err.Kind
+	}
+	h.opts.Metrics.Content(server, "completion", string(class))
+	return out, err
+}
+
+func (h *Host) complete(ctx context.Context, snap *Snapshot, c CompleteRequest) (server string, _ *Completion, _ *Error) {
 	ref, srv, kind, err := h.completionRef(snap, c)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if len(c.Value) > 4096 {
-		return nil, newError(InvalidArguments, srv.cfg.ID, c.Argument, nil, "the value to complete is longer than 4096 bytes")
+		return srv.cfg.ID, nil, newError(InvalidArguments, srv.cfg.ID, c.Argument, nil, "the value to complete is longer than 4096 bytes")
 	}
 	d := h.gov.policy.Decide(policy.Request{Kind: kind, Server: srv.cfg.ID, Tool: c.Prompt, RemoteTool: ref.Name,
 		Resource: c.Template, Principal: snap.who})
 	if d.Verdict == Deny {
-		return nil, newError(Denied, srv.cfg.ID, c.Argument, nil, "completion refused: %s", d.Reason)
+		return srv.cfg.ID, nil, newError(Denied, srv.cfg.ID, c.Argument, nil, "completion refused: %s", d.Reason)
 	}
 	// The connection of the principal it is asked for (a lane, for a
 	// server with per-user credentials), as a call's.
 	q := &request{snap: snap, srv: srv, tool: &catalog.Tool{Name: "completion/complete", Server: srv.cfg.ID}, r: &Result{}}
 	if e := h.routeCall(ctx, q); e != nil {
-		return nil, e
+		return srv.cfg.ID, nil, e
 	}
 	conn := q.link.conn
 	if caps := conn.Session().InitializeResult().Capabilities; caps == nil || caps.Completions == nil {
-		return &Completion{Values: []string{}}, nil
+		return srv.cfg.ID, &Completion{Values: []string{}}, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
 	defer cancel()
@@ -79,9 +89,9 @@ func (h *Host) Complete(ctx context.Context, snap *Snapshot, c CompleteRequest) 
 	h.audit(ctx, store.Event{Event: store.EventCompletion, Server: srv.cfg.ID, Tool: c.Prompt, Snapshot: snap.ID(),
 		Fields: map[string]any{"argument": c.Argument, "template": h.gov.scrub(c.Template), "ok": cerr == nil}})
 	if cerr != nil {
-		return nil, h.accessError(ctx, q, cerr)
+		return srv.cfg.ID, nil, h.accessError(ctx, q, cerr)
 	}
-	return h.boundCompletion(res), nil
+	return srv.cfg.ID, h.boundCompletion(res), nil
 }
 
 // completionRef finds what a completion is for.

@@ -16,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/auth/secrets"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/metrics"
 )
 
 // Credentials are one principal's OAuth logins to the remote servers of a
@@ -23,10 +24,11 @@ import (
 // what a host's connections to those servers carry. Tokens stay in the
 // secret store; nothing here returns them. It is safe for concurrent use.
 type Credentials struct {
-	cfg  *config.Config
-	who  Principal
-	opts AuthOptions
-	dir  string
+	cfg     *config.Config
+	who     Principal
+	opts    AuthOptions
+	dir     string
+	metrics *metrics.Metrics // counts token refreshes; nil: none
 
 	once sync.Once
 	c    *oauth.Client
@@ -50,7 +52,7 @@ func OpenCredentials(cfg *config.Config, opts *Options) *Credentials {
 		o.StateDir = cfg.StateDir()
 	}
 	who := principalFor(cfg, o.Principal)
-	return &Credentials{cfg: cfg, who: who, opts: o.Auth, dir: o.StateDir}
+	return &Credentials{cfg: cfg, who: who, opts: o.Auth, dir: o.StateDir, metrics: o.Metrics}
 }
 
 // Credentials returns the host's credentials: logging in through them
@@ -157,6 +159,7 @@ func (c *Credentials) client() (*oauth.Client, error) {
 			Resolver:    c.opts.Resolver,
 			Open:        c.opts.Open,
 			Consent:     c.opts.Consent,
+			Refreshed:   c.metrics.TokenRefresh,
 		})
 	})
 	return c.c, c.err

@@ -23,6 +23,7 @@ import (
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/internal/schema"
+	"github.com/airlockhq/airlock/metrics"
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
@@ -104,6 +105,11 @@ type Options struct {
 	// resource subscribed to (Host.Subscribe) changed. It must not
 	// block.
 	ResourceUpdated func(ResourceUpdate)
+	// Metrics, when set, counts the host's calls, reads, prompt gets,
+	// completions and token refreshes, and reports its gauges (in flight,
+	// queued, servers' states, approvals pending, unknown outcomes) when
+	// scraped (metrics.go). Nil measures nothing.
+	Metrics *metrics.Metrics
 	// Elicit, when set, is the person a server's questions go to during a
 	// call (see InputRequest): elicitations, input_required rounds, and
 	// sampling requests of servers whose sampling: is ask. A call's own
@@ -295,6 +301,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		h.Close()
 		return nil, err
 	}
+	h.opts.Metrics.Observe(h.metricsState)
 	return h, nil
 }
 

@@ -14,8 +14,8 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "policy", "store", "store/sqlite"},
-	"cmd/airlock":               {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "servers/issues", "servers/workspace", "store"},
+	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "metrics", "policy", "store", "store/sqlite"},
+	"cmd/airlock":               {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "metrics", "servers/issues", "servers/workspace", "store"},
 	"gateway":                   {"", "auth/bearer", "config", "policy"},
 	"bench/callbench":           {"", "config"},
 	"conformance/client":        {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"internal/worktree":         {"internal/upstream"},
 	"config":                    {"auth/egress"},
 	"internal/schema":           nil,
+	"metrics":                   nil,
 	"internal/artifact":         nil,
 	"internal/testenv":          nil,
 	"servers/workspace":         nil,

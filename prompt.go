@@ -69,12 +69,13 @@ func (h *Host) GetPrompt(ctx context.Context, snap *Snapshot, g PromptGet) *Resu
 	p, ok := snap.snap.Prompt(g.Name)
 	if !ok {
 		r := &Result{ToolCallID: g.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began)}
+		h.opts.Metrics.Content("", "prompt", string(UnknownTool))
 		return r.fail(newError(UnknownTool, "", g.Name, nil, "unknown prompt %q: it is not in the catalog", printable(g.Name)))
 	}
 	args, err := promptArguments(p, g.Arguments)
 	tool := &catalog.Tool{Name: p.Name, Server: p.Server, Remote: p.Remote, Description: p.Description,
 		Input: p.Input, Effect: policy.Read}
-	q := newAccess(ctx, snap, g.ID, tool, snap.servers[p.Server], args)
+	q := newAccess(ctx, snap, policy.KindPrompt, g.ID, tool, snap.servers[p.Server], args)
 	q.call.Elicit, q.call.Sample, q.call.Roots, q.call.AskAtOnce, q.call.Offers = g.Elicit, g.Sample, g.Roots, g.AskAtOnce, g.Offers
 	q.call.Progress, q.call.Log, q.call.LogLevel = g.Progress, g.Log, g.LogLevel
 	defer h.finish(ctx, q, began)

@@ -83,11 +83,12 @@ func (h *Host) ReadResource(ctx context.Context, snap *Snapshot, rd Read) *Resul
 	srv, e := h.resolveResource(snap, rd)
 	if e != nil {
 		r := &Result{ToolCallID: rd.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began)}
+		h.opts.Metrics.Content("", "resource", string(e.Kind))
 		return r.fail(e)
 	}
 	tool := &catalog.Tool{Name: methodRead, Server: srv.cfg.ID, Remote: methodRead, Description: rd.URI,
 		Input: readArgs, Effect: policy.Read}
-	q := newAccess(ctx, snap, rd.ID, tool, srv, map[string]any{"uri": rd.URI})
+	q := newAccess(ctx, snap, policy.KindResource, rd.ID, tool, srv, map[string]any{"uri": rd.URI})
 	q.call.Progress, q.call.Log, q.call.LogLevel = rd.Progress, rd.Log, rd.LogLevel
 	defer h.finish(ctx, q, began)
 	return h.access(ctx, q, policy.KindResource, rd.URI, func(ctx context.Context, q *request) *Result {

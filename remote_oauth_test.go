@@ -22,6 +22,7 @@ import (
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/testenv"
+	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -35,6 +36,7 @@ type oauthWorld struct {
 	consents atomic.Int64
 	consent  atomic.Bool
 	logs     *testenv.Buffer
+	metrics  *metrics.Metrics // counts the host's token refreshes
 }
 
 // freeRedirect returns a loopback redirect URI on a port that was free.
@@ -54,6 +56,7 @@ func newOAuthWorldWith(t *testing.T, ro *oauthtest.ResourceOptions) *oauthWorld 
 	redirect := freeRedirect(t)
 	w := &oauthWorld{logs: &testenv.Buffer{}}
 	w.as = oauthtest.New(t, &oauthtest.Options{RedirectURIs: []string{redirect}, Tenant: "acme"})
+	w.metrics = metrics.New()
 	w.rs = oauthtest.NewResourceServer(t, w.as, ro)
 	srv := remote("prot", w.rs.URL+"/mcp")
 	srv.Resource = w.rs.URL
@@ -71,6 +74,7 @@ func newOAuthWorldWith(t *testing.T, ro *oauthtest.ResourceOptions) *oauthWorld 
 func (w *oauthWorld) options() *airlock.Options {
 	return &airlock.Options{
 		StopGrace: 500 * time.Millisecond,
+		Metrics:   w.metrics,
 		Principal: airlock.Principal{Tenant: "acme", User: "alice"},
 		Logger:    slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Auth: airlock.AuthOptions{
@@ -178,6 +182,13 @@ func testRemoteOAuth(t *testing.T, stateful bool) {
 	stats := w.as.Stats()
 	if n := stats.Refreshes - before; n != 1 || stats.ReusedRefreshTokens != 0 {
 		t.Errorf("refreshes = %d, reused refresh tokens = %d; want 1 and 0", n, stats.ReusedRefreshTokens)
+	}
+	// The metrics count the two refreshes, none failed.
+	if got := metricValue(t, w.metrics, "airlock_token_refreshes_total", map[string]string{"server": "prot", "result": "ok"}); got != 2 {
+		t.Errorf("airlock_token_refreshes_total{result=ok} = %v, want 2", got)
+	}
+	if got := metricValue(t, w.metrics, "airlock_token_refreshes_total", map[string]string{"server": "prot", "result": "failed"}); got != 0 {
+		t.Errorf("airlock_token_refreshes_total{result=failed} = %v, want 0", got)
 	}
 
 	// "write" needs a scope the token lacks. Without the person's consent

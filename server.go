@@ -33,6 +33,8 @@ type server struct {
 	// slots bounds the calls in flight to the server (max_concurrency);
 	// a call waits for one at most queue_timeout.
 	slots chan struct{}
+	// queued counts the calls waiting for a slot, of every partition.
+	queued atomic.Int64
 	// reloginMu makes one call at a time try to connect a server that
 	// needed a login.
 	reloginMu sync.Mutex

@@ -27,7 +27,7 @@ var (
 			"max_description": "under limits:", "max_message_bytes": "under limits:",
 			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
 			"max_input_rounds": "under limits:", "max_resource_bytes": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
-			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:",
+			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:", "metrics_token_env": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
 		},
 	}

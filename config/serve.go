@@ -17,7 +17,7 @@ const (
 )
 
 var serveKeys = keySet{
-	known: []string{"auth", "allowed_origins", "max_sessions", "session_idle_timeout"},
+	known: []string{"auth", "allowed_origins", "max_sessions", "session_idle_timeout", "metrics_token_env"},
 	elsewhere: map[string]string{
 		"servers": "at the top level", "limits": "at the top level", "tenancy": "at the top level",
 	},
@@ -44,6 +44,13 @@ type Serve struct {
 	// SessionIdleTimeout ends a session that has made no request for this
 	// long; 0 means [DefaultSessionIdleTimeout].
 	SessionIdleTimeout time.Duration
+	// MetricsTokenEnv names the host variable that holds the bearer token
+	// a scraper must send for /metrics (airlock serve --http). With it,
+	// /metrics is reachable by any host name (a scraper addresses the
+	// gateway by its IP); without it, /metrics answers only under the
+	// names every request is checked against, and not at all when Auth is
+	// set. Empty means none.
+	MetricsTokenEnv string
 }
 
 // ServeAuth is serve.auth: the authorization server whose RFC 9068
@@ -88,6 +95,15 @@ func (r *yamlReader) serve(p pair, s *Serve) {
 		}
 	}
 	r.timeoutKey(f, "serve", "session_idle_timeout", &s.SessionIdleTimeout)
+	if kp, ok := f["metrics_token_env"]; ok {
+		if v, ok := r.text(kp.val, "serve.metrics_token_env"); ok {
+			if msg := checkEnvName(v); msg != "" {
+				r.errorf(resolve(kp.val).Line, "serve.metrics_token_env", "%s", msg)
+			} else {
+				s.MetricsTokenEnv = v
+			}
+		}
+	}
 }
 
 // serveAuth reads serve.auth. The issuer and the resource are URLs of the

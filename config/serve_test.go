@@ -23,8 +23,9 @@ func TestParseServe(t *testing.T) {
 	if got := serve("serve: {}\n"); !cmp.Equal(got, Serve{}) {
 		t.Errorf("serve: {} gives %+v, want the zero Serve", got)
 	}
-	got := serve("serve:\n  allowed_origins: [\"https://App.Example.com\", \"http://localhost:3000\"]\n  max_sessions: 50\n  session_idle_timeout: 5m\n")
-	want := Serve{AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, MaxSessions: 50, SessionIdleTimeout: 5 * time.Minute}
+	got := serve("serve:\n  allowed_origins: [\"https://App.Example.com\", \"http://localhost:3000\"]\n  max_sessions: 50\n  session_idle_timeout: 5m\n  metrics_token_env: AIRLOCK_METRICS_TOKEN\n")
+	want := Serve{AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"}, MaxSessions: 50, SessionIdleTimeout: 5 * time.Minute,
+		MetricsTokenEnv: "AIRLOCK_METRICS_TOKEN"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Serve mismatch (-want +got):\n%s", diff)
 	}
@@ -86,6 +87,8 @@ func TestParseServeErrors(t *testing.T) {
 		{"bad numbers", server + "serve:\n  max_sessions: 0\n  session_idle_timeout: 0s\n", []string{
 			"airlock.yaml:6: serve.max_sessions: must be a whole number of sessions from 1 to 1000000",
 			`airlock.yaml:7: serve.session_idle_timeout: "0s" must be longer than zero`}},
+		{"bad metrics token variable", server + "serve:\n  metrics_token_env: 1TOKEN\n", []string{
+			`airlock.yaml:6: serve.metrics_token_env: "1TOKEN" is not a valid environment variable name: use letters, digits and _, not starting with a digit`}},
 	}
 	checkErrors(t, tests, func(src string) (*Config, error) {
 		return Parse([]byte(src), "airlock.yaml", t.TempDir())

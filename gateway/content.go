@@ -249,8 +249,11 @@ func same(a, b any) bool {
 // screen is a receiving middleware for what the SDK cannot know of the
 // catalog: a read of a URI two servers list gets the error that names the
 // qualified ones (the SDK would find no such resource); completions are
-// declared only while something can be completed; and a subscription in a
-// subscriptions/listen stream is made for the stream's caller.
+// declared only while something can be completed; a subscription in a
+// subscriptions/listen stream is made for the stream's caller; and a
+// tools/call for a name the gateway does not list goes to the host, which
+// refuses it as unknown_tool, writing it to the audit trail and counting
+// it, instead of being dropped by the SDK unseen.
 func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -269,6 +272,12 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case "subscriptions/listen":
 			ctx = context.WithValue(ctx, extraKey{}, req.GetExtra())
+		case "tools/call":
+			if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil && !g.isListed(cr.Params.Name) {
+				// The SDK would refuse it on its own; the host refuses it
+				// too (unknown_tool), and records and counts the attempt.
+				return g.call(ctx, cr)
+			}
 		}
 		res, err := next(ctx, method, req)
 		if err != nil || g.content.Load().completable() {
@@ -286,4 +295,14 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// isListed reports whether the gateway lists a tool of that name.
+func (g *Gateway) isListed(name string) bool {
+	names := g.names.Load()
+	if names == nil {
+		return false
+	}
+	_, ok := (*names)[name]
+	return ok
 }

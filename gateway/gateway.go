@@ -55,6 +55,16 @@ type Options struct {
 	// ListTTL is how long a 2026-07-28 client may keep the tool list
 	// (ttlMs). Zero means DefaultListTTL.
 	ListTTL time.Duration
+	// Metrics, when set, is served at GET /metrics on the HTTP endpoint
+	// (the Prometheus exposition of the host's metrics.Metrics).
+	Metrics http.Handler
+	// MetricsToken, when set, is the bearer token a scraper must send for
+	// /metrics, which then answers under any host name (a scraper reaches
+	// the gateway by its address). Without it, /metrics answers only
+	// under the names every request is checked against (loopback, and
+	// the resource's host), and, with a Verifier, not at all: a caller's
+	// access token is for MCP, not for the host's metrics.
+	MetricsToken string
 }
 
 // A Gateway serves one Host's catalog to MCP clients. Create it with New,
@@ -74,6 +84,7 @@ type Gateway struct {
 
 	listMu  sync.Mutex                             // one publish at a time
 	listed  map[string]*mcp.Tool                   // what the server lists, by name
+	names   atomic.Pointer[map[string]*mcp.Tool]   // listed, for readers without listMu
 	content atomic.Pointer[contentIndex]           // and besides tools (content.go)
 	subs    sessionSubs                            // the resources sessions subscribed to (subscribe.go)
 	updates chan airlock.ResourceUpdate            // to pass on to the sessions subscribed (subscribe.go)
@@ -281,6 +292,7 @@ func (g *Gateway) publish(snap *airlock.Snapshot, announce bool) {
 		}
 	}
 	g.listed = next
+	g.names.Store(&next)
 	ix := indexOf(snap)
 	g.publishContent(g.content.Load(), ix)
 	g.content.Store(ix)

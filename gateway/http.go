@@ -3,6 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,8 +49,10 @@ const (
 //	                                            are held), 503 while draining
 //	/.well-known/oauth-protected-resource[/…]   with inbound authentication: RFC 9728
 //	                                            metadata (public)
+//	/metrics                                    with Options.Metrics: Prometheus metrics
+//	                                            (see Options.MetricsToken)
 //
-// Every request must name in its Host header a loopback host or, with
+// Every request but a scrape with Options.MetricsToken must name in its Host header a loopback host or, with
 // inbound authentication, the host of serve.auth.resource (a page that
 // rebinds its own DNS name to 127.0.0.1 is refused). Requests to /mcp then
 // pass the Origin allowlist (serve.allowed_origins; a request without
@@ -117,7 +122,52 @@ func (g *Gateway) buildHandler() http.Handler {
 	}
 	mux.Handle(Endpoint, bearer.OriginCheck{Allowed: g.opts.Serve.AllowedOrigins, Logger: g.log, SameLoopbackOrigin: true,
 		Message: "origin not allowed: list it in serve.allowed_origins to let this web page use the gateway"}.Wrap(endpoint))
-	return hosts.Wrap(mux)
+	checked := hosts.Wrap(mux)
+	switch m := g.opts.Metrics; {
+	case m == nil:
+	case g.opts.MetricsToken != "":
+		// A scraper addresses the gateway by its IP, which no Host check
+		// would let through; the token is what keeps others out.
+		scrape := metricsToken(g.opts.MetricsToken, m)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == MetricsPath {
+				scrape.ServeHTTP(w, r)
+				return
+			}
+			checked.ServeHTTP(w, r)
+		})
+	case g.opts.Verifier != nil:
+		mux.HandleFunc(MetricsPath, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "metrics need a token of their own when serve.auth is set: name the variable that holds it in serve.metrics_token_env", http.StatusForbidden)
+		})
+	default:
+		mux.Handle("GET "+MetricsPath, m)
+	}
+	return checked
+}
+
+// MetricsPath is where the HTTP endpoint serves Options.Metrics.
+const MetricsPath = "/metrics"
+
+// metricsToken serves next to GET requests that carry token as their
+// bearer token, and refuses every other.
+func metricsToken(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed: scrape /metrics with GET", http.StatusMethodNotAllowed)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(got))
+		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock metrics"`)
+			http.Error(w, "a bearer token is required: send the one in the variable serve.metrics_token_env names", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (g *Gateway) mcpServer(*http.Request) *mcp.Server { return g.server }

@@ -55,6 +55,11 @@ type Options struct {
 
 	// Now is the clock for token expiry. Nil means time.Now.
 	Now func() time.Time
+
+	// Refreshed, when set, is told each time the client renewed a
+	// server's access token (refresh_token, or client_credentials issued
+	// again), or tried to and could not: err says why. It must not block.
+	Refreshed func(server string, err error)
 }
 
 // StepUp is what [Options.Consent] is asked to approve.

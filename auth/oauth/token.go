@@ -111,7 +111,11 @@ func (c *Client) renewLocked(ctx context.Context, srv *Server, ps *partState, us
 	if tok, ok, err := c.reloadLocked(ctx, srv, ps, used); ok || err != nil {
 		return tok, err
 	}
-	return c.refreshLocked(ctx, srv, ps)
+	tok, err := c.refreshLocked(ctx, srv, ps)
+	if c.opts.Refreshed != nil {
+		c.opts.Refreshed(srv.ID, err)
+	}
+	return tok, err
 }
 
 // refreshAfter returns a token other than used, which the server refused:

@@ -13,6 +13,7 @@ import (
 	"github.com/airlockhq/airlock/auth/egress"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
+	"github.com/airlockhq/airlock/metrics"
 )
 
 const serveUsage = "airlock serve --stdio | --http ADDR [--config FILE] [--state DIR]"
@@ -72,6 +73,14 @@ func (e *env) serve(o *options, _ []string) error {
 			// it acts for tenancy:, as the command line does.
 			gopts.Serve.Auth = nil
 		}
+		if o.httpAddr != "" {
+			token, err := metricsToken(cfg.Serve.MetricsTokenEnv, os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			m := metrics.New()
+			opts.Metrics, gopts.Metrics, gopts.MetricsToken = m, m.Handler(), token
+		}
 		g = gateway.New(gopts)
 		opts.Approver, opts.CatalogChanged, opts.ResourceUpdated = g, g.CatalogChanged, g.ResourceUpdated
 		// Servers may ask during calls; each call puts their questions
@@ -110,6 +119,25 @@ func (e *env) serve(o *options, _ []string) error {
 		fmt.Fprintf(e.stderr, "airlock: each call is made for the caller its access token names (tokens of %s for %s)\n", auth.Issuer, auth.Resource)
 	}
 	return g.Serve(e.ctx, ln)
+}
+
+// minMetricsToken is the shortest bearer token /metrics accepts.
+const minMetricsToken = 16
+
+// metricsToken reads the bearer token scrapers of /metrics must send from
+// the host variable serve.metrics_token_env names, if it names one.
+func metricsToken(name string, lookup func(string) (string, bool)) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	v, ok := lookup(name)
+	switch {
+	case !ok || v == "":
+		return "", usageError("serve.metrics_token_env: the host variable %s is not set or empty: set it to the token scrapers of /metrics send (such as the output of openssl rand -hex 32)", name)
+	case len(v) < minMetricsToken:
+		return "", usageError("serve.metrics_token_env: the token in %s is shorter than %d characters: use a long random one (such as the output of openssl rand -hex 32)", name, minMetricsToken)
+	}
+	return v, nil
 }
 
 // The garbage collector of a gateway over HTTP. The go-sdk allocates a

@@ -263,6 +263,13 @@ func TestServeWithInboundAuth(t *testing.T) {
 	}
 
 	tok := idp.Mint(t, idp.Claims(resource, "acme", "alice", "mcp:tools"), nil)
+	// A caller's access token is for MCP: without a token of their own,
+	// the metrics are not served at all.
+	for _, bearer := range []string{"", tok} {
+		if code, _, body := scrape(t, url, "", bearer); code != http.StatusForbidden || !strings.Contains(body, "serve.metrics_token_env") {
+			t.Errorf("GET /metrics with serve.auth and no metrics token (bearer %t): %d %q", bearer != "", code, body)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "http-test", Version: "1"}, nil)
