@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/schema"
@@ -48,6 +49,9 @@ type request struct {
 	// fold holds the decision and call_sent events of a read allowed
 	// without asking, for its result event to carry; nil for other calls.
 	fold *fold
+	// span is the request's trace span (spans.go); nil when the host
+	// makes none.
+	span trace.Span
 }
 
 // fail ends q with an error about its tool.
@@ -66,7 +70,8 @@ func (q *request) fail(kind Kind, cause error, format string, args ...any) *Resu
 // journal first. The value that was checked is the value that is sent.
 func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	began := time.Now()
-	q := &request{call: c, snap: snap, r: &Result{ToolCallID: c.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(),
+	ctx, span := h.spans.start(ctx, "tools/call")
+	q := &request{call: c, snap: snap, span: span, r: &Result{ToolCallID: c.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(),
 		TraceID: telemetry.TraceID(ctx)}}
 	defer h.finish(ctx, q, began)
 	r := q.r
@@ -295,6 +300,7 @@ func (h *Host) finish(ctx context.Context, q *request, began time.Time) {
 	}
 	h.recordResult(ctx, q)
 	h.measure(q)
+	h.endSpan(q)
 }
 
 func (r *Result) fail(e *Error) *Result {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/artifact"
@@ -110,6 +111,13 @@ type Options struct {
 	// queued, servers' states, approvals pending, unknown outcomes) when
 	// scraped (metrics.go). Nil measures nothing.
 	Metrics *metrics.Metrics
+	// TracerProvider, when set, makes a span of every tool call, resource
+	// read and prompt get (spans.go), a child of the span in the caller's
+	// context. Nil means the OTLP exporter the standard environment
+	// configures (OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT; the host shuts it
+	// down when it closes), or else OpenTelemetry's global provider, which
+	// makes no spans unless the program set one.
+	TracerProvider trace.TracerProvider
 	// Elicit, when set, is the person a server's questions go to during a
 	// call (see InputRequest): elicitations, input_required rounds, and
 	// sampling requests of servers whose sampling: is ask. A call's own
@@ -197,6 +205,7 @@ type Host struct {
 	subs      subscriptions   // resources subscribed to (subscribe.go)
 	procs     *procRecord     // the host-scoped stdio servers running, on disk
 	trace     *wireTrace      // Options.Trace, or nil
+	spans     spans           // Options.TracerProvider's tracer (spans.go)
 	servers   []*server       // scope: host, shared by every task
 	perTask   []config.Server // scope: task, started by each task
 	line      *lineage        // the host's snapshots
@@ -260,6 +269,11 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	// also exported as OTLP log records.
 	if h.trail, err = openTrail(ctx, h.gov.store, audit.Options{Logger: h.log, Redactor: h.gov.redactor,
 		RecordValues: cfg.Audit.RecordValues, Now: h.gov.now}); err != nil {
+		h.gov.close()
+		return nil, err
+	}
+	if h.spans, err = openSpans(ctx, h.opts.TracerProvider, h.log); err != nil {
+		h.trail.close()
 		h.gov.close()
 		return nil, err
 	}
@@ -405,6 +419,7 @@ func (h *Host) Close() error {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
 		h.trail.close()
+		h.spans.close()
 		h.trace.close()
 		h.closeErr = errors.Join(err, h.gov.close())
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/internal/catalog"
+	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
@@ -66,16 +67,20 @@ const maxPromptArgument = 64 << 10
 // resources in the messages go to the artifact store, as a tool's do.
 func (h *Host) GetPrompt(ctx context.Context, snap *Snapshot, g PromptGet) *Result {
 	began := time.Now()
+	ctx, span := h.spans.start(ctx, "prompts/get")
 	p, ok := snap.snap.Prompt(g.Name)
 	if !ok {
-		r := &Result{ToolCallID: g.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began)}
+		r := &Result{ToolCallID: g.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began),
+			TraceID: telemetry.TraceID(ctx)}
 		h.opts.Metrics.Content("", "prompt", string(UnknownTool))
+		defer h.endSpan(&request{kind: policy.KindPrompt, r: r, span: span})
 		return r.fail(newError(UnknownTool, "", g.Name, nil, "unknown prompt %q: it is not in the catalog", printable(g.Name)))
 	}
 	args, err := promptArguments(p, g.Arguments)
 	tool := &catalog.Tool{Name: p.Name, Server: p.Server, Remote: p.Remote, Description: p.Description,
 		Input: p.Input, Effect: policy.Read}
 	q := newAccess(ctx, snap, policy.KindPrompt, g.ID, tool, snap.servers[p.Server], args)
+	q.span = span
 	q.call.Elicit, q.call.Sample, q.call.Roots, q.call.AskAtOnce, q.call.Offers = g.Elicit, g.Sample, g.Roots, g.AskAtOnce, g.Offers
 	q.call.Progress, q.call.Log, q.call.LogLevel = g.Progress, g.Log, g.LogLevel
 	defer h.finish(ctx, q, began)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlockhq/airlock/internal/catalog"
 	"github.com/airlockhq/airlock/internal/schema"
+	"github.com/airlockhq/airlock/internal/telemetry"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
 )
@@ -80,15 +81,20 @@ func mustSchema(doc string) *schema.Schema {
 // have is resource_not_found.
 func (h *Host) ReadResource(ctx context.Context, snap *Snapshot, rd Read) *Result {
 	began := time.Now()
+	ctx, span := h.spans.start(ctx, methodRead)
 	srv, e := h.resolveResource(snap, rd)
 	if e != nil {
-		r := &Result{ToolCallID: rd.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began)}
+		r := &Result{ToolCallID: rd.ID, CallID: store.NewID("call_"), Snapshot: snap.ID(), Duration: time.Since(began),
+			TraceID: telemetry.TraceID(ctx)}
 		h.opts.Metrics.Content("", "resource", string(e.Kind))
-		return r.fail(e)
+		r.fail(e)
+		h.endSpan(&request{kind: policy.KindResource, r: r, span: span})
+		return r
 	}
 	tool := &catalog.Tool{Name: methodRead, Server: srv.cfg.ID, Remote: methodRead, Description: rd.URI,
 		Input: readArgs, Effect: policy.Read}
 	q := newAccess(ctx, snap, policy.KindResource, rd.ID, tool, srv, map[string]any{"uri": rd.URI})
+	q.span = span
 	q.call.Progress, q.call.Log, q.call.LogLevel = rd.Progress, rd.Log, rd.LogLevel
 	defer h.finish(ctx, q, began)
 	return h.access(ctx, q, policy.KindResource, rd.URI, func(ctx context.Context, q *request) *Result {

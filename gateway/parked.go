@@ -128,12 +128,12 @@ func (p *parkedCalls) remove(id string) {
 // questions sent to the client as input_required rounds, and returns the
 // first round's answer. run makes the host's call (or get) with the
 // askers it is given (and then ends its hold on the snapshot); it is given
-// a context of the gateway's, since the request's ends with this round.
-// finish turns the host's result into the answer of the round that takes
+// a context of the gateway's, since the request's ends with this round,
+// which carries only the request's trace context (trace.go). finish turns the host's result into the answer of the round that takes
 // it.
 func (g *Gateway) park(ctx context.Context, ex *exchange, who caller, a asking,
 	run func(ctx context.Context, k askers) *airlock.Result, finish finisher) (mcp.Result, error) {
-	life, stop, ok := g.calls.enter(context.Background())
+	life, stop, ok := g.calls.enter(traceOnly(ctx))
 	if !ok {
 		return nil, shuttingDown
 	}

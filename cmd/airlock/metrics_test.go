@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // scrape GETs the gateway's /metrics (endpoint is its /mcp URL) with the
@@ -174,4 +176,70 @@ func TestServeMetricsToken(t *testing.T) {
 		t.Errorf("POST /mcp for %s with the metrics token: %s, want it refused", scraperHost, resp.Status)
 	}
 	stopServe(t, cmd)
+}
+
+// withHeader sends every request with one more header.
+type withHeader struct{ key, value string }
+
+func (h withHeader) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set(h.key, h.value)
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestServeSpans: with the OpenTelemetry environment set, the gateway's
+// host sends a span of every call to the collector, a child of the span
+// the client propagated: in params._meta (traceparent, as MCP clients
+// propagate it) or in the HTTP request's traceparent header.
+func TestServeSpans(t *testing.T) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "")
+		}
+	}
+	rc, endpoint := testenv.ServeTraces(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+	dir := workdir(t)
+	url, cmd := startServe(t, dir, "--http", "127.0.0.1:0", "--config", serveConfig(t, dir))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	const (
+		inMeta   = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+		inHeader = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	)
+	c := mcp.NewClient(&mcp.Implementation{Name: "traced", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}}
+	params.SetMeta(map[string]any{"traceparent": inMeta})
+	if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+		t.Fatalf("read_file with _meta.traceparent: %+v, %v", res, err)
+	}
+	cs.Close()
+	cs, err = c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
+		HTTPClient: &http.Client{Transport: withHeader{"traceparent", inHeader}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}}); err != nil || res.IsError {
+		t.Fatalf("read_file with a traceparent header: %+v, %v", res, err)
+	}
+	cs.Close()
+	stopServe(t, cmd) // the host sends its spans as it closes
+
+	parents := map[string]bool{}
+	for _, s := range rc.Spans() {
+		if s.Name != "tools/call ws__read_file" || s.Attrs["airlock.class"] != "ok" || s.Service != "airlock" {
+			t.Errorf("span %q (class %q, service %q)", s.Name, s.Attrs["airlock.class"], s.Service)
+		}
+		parents["00-"+s.TraceID+"-"+s.ParentSpanID+"-01"] = true
+	}
+	for _, want := range []string{inMeta, inHeader} {
+		if !parents[want] {
+			t.Errorf("no span under %s; spans: %+v", want, rc.Spans())
+		}
+	}
 }

@@ -46,48 +46,10 @@ const (
 // FromEnv does not connect: a collector that is down shows up later, as
 // export failures in the log.
 func FromEnv(ctx context.Context, opts *Options) (*Exporter, error) {
-	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
-		return nil, nil
+	protocol, res, err := otlpEnv(ctx, "LOGS")
+	if protocol == "" || err != nil {
+		return nil, err
 	}
-	switch v := strings.TrimSpace(os.Getenv("OTEL_LOGS_EXPORTER")); v {
-	case "", "otlp":
-	case "none":
-		return nil, nil
-	default:
-		return nil, fmt.Errorf("OTEL_LOGS_EXPORTER=%s is not supported: use otlp or none", v)
-	}
-	if getenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
-		return nil, nil
-	}
-	protocol := getenv("OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
-	if protocol == "" {
-		protocol = protocolHTTP
-	}
-	if protocol != protocolHTTP && protocol != protocolGRPC {
-		return nil, fmt.Errorf("OTLP protocol %q is not supported: set OTEL_EXPORTER_OTLP_PROTOCOL to %s or %s", protocol, protocolHTTP, protocolGRPC)
-	}
-	// The exporter libraries pass a value they cannot parse, whole, to
-	// OpenTelemetry's global error handler, which prints it.
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
-		if err := checkEndpoint(name, os.Getenv(name)); err != nil {
-			return nil, err
-		}
-	}
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_LOGS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
-		if err := checkHeaders(name, os.Getenv(name)); err != nil {
-			return nil, err
-		}
-	}
-
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", defaultServiceName)),
-		resource.WithFromEnv(), // later detectors win: the environment overrides the default
-		resource.WithTelemetrySDK(),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w", err)
-	}
-
 	var exp sdklog.Exporter
 	switch protocol {
 	case protocolGRPC:
@@ -99,6 +61,53 @@ func FromEnv(ctx context.Context, opts *Options) (*Exporter, error) {
 		return nil, fmt.Errorf("create the OTLP %s log exporter: %w", protocol, err)
 	}
 	return newExporter(exp, res, opts), nil
+}
+
+// otlpEnv reads the standard environment's settings for the OTLP export
+// of signal (LOGS or TRACES): the protocol, "" when the environment asks
+// for no export of it, and the resource that describes the service.
+func otlpEnv(ctx context.Context, signal string) (string, *resource.Resource, error) {
+	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+		return "", nil, nil
+	}
+	switch v := strings.TrimSpace(os.Getenv("OTEL_" + signal + "_EXPORTER")); v {
+	case "", "otlp":
+	case "none":
+		return "", nil, nil
+	default:
+		return "", nil, fmt.Errorf("OTEL_%s_EXPORTER=%s is not supported: use otlp or none", signal, v)
+	}
+	if getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+		return "", nil, nil
+	}
+	protocol := getenv("OTEL_EXPORTER_OTLP_"+signal+"_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+	if protocol == "" {
+		protocol = protocolHTTP
+	}
+	if protocol != protocolHTTP && protocol != protocolGRPC {
+		return "", nil, fmt.Errorf("OTLP protocol %q is not supported: set OTEL_EXPORTER_OTLP_PROTOCOL to %s or %s", protocol, protocolHTTP, protocolGRPC)
+	}
+	// The exporter libraries pass a value they cannot parse, whole, to
+	// OpenTelemetry's global error handler, which prints it.
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_" + signal + "_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if err := checkEndpoint(name, os.Getenv(name)); err != nil {
+			return "", nil, err
+		}
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_" + signal + "_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS"} {
+		if err := checkHeaders(name, os.Getenv(name)); err != nil {
+			return "", nil, err
+		}
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", defaultServiceName)),
+		resource.WithFromEnv(), // later detectors win: the environment overrides the default
+		resource.WithTelemetrySDK(),
+	)
+	if err != nil {
+		return "", nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES or OTEL_SERVICE_NAME: %w", err)
+	}
+	return protocol, res, nil
 }
 
 // getenv returns the first of the variables that is set and not blank, as

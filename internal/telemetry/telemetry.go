@@ -62,17 +62,10 @@ type Exporter struct {
 
 // newExporter sends through exp, which it owns from now on, as res.
 func newExporter(exp sdklog.Exporter, res *resource.Resource, o *Options) *Exporter {
-	if o == nil {
-		o = &Options{}
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	// The batch processor would hand export errors to OpenTelemetry's
 	// process-wide error handler, which prints to stderr; the reporter logs
 	// them here instead and keeps stderr for the host.
-	rep := &reporter{log: log, limit: rate.Sometimes{First: 1, Interval: errorInterval}}
+	rep := newReporter(o, "the audit trail")
 	provider := sdklog.NewLoggerProvider(sdklog.WithResource(res),
 		sdklog.WithProcessor(sdklog.NewBatchProcessor(reportingExporter{Exporter: exp, rep: rep})))
 	return &Exporter{provider: provider, logger: provider.Logger(scope)}
@@ -173,15 +166,25 @@ func (r reportingExporter) Export(ctx context.Context, records []sdklog.Record) 
 // reporter logs export failures, rate-limited.
 type reporter struct {
 	log        *slog.Logger
+	what       string // what is exported, for the log line
 	limit      rate.Sometimes
 	suppressed atomic.Int64 // failures not logged since the last line
+}
+
+// newReporter reports the failures to send what to o.Logger.
+func newReporter(o *Options, what string) *reporter {
+	log := slog.New(slog.DiscardHandler)
+	if o != nil && o.Logger != nil {
+		log = o.Logger
+	}
+	return &reporter{log: log, what: what, limit: rate.Sometimes{First: 1, Interval: errorInterval}}
 }
 
 func (r *reporter) report(err error, records int) {
 	logged := false
 	r.limit.Do(func() {
 		logged = true
-		r.log.Warn("cannot send the audit trail to OpenTelemetry",
+		r.log.Warn("cannot send "+r.what+" to OpenTelemetry",
 			"error", err, "records", records, "failures_not_logged", r.suppressed.Swap(0))
 	})
 	if !logged {

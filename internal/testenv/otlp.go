@@ -1,0 +1,109 @@
+package testenv
+
+import (
+	"compress/gzip"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// A Span is one span as an OTLP collector received it.
+type Span struct {
+	Service       string // the resource's service.name
+	Scope         string
+	Name          string
+	TraceID       string // 32 hex digits
+	SpanID        string // 16 hex digits
+	ParentSpanID  string // "" for a root span
+	Kind          int32
+	StatusCode    int32 // 0 unset, 1 ok, 2 error
+	StatusMessage string
+	Attrs         map[string]string // string values only
+}
+
+// A TraceReceiver is an OTLP/HTTP trace collector on the loopback
+// interface that keeps the spans it is sent.
+type TraceReceiver struct {
+	mu    sync.Mutex
+	spans []Span
+}
+
+// Spans returns the spans received so far.
+func (rc *TraceReceiver) Spans() []Span {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]Span(nil), rc.spans...)
+}
+
+// ServeTraces starts a TraceReceiver, stopped when the test ends, and
+// returns it and its traces endpoint (http://127.0.0.1:PORT/v1/traces),
+// for OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
+func ServeTraces(t testing.TB) (*TraceReceiver, string) {
+	t.Helper()
+	rc := &TraceReceiver{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rd io.Reader = r.Body
+		if r.Header.Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			rd = zr
+		}
+		data, err := io.ReadAll(rd)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(data, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rc.add(&req)
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
+		t.Fatalf("receiver listens on %s, want loopback", srv.URL)
+	}
+	return rc, srv.URL + "/v1/traces"
+}
+
+func (rc *TraceReceiver) add(req *coltracepb.ExportTraceServiceRequest) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		service := ""
+		for _, kv := range rs.GetResource().GetAttributes() {
+			if kv.GetKey() == "service.name" {
+				service = kv.GetValue().GetStringValue()
+			}
+		}
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				attrs := map[string]string{}
+				for _, kv := range s.GetAttributes() {
+					attrs[kv.GetKey()] = kv.GetValue().GetStringValue()
+				}
+				parent := ""
+				if p := s.GetParentSpanId(); len(p) > 0 {
+					parent = hex.EncodeToString(p)
+				}
+				rc.spans = append(rc.spans, Span{Service: service, Scope: ss.GetScope().GetName(), Name: s.GetName(),
+					TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()), ParentSpanID: parent,
+					Kind: int32(s.GetKind()), StatusCode: int32(s.GetStatus().GetCode()), StatusMessage: s.GetStatus().GetMessage(), Attrs: attrs})
+			}
+		}
+	}
+}
