@@ -34,6 +34,7 @@ var allowedImports = map[string][]string{
 	"policy":                    {"config", "internal/canonical"},
 	"store":                     nil,
 	"store/sqlite":              {"store"},
+	"store/postgres":            {"store"},
 	"store/storetest":           {"store"},
 	"internal/redact":           {"internal/canonical"},
 	"internal/canonical":        nil,
