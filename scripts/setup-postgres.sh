@@ -48,6 +48,19 @@ running() {
 	as_db "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1
 }
 
+# accepting waits up to ten seconds for the server to accept connections on
+# loopback; without pg_isready (it sits beside the real pg_ctl), it trusts
+# pg_ctl status.
+isready="$(dirname "$(readlink -f "$bin/pg_ctl")")/pg_isready"
+accepting() {
+	[[ -x $isready ]] || return 0
+	for _ in $(seq 20); do
+		"$isready" -q -h 127.0.0.1 -p "$port" -t 2 && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 if [[ ${1:-} == stop ]]; then
 	if running; then
 		as_db "$bin/pg_ctl" -D "$data" -m fast -w stop >&2
@@ -82,6 +95,12 @@ synchronous_commit = on
 EOF
 fi
 
+if running && ! accepting; then
+	# A pid file whose process does not answer: a server that was killed
+	# and not yet reaped, or a pid reused since a crash.
+	echo "setup-postgres: the server in $data does not answer; starting it again" >&2
+	as_db "$bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1 || true
+fi
 if ! running; then
 	# pg_ctl status found no live server: a pid file left by a crash is
 	# stale, and postgres would refuse to start beside it.
