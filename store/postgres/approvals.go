@@ -16,17 +16,11 @@ type approvals struct{ db *DB }
 var _ store.Approvals = approvals{}
 
 func (a approvals) Create(ctx context.Context, ap store.Approval) error {
-	if err := ap.Check(); err != nil {
-		return fmt.Errorf("create approval: %w", err)
+	created, err := ap.Created(time.Now())
+	if err != nil {
+		return err
 	}
-	created := ap.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
-		if !ap.ExpiresAt.After(created) {
-			return fmt.Errorf("create approval %s: it expires before it is created", ap.ID)
-		}
-	}
-	_, err := a.db.pool.Exec(ctx, `
+	_, err = a.db.pool.Exec(ctx, `
 INSERT INTO approvals (id, server, tool, digest, summary, target, definition, status, created_at, expires_at, tenant, user_name)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $11)`,
 		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, store.UTC(created), store.UTC(ap.ExpiresAt),
@@ -109,10 +103,7 @@ WHERE id = $5 AND status = 'pending' AND (NOT $6 OR expires_at > $3)`,
 		return nil
 	}
 	ap, err := a.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("%s: %w", verb, err)
-	}
-	return fmt.Errorf("%s approval %s: it is %s: %w", verb, id, ap.Status, store.ErrConflict)
+	return store.NotDecided(verb, ap, err)
 }
 
 // Consume marks the oldest usable grant used in one statement. The grant is

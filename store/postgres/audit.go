@@ -32,14 +32,10 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	rows := make([]eventRow, len(events))
 	now := time.Now()
-	for i, e := range events {
-		r, err := encodeEvent(e, now)
-		if err != nil {
-			return fmt.Errorf("append: %w", err)
-		}
-		rows[i] = r
+	rows, err := store.StoreEvents(events, now)
+	if err != nil {
+		return fmt.Errorf("append: %w", err)
 	}
 	key, err := a.db.auditKey(true)
 	if err != nil {
@@ -61,19 +57,19 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 		}
 		link, broken := key.Base(head, last, now)
 		if broken != nil {
-			r, err := encodeEvent(*broken, now)
+			r, err := store.StoreEvent(*broken, now)
 			if err != nil {
 				return err
 			}
-			rows = append([]eventRow{r}, rows...)
+			rows = append([]store.StoredEvent{r}, rows...)
 		}
 		var b pgx.Batch
 		for _, r := range rows {
-			link = key.Next(link, r.e, r.fields)
-			e := r.e
+			link = key.Next(link, r.Event, r.Fields)
+			e := r.Event
 			var fields *string
-			if r.fields != nil {
-				s := string(r.fields)
+			if r.Fields != nil {
+				s := string(r.Fields)
 				fields = &s
 			}
 			b.Queue(insertEvent, e.Time, e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields,
@@ -90,35 +86,6 @@ ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = exclud
 		return fmt.Errorf("append %s: cannot write the audit trail: %w", events[0].Event, err)
 	}
 	return nil
-}
-
-// An eventRow is an event as it is stored: its time to the microsecond and
-// its fields as JSON text (nil for none), which is what its link covers.
-type eventRow struct {
-	e      store.Event
-	fields []byte
-}
-
-// encodeEvent checks e and encodes it for the events table; a zero time
-// becomes now.
-func encodeEvent(e store.Event, now time.Time) (eventRow, error) {
-	if err := e.Check(); err != nil {
-		return eventRow{}, err
-	}
-	var r eventRow
-	if len(e.Fields) > 0 {
-		b, err := json.Marshal(e.Fields)
-		if err != nil {
-			return eventRow{}, fmt.Errorf("%s: %w", e.Event, err)
-		}
-		r.fields = b
-	}
-	if e.Time.IsZero() {
-		e.Time = now
-	}
-	e.Time = store.UTC(e.Time)
-	r.e = e
-	return r, nil
 }
 
 func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {

@@ -82,11 +82,7 @@ WHERE id = $4 AND outcome IS NULL`,
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	r, err := j.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("end: %w", err)
-	}
-	return fmt.Errorf("end %s: it already ended %s: %w", id, r.Status, store.ErrConflict)
+	return store.NotEnded(j.Get(ctx, id))
 }
 
 // RecoverOpen ends the open intents of each writer whose lock it can take,
@@ -205,14 +201,7 @@ WHERE id = $5 AND outcome = 'unknown' AND resolution IS NULL`,
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	r, err := j.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("resolve: %w", err)
-	}
-	if r.Resolved {
-		return fmt.Errorf("resolve %s: it was already resolved as %s: %w", id, r.Resolution, store.ErrConflict)
-	}
-	return fmt.Errorf("resolve %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
+	return store.NotResolved(j.Get(ctx, id))
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
@@ -226,14 +215,7 @@ WHERE id = $3 AND outcome = 'unknown' AND late_answer_at IS NULL`,
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
-	r, err := j.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("late answer: %w", err)
-	}
-	if !r.LateAnswerAt.IsZero() {
-		return fmt.Errorf("late answer %s: it already has one: %w", id, store.ErrConflict)
-	}
-	return fmt.Errorf("late answer %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
+	return store.NoLateAnswer(j.Get(ctx, id))
 }
 
 // collect reads every row of a query, as scan reads it, nil for none; err
