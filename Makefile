@@ -1,4 +1,5 @@
-# make test   set up the test servers, check formatting and vet, run every test with -race
+# make test   set up the test servers and PostgreSQL, check formatting and vet,
+#             run every test with -race
 # make check  formatting, vet, staticcheck and import grouping
 # make durability  kill a host with 64 journaled writes in flight 200 times
 #             and check the journal against what the server received
@@ -29,6 +30,8 @@ TEST_INSPECTOR := $(CURDIR)/.cache/inspector/node_modules/@modelcontextprotocol/
 .PHONY: test check gofmt vet staticcheck imports setup bench durability
 
 test: setup check conformance
+	url="$$(bash scripts/setup-postgres.sh)"; \
+	AIRLOCK_TEST_POSTGRES="$$url" \
 	AIRLOCK_TEST_NODE='$(TEST_NODE)' \
 	AIRLOCK_TEST_EVERYTHING='$(TEST_EVERYTHING)' \
 	AIRLOCK_TEST_NPX_CACHE='$(TEST_NPX_CACHE)' \
@@ -60,8 +63,13 @@ staticcheck:
 imports:
 	$(GO) test -count=1 -run '^TestImportGroups$$' .
 
+# setup also starts the tests' PostgreSQL (scripts/setup-postgres.sh): a
+# loopback-only server in .cache/postgres, on port 55432, reused while it
+# runs; `bash scripts/setup-postgres.sh stop` stops it. The test target
+# hands its URL to the tests as AIRLOCK_TEST_POSTGRES (internal/testenv).
 setup:
 	bash scripts/setup-node.sh
+	bash scripts/setup-postgres.sh >/dev/null
 
 # durability: TestJournalSurvivesKill with 200 kills (a plain go test
 # runs it with 50).

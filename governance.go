@@ -1,6 +1,7 @@
 package airlock
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/policy"
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/postgres"
 	"github.com/airlockhq/airlock/store/sqlite"
 )
 
@@ -59,6 +61,11 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 			}
 		}
 	}
+	if env := cfg.Store.PasswordEnv; env != "" {
+		if v := os.Getenv(env); v != "" {
+			secrets = append(secrets, v)
+		}
+	}
 	secrets = append(secrets, opts.Secrets...)
 	g.redactor = redact.New(secrets)
 	for _, v := range secrets {
@@ -70,7 +77,7 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 	if opts.Store != nil {
 		g.store = opts.Store
 	} else {
-		db, err := OpenStore(stateDir)
+		db, err := OpenConfiguredStore(cfg, stateDir)
 		if err != nil {
 			return nil, err
 		}
@@ -92,6 +99,39 @@ func OpenStore(stateDir string) (store.Store, error) {
 	}
 	return db, nil
 }
+
+// OpenConfiguredStore opens the store cfg names: the PostgreSQL database
+// of store.url, which several replicas share, with the password that
+// store.password_env names and the audit key file of store.audit_key
+// (default STATE/audit.key); or, without store.url, the SQLite database in
+// stateDir (OpenStore).
+func OpenConfiguredStore(cfg *config.Config, stateDir string) (store.Store, error) {
+	if cfg.Store.URL == "" {
+		return OpenStore(stateDir)
+	}
+	key := cfg.Store.AuditKey
+	if key == "" {
+		if err := MakeStateDir(stateDir); err != nil {
+			return nil, fmt.Errorf("cannot open the journal: %w", err)
+		}
+		key = filepath.Join(stateDir, "audit.key")
+	}
+	opts := &postgres.Options{}
+	if env := cfg.Store.PasswordEnv; env != "" {
+		opts.Password = os.Getenv(env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeOpenTimeout)
+	defer cancel()
+	db, err := postgres.Open(ctx, cfg.Store.URL, key, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the journal: %w", err)
+	}
+	return db, nil
+}
+
+// storeOpenTimeout bounds connecting to a PostgreSQL store and bringing its
+// schema up to date, at start.
+const storeOpenTimeout = 30 * time.Second
 
 func (g *governance) close() error {
 	if g.ownStore {

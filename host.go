@@ -47,7 +47,8 @@ type Options struct {
 	// Every check but those about the process still applies.
 	Dial func(srv config.Server) mcp.Transport
 	// Store keeps the journal, approvals and the audit trail. Nil means the
-	// SQLite database STATE/airlock.db.
+	// store the configuration names (OpenConfiguredStore): the PostgreSQL
+	// database of store.url, else the SQLite database STATE/airlock.db.
 	Store storepkg.Store
 	// Approver, when set, is asked about calls that policy wants approved
 	// (see Approver). Nil leaves them pending: the call ends

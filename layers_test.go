@@ -14,7 +14,7 @@ const module = "github.com/airlockhq/airlock"
 // allowedImports lists, for each package, the Airlock packages it may
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
-	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "metrics", "policy", "store", "store/sqlite"},
+	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "metrics", "policy", "store", "store/postgres", "store/sqlite"},
 	"cmd/airlock":               {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "metrics", "servers/issues", "servers/workspace", "store"},
 	"gateway":                   {"", "auth/bearer", "config", "policy"},
 	"bench/callbench":           {"", "config"},
@@ -35,6 +35,7 @@ var allowedImports = map[string][]string{
 	"policy":                    {"config", "internal/canonical"},
 	"store":                     nil,
 	"store/sqlite":              {"store"},
+	"store/postgres":            {"store"},
 	"store/storetest":           {"store"},
 	"internal/redact":           {"internal/canonical"},
 	"internal/canonical":        nil,

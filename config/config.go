@@ -105,6 +105,8 @@ type Config struct {
 	Audit Audit
 	// Serve configures the gateway, airlock serve.
 	Serve Serve
+	// Store says where the journal, approvals and audit trail are kept.
+	Store Store
 
 	notices []string
 }

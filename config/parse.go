@@ -14,7 +14,7 @@ import (
 var (
 	topKeys = keySet{
 		known: []string{"servers", "limits", "development", "import", "policy", "approvals", "audit",
-			"tenancy", "egress", "serve"},
+			"tenancy", "egress", "serve", "store"},
 		elsewhere: map[string]string{
 			"tools": "under policy:", "rules": "under policy:", "cedar": "under policy:", "hooks": "under policy:",
 			"ttl": "under approvals:", "record_values": "under audit:",
@@ -27,6 +27,7 @@ var (
 			"max_description": "under limits:", "max_message_bytes": "under limits:",
 			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
 			"max_input_rounds": "under limits:", "max_resource_bytes": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
+			"password_env": "under store:", "audit_key": "under store:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:", "metrics_token_env": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
 		},
@@ -157,6 +158,9 @@ func (r *yamlReader) read(root *yaml.Node, cfg *Config) *yamlFile {
 	}
 	if p, ok := top["serve"]; ok {
 		r.serve(p, &cfg.Serve)
+	}
+	if p, ok := top["store"]; ok {
+		r.store(p, &cfg.Store)
 	}
 	return f
 }

@@ -207,7 +207,7 @@ func (r *yamlReader) oauth(e *entry, p pair) *OAuth {
 	}
 	o.ClientID = str("client_id", checkClientID)
 	if kp, ok := f["client_secret_env"]; ok {
-		o.ClientSecretEnv = r.clientSecretEnv(kp, path+".client_secret_env")
+		o.ClientSecretEnv = r.hostSecretEnv(kp, path+".client_secret_env", "the client secret")
 	}
 	o.ClientMetadataURL = str("client_metadata_url", checkClientMetadataURL)
 	if kp, ok := f["dynamic_registration"]; ok {
@@ -262,9 +262,10 @@ func checkPrivateKeyFile(dir, name string) (string, string) {
 	return path, ""
 }
 
-// clientSecretEnv reads client_secret_env: the name of a host variable
-// that is set and not empty, or "".
-func (r *yamlReader) clientSecretEnv(p pair, path string) string {
+// hostSecretEnv reads a key that names a host variable holding a secret
+// (what, for messages: "the client secret"): the name of a variable that
+// is set and not empty, or "".
+func (r *yamlReader) hostSecretEnv(p pair, path, what string) string {
 	host, ok := r.text(p.val, path)
 	if !ok || host == "" {
 		return ""
@@ -274,9 +275,9 @@ func (r *yamlReader) clientSecretEnv(p pair, path string) string {
 	case checkEnvName(host) != "":
 		r.errorf(line, path, "%s", checkEnvName(host))
 	case !set:
-		r.errorf(line, path, "the host variable %s is not set: set it to the client secret in the environment airlock starts in", host)
+		r.errorf(line, path, "the host variable %s is not set: set it to %s in the environment airlock starts in", host, what)
 	case v == "":
-		r.errorf(line, path, "the host variable %s is empty: set it to the client secret", host)
+		r.errorf(line, path, "the host variable %s is empty: set it to %s", host, what)
 	default:
 		return host
 	}

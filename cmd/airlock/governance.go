@@ -25,9 +25,10 @@ func (e *env) openStore(c *common) (store.Store, error) {
 	return e.openStoreOf(c, cfg)
 }
 
-// openStoreOf opens the store of cfg's state directory (or --state).
+// openStoreOf opens the store cfg names (store.url), or else the one in
+// its state directory (or --state).
 func (e *env) openStoreOf(c *common, cfg *config.Config) (store.Store, error) {
-	st, err := airlock.OpenStore(stateDir(c, cfg))
+	st, err := airlock.OpenConfiguredStore(cfg, stateDir(c, cfg))
 	if err != nil {
 		return nil, usageError("%v", err)
 	}

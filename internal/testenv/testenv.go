@@ -23,6 +23,11 @@
 //
 // The go-sdk's conformance everything-server is built from the module cache by
 // [GoSDKEverythingServer].
+//
+// Tests of the PostgreSQL store find their server through
+// AIRLOCK_TEST_POSTGRES, a postgres:// URL that `make test` takes from
+// scripts/setup-postgres.sh ([Postgres], [PostgresDatabase]); unset, they are
+// skipped, except under CI, where they fail.
 package testenv
 
 import (

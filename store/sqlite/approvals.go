@@ -15,17 +15,11 @@ type approvals struct{ db *DB }
 var _ store.Approvals = approvals{}
 
 func (a approvals) Create(ctx context.Context, ap store.Approval) error {
-	if err := ap.Check(); err != nil {
-		return fmt.Errorf("create approval: %w", err)
+	created, err := ap.Created(time.Now())
+	if err != nil {
+		return err
 	}
-	created := ap.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
-		if !ap.ExpiresAt.After(created) {
-			return fmt.Errorf("create approval %s: it expires before it is created", ap.ID)
-		}
-	}
-	_, err := a.db.w.ExecContext(ctx, `
+	_, err = a.db.w.ExecContext(ctx, `
 INSERT INTO approvals (id, server, tool, digest, summary, target, definition, status, created_at, expires_at, tenant, user_name)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
 		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
@@ -107,10 +101,7 @@ WHERE id = ? AND status = 'pending' AND (NOT ? OR expires_at > ?)`,
 		return nil
 	}
 	ap, err := a.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("%s: %w", verb, err)
-	}
-	return fmt.Errorf("%s approval %s: it is %s: %w", verb, id, ap.Status, store.ErrConflict)
+	return store.NotDecided(verb, ap, err)
 }
 
 func (a approvals) Consume(ctx context.Context, digest, tenant, user string, at time.Time) (store.Approval, error) {

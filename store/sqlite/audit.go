@@ -24,14 +24,10 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	rows := make([]eventRow, len(events))
 	now := time.Now()
-	for i, e := range events {
-		r, err := encodeEvent(e, now)
-		if err != nil {
-			return fmt.Errorf("append: %w", err)
-		}
-		rows[i] = r
+	rows, err := store.StoreEvents(events, now)
+	if err != nil {
+		return fmt.Errorf("append: %w", err)
 	}
 	key, err := a.db.auditKey(true)
 	if err != nil {
@@ -54,11 +50,11 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 	}
 	link, broken := key.Base(head, last, now)
 	if broken != nil {
-		r, err := encodeEvent(*broken, now)
+		r, err := store.StoreEvent(*broken, now)
 		if err != nil {
 			return fmt.Errorf("append: %w", err)
 		}
-		rows = append([]eventRow{r}, rows...)
+		rows = append([]store.StoredEvent{r}, rows...)
 	}
 	// The rows go in statements of insertRows rows, then one statement
 	// for each row left: a statement costs the driver more than a row.
@@ -70,14 +66,14 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 		}
 		args = args[:0]
 		for _, r := range rows[:n] {
-			link = key.Next(link, r.e, r.fields)
-			e := r.e
-			fields := sql.NullString{String: string(r.fields), Valid: r.fields != nil}
+			link = key.Next(link, r.Event, r.Fields)
+			e := r.Event
+			fields := sql.NullString{String: string(r.Fields), Valid: r.Fields != nil}
 			args = append(args, micros(e.Time), e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields,
 				link.N, link.Prev, link.Sum)
 		}
 		if _, err := a.db.group.exec(ctx, tx, query, args...); err != nil {
-			return fmt.Errorf("append %s: cannot write the audit trail: %w", rows[0].e.Event, err)
+			return fmt.Errorf("append %s: cannot write the audit trail: %w", rows[0].Event.Event, err)
 		}
 		rows = rows[n:]
 	}
@@ -115,35 +111,6 @@ func insertEvents(n int) string {
 	row := "(?" + strings.Repeat(", ?", eventValues-1) + ")"
 	return `INSERT OR FAIL INTO events (time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum)
 VALUES ` + row + strings.Repeat(",\n"+row, n-1)
-}
-
-// An eventRow is an event as it is stored: its time to the microsecond and
-// its fields as JSON text (nil for none), which is what its link covers.
-type eventRow struct {
-	e      store.Event
-	fields []byte
-}
-
-// encodeEvent checks e and encodes it for the events table; a zero time
-// becomes now.
-func encodeEvent(e store.Event, now time.Time) (eventRow, error) {
-	if err := e.Check(); err != nil {
-		return eventRow{}, err
-	}
-	var r eventRow
-	if len(e.Fields) > 0 {
-		b, err := encodeFields(e.Fields)
-		if err != nil {
-			return eventRow{}, fmt.Errorf("%s: %w", e.Event, err)
-		}
-		r.fields = b
-	}
-	if e.Time.IsZero() {
-		e.Time = now
-	}
-	e.Time = fromMicros(micros(e.Time))
-	r.e = e
-	return r, nil
 }
 
 func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {

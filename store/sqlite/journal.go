@@ -86,11 +86,7 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	if ended == 1 {
 		return nil
 	}
-	r, err := j.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("end: %w", err)
-	}
-	return fmt.Errorf("end %s: it already ended %s: %w", id, r.Status, store.ErrConflict)
+	return store.NotEnded(j.Get(ctx, id))
 }
 
 func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
@@ -210,14 +206,7 @@ WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
 	if n, _ := out.RowsAffected(); n == 1 {
 		return nil
 	}
-	r, err := j.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("resolve: %w", err)
-	}
-	if r.Resolved {
-		return fmt.Errorf("resolve %s: it was already resolved as %s: %w", id, r.Resolution, store.ErrConflict)
-	}
-	return fmt.Errorf("resolve %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
+	return store.NotResolved(j.Get(ctx, id))
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
@@ -231,12 +220,5 @@ WHERE id = ? AND outcome = 'unknown' AND late_answer_at IS NULL`,
 	if n, _ := out.RowsAffected(); n == 1 {
 		return nil
 	}
-	r, err := j.Get(ctx, id)
-	if err != nil {
-		return fmt.Errorf("late answer: %w", err)
-	}
-	if !r.LateAnswerAt.IsZero() {
-		return fmt.Errorf("late answer %s: it already has one: %w", id, store.ErrConflict)
-	}
-	return fmt.Errorf("late answer %s: its outcome is %s, not unknown: %w", id, r.Status, store.ErrConflict)
+	return store.NoLateAnswer(j.Get(ctx, id))
 }

@@ -1,4 +1,4 @@
-package sqlite
+package store
 
 import (
 	"encoding"
@@ -36,7 +36,7 @@ func appendObject(b []byte, m map[string]any) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendString(b, k); err != nil {
+		if b, err = appendJSONString(b, k); err != nil {
 			return nil, err
 		}
 		b = append(b, ':')
@@ -52,7 +52,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, x)
+		return appendJSONString(b, x)
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case int:
@@ -87,7 +87,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	// A named string type (policy.Verdict, say) is its string, unless it
 	// says otherwise.
 	if s, ok := plainString(v); ok {
-		return appendString(b, s)
+		return appendJSONString(b, s)
 	}
 	return appendMarshaled(b, v)
 }
@@ -106,10 +106,10 @@ func plainString(v any) (string, bool) {
 	return "", false
 }
 
-// appendString quotes s as it is when json.Marshal would escape nothing
+// appendJSONString quotes s as it is when json.Marshal would escape nothing
 // in it (no control characters, quotes, backslashes, HTML's <, > and &,
 // invalid UTF-8, U+2028 or U+2029).
-func appendString(b []byte, s string) ([]byte, error) {
+func appendJSONString(b []byte, s string) ([]byte, error) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {

@@ -1,0 +1,226 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+type approvals struct{ db *DB }
+
+var _ store.Approvals = approvals{}
+
+func (a approvals) Create(ctx context.Context, ap store.Approval) error {
+	created, err := ap.Created(time.Now())
+	if err != nil {
+		return err
+	}
+	_, err = a.db.pool.Exec(ctx, `
+INSERT INTO approvals (id, server, tool, digest, summary, target, definition, status, created_at, expires_at, tenant, user_name)
+VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $11)`,
+		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, store.UTC(created), store.UTC(ap.ExpiresAt),
+		ap.Tenant, ap.User)
+	if isUnique(err) {
+		return fmt.Errorf("create approval %s: the id is taken: %w", ap.ID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("create approval %s: cannot write the store: %w", ap.ID, err)
+	}
+	return nil
+}
+
+// statusAt is an approval's status as of $1: a pending or granted request
+// past its expiry reads as expired.
+const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= $1::timestamptz THEN 'expired' ELSE status END`
+
+const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
+	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
+
+func scanApproval(row pgx.CollectableRow) (store.Approval, error) {
+	var (
+		ap                store.Approval
+		created, expires  time.Time
+		decidedAt, usedAt *time.Time
+		status            string
+	)
+	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &ap.Definition, &status, &created, &expires,
+		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	ap.Status = store.ApprovalStatus(status)
+	ap.CreatedAt = created.UTC()
+	ap.ExpiresAt = expires.UTC()
+	ap.DecidedAt = utc(decidedAt)
+	ap.UsedAt = utc(usedAt)
+	return ap, nil
+}
+
+func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
+	rows, err := a.db.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $2`, now(), id)
+	ap, err := one(rows, err, scanApproval)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("approval %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("approval %s: cannot read the store: %w", id, err)
+	}
+	return ap, nil
+}
+
+func (a approvals) List(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
+	rows, err := a.db.pool.Query(ctx, `
+SELECT `+approvalColumns+` FROM approvals
+WHERE ($2 = '' OR tenant = $2) AND ($3 = '' OR user_name = $3) AND ($4 = '' OR `+statusAt+` = $4)
+ORDER BY created_at, seq
+LIMIT $5`,
+		now(), f.Tenant, f.User, string(f.Status), limit(f.Limit))
+	out, err := collect(rows, err, scanApproval)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: cannot read the store: %w", err)
+	}
+	return out, nil
+}
+
+func (a approvals) Decide(ctx context.Context, id string, grant bool, by, note string) error {
+	status, verb := "denied", "deny"
+	if grant {
+		status, verb = "granted", "grant"
+	}
+	tag, err := a.db.pool.Exec(ctx, `
+UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, note = $4
+WHERE id = $5 AND status = 'pending' AND (NOT $6 OR expires_at > $3)`,
+		status, by, now(), note, id, grant)
+	if err != nil {
+		return fmt.Errorf("%s approval %s: cannot write the store: %w", verb, id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	ap, err := a.Get(ctx, id)
+	return store.NotDecided(verb, ap, err)
+}
+
+// Consume marks the oldest usable grant used in one statement. The grant is
+// picked and locked with SKIP LOCKED, so that a caller racing for the same
+// digest moves on to another grant (or none) instead of waiting; the outer
+// status check holds even if the row changed after it was picked.
+func (a approvals) Consume(ctx context.Context, digest, tenant, user string, at time.Time) (store.Approval, error) {
+	rows, err := a.db.pool.Query(ctx, `
+UPDATE approvals SET status = 'used', used_at = $1
+WHERE status = 'granted' AND seq = (
+	SELECT seq FROM approvals
+	WHERE digest = $2 AND tenant = $3 AND user_name = $4 AND status = 'granted' AND expires_at > $1
+	ORDER BY created_at, seq LIMIT 1
+	FOR UPDATE SKIP LOCKED)
+RETURNING `+approvalColumns,
+		store.UTC(at), digest, tenant, user)
+	ap, err := one(rows, err, scanApproval)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("no usable grant for this action: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("use approval: cannot write the store: %w", err)
+	}
+	return ap, nil
+}
+
+func (a approvals) Denial(ctx context.Context, digest, tenant, user string, since time.Time) (store.Approval, error) {
+	rows, err := a.db.pool.Query(ctx, `
+SELECT `+approvalColumns+` FROM approvals
+WHERE digest = $2 AND tenant = $3 AND user_name = $4 AND status = 'denied' AND decided_at >= $5
+ORDER BY decided_at DESC, seq DESC LIMIT 1`,
+		now(), digest, tenant, user, store.UTC(since))
+	ap, err := one(rows, err, scanApproval)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Approval{}, fmt.Errorf("no denial of this action: %w", store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Approval{}, fmt.Errorf("denials: cannot read the store: %w", err)
+	}
+	return ap, nil
+}
+
+func (a approvals) Remember(ctx context.Context, r store.AllowRule) error {
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("remember: %w", err)
+	}
+	created := r.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	_, err := a.db.pool.Exec(ctx, `
+INSERT INTO allow_rules (id, server, tool, definition, tenant, user_name, created_at, created_by, approval)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.ID, r.Server, r.Tool, r.Definition, r.Tenant, r.User, store.UTC(created), r.CreatedBy, r.Approval)
+	if isUnique(err) {
+		return fmt.Errorf("remember rule %s: its id, or a rule for this tool of %s/%s, is taken: %w", r.ID, r.Tenant, r.User, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("remember rule %s: cannot write the store: %w", r.ID, err)
+	}
+	return nil
+}
+
+const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
+
+func scanRule(row pgx.CollectableRow) (store.AllowRule, error) {
+	var (
+		r       store.AllowRule
+		created time.Time
+	)
+	if err := row.Scan(&r.ID, &r.Server, &r.Tool, &r.Definition, &r.Tenant, &r.User, &created, &r.CreatedBy, &r.Approval); err != nil {
+		return store.AllowRule{}, err
+	}
+	r.CreatedAt = created.UTC()
+	return r, nil
+}
+
+func (a approvals) Rule(ctx context.Context, id string) (store.AllowRule, error) {
+	return a.oneRule(ctx, "rule "+id, `id = $1`, id)
+}
+
+func (a approvals) Remembered(ctx context.Context, definition, tenant, user string) (store.AllowRule, error) {
+	return a.oneRule(ctx, "no remembered rule for this tool", `definition = $1 AND tenant = $2 AND user_name = $3`, definition, tenant, user)
+}
+
+// oneRule returns the rule where selects; what names it in errors.
+func (a approvals) oneRule(ctx context.Context, what, where string, args ...any) (store.AllowRule, error) {
+	rows, err := a.db.pool.Query(ctx, `SELECT `+ruleColumns+` FROM allow_rules WHERE `+where, args...)
+	r, err := one(rows, err, scanRule)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.AllowRule{}, fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.AllowRule{}, fmt.Errorf("%s: cannot read the store: %w", what, err)
+	}
+	return r, nil
+}
+
+func (a approvals) Rules(ctx context.Context, f store.RuleFilter) ([]store.AllowRule, error) {
+	rows, err := a.db.pool.Query(ctx, `
+SELECT `+ruleColumns+` FROM allow_rules
+WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR user_name = $2)
+ORDER BY created_at, seq`, f.Tenant, f.User)
+	out, err := collect(rows, err, scanRule)
+	if err != nil {
+		return nil, fmt.Errorf("list rules: cannot read the store: %w", err)
+	}
+	return out, nil
+}
+
+func (a approvals) Forget(ctx context.Context, id string) error {
+	tag, err := a.db.pool.Exec(ctx, `DELETE FROM allow_rules WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("forget rule %s: cannot write the store: %w", id, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("rule %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}

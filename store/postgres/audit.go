@@ -1,0 +1,251 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+type audit struct{ db *DB }
+
+var _ store.Audit = audit{}
+
+// insertEvent is the statement Append sends once for each event, all of
+// them in one batch.
+const insertEvent = `
+INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+
+// Append appends events in one transaction, in order. Every event is
+// checked and encoded before anything is written. The transaction takes
+// the audit lock first, so that appends from every replica run one at a
+// time: each reads the newest link, links its events to it and seals the
+// new head before the next begins, and the seqs it takes are greater than
+// those of every append committed before it.
+func (a audit) Append(ctx context.Context, events ...store.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	now := time.Now()
+	rows, err := store.StoreEvents(events, now)
+	if err != nil {
+		return fmt.Errorf("append: %w", err)
+	}
+	key, err := a.db.auditKey(true)
+	if err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, a.db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockSpace, lockAudit); err != nil {
+			return err
+		}
+		head, err := readHead(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var last store.ChainLink
+		err = tx.QueryRow(ctx, `SELECT chain_n, chain_sum FROM events WHERE chain_n IS NOT NULL ORDER BY seq DESC LIMIT 1`).
+			Scan(&last.N, &last.Sum)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		link, broken := key.Base(head, last, now)
+		if broken != nil {
+			r, err := store.StoreEvent(*broken, now)
+			if err != nil {
+				return err
+			}
+			rows = append([]store.StoredEvent{r}, rows...)
+		}
+		var b pgx.Batch
+		for _, r := range rows {
+			link = key.Next(link, r.Event, r.Fields)
+			e := r.Event
+			var fields *string
+			if r.Fields != nil {
+				s := string(r.Fields)
+				fields = &s
+			}
+			b.Queue(insertEvent, e.Time, e.Event, e.Server, e.Tool, e.Snapshot, e.Class, e.DurationMS, fields,
+				link.N, link.Prev, link.Sum)
+		}
+		h := key.Head(link)
+		b.Queue(`
+INSERT INTO audit_head (id, n, sum, seal) VALUES (1, $1, $2, $3)
+ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = excluded.seal`,
+			h.N, h.Sum, h.Seal)
+		return tx.SendBatch(ctx, &b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("append %s: cannot write the audit trail: %w", events[0].Event, err)
+	}
+	return nil
+}
+
+func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {
+	var h store.ChainHead
+	err := q.QueryRow(ctx, `SELECT n, sum, seal FROM audit_head WHERE id = 1`).Scan(&h.N, &h.Sum, &h.Seal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// auditKey returns the audit trail's key, read from its file the first
+// time. If there is no file, create makes one (mode 0600), and otherwise
+// auditKey returns nil.
+func (db *DB) auditKey(create bool) (store.ChainKey, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.key != nil {
+		return db.key, nil
+	}
+	key, err := store.LoadChainKey(db.keyFile, create)
+	if err != nil {
+		return nil, err
+	}
+	db.key = key
+	return key, nil
+}
+
+func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {
+	rows, err := a.db.pool.Query(ctx, `
+SELECT `+eventColumns+` FROM events
+WHERE time >= $1
+ORDER BY time, seq
+LIMIT $2`,
+		store.UTC(since), limit(n))
+	out, err := collect(rows, err, scanEvent)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit trail: %w", err)
+	}
+	return out, nil
+}
+
+// Tail reads the newest position first, then only events up to it, so
+// that the page and Next agree without a transaction: an event appended
+// meanwhile has a greater position and comes with the next page. The
+// position is seq, which Append takes while it holds the audit lock.
+func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (store.EventPage, error) {
+	page := store.EventPage{Next: after}
+	var newest int64
+	if err := a.db.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&newest); err != nil {
+		return page, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if newest <= after {
+		return page, nil
+	}
+	page.Next = newest
+	const where = `WHERE time >= $1 AND seq > $2 AND seq <= $3`
+	from := store.UTC(since)
+	rows, err := a.db.pool.Query(ctx, `
+SELECT `+eventColumns+` FROM (
+	SELECT seq, `+eventColumns+` FROM events `+where+`
+	ORDER BY time DESC, seq DESC
+	LIMIT $4
+) AS newest ORDER BY time, seq`,
+		from, after, newest, limit(n))
+	if page.Events, err = collect(rows, err, scanEvent); err != nil {
+		return page, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if n > 0 && len(page.Events) == n {
+		var all int
+		if err := a.db.pool.QueryRow(ctx, `SELECT count(*) FROM events `+where, from, after, newest).Scan(&all); err != nil {
+			return page, fmt.Errorf("read the audit trail: %w", err)
+		}
+		page.Omitted = all - n
+	}
+	return page, nil
+}
+
+// eventColumns are the columns scanEvent reads, in its order.
+const eventColumns = `time, event, server, tool, snapshot, class, duration_ms, fields`
+
+func scanEvent(row pgx.CollectableRow) (store.Event, error) {
+	var (
+		e      store.Event
+		fields *string
+	)
+	if err := row.Scan(&e.Time, &e.Event, &e.Server, &e.Tool, &e.Snapshot, &e.Class, &e.DurationMS, &fields); err != nil {
+		return store.Event{}, err
+	}
+	e.Time = e.Time.UTC()
+	if fields != nil {
+		if err := json.Unmarshal([]byte(*fields), &e.Fields); err != nil {
+			return store.Event{}, fmt.Errorf("event %s has malformed fields: %w", e.Event, err)
+		}
+	}
+	return e, nil
+}
+
+// Verify reads the head and the events in one read-only, repeatable-read
+// transaction, which sees the trail as one commit left it while replicas
+// go on appending.
+func (a audit) Verify(ctx context.Context) (store.ChainReport, error) {
+	key, err := a.db.auditKey(false)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	tx, err := a.db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	defer tx.Rollback(context.Background())
+	head, err := readHead(ctx, tx)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	rows, err := tx.Query(ctx, `
+SELECT seq, time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum
+FROM events ORDER BY seq`)
+	if err != nil {
+		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	defer rows.Close()
+	entries := func(yield func(store.ChainEntry, error) bool) {
+		for rows.Next() {
+			var (
+				c      store.ChainEntry
+				fields *string
+				n      *int64
+				l      store.ChainLink
+			)
+			if err := rows.Scan(&c.Seq, &c.Event.Time, &c.Event.Event, &c.Event.Server, &c.Event.Tool, &c.Event.Snapshot,
+				&c.Event.Class, &c.Event.DurationMS, &fields, &n, &l.Prev, &l.Sum); err != nil {
+				yield(c, err)
+				return
+			}
+			c.Event.Time = c.Event.Time.UTC()
+			if fields != nil {
+				c.Fields = []byte(*fields)
+			}
+			if n != nil {
+				l.N = *n
+				c.Link = &l
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(store.ChainEntry{}, err)
+		}
+	}
+	r, err := store.VerifyChain(key, entries, head)
+	if errors.Is(err, store.ErrNoChainKey) {
+		return r, fmt.Errorf("verify the audit trail: %w: put the audit key file back (the file every replica is given), from a backup; without it no link can be checked", err)
+	}
+	if err != nil {
+		return r, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,241 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// recoveredDetail is the detail of an intent that RecoverOpen ended.
+const recoveredDetail = "the process that sent the call ended before its outcome was recorded"
+
+type journal struct{ db *DB }
+
+var _ store.Journal = journal{}
+
+// beginQuery inserts an intent only while its writer's lock is held by the
+// writer's session ($15, the backend pid): a session lost since the lock
+// was taken inserts nothing, rather than an intent that another replica
+// would take for a dead writer's. A one-key advisory lock on key k shows
+// in pg_locks as classid = k >> 32, objid = k & 0xffffffff, objsubid = 1.
+const beginQuery = `
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, writer)
+SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::boolean,
+	$11::text, $12::text, $13::timestamptz, $14::bigint
+WHERE EXISTS (
+	SELECT 1 FROM pg_locks
+	WHERE locktype = 'advisory' AND pid = $15 AND granted AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND classid::bigint = ($14::bigint >> 32) & 4294967295 AND objid::bigint = $14::bigint & 4294967295)`
+
+func (j journal) Begin(ctx context.Context, in store.Intent) error {
+	if err := in.Check(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	created := in.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	var stale *writerLock
+	for range 2 {
+		w, err := j.db.writerLock(ctx, stale)
+		if err != nil {
+			return fmt.Errorf("begin %s: %w", in.ID, err)
+		}
+		tag, err := j.db.pool.Exec(ctx, beginQuery,
+			in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
+			in.Tenant, in.User, store.UTC(created), w.id, int64(w.pid))
+		if isUnique(err) {
+			return fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)
+		}
+		if err != nil {
+			return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil
+		}
+		// The lock's session is gone: take a new lock, once.
+		stale = w
+	}
+	return fmt.Errorf("begin %s: cannot write the journal: the journal's writer lock was lost", in.ID)
+}
+
+func (j journal) End(ctx context.Context, id string, outcome store.Outcome, detail string) error {
+	if !outcome.Valid() {
+		return fmt.Errorf("end %s: %q is not an outcome", id, outcome)
+	}
+	tag, err := j.db.pool.Exec(ctx, `
+UPDATE intents SET outcome = $1::text, detail = $2, ended_at = $3,
+	arguments = CASE WHEN $1::text = 'unknown' THEN arguments ELSE '' END
+WHERE id = $4 AND outcome IS NULL`,
+		string(outcome), detail, now(), id)
+	if err != nil {
+		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return store.NotEnded(j.Get(ctx, id))
+}
+
+// RecoverOpen ends the open intents of each writer whose lock it can take,
+// holding the lock (for its transaction) while it does: a writer whose
+// lock is free has no session left, and a new one never takes its id.
+func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
+	rows, err := j.db.pool.Query(ctx, `SELECT DISTINCT writer FROM intents WHERE outcome IS NULL`)
+	if err != nil {
+		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
+	}
+	writers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
+	}
+	own := j.db.ownWriter()
+	total := 0
+	for _, w := range writers {
+		if w == own {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, j.db.pool, func(tx pgx.Tx) error {
+			var gone bool
+			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, w).Scan(&gone); err != nil || !gone {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `
+UPDATE intents SET outcome = 'unknown', detail = $1, ended_at = $2
+WHERE writer = $3 AND outcome IS NULL`,
+				recoveredDetail, store.UTC(at), w)
+			if err == nil {
+				total += int(tag.RowsAffected())
+			}
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("recover: cannot write the journal: %w", err)
+		}
+	}
+	return total, nil
+}
+
+const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
+	late_answer, late_answer_at`
+
+func scanRecord(row pgx.CollectableRow) (store.Record, error) {
+	var (
+		r                          store.Record
+		args                       string
+		created                    time.Time
+		outcome, resolved          *string
+		endedAt, resolveAt, lateAt *time.Time
+	)
+	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &args, &r.Snapshot, &r.Effect,
+		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
+		&r.ResolvedBy, &resolveAt, &r.LateAnswer, &lateAt)
+	if err != nil {
+		return store.Record{}, err
+	}
+	if args != "" {
+		r.Arguments = json.RawMessage(args)
+	}
+	r.CreatedAt = created.UTC()
+	r.Status = store.OutcomeOpen
+	if outcome != nil {
+		r.Status = store.Outcome(*outcome)
+	}
+	r.EndedAt = utc(endedAt)
+	if resolved != nil {
+		r.Resolved, r.Resolution = true, store.Resolution(*resolved)
+	}
+	r.ResolvedAt = utc(resolveAt)
+	r.LateAnswerAt = utc(lateAt)
+	return r, nil
+}
+
+func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
+	rows, err := j.db.pool.Query(ctx, `
+SELECT `+recordColumns+` FROM intents
+WHERE ($1 OR (outcome = 'unknown' AND resolution IS NULL))
+	AND ($2 = '' OR tenant = $2)
+	AND ($3 = '' OR user_name = $3)
+ORDER BY created_at, seq
+LIMIT $4`,
+		f.All, f.Tenant, f.User, limit(f.Limit))
+	out, err := collect(rows, err, scanRecord)
+	if err != nil {
+		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
+	}
+	return out, nil
+}
+
+func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
+	rows, err := j.db.pool.Query(ctx, `SELECT `+recordColumns+` FROM intents WHERE id = $1`, id)
+	r, err := one(rows, err, scanRecord)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.Record{}, fmt.Errorf("record %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Record{}, fmt.Errorf("record %s: cannot read the journal: %w", id, err)
+	}
+	return r, nil
+}
+
+func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
+	if !res.Valid() {
+		return fmt.Errorf("resolve %s: %q is not a resolution (applied or not-applied)", id, res)
+	}
+	tag, err := j.db.pool.Exec(ctx, `
+UPDATE intents SET resolution = $1, note = $2, resolved_by = $3, resolved_at = $4
+WHERE id = $5 AND outcome = 'unknown' AND resolution IS NULL`,
+		string(res), note, by, now(), id)
+	if err != nil {
+		return fmt.Errorf("resolve %s: cannot write the journal: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return store.NotResolved(j.Get(ctx, id))
+}
+
+func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
+	tag, err := j.db.pool.Exec(ctx, `
+UPDATE intents SET late_answer = $1, late_answer_at = $2
+WHERE id = $3 AND outcome = 'unknown' AND late_answer_at IS NULL`,
+		answer, store.UTC(at), id)
+	if err != nil {
+		return fmt.Errorf("late answer %s: cannot write the journal: %w", id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return store.NoLateAnswer(j.Get(ctx, id))
+}
+
+// collect reads every row of a query, as scan reads it, nil for none; err
+// is the query's.
+func collect[T any](rows pgx.Rows, err error, scan pgx.RowToFunc[T]) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	out, err := pgx.CollectRows(rows, scan)
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, err
+}
+
+// one reads the only row of a query, or returns pgx.ErrNoRows.
+func one[T any](rows pgx.Rows, err error, scan pgx.RowToFunc[T]) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return pgx.CollectExactlyOneRow(rows, scan)
+}

@@ -1,0 +1,302 @@
+// Package postgres is the store backend for several replicas of a host: one
+// PostgreSQL database that every replica opens, through
+// github.com/jackc/pgx/v5.
+//
+// Durability and concurrency:
+//
+//   - Every connection runs with synchronous_commit = on, whatever the
+//     server's default: an intent is on the server's disk (and on its
+//     synchronous standbys, if it has any) when Begin returns, and so is a
+//     consumed grant.
+//   - Every state change that must happen at most once (End, Resolve,
+//     Decide, Consume, LateAnswer) is a single conditional UPDATE; PostgreSQL
+//     lets only one of several racing transactions, in any number of
+//     processes, find the row still in the state it needs.
+//   - Each DB that begins intents holds a session-level advisory lock on a
+//     connection of its own, for as long as it is open, keyed by its writer
+//     id, which every intent it begins records. PostgreSQL drops the lock
+//     when that session ends: the process exited or crashed, its machine
+//     went away, or Close closed it. RecoverOpen ends the open intents of a
+//     writer only if it can take that writer's lock, so intents in flight
+//     in a live replica stay open. Begin writes an intent only while its
+//     own lock is held (it checks pg_locks in the same statement), so an
+//     intent is never recorded under a lock that is already gone.
+//   - Appends to the audit trail are serialized by a transaction-level
+//     advisory lock: each append reads the chain's newest link, links its
+//     events and seals the new head in one transaction, so that every
+//     replica extends one chain, and positions (Tail) grow in commit order.
+//   - The schema is versioned (the table schema_migrations); Open applies
+//     what is missing under a transaction-level advisory lock, so replicas
+//     starting together apply each migration once, and refuses a database
+//     that a newer Airlock has written.
+//
+// The audit trail's key is not kept in the database: it is read from a file
+// (see store.LoadChainKey) whose path Open is given, and made by the first
+// Append if there is none. Every replica must be given the same key file
+// (copy it to each machine, mode 0600): a replica with another key breaks
+// the chain for all.
+//
+// Errors never hold the password: errors about the connection name the
+// host, port and database, and a URL is shown with its password removed.
+//
+// The host and the CLI import postgres; everything else uses package store.
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// connectTimeout bounds each attempt to connect when the URL sets no
+// connect_timeout: a host must not hang at start on a database that does
+// not answer.
+const connectTimeout = 10 * time.Second
+
+// Options configure Open. The zero value is the default.
+type Options struct {
+	// Password is the database password, for a URL without one (the host
+	// reads it from the environment variable store.password_env names).
+	// Empty: the URL's, else PGPASSWORD or ~/.pgpass, as libpq does.
+	Password string
+	// MaxConns caps the connections of the pool queries run on; 0 is
+	// pgxpool's default (the larger of 4 and the number of CPUs). A DB
+	// that begins intents holds one more, for its writer lock.
+	MaxConns int32
+}
+
+// A DB is a store in one PostgreSQL database. It is safe for concurrent use
+// by several goroutines; several DBs, in one process or many, on one
+// machine or many, may share a database.
+type DB struct {
+	pool    *pgxpool.Pool
+	conn    *pgx.ConnConfig // what the writer lock's connection is opened with
+	keyFile string
+
+	mu     sync.Mutex
+	writer *writerLock    // taken by the first Begin
+	key    store.ChainKey // the audit trail's, read by the first Append or Verify
+	closed bool
+}
+
+var _ store.Store = (*DB)(nil)
+
+// Open connects to the database at url (postgres://USER@HOST:PORT/DATABASE,
+// or any connection string pgx accepts) and brings its schema up to date.
+// keyFile is the path of the audit trail's key file, made by the first
+// Append if there is none; every replica that shares the database must be
+// given the same file. Open fails if the database cannot be reached, needs
+// a schema change it cannot make, or was written by a newer Airlock.
+func Open(ctx context.Context, url, keyFile string, opts *Options) (*DB, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if keyFile == "" {
+		return nil, errors.New("open store: no audit key file given")
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %s is not a PostgreSQL URL (postgres://USER@HOST:PORT/DATABASE)", redactURL(url))
+	}
+	cc := cfg.ConnConfig
+	if opts.Password != "" {
+		cc.Password = opts.Password
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = connectTimeout
+	}
+	// Never relaxed, whatever the server or the URL says.
+	cc.RuntimeParams["synchronous_commit"] = "on"
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %s", connectError(cc, err))
+	}
+	db := &DB{pool: pool, conn: cc, keyFile: keyFile}
+	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		var ce *pgconn.ConnectError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("open store: %s", connectError(cc, err))
+		}
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	return db, nil
+}
+
+// connectError says which database could not be reached, and why, without
+// the password: pgx names the user and database, never the password.
+func connectError(cc *pgx.ConnConfig, err error) string {
+	msg := err.Error()
+	if cc.Password != "" {
+		msg = strings.ReplaceAll(msg, cc.Password, "xxxxx")
+	}
+	return fmt.Sprintf("cannot connect to PostgreSQL at host %s port %d, database %q (is it running, and does the URL name it?): %s",
+		cc.Host, cc.Port, cc.Database, msg)
+}
+
+// redactURL returns s with its password replaced by xxxxx, or a fixed text
+// when s cannot be read as a URL (and so the password not be found in it).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		return "the store URL"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return fmt.Sprintf("%q", u.Redacted())
+}
+
+// Journal returns the write-ahead journal.
+func (db *DB) Journal() store.Journal { return journal{db} }
+
+// Approvals returns the approval requests.
+func (db *DB) Approvals() store.Approvals { return approvals{db} }
+
+// Audit returns the audit trail.
+func (db *DB) Audit() store.Audit { return audit{db} }
+
+// ToolLists returns the cache of tool lists.
+func (db *DB) ToolLists() store.ToolLists { return toolLists{db} }
+
+// Close closes the database's connections. Intents this DB began and did
+// not end become recoverable by RecoverOpen, in this process or another:
+// closing the writer lock's session releases the lock.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	var err error
+	if db.writer != nil {
+		err = db.writer.release()
+		db.writer = nil
+	}
+	db.pool.Close()
+	return err
+}
+
+// A writerLock is the session-level advisory lock of a DB that begins
+// intents, held on a connection of its own.
+type writerLock struct {
+	id   int64 // the writer id intents record, and the lock's key
+	conn *pgx.Conn
+	pid  uint32 // the backend process of conn, as pg_locks names it
+}
+
+// release ends the lock's session, which releases the lock.
+func (l *writerLock) release() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return l.conn.Close(ctx)
+}
+
+// writerLock returns the lock under which this DB begins intents, taking
+// it the first time, or a new one in place of stale (its session lost).
+func (db *DB) writerLock(ctx context.Context, stale *writerLock) (*writerLock, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, errors.New("the store is closed")
+	}
+	if db.writer != nil && db.writer == stale {
+		stale.release()
+		db.writer = nil
+	}
+	if db.writer != nil {
+		return db.writer, nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, db.conn)
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock the journal: %s", connectError(db.conn, err))
+	}
+	// A random key is taken at the first try but for a collision with a
+	// live writer's, which try_lock reports instead of waiting for it.
+	for range 3 {
+		id := newWriterID()
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok); err != nil {
+			conn.Close(context.Background())
+			return nil, fmt.Errorf("cannot lock the journal: %w", err)
+		}
+		if ok {
+			db.writer = &writerLock{id: id, conn: conn, pid: conn.PgConn().PID()}
+			return db.writer, nil
+		}
+	}
+	conn.Close(context.Background())
+	return nil, errors.New("cannot lock the journal: no free writer id")
+}
+
+// ownWriter returns this DB's writer id, or 0 if it has begun nothing.
+func (db *DB) ownWriter() int64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.writer == nil {
+		return 0
+	}
+	return db.writer.id
+}
+
+// newWriterID returns a random non-zero writer id.
+func newWriterID() int64 {
+	for {
+		var b [8]byte
+		rand.Read(b[:]) // never fails (crypto/rand panics instead)
+		if id := int64(binary.BigEndian.Uint64(b[:])); id != 0 {
+			return id
+		}
+	}
+}
+
+// Advisory locks of the two-key form, in a space of Airlock's own: they
+// never meet the writer locks, which use the one-key form.
+const (
+	lockSpace      = 0x61726c6b // "arlk"
+	lockMigrations = 1
+	lockAudit      = 2
+)
+
+// isUnique reports whether err is a unique or primary key violation.
+func isUnique(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// utc returns *t as the store returns times, or the zero time for NULL.
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// now is the current time as the store keeps it.
+func now() time.Time { return store.UTC(time.Now()) }
+
+// limit turns a filter's limit into PostgreSQL's "no limit" (NULL) when it
+// is not positive.
+func limit(n int) *int {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}

@@ -1,0 +1,200 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are the schema's versions: migrations[i] takes a database from
+// version i to i+1, and schema_migrations records each version applied.
+// Never edit one that has shipped; append a new one.
+//
+// Times are timestamptz, which keeps microseconds. Every table keeps a seq,
+// the order rows were written, to break ties between equal times. The
+// fields of audit events and the arguments of intents are text, not jsonb:
+// the chain covers their bytes as written.
+var migrations = []string{
+	`
+CREATE TABLE intents (
+	seq            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id             text        NOT NULL UNIQUE,
+	call_id        text        NOT NULL,
+	server         text        NOT NULL,
+	tool           text        NOT NULL,
+	remote_tool    text        NOT NULL,
+	args_hash      text        NOT NULL,
+	arguments      text        NOT NULL DEFAULT '',
+	snapshot       text        NOT NULL,
+	effect         text        NOT NULL,
+	idempotent     boolean     NOT NULL,
+	tenant         text        NOT NULL,
+	user_name      text        NOT NULL,
+	created_at     timestamptz NOT NULL,
+	writer         bigint      NOT NULL, -- the key of its writer's advisory lock
+	outcome        text        CHECK (outcome IN ('succeeded', 'failed', 'rejected', 'unknown')),
+	detail         text        NOT NULL DEFAULT '',
+	ended_at       timestamptz,
+	resolution     text        CHECK (resolution IN ('applied', 'not-applied')),
+	note           text        NOT NULL DEFAULT '',
+	resolved_by    text        NOT NULL DEFAULT '',
+	resolved_at    timestamptz,
+	late_answer    text        NOT NULL DEFAULT '',
+	late_answer_at timestamptz,
+	CHECK ((outcome IS NULL) = (ended_at IS NULL)),
+	CHECK (resolution IS NULL OR outcome = 'unknown'),
+	CHECK ((resolution IS NULL) = (resolved_at IS NULL))
+);
+CREATE INDEX intents_open ON intents (writer) WHERE outcome IS NULL;
+CREATE INDEX intents_unresolved ON intents (created_at, seq) WHERE outcome = 'unknown' AND resolution IS NULL;
+CREATE INDEX intents_created ON intents (created_at, seq);
+
+CREATE TABLE approvals (
+	seq        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id         text        NOT NULL UNIQUE,
+	server     text        NOT NULL,
+	tool       text        NOT NULL,
+	digest     text        NOT NULL,
+	summary    text        NOT NULL,
+	target     text        NOT NULL DEFAULT '',
+	definition text        NOT NULL DEFAULT '',
+	status     text        NOT NULL CHECK (status IN ('pending', 'granted', 'denied', 'used')),
+	created_at timestamptz NOT NULL,
+	expires_at timestamptz NOT NULL,
+	tenant     text        NOT NULL,
+	user_name  text        NOT NULL,
+	decided_by text        NOT NULL DEFAULT '',
+	decided_at timestamptz,
+	note       text        NOT NULL DEFAULT '',
+	used_at    timestamptz,
+	CHECK ((status = 'used') = (used_at IS NOT NULL))
+);
+CREATE INDEX approvals_grants ON approvals (digest, tenant, user_name, created_at, seq) WHERE status = 'granted';
+CREATE INDEX approvals_denials ON approvals (digest, tenant, user_name, decided_at) WHERE status = 'denied';
+CREATE INDEX approvals_created ON approvals (created_at, seq);
+
+CREATE TABLE allow_rules (
+	seq        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id         text        NOT NULL UNIQUE,
+	server     text        NOT NULL,
+	tool       text        NOT NULL,
+	definition text        NOT NULL,
+	tenant     text        NOT NULL,
+	user_name  text        NOT NULL,
+	created_at timestamptz NOT NULL,
+	created_by text        NOT NULL,
+	approval   text        NOT NULL,
+	UNIQUE (definition, tenant, user_name)
+);
+
+CREATE TABLE events (
+	seq         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	time        timestamptz NOT NULL,
+	event       text        NOT NULL,
+	server      text        NOT NULL,
+	tool        text        NOT NULL,
+	snapshot    text        NOT NULL,
+	class       text        NOT NULL,
+	duration_ms bigint      NOT NULL,
+	fields      text,       -- a JSON object, or NULL for none
+	chain_n     bigint,     -- the place in the chain, from 1
+	chain_prev  bytea,      -- the sum of event chain_n - 1
+	chain_sum   bytea
+);
+CREATE INDEX events_time ON events (time, seq);
+
+CREATE TABLE audit_head (
+	id   integer PRIMARY KEY CHECK (id = 1),
+	n    bigint  NOT NULL,
+	sum  bytea   NOT NULL,
+	seal bytea   NOT NULL
+);
+
+CREATE TABLE tool_lists (
+	key        text        PRIMARY KEY,
+	tools      text        NOT NULL, -- a JSON array of the server's tools, as received
+	hash       text        NOT NULL,
+	fetched_at timestamptz NOT NULL,
+	expires_at timestamptz           -- NULL: until invalidated
+);
+`,
+}
+
+// migrate brings the schema to the newest version. A database that is
+// current is only read, so a role that may not create tables can open it.
+func (db *DB) migrate(ctx context.Context) error {
+	v, err := version(ctx, db.pool)
+	if err != nil {
+		return err
+	}
+	if v == len(migrations) {
+		return nil
+	}
+	if err := newer(v); err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		// Replicas that start together wait here for the first; the lock
+		// goes with the transaction.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockSpace, lockMigrations); err != nil {
+			return fmt.Errorf("cannot update the database schema: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `
+CREATE TABLE IF NOT EXISTS schema_migrations (
+	version    integer     PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`); err != nil {
+			return fmt.Errorf("cannot update the database schema: %w", err)
+		}
+		// Another replica may have migrated while this one waited.
+		v, err := version(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := newer(v); err != nil {
+			return err
+		}
+		for i := v; i < len(migrations); i++ {
+			if _, err := tx.Exec(ctx, migrations[i]); err != nil {
+				return fmt.Errorf("cannot update the database schema to version %d: %w", i+1, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, i+1); err != nil {
+				return fmt.Errorf("cannot update the database schema to version %d: %w", i+1, err)
+			}
+		}
+		return nil
+	})
+}
+
+// newer refuses a schema version newer than this Airlock knows.
+func newer(v int) error {
+	if v > len(migrations) {
+		return fmt.Errorf("the database has schema version %d, newer than this airlock knows (%d): use a newer airlock", v, len(migrations))
+	}
+	return nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// version returns the newest schema version applied, 0 for a database that
+// has none.
+func version(ctx context.Context, q querier) (int, error) {
+	var exists bool
+	err := q.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists)
+	if err != nil || !exists {
+		return 0, readError(err)
+	}
+	var v int
+	err = q.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, readError(err)
+}
+
+func readError(err error) error {
+	if err != nil {
+		return fmt.Errorf("cannot read the database: %w", err)
+	}
+	return nil
+}
