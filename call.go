@@ -355,7 +355,10 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 	tool := q.tool
 	for attempt := 1; ; attempt++ {
 		if err := h.beginIntent(ctx, q); err != nil {
-			return nil, q.fail(Denied, err, "%s refused: the journal cannot record it (%v)", tool.Name, err)
+			// The store's words (an address, a database's message) are for
+			// the operator's log, not for the model.
+			h.log.Error("cannot journal a call's intent: the call was not sent", "tool", tool.Name, "error", err)
+			return nil, q.fail(Denied, err, "%s was not sent: the journal cannot record it right now (the host's store did not take the write); try again later", tool.Name)
 		}
 		h.auditSent(ctx, q, attempt, map[string]any{"intent": q.intent})
 		q.sent = q.link

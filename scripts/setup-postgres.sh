@@ -3,8 +3,9 @@
 # store/postgres (and of the host on PostgreSQL) run against, and prints its
 # URL on stdout, for AIRLOCK_TEST_POSTGRES; everything else goes to stderr.
 #
-# The cluster lives in .cache/postgres, listens on 127.0.0.1 only (port
-# AIRLOCK_PG_PORT, default 55432) and on a unix socket in its data directory,
+# The cluster lives in .cache/postgres (AIRLOCK_PG_DATA, for a cluster of
+# its own elsewhere: a test that stops and starts its server), listens on
+# 127.0.0.1 only (port AIRLOCK_PG_PORT, default 55432) and on a unix socket in its data directory,
 # and trusts every connection from loopback: it holds nothing but test
 # databases. It is idempotent: a running server is reused, one that is down
 # (after a reboot, or a crash that left a stale pid file) is started again.
@@ -32,8 +33,13 @@ for b in initdb pg_ctl postgres; do
 done
 
 # .cache may be a symbolic link; the server is given the real path.
-mkdir -p .cache
-data="$(cd .cache && pwd -P)/postgres"
+if [[ -n ${AIRLOCK_PG_DATA:-} ]]; then
+	mkdir -p "$(dirname "$AIRLOCK_PG_DATA")"
+	data="$(cd "$(dirname "$AIRLOCK_PG_DATA")" && pwd -P)/$(basename "$AIRLOCK_PG_DATA")"
+else
+	mkdir -p .cache
+	data="$(cd .cache && pwd -P)/postgres"
+fi
 
 # as_db runs a command as the user that owns the cluster.
 as_db() {

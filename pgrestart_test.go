@@ -1,0 +1,78 @@
+package airlock_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/testenv"
+	"github.com/airlockhq/airlock/store"
+)
+
+// TestPostgresRestart: while the store's PostgreSQL is down, a write
+// (which needs its intent journaled first) is refused and never sent, with
+// a message that does not show the model the database's address; a read
+// still runs; once PostgreSQL is back the same host journals writes again,
+// without a restart, and the journal holds exactly the writes that were
+// sent.
+func TestPostgresRestart(t *testing.T) {
+	pg := testenv.StartOwnPostgres(t)
+	var writes atomic.Int64
+	s := mcp.NewServer(&mcp.Implementation{Name: "w", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			writes.Add(1)
+			return &mcp.CallToolResult{Content: text("written")}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("read")}, nil
+		})
+	cfg := newConfig(t, inProcess)
+	classify(cfg, "c", "write", "write")
+	classify(cfg, "c", "read", "read")
+	cfg.Store.URL = pg.URL
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, nil)
+	wantStatus(t, call(t, h, "c__write", `{}`), airlock.OK)
+
+	pg.Stop()
+	r := call(t, h, "c__write", `{}`)
+	wantStatus(t, r, airlock.Denied)
+	if !strings.Contains(r.Content, "was not sent: the journal cannot record it right now") ||
+		strings.Contains(r.Content, "127.0.0.1") || strings.Contains(strings.ToLower(r.Content), "postgres") || strings.Contains(r.Content, "SQLSTATE") {
+		t.Errorf("the model is told %q: want the journal named, and no address or database", r.Content)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Errorf("the server got %d writes, want 1: a write was sent without its intent on disk", n)
+	}
+	wantStatus(t, call(t, h, "c__read", `{}`), airlock.OK)
+
+	pg.Start()
+	wantStatus(t, call(t, h, "c__write", `{}`), airlock.OK)
+	if n := writes.Load(); n != 2 {
+		t.Errorf("the server got %d writes, want 2", n)
+	}
+	st, err := airlock.OpenConfiguredStore(cfg, h.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	succeeded := 0
+	for _, rec := range recs {
+		if rec.Status == store.OutcomeSucceeded {
+			succeeded++
+		}
+	}
+	if len(recs) != 2 || succeeded != 2 {
+		t.Errorf("journal after the restart: %d records, %d succeeded; want the 2 writes that were sent: %+v", len(recs), succeeded, recs)
+	}
+}
