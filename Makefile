@@ -2,7 +2,9 @@
 #             run every test with -race
 # make check  formatting, vet, staticcheck and import grouping
 # make durability  kill a host with 64 journaled writes in flight 200 times
-#             and check the journal against what the server received
+#             (SQLite), and a replica beside a live one 1000 times
+#             (PostgreSQL), and check the journal against what the servers
+#             received
 # make bench  measure the call pipeline and the gateway (against the bare
 #             go-sdk and mcp-proxy) and write docs/benchmarks.md
 # make conformance  run the official MCP conformance suite in client mode
@@ -71,10 +73,13 @@ setup:
 	bash scripts/setup-node.sh
 	bash scripts/setup-postgres.sh >/dev/null
 
-# durability: TestJournalSurvivesKill with 200 kills (a plain go test
-# runs it with 50).
+# durability: TestJournalSurvivesKill with 200 kills of a host on SQLite,
+# and TestJournalSurvivesKillOnPostgres with 1000 kills of a replica beside
+# a live one (a plain go test runs each with 50).
 durability:
-	$(GO) test -count=1 -run '^TestJournalSurvivesKill$$' -durability.kills 200 -v .
+	url="$$(bash scripts/setup-postgres.sh)"; \
+	AIRLOCK_TEST_POSTGRES="$$url" \
+	$(GO) test -count=1 -timeout 30m -run '^TestJournalSurvivesKill(OnPostgres)?$$' -durability.kills 200 -durability.pgkills 1000 -v .
 
 # bench first installs mcp-proxy, which the gateway is compared with; the
 # benchmark finds it, and the pinned Node.js, where the script puts them.

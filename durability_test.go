@@ -8,7 +8,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,14 +19,18 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/canonical"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
-	"github.com/airlockhq/airlock/store/sqlite"
 )
 
 // kills is how many times TestJournalSurvivesKill kills the host. `make
 // durability` runs it with 200 (about half a minute, a minute and more with
 // -race); the default keeps the whole suite quick.
 var kills = flag.Int("durability.kills", 50, "times TestJournalSurvivesKill kills the host with SIGKILL")
+
+// pgKills is how many times TestJournalSurvivesKillOnPostgres kills a
+// replica: `make durability` runs it with 1000.
+var pgKills = flag.Int("durability.pgkills", 50, "times TestJournalSurvivesKillOnPostgres kills a replica with SIGKILL")
 
 const (
 	// envDurableHost is the directory of the configuration and state of
@@ -32,6 +39,9 @@ const (
 	envDurableHost = "AIRLOCK_TEST_DURABLE_HOST"
 	// envDurableRound names the round, which every call's text carries.
 	envDurableRound = "AIRLOCK_TEST_DURABLE_ROUND"
+	// envDurableStore is the durable host's store.url: "" for SQLite in
+	// its state directory.
+	envDurableStore = "AIRLOCK_TEST_DURABLE_STORE"
 	// inFlight is how many writes the durable host keeps in flight.
 	inFlight = 64
 )
@@ -44,7 +54,7 @@ func durableConfig(dir string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &config.Config{Dir: dir, Servers: []config.Server{{
+	return &config.Config{Dir: dir, Store: config.Store{URL: os.Getenv(envDurableStore)}, Servers: []config.Server{{
 		ID: "s", Transport: "stdio", Scope: "host", Command: exe, Cwd: dir,
 		Env:          map[string]string{envMode: "sdk", envMark: filepath.Join(dir, "mark")},
 		AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, MaxConcurrency: inFlight,
@@ -98,9 +108,95 @@ func TestJournalSurvivesKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a host many times")
 	}
-	dir := t.TempDir()
-	for round := range *kills {
-		cmd, stderr := startHostProcess(t, envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round))
+	survivesKills(t, t.TempDir(), "", *kills)
+}
+
+// TestJournalSurvivesKillOnPostgres is TestJournalSurvivesKill with the
+// journal in PostgreSQL, and a second replica on the same database that
+// is never killed, writing all along: each killed replica's calls end as
+// TestJournalSurvivesKill says, and none of the live replica's intents is
+// taken for a dead writer's (every one of them succeeds), however often a
+// new replica starts and recovers the journal beside it.
+func TestJournalSurvivesKillOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a replica many times")
+	}
+	url := testenv.PostgresDatabase(t)
+	t.Setenv(envDurableStore, url)
+
+	// The survivor: a replica in this process, with a server of its own,
+	// under another id ("live"), which tells its records apart.
+	sdir := t.TempDir()
+	cfg, err := durableConfig(sdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers[0].ID = "live"
+	cfg.Policy.Tools[0].Server, cfg.Policy.Rules[0].Server = "live", "live"
+	live, err := airlock.Open(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var writers sync.WaitGroup
+	var failed atomic.Value
+	for g := range 8 {
+		writers.Go(func() {
+			for k := 0; ctx.Err() == nil; k++ {
+				args, _ := json.Marshal(map[string]string{"text": fmt.Sprintf("survivor-%d-%d", g, k)})
+				if r := live.Call(context.Background(), live.Snapshot(), airlock.Call{Name: "live__echo", Arguments: args}); r.Status != airlock.OK {
+					failed.Store(fmt.Sprintf("%s: %v", r.Status, r.Err))
+					return
+				}
+			}
+		})
+	}
+	survivesKills(t, t.TempDir(), url, *pgKills)
+	stop()
+	writers.Wait()
+	live.Close()
+	if f := failed.Load(); f != nil {
+		t.Fatalf("a write of the live replica failed: %s", f)
+	}
+
+	st, err := airlock.OpenConfiguredStore(cfg, cfg.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	survivor := 0
+	for _, r := range recs {
+		if r.Server != "live" {
+			continue // a killed replica's, checked by survivesKills
+		}
+		survivor++
+		if r.Status != store.OutcomeSucceeded {
+			t.Errorf("the live replica's intent %s ended %s (%s)", r.ID, r.Status, r.Detail)
+		}
+	}
+	received := len(receivedCalls(t, filepath.Join(sdir, "mark")))
+	if survivor == 0 || survivor != received {
+		t.Errorf("the live replica's server received %d calls; its journal has %d of them", received, survivor)
+	}
+}
+
+// survivesKills kills a host that has 64 journaled writes in flight with
+// SIGKILL, at a random point, kills times over one state directory (dir),
+// with its journal in storeURL ("" for SQLite in dir), and then checks what
+// the server received against the journal: every call the server received
+// has its intent on disk, no call was received twice, no call has two
+// intents, every intent has exactly one outcome once a new host has
+// recovered the journal, and every intent recorded as succeeded was
+// received.
+func survivesKills(t *testing.T, dir, storeURL string, kills int) {
+	t.Helper()
+	for round := range kills {
+		cmd, stderr := startHostProcess(t, envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round),
+			envDurableStore+"="+storeURL)
 		// Kill at a random point of the writes: some rounds before the
 		// first commit, most with groups of intents and outcomes in
 		// every stage.
@@ -114,27 +210,31 @@ func TestJournalSurvivesKill(t *testing.T) {
 
 	// A new host ends what the killed ones left (their servers, which
 	// the kernel also signalled) and marks their open intents unknown.
+	// PostgreSQL takes a moment to see that the last one's connections
+	// are gone: until it does, that writer counts as alive.
 	cfg, err := durableConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := airlock.Open(t.Context(), cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Close()
-
-	db, err := sqlite.Open(filepath.Join(cfg.StateDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	recs, err := db.Journal().Records(t.Context(), store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
+	cfg.Store.URL = storeURL
+	var recs []store.Record
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		h, err := airlock.Open(t.Context(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		recs = journalOf(t, cfg, dir)
+		if !slices.ContainsFunc(recs, func(r store.Record) bool { return r.Status == store.OutcomeOpen && r.Server == "s" }) ||
+			time.Now().After(deadline) {
+			break
+		}
 	}
 	intents := map[string]store.Record{} // by args_hash: one text per call
 	for _, r := range recs {
+		if r.Server != "s" {
+			continue // another replica's (TestJournalSurvivesKillOnPostgres)
+		}
 		if prev, ok := intents[r.ArgsHash]; ok {
 			t.Errorf("one call has two intents: %s and %s", prev.ID, r.ID)
 		}
@@ -167,7 +267,23 @@ func TestJournalSurvivesKill(t *testing.T) {
 	if len(received) == 0 {
 		t.Fatal("the server received no call: the test tested nothing")
 	}
-	t.Logf("%d kills: the server received %d calls; the journal has %d intents", *kills, len(received), len(intents))
+	t.Logf("%d kills: the server received %d calls; the journal has %d intents", kills, len(received), len(intents))
+}
+
+// journalOf reads every record of cfg's journal (its store, or the SQLite
+// database in dir's state directory).
+func journalOf(t *testing.T, cfg *config.Config, dir string) []store.Record {
+	t.Helper()
+	st, err := airlock.OpenConfiguredStore(cfg, cfg.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
 
 // receivedCalls returns the arguments of the echo calls that the test

@@ -109,12 +109,11 @@ func OpenConfiguredStore(cfg *config.Config, stateDir string) (store.Store, erro
 	if cfg.Store.URL == "" {
 		return OpenStore(stateDir)
 	}
-	key := cfg.Store.AuditKey
-	if key == "" {
+	key := AuditKeyFile(cfg, stateDir)
+	if cfg.Store.AuditKey == "" {
 		if err := MakeStateDir(stateDir); err != nil {
 			return nil, fmt.Errorf("cannot open the journal: %w", err)
 		}
-		key = filepath.Join(stateDir, "audit.key")
 	}
 	opts := &postgres.Options{}
 	if env := cfg.Store.PasswordEnv; env != "" {
@@ -127,6 +126,16 @@ func OpenConfiguredStore(cfg *config.Config, stateDir string) (store.Store, erro
 		return nil, fmt.Errorf("cannot open the journal: %w", err)
 	}
 	return db, nil
+}
+
+// AuditKeyFile is the file that holds the key of cfg's audit trail:
+// store.audit_key, or audit.key in the state directory (beside SQLite's
+// database). Every replica on one PostgreSQL database is given the same.
+func AuditKeyFile(cfg *config.Config, stateDir string) string {
+	if cfg.Store.URL != "" && cfg.Store.AuditKey != "" {
+		return cfg.Store.AuditKey
+	}
+	return filepath.Join(stateDir, "audit.key")
 }
 
 // storeOpenTimeout bounds connecting to a PostgreSQL store and bringing its

@@ -165,6 +165,14 @@ type Server struct {
 	// Env holds plain environment values that the caller adds to a minimal
 	// base environment.
 	Env map[string]string
+	// HostEnv holds values the host itself adds to the server's
+	// environment (over Env), which depend on where this host runs rather
+	// than on the configuration, such as the paths a bundled workspace
+	// server must protect (the state directory among them). They are not
+	// part of the launch an approval is bound to (LaunchFingerprint): one
+	// configuration is one launch, on every replica, wherever its state
+	// directory is. Never read from a configuration file.
+	HostEnv map[string]string
 	// SecretEnv maps a variable of the server's environment to the host
 	// variable its value is read from when the server starts, such as
 	// API_KEY: HOST_VAR. The configuration holds names only: every host

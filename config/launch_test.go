@@ -44,6 +44,9 @@ func TestLaunchFingerprint(t *testing.T) {
 		{"the allowed tools", func(s *Server) { s.AllowedTools = []string{"*"} }, true},
 		{"a timeout", func(s *Server) { s.RequestTimeout = time.Minute }, true},
 		{"the id", func(s *Server) { s.ID = "fs2" }, true}, // the digest has the server id on its own
+		// What the host adds for where it runs (a replica's state
+		// directory) is the same launch.
+		{"the host's own env", func(s *Server) { s.HostEnv = map[string]string{"AIRLOCK_WORKSPACE_PROTECT": `["/var/lib/airlock-2"]`} }, true},
 		{"no arguments", func(s *Server) { s.Args = nil }, false},
 	} {
 		s := base()

@@ -55,6 +55,12 @@ type Options struct {
 	// ListTTL is how long a 2026-07-28 client may keep the tool list
 	// (ttlMs). Zero means DefaultListTTL.
 	ListTTL time.Duration
+	// StateKey, when set, signs the request state of the questions a call
+	// puts to its client (input_required rounds): gateways that share it
+	// (replicas behind one load balancer) take each other's rounds, so that
+	// a client's answer may reach any of them. Nil means a random key of
+	// this gateway's own. At least 32 bytes.
+	StateKey []byte
 	// Metrics, when set, is served at GET /metrics on the HTTP endpoint
 	// (the Prometheus exposition of the host's metrics.Metrics).
 	Metrics http.Handler
@@ -152,8 +158,11 @@ func New(opts *Options) *Gateway {
 	}
 	g.log = slog.New(scrubSessions(log.Handler()))
 	g.handler = sync.OnceValue(g.buildHandler)
-	g.key = make([]byte, 32)
-	rand.Read(g.key)
+	g.key = g.opts.StateKey
+	if len(g.key) == 0 {
+		g.key = make([]byte, 32)
+		rand.Read(g.key)
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
 		Logger:             slog.New(dropPerRequest(g.log.Handler())),
 		Capabilities:       capabilities(),

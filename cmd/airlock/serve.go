@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/hkdf"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
 	"github.com/airlockhq/airlock/metrics"
+	"github.com/airlockhq/airlock/store"
 )
 
 const serveUsage = "airlock serve --stdio | --http ADDR [--config FILE] [--state DIR]"
@@ -74,6 +77,11 @@ func (e *env) serve(o *options, _ []string) error {
 			gopts.Serve.Auth = nil
 		}
 		if o.httpAddr != "" {
+			key, err := stateKey(cfg, opts.StateDir)
+			if err != nil {
+				return err
+			}
+			gopts.StateKey = key
 			token, err := metricsToken(cfg.Serve.MetricsTokenEnv, os.LookupEnv)
 			if err != nil {
 				return err
@@ -119,6 +127,25 @@ func (e *env) serve(o *options, _ []string) error {
 		fmt.Fprintf(e.stderr, "airlock: each call is made for the caller its access token names (tokens of %s for %s)\n", auth.Issuer, auth.Resource)
 	}
 	return g.Serve(e.ctx, ln)
+}
+
+// stateKey is the key that signs the gateway's request states, derived
+// from the audit trail's key (made now if there is none yet): replicas on
+// one PostgreSQL database share that key file already, and so take each
+// other's input_required rounds; one gateway keeps its rounds across a
+// restart.
+func stateKey(cfg *config.Config, stateDir string) ([]byte, error) {
+	if stateDir == "" {
+		stateDir = cfg.StateDir()
+	}
+	if err := airlock.MakeStateDir(stateDir); err != nil {
+		return nil, err
+	}
+	chain, err := store.LoadChainKey(airlock.AuditKeyFile(cfg, stateDir), true)
+	if err != nil {
+		return nil, err
+	}
+	return hkdf.Key(sha256.New, chain, nil, "airlock gateway request state", 32)
 }
 
 // minMetricsToken is the shortest bearer token /metrics accepts.

@@ -163,10 +163,19 @@ func startServe(t *testing.T, dir string, args ...string) (string, *exec.Cmd) {
 		cmd.Wait()
 		t.Fatalf("no address on stderr:\n%s", strings.Join(seen, "\n"))
 	}
+	// The rest of its log is shown if the test fails.
+	log := &testenv.Buffer{}
+	log.Write([]byte(strings.Join(seen, "\n") + "\n"))
 	go func() {
 		for lines.Scan() {
+			log.Write([]byte(lines.Text() + "\n"))
 		}
 	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("airlock serve %s:\n%s", strings.Join(args, " "), log)
+		}
+	})
 	return url, cmd
 }
 

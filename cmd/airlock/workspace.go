@@ -64,13 +64,16 @@ func protectOwnFiles(cfg *config.Config, state string) (*config.Config, error) {
 			c.Servers = slices.Clone(cfg.Servers)
 			out = &c
 		}
-		env := maps.Clone(srv.Env)
+		// The paths go in HostEnv, not Env: they depend on this host's
+		// state directory, which an approval of the server's calls must
+		// not (replicas keep theirs in different places).
+		env := maps.Clone(srv.HostEnv)
 		if env == nil {
 			env = map[string]string{}
 		}
 		// Paths the configuration itself gives the server are kept.
 		all := paths
-		if v, ok := env[protectEnv]; ok {
+		if v, ok := srv.Env[protectEnv]; ok {
 			var given []string
 			if err := json.Unmarshal([]byte(v), &given); err != nil {
 				return nil, usageError("%s: env %s: not a JSON array of paths: %v", srv.Source, protectEnv, err)
@@ -82,7 +85,7 @@ func protectOwnFiles(cfg *config.Config, state string) (*config.Config, error) {
 			return nil, err
 		}
 		env[protectEnv] = string(b)
-		out.Servers[i].Env = env
+		out.Servers[i].HostEnv = env
 	}
 	if out == nil {
 		return cfg, nil

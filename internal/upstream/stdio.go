@@ -374,6 +374,7 @@ func (c *Conn) environment(stateDir string, secrets map[string]string) ([]string
 	for k, v := range c.cfg.Env {
 		vars[k] = v
 	}
+	maps.Copy(vars, c.cfg.HostEnv)
 	for k, v := range secrets {
 		vars[k] = v
 	}
