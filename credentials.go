@@ -17,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/auth/secrets"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/metrics"
+	"github.com/airlockhq/airlock/store/postgres"
 )
 
 // Credentials are one principal's OAuth logins to the remote servers of a
@@ -29,6 +30,9 @@ type Credentials struct {
 	opts    AuthOptions
 	dir     string
 	metrics *metrics.Metrics // counts token refreshes; nil: none
+	// vault is the host's PostgreSQL store's, where logins are kept when
+	// store.url is set; nil: opened when needed (secretStore).
+	vault secrets.Vault
 
 	once sync.Once
 	c    *oauth.Client
@@ -139,18 +143,10 @@ func (c *Credentials) lookup(id string) (*oauth.Server, *oauth.Client, error) {
 // client opens the OAuth client on first use.
 func (c *Credentials) client() (*oauth.Client, error) {
 	c.once.Do(func() {
-		store := c.opts.Store
-		if store == nil {
-			if err := MakeStateDir(c.dir); err != nil {
-				c.err = fmt.Errorf("cannot open the credential store: %w", err)
-				return
-			}
-			fs, err := secrets.OpenFileStore(filepath.Join(c.dir, "credentials"), nil)
-			if err != nil {
-				c.err = fmt.Errorf("cannot open the credential store: %w", err)
-				return
-			}
-			store = fs
+		store, err := c.secretStore()
+		if err != nil {
+			c.err = fmt.Errorf("cannot open the credential store: %w", err)
+			return
 		}
 		c.c, c.err = oauth.New(&oauth.Options{
 			Store:       store,
@@ -163,6 +159,37 @@ func (c *Credentials) client() (*oauth.Client, error) {
 		})
 	})
 	return c.c, c.err
+}
+
+// secretStore is where the logins are kept: AuthOptions.Store; with a
+// PostgreSQL store (store.url), its vault, sealed, shared by every replica;
+// otherwise the encrypted files under the state directory.
+func (c *Credentials) secretStore() (secrets.Store, error) {
+	if c.opts.Store != nil {
+		return c.opts.Store, nil
+	}
+	if c.cfg.Store.URL != "" {
+		vault := c.vault
+		if vault == nil {
+			// Without a host (airlock auth login), the store is opened
+			// here, for the process's life.
+			st, err := OpenConfiguredStore(c.cfg, c.dir)
+			if err != nil {
+				return nil, err
+			}
+			db, ok := st.(*postgres.DB)
+			if !ok {
+				st.Close()
+				return nil, fmt.Errorf("store.url opened a %T, not PostgreSQL", st)
+			}
+			vault = db.Vault()
+		}
+		return secrets.OpenSealedStore(vault, nil)
+	}
+	if err := MakeStateDir(c.dir); err != nil {
+		return nil, err
+	}
+	return secrets.OpenFileStore(filepath.Join(c.dir, "credentials"), nil)
 }
 
 // server is what the OAuth client needs to know about srv.

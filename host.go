@@ -26,6 +26,7 @@ import (
 	"github.com/airlockhq/airlock/internal/schema"
 	"github.com/airlockhq/airlock/metrics"
 	storepkg "github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/postgres"
 )
 
 // Options tune a Host. The zero value works.
@@ -279,6 +280,9 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		return nil, err
 	}
 	h.creds = OpenCredentials(cfg, &h.opts)
+	if db, ok := h.gov.store.(*postgres.DB); ok {
+		h.creds.vault = db.Vault()
+	}
 	if h.opts.Trace != nil {
 		h.trace = newWireTrace(h.opts.Trace, h.gov.redactor, h.log)
 	}

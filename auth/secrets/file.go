@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"context"
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
@@ -62,33 +61,15 @@ const (
 // OpenFileStore opens (creating it, mode 0700, if needed) the store in dir
 // with the key from the environment or the key file.
 func OpenFileStore(dir string, opts *FileOptions) (*FileStore, error) {
-	var o FileOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.KeyEnv == "" {
-		o.KeyEnv = DefaultKeyEnv
-	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
 	if dir == "" {
 		return nil, errors.New("the secret store needs a directory")
 	}
-	key, err := loadKey(o)
+	aead, err := openAEAD(opts)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the secret store directory: %w", err)
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
 	}
 	return &FileStore{dir: dir, aead: aead}, nil
 }
@@ -195,10 +176,17 @@ func createKeyFile(path string) error {
 // fileName is the file that holds key: a hash, so that key names (which
 // carry partition hashes, never identities, but still) neither appear on
 // disk nor can climb out of the directory.
-func (s *FileStore) fileName(key string) string {
+func (s *FileStore) fileName(key string) string { return secretName(key) }
+
+// secretName is the name a secret is kept under, in a file store's
+// directory or a vault: a hash of its key.
+func secretName(key string) string {
 	sum := sha256.Sum256([]byte(nameDomain + key))
 	return hex.EncodeToString(sum[:])
 }
+
+// osGetenv reads the process's environment.
+var osGetenv = os.Getenv
 
 // Get returns the value under key.
 func (s *FileStore) Get(ctx context.Context, key string) ([]byte, error) {
@@ -213,16 +201,7 @@ func (s *FileStore) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read a secret: %w", pathless(err))
 	}
-	ns := s.aead.NonceSize()
-	if len(data) < len(fileMagic)+ns || string(data[:len(fileMagic)]) != fileMagic {
-		return nil, ErrDecrypt
-	}
-	nonce := data[len(fileMagic) : len(fileMagic)+ns]
-	plain, err := s.aead.Open(nil, nonce, data[len(fileMagic)+ns:], []byte(fileMagic+name))
-	if err != nil {
-		return nil, ErrDecrypt
-	}
-	return plain, nil
+	return unseal(s.aead, name, data)
 }
 
 // Put stores value under key atomically: a new file is written and synced
@@ -232,11 +211,9 @@ func (s *FileStore) Put(ctx context.Context, key string, value []byte) error {
 		return err
 	}
 	name := s.fileName(key)
-	nonce := make([]byte, s.aead.NonceSize())
-	rand.Read(nonce)
 	// The file name is authenticated, so a sealed value cannot be moved to
 	// another key's file.
-	sealed := s.aead.Seal(append([]byte(fileMagic), nonce...), nonce, value, []byte(fileMagic+name))
+	sealed := seal(s.aead, name, value)
 	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write a secret: %w", pathless(err))

@@ -273,7 +273,13 @@ const (
 	lockSpace      = 0x61726c6b // "arlk"
 	lockMigrations = 1
 	lockAudit      = 2
+	// lockSecrets is the space of the vault's locks, one per secret
+	// (Vault.Lock).
+	lockSecrets = 0x61736563 // "asec"
 )
+
+// lockReleaseTimeout bounds giving back a session-level lock.
+const lockReleaseTimeout = 10 * time.Second
 
 // isUnique reports whether err is a unique or primary key violation.
 func isUnique(err error) bool {

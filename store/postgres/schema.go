@@ -119,6 +119,14 @@ CREATE TABLE tool_lists (
 	expires_at timestamptz           -- NULL: until invalidated
 );
 `,
+	// 2: the vault of sealed secrets (vault.go).
+	`
+CREATE TABLE secrets (
+	name       text        PRIMARY KEY, -- a hash of the secret's key
+	value      bytea       NOT NULL,    -- sealed (auth/secrets): never a secret in the clear
+	updated_at timestamptz NOT NULL
+);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

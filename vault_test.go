@@ -1,0 +1,84 @@
+package airlock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/testenv"
+)
+
+// TestLoginSharedByReplicas: with store.url set, a login made through one
+// replica is kept, sealed, in the database, and another replica (another
+// host, another state directory) calls the OAuth server with it at once,
+// with nobody logging in again; the database holds neither the token nor
+// the partitions' names in the clear.
+func TestLoginSharedByReplicas(t *testing.T) {
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
+	w := newOAuthWorld(t, false)
+	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	ctx := context.Background()
+
+	a := w.open(t)
+	if st := a.Servers()[0]; st.Status != airlock.StatusAuthRequired {
+		t.Fatalf("replica a before any login: %s", st.Status)
+	}
+	if _, err := a.Credentials().Login(ctx, "prot"); err != nil {
+		t.Fatalf("Login through replica a: %v", err)
+	}
+	a.BeginTurn(ctx)
+	wantStatus(t, call(t, a, "prot__read", `{}`), airlock.OK)
+
+	opts := w.options()
+	opts.StateDir = t.TempDir()
+	b, err := airlock.Open(ctx, w.cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if st := b.Servers()[0]; st.Status != airlock.StatusReady {
+		t.Fatalf("replica b, after a login through replica a: %s (%v), want ready", st.Status, st.Err)
+	}
+	wantStatus(t, call(t, b, "prot__read", `{}`), airlock.OK)
+	if n := w.opens.Load(); n != 1 {
+		t.Errorf("%d logins in a browser, want the one through replica a", n)
+	}
+
+	conn, err := pgx.Connect(ctx, w.cfg.Store.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT name, value FROM secrets`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	hexName := regexp.MustCompile(`^[0-9a-f]{64}$`)
+	for rows.Next() {
+		var name string
+		var value []byte
+		if err := rows.Scan(&name, &value); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if !hexName.MatchString(name) {
+			t.Errorf("a secret is named %q in the database, want a hash", name)
+		}
+		if json.Valid(value) || strings.Contains(string(value), "token") || strings.Contains(string(value), "prot") {
+			t.Errorf("a secret's value is in the clear: %.80q", value)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no secret in the database: the login went somewhere else")
+	}
+}
