@@ -17,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/auth/secrets"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/metrics"
+	"github.com/airlockhq/airlock/store"
 	"github.com/airlockhq/airlock/store/postgres"
 )
 
@@ -33,6 +34,9 @@ type Credentials struct {
 	// vault is the host's PostgreSQL store's, where logins are kept when
 	// store.url is set; nil: opened when needed (secretStore).
 	vault secrets.Vault
+	// announcer tells the replicas sharing that store of a login, so that
+	// those running connect the server at once (announce.go); nil: none.
+	announcer store.Announcer
 
 	once sync.Once
 	c    *oauth.Client
@@ -89,7 +93,11 @@ func (c *Credentials) Login(ctx context.Context, server string) (*oauth.Status, 
 	if err != nil {
 		return nil, err
 	}
-	return client.Login(ctx, srv, owner(c.who))
+	st, err := client.Login(ctx, srv, owner(c.who))
+	if err == nil {
+		c.announceLogin(server)
+	}
+	return st, err
 }
 
 // Status reports whether the principal is logged in to server, without
@@ -182,7 +190,7 @@ func (c *Credentials) secretStore() (secrets.Store, error) {
 				st.Close()
 				return nil, fmt.Errorf("store.url opened a %T, not PostgreSQL", st)
 			}
-			vault = db.Vault()
+			vault, c.announcer = db.Vault(), db
 		}
 		return secrets.OpenSealedStore(vault, nil)
 	}

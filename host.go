@@ -212,8 +212,11 @@ type Host struct {
 	perTask   []config.Server // scope: task, started by each task
 	line      *lineage        // the host's snapshots
 	calls     tracker         // every call in flight, for a graceful close
-	life      context.Context // ends when the host closes: stops supervisors
-	endLife   context.CancelFunc
+	// background are the host's own goroutines that end with life
+	// (watchAnnouncements).
+	background sync.WaitGroup
+	life       context.Context // ends when the host closes: stops supervisors
+	endLife    context.CancelFunc
 
 	tasksMu sync.Mutex
 	tasks   map[*Task]bool // attached here, released when the host closes
@@ -283,6 +286,9 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	if db, ok := h.gov.store.(*postgres.DB); ok {
 		h.creds.vault = db.Vault()
 	}
+	if a, ok := h.gov.store.(storepkg.Announcer); ok {
+		h.creds.announcer = a
+	}
 	if h.opts.Trace != nil {
 		h.trace = newWireTrace(h.opts.Trace, h.gov.redactor, h.log)
 	}
@@ -321,6 +327,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		return nil, err
 	}
 	h.opts.Metrics.Observe(h.metricsState)
+	h.watchAnnouncements()
 	return h, nil
 }
 
@@ -416,6 +423,7 @@ func (h *Host) Close() error {
 		if h.endLife != nil {
 			h.endLife()
 		}
+		h.background.Wait()
 		for _, s := range h.servers {
 			s.closeLanes() // released with their tasks; this is a backstop
 		}

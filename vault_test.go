@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,5 +83,51 @@ func TestLoginSharedByReplicas(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no secret in the database: the login went somewhere else")
+	}
+}
+
+// TestLoginReachesRunningReplicas: two replicas run, their OAuth server
+// waiting for a login; a person logs in with airlock auth login (here: the
+// credentials of a configuration, with no host). Both replicas hear of it
+// from the store (Options.CatalogChanged, as the gateway turns on) and
+// connect the server at their next safe point, without anyone calling it.
+func TestLoginReachesRunningReplicas(t *testing.T) {
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
+	w := newOAuthWorld(t, false)
+	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	ctx := context.Background()
+
+	var hosts [2]*airlock.Host
+	var told [2]atomic.Int64
+	for i := range hosts {
+		opts := w.options()
+		opts.StateDir = t.TempDir()
+		opts.CatalogChanged = func() { told[i].Add(1) }
+		h, err := airlock.Open(ctx, w.cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		if st := h.Servers()[0]; st.Status != airlock.StatusAuthRequired {
+			t.Fatalf("replica %d before the login: %s", i, st.Status)
+		}
+		hosts[i] = h
+	}
+	before := [2]int64{told[0].Load(), told[1].Load()}
+
+	cli := w.options()
+	cli.StateDir = t.TempDir()
+	if _, err := airlock.OpenCredentials(w.cfg, cli).Login(ctx, "prot"); err != nil {
+		t.Fatalf("airlock auth login: %v", err)
+	}
+	for i, h := range hosts {
+		waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to hear of the login", i), func() bool { return told[i].Load() > before[i] })
+		h.BeginTurn(ctx) // the gateway's turn, on CatalogChanged
+		if st := h.Servers()[0]; st.Status != airlock.StatusReady {
+			t.Fatalf("replica %d after the login and a turn: %s (%v), want ready", i, st.Status, st.Err)
+		}
+		wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK)
 	}
 }
