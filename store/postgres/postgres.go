@@ -202,10 +202,15 @@ type writerLock struct {
 	pid  uint32 // the backend process of conn, as pg_locks names it
 }
 
-// release ends the lock's session, which releases the lock.
+// release gives the lock back, then ends its session. The unlock comes
+// first because a closed session's locks are released by its server
+// process as it exits, a moment after Close returns: a RecoverOpen right
+// after Close would find the writer still alive. A lock whose session is
+// already gone needs no unlock.
 func (l *writerLock) release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.id)
 	return l.conn.Close(ctx)
 }
 
