@@ -25,6 +25,11 @@
 //     advisory lock: each append reads the chain's newest link, links its
 //     events and seals the new head in one transaction, so that every
 //     replica extends one chain, and positions (Tail) grow in commit order.
+//   - Leases (store.Leases: the places under max_concurrency and the
+//     tenant cap that replicas share) are rows with an expiry that the
+//     server's clock decides; one key's acquirers are serialized by a
+//     transaction-level advisory lock, so a limit holds whatever number
+//     of replicas race for it.
 //   - The schema is versioned (the table schema_migrations); Open applies
 //     what is missing under a transaction-level advisory lock, so replicas
 //     starting together apply each migration once, and refuses a database
@@ -274,6 +279,11 @@ const (
 	lockMigrations = 1
 	lockAudit      = 2
 )
+
+// lockLeases is the first key of the advisory locks that serialize the
+// acquirers of one lease key (leases.go); the second is the key's hash.
+// It is a space of its own, so that no hash meets the locks above.
+const lockLeases = 0x61726c73 // "arls"
 
 // isUnique reports whether err is a unique or primary key violation.
 func isUnique(err error) bool {

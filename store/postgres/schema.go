@@ -119,6 +119,16 @@ CREATE TABLE tool_lists (
 	expires_at timestamptz           -- NULL: until invalidated
 );
 `,
+	`
+CREATE TABLE leases (
+	id         text        PRIMARY KEY,
+	key        text        NOT NULL,
+	holder     text        NOT NULL,
+	expires_at timestamptz NOT NULL  -- by the server's clock
+);
+CREATE INDEX leases_key ON leases (key, expires_at);
+CREATE INDEX leases_holder ON leases (holder);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is
