@@ -43,6 +43,7 @@ type Leases interface {
 	Release(ctx context.Context, l Lease) error
 	// Renew extends every unexpired lease of holder to ttl from now, and
 	// returns how many it extended. A lease that has expired stays
-	// expired: its place may already be another's.
+	// expired: its place may already be another's. A backend may drop
+	// expired leases of any holder meanwhile.
 	Renew(ctx context.Context, holder string, ttl time.Duration) (int, error)
 }

@@ -70,7 +70,9 @@ func (db *DB) Release(ctx context.Context, l store.Lease) error {
 	return nil
 }
 
-// Renew extends holder's unexpired leases; see store.Leases.
+// Renew extends holder's unexpired leases; see store.Leases. It also
+// drops every holder's expired leases, so that a key no one acquires again
+// keeps no rows of a replica that died.
 func (db *DB) Renew(ctx context.Context, holder string, ttl time.Duration) (int, error) {
 	if ttl < time.Millisecond {
 		return 0, fmt.Errorf("renew leases: a ttl of %s is not a lease", ttl)
@@ -80,6 +82,9 @@ UPDATE leases SET expires_at = clock_timestamp() + $2::bigint * interval '1 micr
 WHERE holder = $1 AND expires_at > clock_timestamp()`, holder, ttl.Microseconds())
 	if err != nil {
 		return 0, fmt.Errorf("renew leases: %w", err)
+	}
+	if _, err := db.pool.Exec(ctx, `DELETE FROM leases WHERE expires_at <= clock_timestamp()`); err != nil {
+		return int(tag.RowsAffected()), fmt.Errorf("drop expired leases: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

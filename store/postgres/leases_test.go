@@ -63,7 +63,8 @@ func TestLeases(t *testing.T) {
 // ttl has passed; one its holder renews keeps it; a renewal counts only
 // the holder's own unexpired leases.
 func TestLeaseExpiry(t *testing.T) {
-	db := open(t, testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key"))
+	url := testenv.PostgresDatabase(t)
+	db := open(t, url, filepath.Join(t.TempDir(), "audit.key"))
 	ctx := t.Context()
 	const ttl = 400 * time.Millisecond
 
@@ -71,6 +72,9 @@ func TestLeaseExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := db.Acquire(ctx, "kept", 1, "live", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Acquire(ctx, "forgotten", 1, "gone", ttl); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Acquire(ctx, "dead", 1, "other", ttl); !errors.Is(err, store.ErrBusy) {
@@ -93,6 +97,11 @@ func TestLeaseExpiry(t *testing.T) {
 	// An expired lease is not brought back by its holder's renewal.
 	if n, err := db.Renew(ctx, "gone", ttl); err != nil || n != 0 {
 		t.Errorf("Renew of an expired lease: got %d, %v; want 0, nil", n, err)
+	}
+	// A renewal dropped the expired lease of a key no one acquired again.
+	var rows int
+	if err := connect(t, url).QueryRow(ctx, `SELECT count(*) FROM leases WHERE key = 'forgotten'`).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("rows of an expired, forgotten lease: got %d, %v; want 0", rows, err)
 	}
 }
 
