@@ -207,10 +207,14 @@ type writerLock struct {
 	pid  uint32 // the backend process of conn, as pg_locks names it
 }
 
-// release ends the lock's session, which releases the lock.
+// release unlocks the lock and ends its session. Ending the session alone
+// would release the lock too, but only once the server has read the
+// goodbye, after Close has returned: a RecoverOpen right after might still
+// find the lock held. A session already lost has nothing to unlock.
 func (l *writerLock) release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.id)
 	return l.conn.Close(ctx)
 }
 
