@@ -209,25 +209,32 @@ func (h *Host) admit(ctx context.Context, q *request) (_ context.Context, leave 
 }
 
 // room is backpressure: the tenant's calls in flight, then one of q's
-// route's slots, waited for at most queue_timeout. Both are capacity: a
-// call that gets no room is busy, was never sent, and may be tried again.
-// release gives the room back; a result means q ends there.
+// route's slots, waited for at most queue_timeout; both in this process
+// and, on a store that shares leases, across replicas. Both are capacity:
+// a call that gets no room is busy, was never sent, and may be tried
+// again; one that cannot be counted because the store does not answer is
+// refused, never let through uncounted. release gives the room back; a
+// result means q ends there.
 func (h *Host) room(ctx context.Context, q *request) (release func(), _ *Result) {
 	tool := q.tool
-	leaveTenant, err := h.tenants.enter(q.snap.who.Tenant)
-	if err != nil {
-		return nil, q.fail(Busy, err, "%s: %v", tool.Name, err)
-	}
-	wait, releaseSlot, err := q.route.acquire(ctx)
-	q.r.QueueWait = wait
-	if err != nil {
-		leaveTenant()
-		if ctx.Err() != nil {
-			return nil, q.fail(Cancelled, err, "%s: cancelled while waiting for server %s", tool.Name, tool.Server)
+	leaveTenant, err := h.enterTenant(ctx, q.snap.who.Tenant)
+	if err == nil {
+		var wait time.Duration
+		var releaseSlot func()
+		wait, releaseSlot, err = h.acquire(ctx, q.route)
+		q.r.QueueWait = wait
+		if err == nil {
+			return func() { releaseSlot(); leaveTenant() }, nil
 		}
-		return nil, q.fail(Busy, err, "%s: %v", tool.Name, err)
+		leaveTenant()
 	}
-	return func() { releaseSlot(); leaveTenant() }, nil
+	switch {
+	case ctx.Err() != nil:
+		return nil, q.fail(Cancelled, err, "%s: cancelled while waiting for server %s", tool.Name, tool.Server)
+	case errors.As(err, new(*errUncounted)):
+		return nil, q.fail(Denied, err, "%s refused: %v", tool.Name, err)
+	}
+	return nil, q.fail(Busy, err, "%s: %v", tool.Name, err)
 }
 
 // answer turns the server's answer into q's result. A tool error is a

@@ -20,3 +20,11 @@ func LaneLeased(h *Host, server string, p Principal) bool {
 	}
 	return false
 }
+
+// SetLeaseTTL sets how long the leases of hosts opened afterwards outlive
+// their last renewal (leases.go), for tests, and returns what restores it.
+func SetLeaseTTL(d time.Duration) (restore func()) {
+	old := leaseTTL
+	leaseTTL = d
+	return func() { leaseTTL = old }
+}

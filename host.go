@@ -204,6 +204,7 @@ type Host struct {
 	artifacts *artifact.Store
 	creds     *Credentials    // remote servers' OAuth logins, opened on first use
 	tenants   tenantLimit     // calls in flight per tenant
+	cluster   *cluster        // the limits shared with other replicas (leases.go)
 	subs      subscriptions   // resources subscribed to (subscribe.go)
 	procs     *procRecord     // the host-scoped stdio servers running, on disk
 	trace     *wireTrace      // Options.Trace, or nil
@@ -293,6 +294,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 		h.trace = newWireTrace(h.opts.Trace, h.gov.redactor, h.log)
 	}
 	h.tenants.limit = cfg.Limits.MaxConcurrentPerTenant
+	h.cluster = openCluster(h.gov.store, h.log)
 	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {
@@ -431,6 +433,7 @@ func (h *Host) Close() error {
 		if err != nil {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
+		h.cluster.close()
 		h.trail.close()
 		h.spans.close()
 		h.trace.close()

@@ -146,6 +146,13 @@ func serveTestServer(mode string) {
 		}
 	case "holder":
 		holdTaskAndDie()
+	case "hold":
+		// The SDK server with the tool hold, for limits across replicas.
+		s := newTestServer()
+		addHold(s)
+		s.Run(ctx, &mcp.StdioTransport{})
+	case "leaseholder":
+		holdLeaseAndDie()
 	case "raw":
 		serveRaw()
 	case "exit":

@@ -25,6 +25,11 @@
 //     advisory lock: each append reads the chain's newest link, links its
 //     events and seals the new head in one transaction, so that every
 //     replica extends one chain, and positions (Tail) grow in commit order.
+//   - Leases (store.Leases: the places under max_concurrency and the
+//     tenant cap that replicas share) are rows with an expiry that the
+//     server's clock decides; one key's acquirers are serialized by a
+//     transaction-level advisory lock, so a limit holds whatever number
+//     of replicas race for it.
 //   - The schema is versioned (the table schema_migrations); Open applies
 //     what is missing under a transaction-level advisory lock, so replicas
 //     starting together apply each migration once, and refuses a database
@@ -202,11 +207,10 @@ type writerLock struct {
 	pid  uint32 // the backend process of conn, as pg_locks names it
 }
 
-// release gives the lock back, then ends its session. The unlock comes
-// first because a closed session's locks are released by its server
-// process as it exits, a moment after Close returns: a RecoverOpen right
-// after Close would find the writer still alive. A lock whose session is
-// already gone needs no unlock.
+// release unlocks the lock and ends its session. Ending the session alone
+// would release the lock too, but only once the server has read the
+// goodbye, after Close has returned: a RecoverOpen right after might still
+// find the lock held. A session already lost has nothing to unlock.
 func (l *writerLock) release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -285,6 +289,11 @@ const (
 
 // lockReleaseTimeout bounds giving back a session-level lock.
 const lockReleaseTimeout = 10 * time.Second
+
+// lockLeases is the first key of the advisory locks that serialize the
+// acquirers of one lease key (leases.go); the second is the key's hash.
+// It is a space of its own, so that no hash meets the locks above.
+const lockLeases = 0x61726c73 // "arls"
 
 // isUnique reports whether err is a unique or primary key violation.
 func isUnique(err error) bool {

@@ -119,7 +119,18 @@ CREATE TABLE tool_lists (
 	expires_at timestamptz           -- NULL: until invalidated
 );
 `,
-	// 2: the vault of sealed secrets (vault.go).
+	// 2: the leases of limits held across replicas (leases.go).
+	`
+CREATE TABLE leases (
+	id         text        PRIMARY KEY,
+	key        text        NOT NULL,
+	holder     text        NOT NULL,
+	expires_at timestamptz NOT NULL  -- by the server's clock
+);
+CREATE INDEX leases_key ON leases (key, expires_at);
+CREATE INDEX leases_holder ON leases (holder);
+`,
+	// 3: the vault of sealed secrets (vault.go).
 	`
 CREATE TABLE secrets (
 	name       text        PRIMARY KEY, -- a hash of the secret's key

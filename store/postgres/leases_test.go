@@ -1,0 +1,153 @@
+package postgres_test
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/internal/testenv"
+	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/postgres"
+)
+
+// TestLeases: a key takes as many leases as its limit and refuses the
+// next at once; a released place is free at once, an expired one once its
+// ttl has passed, and renewing keeps a lease past its first ttl.
+func TestLeases(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	db := open(t, url, key)
+	ctx := t.Context()
+
+	a, err := db.Acquire(ctx, "server/s", 2, "h1", time.Minute)
+	if err != nil {
+		t.Fatalf("Acquire 1: %v", err)
+	}
+	if _, err := db.Acquire(ctx, "server/s", 2, "h2", time.Minute); err != nil {
+		t.Fatalf("Acquire 2: %v", err)
+	}
+	if _, err := db.Acquire(ctx, "server/s", 2, "h1", time.Minute); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Acquire 3 of 2: got %v, want ErrBusy", err)
+	}
+	// Another key has places of its own, and a larger limit lets one more in.
+	if _, err := db.Acquire(ctx, "server/t", 1, "h1", time.Minute); err != nil {
+		t.Fatalf("Acquire on another key: %v", err)
+	}
+	if _, err := db.Acquire(ctx, "server/s", 3, "h1", time.Minute); err != nil {
+		t.Fatalf("Acquire 3 of 3: %v", err)
+	}
+
+	if err := db.Release(ctx, a); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if err := db.Release(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Release twice: got %v, want ErrNotFound", err)
+	}
+	if _, err := db.Acquire(ctx, "server/s", 3, "h2", time.Minute); err != nil {
+		t.Fatalf("Acquire after Release: %v", err)
+	}
+
+	for _, bad := range []struct {
+		limit int
+		ttl   time.Duration
+	}{{0, time.Minute}, {1, 0}} {
+		if _, err := db.Acquire(ctx, "server/u", bad.limit, "h1", bad.ttl); err == nil || errors.Is(err, store.ErrBusy) {
+			t.Errorf("Acquire with limit %d, ttl %s: got %v, want an error", bad.limit, bad.ttl, err)
+		}
+	}
+}
+
+// TestLeaseExpiry: a lease that is not renewed frees its place once its
+// ttl has passed; one its holder renews keeps it; a renewal counts only
+// the holder's own unexpired leases.
+func TestLeaseExpiry(t *testing.T) {
+	url := testenv.PostgresDatabase(t)
+	db := open(t, url, filepath.Join(t.TempDir(), "audit.key"))
+	ctx := t.Context()
+	const ttl = 400 * time.Millisecond
+
+	if _, err := db.Acquire(ctx, "dead", 1, "gone", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Acquire(ctx, "kept", 1, "live", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Acquire(ctx, "forgotten", 1, "gone", ttl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Acquire(ctx, "dead", 1, "other", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Acquire before expiry: got %v, want ErrBusy", err)
+	}
+	end := time.Now().Add(3 * ttl)
+	for time.Now().Before(end) {
+		n, err := db.Renew(ctx, "live", ttl)
+		if err != nil || n != 1 {
+			t.Fatalf("Renew: got %d, %v; want 1, nil", n, err)
+		}
+		time.Sleep(ttl / 4)
+	}
+	if _, err := db.Acquire(ctx, "kept", 1, "other", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Errorf("Acquire of a renewed lease's key: got %v, want ErrBusy", err)
+	}
+	if _, err := db.Acquire(ctx, "dead", 1, "other", ttl); err != nil {
+		t.Errorf("Acquire after the lease expired: %v", err)
+	}
+	// An expired lease is not brought back by its holder's renewal.
+	if n, err := db.Renew(ctx, "gone", ttl); err != nil || n != 0 {
+		t.Errorf("Renew of an expired lease: got %d, %v; want 0, nil", n, err)
+	}
+	// A renewal dropped the expired lease of a key no one acquired again.
+	var rows int
+	if err := connect(t, url).QueryRow(ctx, `SELECT count(*) FROM leases WHERE key = 'forgotten'`).Scan(&rows); err != nil || rows != 0 {
+		t.Errorf("rows of an expired, forgotten lease: got %d, %v; want 0", rows, err)
+	}
+}
+
+// TestLeaseLimitAcrossReplicas: 50 callers on two DBs (two replicas) race
+// for a key with a limit of 3, each retrying until it gets a place, holding
+// it a little and releasing it: never more than 3 hold it at once, and
+// every caller gets its turn.
+func TestLeaseLimitAcrossReplicas(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	replicas := []*postgres.DB{open(t, url, key), open(t, url, key)}
+	const limit, callers = 3, 50
+	var (
+		now, most, done atomic.Int64
+		wg              sync.WaitGroup
+	)
+	for i := range callers {
+		db := replicas[i%2]
+		wg.Go(func() {
+			for {
+				l, err := db.Acquire(t.Context(), "server/shared", limit, "h", time.Minute)
+				if errors.Is(err, store.ErrBusy) {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n := now.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(10 * time.Millisecond)
+				now.Add(-1)
+				if err := db.Release(t.Context(), l); err != nil {
+					t.Error(err)
+				}
+				done.Add(1)
+				return
+			}
+		})
+	}
+	wg.Wait()
+	if got := most.Load(); got != limit {
+		t.Errorf("at most %d held the key at once, want %d", got, limit)
+	}
+	if got := done.Load(); got != callers {
+		t.Errorf("%d callers got a place, want %d", got, callers)
+	}
+}
