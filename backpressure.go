@@ -52,9 +52,9 @@ func (l *tenantLimit) busy(tenant string) error {
 
 // enterTenant counts a call of tenant in, in this process and, on a store
 // that shares leases, across replicas (cluster), without waiting.
-func (h *Host) enterTenant(ctx context.Context, tenant string) (func(), error) {
+func (h *Host) enterTenant(ctx context.Context, tenant string, shared bool) (func(), error) {
 	leave, err := h.tenants.enter(tenant)
-	if err != nil || h.tenants.limit <= 0 || !h.cluster.shared() {
+	if err != nil || h.tenants.limit <= 0 || !shared || !h.cluster.shared() {
 		return leave, err
 	}
 	release, err := h.cluster.take(ctx, "tenant/"+tenant, h.tenants.limit, "limits.max_concurrent_per_tenant")
@@ -123,7 +123,7 @@ func acquireSlot(ctx context.Context, slots chan struct{}, queued *atomic.Int64,
 // partition), at most queue_timeout in all: one of this process's, then,
 // on a store that shares leases, a place among every replica's (cluster).
 // It returns how long it waited and the function that gives both back.
-func (h *Host) acquire(ctx context.Context, rt route) (time.Duration, func(), error) {
+func (h *Host) acquire(ctx context.Context, rt route, shared bool) (time.Duration, func(), error) {
 	cfg, slots := &rt.srv.cfg, rt.srv.slots
 	if rt.lane != nil {
 		slots = rt.lane.slots
@@ -135,7 +135,7 @@ func (h *Host) acquire(ctx context.Context, rt route) (time.Duration, func(), er
 	began := time.Now()
 	waited, releaseSlot, err := acquireSlot(ctx, slots, &rt.srv.queued, cfg.ID, wait)
 	key := h.slotKey(rt)
-	if err != nil || key == "" {
+	if err != nil || key == "" || !shared {
 		return waited, releaseSlot, err
 	}
 	releaseLease, err := h.cluster.wait(ctx, key, cap(slots), "max_concurrency of server "+cfg.ID, began.Add(wait), &rt.srv.queued)

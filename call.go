@@ -217,16 +217,19 @@ func (h *Host) admit(ctx context.Context, q *request) (_ context.Context, leave 
 // result means q ends there.
 func (h *Host) room(ctx context.Context, q *request) (release func(), _ *Result) {
 	tool := q.tool
-	leaveTenant, err := h.enterTenant(ctx, q.snap.who.Tenant)
+	release, err := h.takeRoom(ctx, q, true)
+	if errors.As(err, new(*errUncounted)) && q.decision.Effect == policy.Read && ctx.Err() == nil {
+		// The store that counts across replicas does not answer: a read
+		// runs within this replica's own limits, as on one host, where
+		// anything else is refused (it needs the store for its journal
+		// too). Said once a minute at most: an outage is not a log storm.
+		h.uncounted.Do(func() {
+			h.log.Warn("the store cannot count calls across replicas: reads run within this replica's limits until it answers", "error", err)
+		})
+		release, err = h.takeRoom(ctx, q, false)
+	}
 	if err == nil {
-		var wait time.Duration
-		var releaseSlot func()
-		wait, releaseSlot, err = h.acquire(ctx, q.route)
-		q.r.QueueWait = wait
-		if err == nil {
-			return func() { releaseSlot(); leaveTenant() }, nil
-		}
-		leaveTenant()
+		return release, nil
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -235,6 +238,23 @@ func (h *Host) room(ctx context.Context, q *request) (release func(), _ *Result)
 		return nil, q.fail(Denied, err, "%s refused: %v", tool.Name, err)
 	}
 	return nil, q.fail(Busy, err, "%s: %v", tool.Name, err)
+}
+
+// takeRoom takes q's place under its tenant's limit and one of its
+// route's slots, across replicas too when shared (and the store shares
+// leases).
+func (h *Host) takeRoom(ctx context.Context, q *request, shared bool) (func(), error) {
+	leaveTenant, err := h.enterTenant(ctx, q.snap.who.Tenant, shared)
+	if err != nil {
+		return nil, err
+	}
+	wait, releaseSlot, err := h.acquire(ctx, q.route, shared)
+	q.r.QueueWait = wait
+	if err != nil {
+		leaveTenant()
+		return nil, err
+	}
+	return func() { releaseSlot(); leaveTenant() }, nil
 }
 
 // answer turns the server's answer into q's result. A tool error is a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/artifact"
@@ -216,8 +217,11 @@ type Host struct {
 	// background are the host's own goroutines that end with life
 	// (watchAnnouncements).
 	background sync.WaitGroup
-	life       context.Context // ends when the host closes: stops supervisors
-	endLife    context.CancelFunc
+	// uncounted limits the warning that reads run uncounted across
+	// replicas (room) to one a minute.
+	uncounted rate.Sometimes
+	life      context.Context // ends when the host closes: stops supervisors
+	endLife   context.CancelFunc
 
 	tasksMu sync.Mutex
 	tasks   map[*Task]bool // attached here, released when the host closes
@@ -238,7 +242,7 @@ type Host struct {
 // Open fails only when the host itself cannot run: the state directory
 // cannot be created, or two tools cannot be given distinct local names.
 func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error) {
-	h := &Host{cfg: cfg, schemas: schema.NewCache(0, 0)}
+	h := &Host{cfg: cfg, schemas: schema.NewCache(0, 0), uncounted: rate.Sometimes{First: 1, Interval: time.Minute}}
 	if opts != nil {
 		h.opts = *opts
 	}

@@ -139,12 +139,17 @@ func TestTenantLimitAcrossReplicas(t *testing.T) {
 	}
 }
 
-// TestLimitStoreDown: a call that cannot be counted against the limit
-// across replicas, because the store fails, is refused and not sent.
+// TestLimitStoreDown: a write that cannot be counted against the limit
+// across replicas, because the store fails, is refused and not sent; a
+// read runs within its replica's own limit, as on one host.
 func TestLimitStoreDown(t *testing.T) {
 	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
 	record := filepath.Join(t.TempDir(), "record")
-	h := open(t, replicaConfig(t, url, key, replicaServer(t, record, 2, time.Minute)))
+	cfg := replicaConfig(t, url, key, replicaServer(t, record, 2, time.Minute))
+	cfg.Policy.Tools = nil
+	classify(cfg, "s", "write", "hold")
+	h := open(t, cfg)
+	reader := open(t, replicaConfig(t, url, key, replicaServer(t, record, 2, time.Minute)))
 	admin, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +165,10 @@ func TestLimitStoreDown(t *testing.T) {
 	}
 	if got := calls(t, replicaServer(t, record, 2, 0)); len(got) != 0 {
 		t.Errorf("the server received %v", got)
+	}
+	wantStatus(t, call(t, reader, "s__hold", `{}`), airlock.OK)
+	if started, _ := overlap(t, record); started != 1 {
+		t.Errorf("the servers ran %d calls, want the read alone", started)
 	}
 	if _, err := admin.Exec(t.Context(), `ALTER TABLE leases_away RENAME TO leases`); err != nil {
 		t.Fatal(err)
