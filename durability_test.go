@@ -54,10 +54,20 @@ func durableConfig(dir string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &config.Config{Dir: dir, Store: config.Store{URL: os.Getenv(envDurableStore)}, Servers: []config.Server{{
+	url := os.Getenv(envDurableStore)
+	slots := inFlight
+	if url != "" {
+		// On PostgreSQL max_concurrency holds across replicas, and the
+		// places of a killed replica stay taken until their leases expire
+		// (TestDeadReplicaFreesItsPlaces): kills a moment apart would
+		// leave the next replica none. Room for every killed replica's
+		// places within a lease's life keeps the writes flowing.
+		slots = 10000
+	}
+	return &config.Config{Dir: dir, Store: config.Store{URL: url}, Servers: []config.Server{{
 		ID: "s", Transport: "stdio", Scope: "host", Command: exe, Cwd: dir,
 		Env:          map[string]string{envMode: "sdk", envMark: filepath.Join(dir, "mark")},
-		AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, MaxConcurrency: inFlight,
+		AllowedTools: []string{"*"}, ProtocolVersions: bothVersions, MaxConcurrency: slots,
 		RequestTimeout: 30 * time.Second, ConnectTimeout: 30 * time.Second, ProbeTimeout: 10 * time.Second,
 	}}, Policy: config.Policy{
 		Tools: []config.ToolClass{{Server: "s", Tool: "echo", Effect: "write", Source: "test"}},
@@ -67,7 +77,9 @@ func durableConfig(dir string) (*config.Config, error) {
 
 // durableHost opens a host and makes journaled writes, inFlight at a
 // time, each with a text of its own, until it is killed. It says "ready"
-// on stdout once the writes have started.
+// on stdout once the first write has been answered: the writes flow from
+// then on, however slowly the host started (a store across the network,
+// the race detector), so that a kill a moment later meets them in flight.
 func durableHost(dir string) {
 	ctx := context.Background()
 	cfg, err := durableConfig(dir)
@@ -82,6 +94,7 @@ func durableHost(dir string) {
 	}
 	snap := h.Snapshot()
 	round := os.Getenv(envDurableRound)
+	var ready sync.Once
 	for g := range inFlight {
 		go func() {
 			for k := 0; ; k++ {
@@ -90,10 +103,10 @@ func durableHost(dir string) {
 					fmt.Fprintln(os.Stderr, "durable host:", r.Err)
 					os.Exit(2)
 				}
+				ready.Do(func() { fmt.Println("ready") })
 			}
 		}()
 	}
-	fmt.Println("ready")
 	select {}
 }
 
@@ -197,9 +210,8 @@ func survivesKills(t *testing.T, dir, storeURL string, kills int) {
 	for round := range kills {
 		cmd, stderr := startHostProcess(t, envMode+"=durable-host", envDurableHost+"="+dir, fmt.Sprint(envDurableRound, "=r", round),
 			envDurableStore+"="+storeURL)
-		// Kill at a random point of the writes: some rounds before the
-		// first commit, most with groups of intents and outcomes in
-		// every stage.
+		// Kill at a random point of the writes, with groups of intents
+		// and outcomes in every stage.
 		time.Sleep(time.Duration(rand.IntN(150)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()

@@ -133,7 +133,7 @@ func startHostProcess(t *testing.T, env ...string) (cmd *exec.Cmd, stderr *strin
 	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 		cmd.Process.Kill()
 		cmd.Wait()
-		t.Fatalf("the host did not get ready: %q\n%s", line, stderr.String())
+		t.Fatalf("the host did not get ready: %q (%v)\n%s", line, cmd.ProcessState, stderr.String())
 	}
 	return cmd, stderr
 }
