@@ -2,30 +2,46 @@ package airlock
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	storepkg "github.com/airlockhq/airlock/store"
 )
 
 // topicCatalog is the announcements of changes that may change the
-// catalog of every replica sharing a store: "login SERVER", a person
-// logged in to SERVER (through any replica, or airlock auth login).
+// catalog of every replica sharing a store: "login SERVER" and "logout
+// SERVER", a person logged in to SERVER or out of it (through any replica,
+// or airlock auth login and logout).
 const topicCatalog = "catalog"
 
 // announceTimeout bounds an announcement: it is a courtesy to the other
 // replicas, which also try again at their next safe point.
 const announceTimeout = 5 * time.Second
 
-// announceLogin tells the replicas sharing the store that the principal
-// logged in to server, so that those whose server waited for a login
-// connect it now.
-func (c *Credentials) announceLogin(server string) {
+// announce tells the replicas sharing the store that the principal logged
+// in to server ("login") or out of it ("logout"), so that those whose
+// server waited for a login connect it now, and those that hold a login
+// in memory drop it.
+func (c *Credentials) announce(what, server string) {
 	if c.announcer == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 	defer cancel()
-	c.announcer.Announce(ctx, topicCatalog, "login "+server)
+	c.announcer.Announce(ctx, topicCatalog, what+" "+server)
+}
+
+// forget drops what the credentials hold in memory of server's logins
+// (the next use reads the store again), if the OAuth client is open.
+func (c *Credentials) forget(server string) {
+	if !c.opened.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
+	defer cancel()
+	if client, err := c.client(); err == nil {
+		client.Forget(ctx, server)
+	}
 }
 
 // watchAnnouncements listens, while the host lives, to what the processes
@@ -40,6 +56,23 @@ func (h *Host) watchAnnouncements() {
 	}
 	life := h.life
 	h.background.Go(func() {
-		a.Watch(life, topicCatalog, func(string) { h.catalogChanged() }, h.catalogChanged)
+		a.Watch(life, topicCatalog, h.heard, func() {
+			// What was missed may have been a logout: every login held in
+			// memory is read again.
+			for _, s := range h.cfg.Servers {
+				h.creds.forget(s.ID)
+			}
+			h.catalogChanged()
+		})
 	})
+}
+
+// heard takes an announcement of the catalog topic: a logout drops the
+// login the host holds in memory (its calls then need a login again, on
+// this replica too); either is a sign that the catalog may have changed.
+func (h *Host) heard(payload string) {
+	if server, ok := strings.CutPrefix(payload, "logout "); ok {
+		h.creds.forget(server)
+	}
+	h.catalogChanged()
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/airlockhq/airlock/auth/egress"
 	"github.com/airlockhq/airlock/auth/oauth"
@@ -38,9 +39,10 @@ type Credentials struct {
 	// those running connect the server at once (announce.go); nil: none.
 	announcer store.Announcer
 
-	once sync.Once
-	c    *oauth.Client
-	err  error
+	once   sync.Once
+	c      *oauth.Client
+	err    error
+	opened atomic.Bool // c is open
 
 	pools sync.Map // ca_file → *x509.CertPool
 	keys  sync.Map // oauth.private_key_file → crypto.Signer
@@ -95,7 +97,7 @@ func (c *Credentials) Login(ctx context.Context, server string) (*oauth.Status, 
 	}
 	st, err := client.Login(ctx, srv, owner(c.who))
 	if err == nil {
-		c.announceLogin(server)
+		c.announce("login", server)
 	}
 	return st, err
 }
@@ -118,7 +120,11 @@ func (c *Credentials) Logout(ctx context.Context, server string) error {
 	if err != nil {
 		return err
 	}
-	return client.Logout(ctx, srv, owner(c.who))
+	if err := client.Logout(ctx, srv, owner(c.who)); err != nil {
+		return err
+	}
+	c.announce("logout", server)
+	return nil
 }
 
 // ErrNotOAuth is returned (wrapped) for a server that is not configured,
@@ -165,6 +171,7 @@ func (c *Credentials) client() (*oauth.Client, error) {
 			Consent:     c.opts.Consent,
 			Refreshed:   c.metrics.TokenRefresh,
 		})
+		c.opened.Store(c.err == nil)
 	})
 	return c.c, c.err
 }

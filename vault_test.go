@@ -131,3 +131,48 @@ func TestLoginReachesRunningReplicas(t *testing.T) {
 		wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK)
 	}
 }
+
+// TestLogoutReachesRunningReplicas: two replicas use a login; a person
+// logs out with airlock auth logout. Both hear of it and drop the login
+// they held in memory, with its still valid access token: their next
+// call needs a login, and nothing brings the token back.
+func TestLogoutReachesRunningReplicas(t *testing.T) {
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
+	w := newOAuthWorld(t, false)
+	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	ctx := context.Background()
+	cli := w.options()
+	cli.StateDir = t.TempDir()
+	creds := airlock.OpenCredentials(w.cfg, cli)
+	if _, err := creds.Login(ctx, "prot"); err != nil {
+		t.Fatal(err)
+	}
+
+	var hosts [2]*airlock.Host
+	var told [2]atomic.Int64
+	for i := range hosts {
+		opts := w.options()
+		opts.StateDir = t.TempDir()
+		opts.CatalogChanged = func() { told[i].Add(1) }
+		h, err := airlock.Open(ctx, w.cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK)
+		hosts[i] = h
+	}
+	before := [2]int64{told[0].Load(), told[1].Load()}
+	if err := creds.Logout(ctx, "prot"); err != nil {
+		t.Fatalf("airlock auth logout: %v", err)
+	}
+	for i, h := range hosts {
+		waitFor(t, 10*time.Second, fmt.Sprintf("replica %d to hear of the logout", i), func() bool { return told[i].Load() > before[i] })
+		r := call(t, h, "prot__read", `{}`)
+		wantStatus(t, r, airlock.AuthRequired)
+		h.BeginTurn(ctx)
+		wantStatus(t, call(t, h, "prot__read", `{}`), airlock.AuthRequired)
+	}
+}

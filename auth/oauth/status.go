@@ -108,3 +108,31 @@ func (c *Client) Logout(ctx context.Context, srv *Server, who Owner) error {
 	c.mu.Unlock()
 	return nil
 }
+
+// Forget drops what the client holds in memory of server's logins, for
+// every tenant and user: the next use reads the store again, where another
+// process (a replica, airlock auth logout) may have logged out. A
+// refreshed token that could not be saved yet (it exists only here) is
+// kept.
+func (c *Client) Forget(ctx context.Context, server string) {
+	c.mu.Lock()
+	var parts []*partState
+	for _, ps := range c.parts {
+		if ps.p.Server == server {
+			parts = append(parts, ps)
+		}
+	}
+	// Binding keys are hashes: the server cannot be told from them, and
+	// the others' bindings are read again as cheaply.
+	clear(c.bindings)
+	c.mu.Unlock()
+	for _, ps := range parts {
+		if ps.acquire(ctx) != nil {
+			return
+		}
+		if !ps.dirty {
+			ps.rec = nil
+		}
+		ps.release()
+	}
+}
