@@ -46,12 +46,15 @@ func (h *Host) metricsState(ctx context.Context) metrics.State {
 	for _, srv := range h.servers {
 		s.Servers = append(s.Servers, srv.gauges())
 	}
-	if a, err := h.gov.store.Approvals().List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Limit: maxCounted}); err == nil {
+	a, aerr := h.gov.store.Approvals().List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Limit: maxCounted})
+	if aerr == nil {
 		s.ApprovalsPending = len(a)
 	}
-	if r, err := h.gov.store.Journal().Records(ctx, store.RecordFilter{Limit: maxCounted}); err == nil {
+	r, rerr := h.gov.store.Journal().Records(ctx, store.RecordFilter{Limit: maxCounted})
+	if rerr == nil {
 		s.UnknownOutcomes = len(r)
 	}
+	s.StoreUp = aerr == nil && rerr == nil
 	return s
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/internal/testenv"
+	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -38,10 +39,17 @@ func TestPostgresRestart(t *testing.T) {
 	classify(cfg, "c", "write", "write")
 	classify(cfg, "c", "read", "read")
 	cfg.Store.URL = pg.URL
-	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, nil)
+	m := metrics.New()
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, &airlock.Options{Metrics: m})
 	wantStatus(t, call(t, h, "c__write", `{}`), airlock.OK)
+	if up := metricValue(t, m, "airlock_store_up", map[string]string{}); up != 1 {
+		t.Errorf("airlock_store_up = %v with PostgreSQL up, want 1", up)
+	}
 
 	pg.Stop()
+	if up := metricValue(t, m, "airlock_store_up", map[string]string{}); up != 0 {
+		t.Errorf("airlock_store_up = %v with PostgreSQL down, want 0", up)
+	}
 	r := call(t, h, "c__write", `{}`)
 	wantStatus(t, r, airlock.Denied)
 	if !strings.Contains(r.Content, "not sent") || !strings.Contains(r.Content, "try again later") ||

@@ -52,6 +52,8 @@ type State struct {
 	// UnknownOutcomes the journal's calls whose outcome is unknown and
 	// that nobody has resolved yet; -1 when the store could not say.
 	ApprovalsPending, UnknownOutcomes int
+	// StoreUp reports whether the store answered the scrape's counts.
+	StoreUp bool
 }
 
 // A Server is one server's gauges.
@@ -174,11 +176,13 @@ var (
 		"Approval requests waiting for a person.", nil, nil)
 	descUnknown = prometheus.NewDesc("airlock_journal_unknown_outcomes",
 		"Journaled calls whose outcome is unknown and not yet resolved by a person (airlock recovery list).", nil, nil)
+	descStoreUp = prometheus.NewDesc("airlock_store_up",
+		"1 if the store (journal, approvals, audit trail) answered this scrape, 0 if not: while it is down, calls that need the journal are refused.", nil, nil)
 )
 
 func (g gauges) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descInFlight, descServerInFlight, descServerQueued, descServerLimit,
-		descServerStatus, descTenantInFlight, descTenantsAtLimit, descApprovals, descUnknown} {
+		descServerStatus, descTenantInFlight, descTenantsAtLimit, descApprovals, descUnknown, descStoreUp} {
 		ch <- d
 	}
 }
@@ -205,6 +209,11 @@ func (g gauges) Collect(ch chan<- prometheus.Metric) {
 	if s.UnknownOutcomes >= 0 {
 		gauge(descUnknown, s.UnknownOutcomes)
 	}
+	up := 0
+	if s.StoreUp {
+		up = 1
+	}
+	gauge(descStoreUp, up)
 	for _, srv := range s.Servers {
 		gauge(descServerInFlight, srv.InFlight, srv.ID)
 		gauge(descServerQueued, srv.Queued, srv.ID)

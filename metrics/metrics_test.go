@@ -45,7 +45,7 @@ func TestExposition(t *testing.T) {
 	m.TokenRefresh("remote", errors.New("invalid_grant"))
 	m.Content("fs", "prompt", "denied")
 	m.Observe(func(context.Context) metrics.State {
-		return metrics.State{InFlight: 3, ApprovalsPending: 2, UnknownOutcomes: -1,
+		return metrics.State{InFlight: 3, ApprovalsPending: 2, UnknownOutcomes: -1, StoreUp: false,
 			Servers: []metrics.Server{{ID: "fs", Status: "degraded", InFlight: 2, Queued: 1, Limit: 4}}}
 	})
 	body := scrape()
@@ -64,6 +64,7 @@ func TestExposition(t *testing.T) {
 		`airlock_server_max_concurrency{server="fs"} 4`,
 		`airlock_server_status{server="fs",status="degraded"} 1`,
 		`airlock_server_status{server="fs",status="ready"} 0`,
+		`airlock_store_up 0`,
 	} {
 		if !strings.Contains(body, line+"\n") {
 			t.Errorf("no line %s", line)

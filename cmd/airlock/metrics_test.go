@@ -101,6 +101,7 @@ func TestServeMetrics(t *testing.T) {
 		`airlock_journal_unknown_outcomes`:                                                 "0",
 		`airlock_requests_in_flight`:                                                       "0",
 		`airlock_tenant_calls_in_flight`:                                                   "0",
+		`airlock_store_up`:                                                                 "1",
 	} {
 		if got := sample(body, series); got != want {
 			t.Errorf("%s = %q, want %q", series, got, want)
