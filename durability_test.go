@@ -172,17 +172,8 @@ func TestJournalSurvivesKillOnPostgres(t *testing.T) {
 		t.Fatalf("a write of the live replica failed: %s", f)
 	}
 
-	st, err := airlock.OpenConfiguredStore(cfg, cfg.StateDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	survivor := 0
-	for _, r := range recs {
+	for _, r := range journalOf(t, cfg, cfg.StateDir()) {
 		if r.Server != "live" {
 			continue // a killed replica's, checked by survivesKills
 		}
@@ -236,7 +227,7 @@ func survivesKills(t *testing.T, dir, storeURL string, kills int) {
 			t.Fatal(err)
 		}
 		h.Close()
-		recs = journalOf(t, cfg, dir)
+		recs = journalOf(t, cfg, cfg.StateDir())
 		if !slices.ContainsFunc(recs, func(r store.Record) bool { return r.Status == store.OutcomeOpen && r.Server == "s" }) ||
 			time.Now().After(deadline) {
 			break
@@ -282,11 +273,11 @@ func survivesKills(t *testing.T, dir, storeURL string, kills int) {
 	t.Logf("%d kills: the server received %d calls; the journal has %d intents", kills, len(received), len(intents))
 }
 
-// journalOf reads every record of cfg's journal (its store, or the SQLite
-// database in dir's state directory).
-func journalOf(t *testing.T, cfg *config.Config, dir string) []store.Record {
+// journalOf reads every record of cfg's journal: its store, or the SQLite
+// database in the state directory stateDir.
+func journalOf(t *testing.T, cfg *config.Config, stateDir string) []store.Record {
 	t.Helper()
-	st, err := airlock.OpenConfiguredStore(cfg, cfg.StateDir())
+	st, err := airlock.OpenConfiguredStore(cfg, stateDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,15 +66,7 @@ func TestPostgresRestart(t *testing.T) {
 	if n := writes.Load(); n != 2 {
 		t.Errorf("the server got %d writes, want 2", n)
 	}
-	st, err := airlock.OpenConfiguredStore(cfg, h.StateDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := journalOf(t, cfg, h.StateDir())
 	succeeded := 0
 	for _, rec := range recs {
 		if rec.Status == store.OutcomeSucceeded {

@@ -18,17 +18,44 @@ import (
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
+// sharedWorld is an OAuth world whose hosts keep their store, logins
+// included, in one PostgreSQL database, under one secret key.
+func sharedWorld(t *testing.T) *oauthWorld {
+	t.Helper()
+	key := make([]byte, 32)
+	rand.Read(key)
+	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
+	w := newOAuthWorld(t, false)
+	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	return w
+}
+
+// openReplicas opens two hosts of w, each with a state directory of its
+// own, and counts the times each is told its catalog may have changed.
+func openReplicas(t *testing.T, w *oauthWorld) (hosts [2]*airlock.Host, told *[2]atomic.Int64) {
+	t.Helper()
+	told = new([2]atomic.Int64)
+	for i := range hosts {
+		opts := w.options()
+		opts.StateDir = t.TempDir()
+		opts.CatalogChanged = func() { told[i].Add(1) }
+		h, err := airlock.Open(context.Background(), w.cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		hosts[i] = h
+	}
+	return hosts, told
+}
+
 // TestLoginSharedByReplicas: with store.url set, a login made through one
 // replica is kept, sealed, in the database, and another replica (another
 // host, another state directory) calls the OAuth server with it at once,
 // with nobody logging in again; the database holds neither the token nor
 // the partitions' names in the clear.
 func TestLoginSharedByReplicas(t *testing.T) {
-	key := make([]byte, 32)
-	rand.Read(key)
-	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
-	w := newOAuthWorld(t, false)
-	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	w := sharedWorld(t)
 	ctx := context.Background()
 
 	a := w.open(t)
@@ -92,28 +119,14 @@ func TestLoginSharedByReplicas(t *testing.T) {
 // from the store (Options.CatalogChanged, as the gateway turns on) and
 // connect the server at their next safe point, without anyone calling it.
 func TestLoginReachesRunningReplicas(t *testing.T) {
-	key := make([]byte, 32)
-	rand.Read(key)
-	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
-	w := newOAuthWorld(t, false)
-	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	w := sharedWorld(t)
 	ctx := context.Background()
 
-	var hosts [2]*airlock.Host
-	var told [2]atomic.Int64
-	for i := range hosts {
-		opts := w.options()
-		opts.StateDir = t.TempDir()
-		opts.CatalogChanged = func() { told[i].Add(1) }
-		h, err := airlock.Open(ctx, w.cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
+	hosts, told := openReplicas(t, w)
+	for i, h := range hosts {
 		if st := h.Servers()[0]; st.Status != airlock.StatusAuthRequired {
 			t.Fatalf("replica %d before the login: %s", i, st.Status)
 		}
-		hosts[i] = h
 	}
 	before := [2]int64{told[0].Load(), told[1].Load()}
 
@@ -137,11 +150,7 @@ func TestLoginReachesRunningReplicas(t *testing.T) {
 // they held in memory, with its still valid access token: their next
 // call needs a login, and nothing brings the token back.
 func TestLogoutReachesRunningReplicas(t *testing.T) {
-	key := make([]byte, 32)
-	rand.Read(key)
-	t.Setenv("AIRLOCK_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
-	w := newOAuthWorld(t, false)
-	w.cfg.Store.URL = testenv.PostgresDatabase(t)
+	w := sharedWorld(t)
 	ctx := context.Background()
 	cli := w.options()
 	cli.StateDir = t.TempDir()
@@ -150,19 +159,9 @@ func TestLogoutReachesRunningReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var hosts [2]*airlock.Host
-	var told [2]atomic.Int64
-	for i := range hosts {
-		opts := w.options()
-		opts.StateDir = t.TempDir()
-		opts.CatalogChanged = func() { told[i].Add(1) }
-		h, err := airlock.Open(ctx, w.cfg, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
+	hosts, told := openReplicas(t, w)
+	for _, h := range hosts {
 		wantStatus(t, call(t, h, "prot__read", `{}`), airlock.OK)
-		hosts[i] = h
 	}
 	before := [2]int64{told[0].Load(), told[1].Load()}
 	if err := creds.Logout(ctx, "prot"); err != nil {

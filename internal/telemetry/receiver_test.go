@@ -1,9 +1,7 @@
 package telemetry_test
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +15,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // A got is one log record as a collector received it.
@@ -108,22 +108,8 @@ func serveHTTP(t *testing.T, status int, body string) (*receiver, string) {
 	t.Helper()
 	rc := &receiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rd io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			rd = zr
-		}
-		data, err := io.ReadAll(rd)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
 		var req collogspb.ExportLogsServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
+		if err := testenv.DecodeOTLP(r, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}

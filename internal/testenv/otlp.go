@@ -49,22 +49,8 @@ func ServeTraces(t testing.TB) (*TraceReceiver, string) {
 	t.Helper()
 	rc := &TraceReceiver{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var rd io.Reader = r.Body
-		if r.Header.Get("Content-Encoding") == "gzip" {
-			zr, err := gzip.NewReader(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			rd = zr
-		}
-		data, err := io.ReadAll(rd)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
 		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(data, &req); err != nil {
+		if err := DecodeOTLP(r, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -78,6 +64,24 @@ func ServeTraces(t testing.TB) (*TraceReceiver, string) {
 		t.Fatalf("receiver listens on %s, want loopback", srv.URL)
 	}
 	return rc, srv.URL + "/v1/traces"
+}
+
+// DecodeOTLP reads an OTLP/HTTP export request's protobuf body, gzipped
+// or not, into msg.
+func DecodeOTLP(r *http.Request, msg proto.Message) error {
+	var rd io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return err
+		}
+		rd = zr
+	}
+	data, err := io.ReadAll(rd)
+	if err != nil {
+		return err
+	}
+	return proto.Unmarshal(data, msg)
 }
 
 func (rc *TraceReceiver) add(req *coltracepb.ExportTraceServiceRequest) {

@@ -31,10 +31,11 @@ type OwnPostgres struct {
 func StartOwnPostgres(t testing.TB) *OwnPostgres {
 	t.Helper()
 	Postgres(t)
-	script, err := repoFile(filepath.Join("scripts", "setup-postgres.sh"))
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
+	root := moduleRoot()
+	if root == "" {
+		t.Fatal("testenv: no go.mod above the working directory, to find scripts/setup-postgres.sh")
 	}
+	script := filepath.Join(root, "scripts", "setup-postgres.sh")
 	// The postgres user must reach the data directory: not under a test's
 	// own temporary directory, which only its owner may enter.
 	dir, err := os.MkdirTemp("", "airlock-pg-")
@@ -75,29 +76,6 @@ func (pg *OwnPostgres) run(args ...string) string {
 		pg.t.Fatalf("testenv: setup-postgres.sh %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return string(out)
-}
-
-// repoFile finds name, a path relative to the repository's root, from the
-// working directory (a package's directory, when a test runs) upwards.
-func repoFile(name string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, name)
-			if _, err := os.Stat(p); err != nil {
-				return "", err
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory, to find %s", name)
-		}
-		dir = parent
-	}
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
