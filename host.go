@@ -406,6 +406,11 @@ func (h *Host) TaskServers() []string {
 // StateDir returns the directory where the host keeps its state.
 func (h *Host) StateDir() string { return h.opts.StateDir }
 
+// Store returns the store the host keeps its journal, approvals and
+// audit trail in: the one Options.Store gave, or the one the configuration
+// names.
+func (h *Host) Store() storepkg.Store { return h.gov.store }
+
 // Close stops every server, each within a bounded time, and reports the
 // servers that could not be stopped cleanly. It is idempotent.
 func (h *Host) Close() error {

@@ -105,7 +105,8 @@ type Gateway struct {
 	sessionMu sync.Mutex
 	opening   int // initialize requests not yet answered, and listen streams open
 
-	levels sessionLevels // the logging levels 2025-11-25 sessions set
+	sessions *sessions     // 2025-11-25 sessions (sessions.go)
+	levels   sessionLevels // the logging levels 2025-11-25 sessions set
 	parked parkedCalls   // 2026-07-28 calls waiting for their client's answer (parked.go)
 
 	closeOnce sync.Once
@@ -163,6 +164,7 @@ func New(opts *Options) *Gateway {
 		g.key = make([]byte, 32)
 		rand.Read(g.key)
 	}
+	g.sessions = newSessions(g)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
 		Logger:             slog.New(dropPerRequest(g.log.Handler())),
 		Capabilities:       capabilities(),
@@ -189,6 +191,7 @@ func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	g.publish(g.turn(ctx, h), false)
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop, g.done = stop, make(chan struct{})
+	g.sessions.share(life, h.Store())
 	var notifying sync.WaitGroup
 	notifying.Go(func() { g.notify(life) })
 	go func() {

@@ -78,12 +78,6 @@ func (g *Gateway) buildHandler() http.Handler {
 	// which knows only loopback names, would refuse the resource's host on
 	// a loopback listener (behind a reverse proxy on the same machine).
 	resourceServer := g.opts.Verifier != nil
-	stateful := mcp.NewStreamableHTTPHandler(g.mcpServer, &mcp.StreamableHTTPOptions{
-		Logger:                     g.log,
-		SessionTimeout:             g.opts.Serve.SessionIdleTimeout,
-		MaxRequestBodyBytes:        g.opts.MaxBodyBytes,
-		DisableLocalhostProtection: resourceServer,
-	})
 	stateless := mcp.NewStreamableHTTPHandler(g.mcpServer, &mcp.StreamableHTTPOptions{
 		Logger:                     g.log,
 		Stateless:                  true,
@@ -93,7 +87,7 @@ func (g *Gateway) buildHandler() http.Handler {
 		PropagateRequestCancellation: true,
 	})
 	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.route(w, r, stateful, stateless)
+		g.route(w, r, stateless)
 	})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -206,7 +200,7 @@ func (g *Gateway) keysReady(ctx context.Context) bool {
 // route sends a request to the handler of its era. A POST's body is read
 // here, bounded in size and time, so that an initialize can be told from
 // the rest.
-func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, stateless http.Handler) {
+func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateless http.Handler) {
 	var body []byte
 	if r.Method == http.MethodPost {
 		// A POST's handler returns once its answers are written: a drain
@@ -219,7 +213,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 		}
 	}
 	if r.Header.Get(sessionHeader) != "" {
-		stateful.ServeHTTP(w, r)
+		g.sessions.serve(w, r, body)
 		return
 	}
 	var req *jsonrpc.Request
@@ -231,7 +225,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateful, statel
 	switch {
 	case req == nil:
 	case req.Method == "initialize" && !statelessEra(req):
-		next = stateful
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { g.sessions.serve(w, r, body) })
 		fallthrough
 	case req.Method == "subscriptions/listen":
 		// Both open something that lasts: a session, or a stream that

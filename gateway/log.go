@@ -8,9 +8,10 @@ import (
 	"regexp"
 )
 
-// sessionID matches a session id as the SDK makes them (crypto/rand.Text:
-// 26 characters of base32), wherever it turns up in a log line.
-var sessionID = regexp.MustCompile(`\b[A-Z2-7]{26}\b`)
+// sessionID matches a session id, wherever it turns up in a log line: as
+// the gateway makes them (sessions.go: 52 characters of base32) or as the
+// SDK does (crypto/rand.Text: 26).
+var sessionID = regexp.MustCompile(`\b[A-Z2-7]{26}(?:[A-Z2-7]{26})?\b`)
 
 // fingerprint names a session id in the log without giving it away: a
 // session id is the only credential of a 2025-11-25 session.

@@ -156,6 +156,7 @@ func (g *Gateway) noteLevel(next mcp.MethodHandler) mcp.MethodHandler {
 		p, _ := req.GetParams().(*mcp.SetLoggingLevelParams)
 		if ss != nil && p != nil {
 			g.levels.set(ss, p.Level, g.server.Sessions())
+			g.sessions.setLevel(ctx, ss, p.Level)
 		}
 		return res, err
 	}

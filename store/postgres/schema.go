@@ -138,6 +138,17 @@ CREATE TABLE secrets (
 	updated_at timestamptz NOT NULL
 );
 `,
+	// 4: the gateway's 2025-11-25 sessions, which any replica takes
+	// (sessions.go).
+	`
+CREATE TABLE gateway_sessions (
+	id      text        PRIMARY KEY, -- a hash of the Mcp-Session-Id: the id itself is never stored
+	owner   text        NOT NULL,
+	state   jsonb       NOT NULL,
+	seen_at timestamptz NOT NULL     -- by the server's clock
+);
+CREATE INDEX gateway_sessions_seen ON gateway_sessions (seen_at);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

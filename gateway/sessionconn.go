@@ -1,0 +1,323 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxAnnouncement bounds what one announcement carries: PostgreSQL's
+// NOTIFY takes payloads under 8000 bytes.
+const maxAnnouncement = 7900
+
+// sessionTransport connects a session's copy through its SDK transport,
+// with the connection wrapped (sessionConn).
+type sessionTransport struct{ sess *session }
+
+func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	inner, err := t.sess.t.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.sess.conn.inner = inner
+	return t.sess.conn, nil
+}
+
+// A sessionConn is the connection of a session's copy, between the SDK's
+// session and its transport. It keeps what the other replicas need to open
+// copies of the session (the initialize parameters, the negotiated version,
+// the logging level), and passes among the replicas what one copy cannot
+// take alone:
+//
+//   - the ids of this replica's requests to the client (questions during a
+//     call) name the replica, "REPLICA.N", so that an answer that reaches
+//     another replica is passed on to this one;
+//   - a resource update that finds no GET stream of the session here goes
+//     to the replica that holds one.
+type sessionConn struct {
+	s     *sessions
+	sess  *session
+	inner mcp.Connection
+
+	mu         sync.Mutex
+	initID     jsonrpc.ID // the client's initialize, until answered
+	initialize *mcp.InitializeParams
+	negotiated string
+	level      mcp.LoggingLevel
+	// beforeAnswer, when set, runs before the answer to the initialize
+	// goes out; an error fails the initialize.
+	beforeAnswer func() error
+}
+
+func (c *sessionConn) SessionID() string { return c.inner.SessionID() }
+func (c *sessionConn) Close() error      { return c.inner.Close() }
+
+// Read takes the client's next message for the session: an answer to
+// another replica's question is passed on to it, and the next is read.
+func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.inner.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		switch m := msg.(type) {
+		case *jsonrpc.Request:
+			if m.Method == "initialize" {
+				c.noteInitialize(m)
+			}
+		case *jsonrpc.Response:
+			replica, id, ok := c.s.askedBy(m.ID)
+			if !ok {
+				return msg, nil // not a question of ours: the SDK ignores it
+			}
+			if replica != c.s.replica {
+				c.s.passAnswer(c.sess, replica, m)
+				continue
+			}
+			answer := *m
+			answer.ID = id
+			return &answer, nil
+		}
+		return msg, nil
+	}
+}
+
+// Write sends a message of the session to the client.
+func (c *sessionConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			q := *m
+			q.ID = c.s.questionID(m.ID)
+			msg = &q
+		}
+		err := c.inner.Write(ctx, msg)
+		if err != nil && m.Method == "notifications/resources/updated" && c.sess.gets.Load() == 0 && c.s.passNotification(c.sess, m) {
+			return nil
+		}
+		return err
+	case *jsonrpc.Response:
+		if failed := c.answered(m); failed != nil {
+			msg = failed
+		}
+	}
+	return c.inner.Write(ctx, msg)
+}
+
+// noteInitialize keeps the client's initialize parameters.
+func (c *sessionConn) noteInitialize(req *jsonrpc.Request) {
+	var p mcp.InitializeParams
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initialize == nil {
+		c.initID, c.initialize = req.ID, &p
+	}
+}
+
+// answered takes the answer to the client's initialize: it notes the
+// version negotiated and runs beforeAnswer. If that fails, it returns the
+// error the client gets instead.
+func (c *sessionConn) answered(resp *jsonrpc.Response) *jsonrpc.Response {
+	c.mu.Lock()
+	if !c.initID.IsValid() || resp.ID != c.initID {
+		c.mu.Unlock()
+		return nil
+	}
+	c.initID = jsonrpc.ID{}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if resp.Error == nil && json.Unmarshal(resp.Result, &res) == nil {
+		c.negotiated = res.ProtocolVersion
+	}
+	before := c.beforeAnswer
+	c.beforeAnswer = nil
+	c.mu.Unlock()
+	if before == nil || resp.Error != nil {
+		return nil
+	}
+	if err := before(); err != nil {
+		c.s.g.log.Warn("cannot record the session in the store", "session", fingerprint(c.sess.id), "error", err)
+		c.sess.refused = true
+		return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "the session could not be recorded for the other replicas: the store cannot be reached; try again"}}
+	}
+	return nil
+}
+
+func (c *sessionConn) setLevel(level mcp.LoggingLevel) {
+	c.mu.Lock()
+	c.level = level
+	c.mu.Unlock()
+}
+
+// state is the session's state as the SDK keeps it, in JSON, for the
+// copies other replicas open.
+func (c *sessionConn) state() []byte {
+	c.mu.Lock()
+	st := mcp.ServerSessionState{InitializeParams: c.initialize, NegotiatedProtocolVersion: c.negotiated, LogLevel: c.level}
+	c.mu.Unlock()
+	data, _ := json.Marshal(st)
+	return data
+}
+
+// questionID is the id the client sees for this replica's request id.
+func (s *sessions) questionID(id jsonrpc.ID) jsonrpc.ID {
+	q, _ := jsonrpc.MakeID(s.replica + "." + fmt.Sprint(id.Raw()))
+	return q
+}
+
+// askedBy reads an answer's id: the replica that asked, and the id of its
+// request. ok is false for an id no replica made.
+func (s *sessions) askedBy(id jsonrpc.ID) (replica string, orig jsonrpc.ID, ok bool) {
+	v, isString := id.Raw().(string)
+	if !isString {
+		return "", jsonrpc.ID{}, false
+	}
+	replica, n, found := strings.Cut(v, ".")
+	if !found || len(replica) != len(s.replica) {
+		return "", jsonrpc.ID{}, false
+	}
+	if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+		orig, _ = jsonrpc.MakeID(float64(i)) // the SDK numbers its requests
+	} else {
+		orig, _ = jsonrpc.MakeID(n)
+	}
+	return replica, orig, true
+}
+
+// passAnswer passes the client's answer to a question another replica
+// asked on to it.
+func (s *sessions) passAnswer(sess *session, replica string, resp *jsonrpc.Response) {
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil || s.ann == nil {
+		return
+	}
+	payload := "answer " + replica + " " + sess.tag + " " + string(data)
+	if len(payload) > maxAnnouncement {
+		s.g.log.Warn("an answer to another replica's question is too large to pass on: that question goes unanswered",
+			"session", fingerprint(sess.id), "bytes", len(data))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	s.announce(ctx, payload)
+}
+
+// heardAnswer takes an answer another replica passed on: if the question
+// is this replica's, the answer is put to its copy of the session as if
+// the client had sent it here.
+func (s *sessions) heardAnswer(rest string) {
+	replica, rest, _ := strings.Cut(rest, " ")
+	tag, data, _ := strings.Cut(rest, " ")
+	if replica != s.replica {
+		return
+	}
+	sess := s.byTag(tag)
+	if sess == nil {
+		return
+	}
+	req, err := http.NewRequest(http.MethodPost, Endpoint, strings.NewReader(data))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(sessionHeader, sess.id)
+	w := &discard{header: http.Header{}}
+	sess.t.ServeHTTP(w, req)
+	if w.status >= 300 {
+		s.g.log.Warn("an answer passed on by another replica was refused", "session", fingerprint(sess.id), "status", w.status)
+	}
+}
+
+// passNotification passes a notification this replica cannot send (the
+// session's GET stream is held by another replica) on to the others. It
+// reports whether it was passed on.
+func (s *sessions) passNotification(sess *session, n *jsonrpc.Request) bool {
+	if s.ann == nil {
+		return false
+	}
+	data, err := jsonrpc.EncodeMessage(n)
+	if err != nil || len(data)+len(sess.tag)+8 > maxAnnouncement {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	s.announce(ctx, "notify "+sess.tag+" "+string(data))
+	return true
+}
+
+// heardNotification sends a notification another replica passed on, if
+// this replica holds the session's GET stream.
+func (s *sessions) heardNotification(rest string) {
+	tag, data, _ := strings.Cut(rest, " ")
+	sess := s.byTag(tag)
+	if sess == nil || sess.gets.Load() == 0 {
+		return
+	}
+	msg, err := jsonrpc.DecodeMessage([]byte(data))
+	if n, ok := msg.(*jsonrpc.Request); err != nil || !ok || n.IsCall() {
+		return
+	}
+	sess.conn.inner.Write(context.Background(), msg)
+}
+
+// discard is a ResponseWriter that keeps only the status.
+type discard struct {
+	header http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header { return d.header }
+func (d *discard) Write(b []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (d *discard) WriteHeader(status int) { d.status = status }
+
+// accepts reports whether Accept values take JSON and event streams.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	for _, value := range values {
+		for raw := range strings.SplitSeq(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
+
+func baseMediaType(value string) string {
+	t, _, err := mime.ParseMediaType(value)
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// isBatch reports whether a body is a JSON array.
+func isBatch(body []byte) bool {
+	b := bytes.TrimLeft(body, " \t\r\n")
+	return len(b) > 0 && b[0] == '['
+}

@@ -1,0 +1,536 @@
+package gateway
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// The gateway keeps the sessions of 2025-11-25 clients itself, rather than
+// in the SDK's handler, so that with a store that shares them
+// (store.Sessions: PostgreSQL) a request that a load balancer sends to
+// another replica than the one that opened its session is taken there: that
+// replica finds the session in the store and opens a copy of it (the SDK's
+// session state: the client's initialize parameters, the negotiated
+// version, the logging level), which serves the request as the first
+// replica's copy would have. A copy is the replica's own: calls, questions
+// and subscriptions made through it run there.
+//
+// What one copy cannot do alone is passed among the replicas as the
+// store's announcements (store.Announcer, topic "sessions"; sessionconn.go):
+// a session ended (DELETE) through one replica ends every copy; a client's
+// answer to a question a replica put to it (elicitation, sampling, roots)
+// reaches the replica that asked; a resource update for a session whose GET
+// stream another replica holds goes out on that stream.
+//
+// A session id is random and signed with the gateway's state key, which
+// replicas share: an id that no gateway made is refused without a look in
+// the store. The store keeps a hash of the id, never the id.
+
+// sessionTopic is the store's announcements among the replicas' copies of
+// sessions.
+const sessionTopic = "sessions"
+
+// versionHeader is the header in which a client names its protocol
+// version after the initialize.
+const versionHeader = "Mcp-Protocol-Version"
+
+// sessionVersions are the protocol versions of sessions.
+var sessionVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// storeTimeout bounds a look in the store on a request's behalf.
+const storeTimeout = 5 * time.Second
+
+// sessions are the gateway's 2025-11-25 sessions in this process: those it
+// opened, and its copies of those other replicas opened.
+type sessions struct {
+	g      *Gateway
+	idle   time.Duration
+	shared store.Sessions  // nil: sessions live in this process only
+	ann    store.Announcer // nil: copies learn of an end at their next touch
+	// replica names this process in the ids of its requests to clients,
+	// so that an answer that reaches another replica finds its way here.
+	replica string
+
+	mu   sync.Mutex
+	open map[string]*session
+
+	unshared rate.Sometimes // warns that the store cannot be reached
+}
+
+// A session is this process's copy of one session.
+type session struct {
+	id    string
+	tag   string // names the session in announcements: a hash of its id
+	owner string // the user id of the access token that opened it
+	ss    *mcp.ServerSession
+	t     *mcp.StreamableServerTransport
+	conn  *sessionConn
+
+	// The session ends after the idle timeout without a request; requests
+	// in flight hold the timer.
+	timerMu sync.Mutex
+	refs    int
+	timer   *time.Timer
+
+	touched atomic.Int64 // when the store last heard of it (Unix nanoseconds)
+	gets    atomic.Int32 // GET streams open on this replica
+	refused bool         // the store could not record it: the initialize failed
+}
+
+func newSessions(g *Gateway) *sessions {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return &sessions{g: g, idle: g.opts.Serve.SessionIdleTimeout, replica: hex.EncodeToString(b),
+		open: map[string]*session{}, unshared: rate.Sometimes{First: 1, Interval: time.Minute}}
+}
+
+// share makes the sessions shared through st, if it shares them, and
+// follows the other replicas' announcements until life ends.
+func (s *sessions) share(life context.Context, st store.Store) {
+	shared, ok := st.(store.Sessions)
+	if !ok {
+		return
+	}
+	s.shared = shared
+	if ann, ok := st.(store.Announcer); ok {
+		s.ann = ann
+		go ann.Watch(life, sessionTopic, s.heard, s.missed)
+	}
+}
+
+// newID returns a new session id: 26 random characters of base32, then
+// as many of their signature.
+func (s *sessions) newID() string {
+	r := rand.Text()
+	return r + s.sign(r)
+}
+
+func (s *sessions) sign(r string) string {
+	m := hmac.New(sha256.New, s.g.key)
+	m.Write([]byte("airlock session id\x00" + r))
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(m.Sum(nil)[:16])
+}
+
+// signed reports whether id is one a gateway sharing the key made.
+func (s *sessions) signed(id string) bool {
+	if len(id) != 2*idHalf {
+		return false
+	}
+	return hmac.Equal([]byte(id[idHalf:]), []byte(s.sign(id[:idHalf])))
+}
+
+// idHalf is the length of each half of a session id.
+const idHalf = 26
+
+// sessionTag names a session in announcements without giving its id away.
+func sessionTag(id string) string {
+	sum := sha256.Sum256([]byte("airlock session tag\x00" + id))
+	return hex.EncodeToString(sum[:12])
+}
+
+// serve takes a request of the session era: a POST (an initialize without
+// a session id, or any message of a session), the GET stream of a session,
+// or its DELETE.
+func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
+	id := r.Header.Get(sessionHeader)
+	version := r.Header.Get(versionHeader)
+	switch {
+	case version == "":
+	case version >= "2026-07-28":
+		http.Error(w, fmt.Sprintf("Bad Request: protocol version %s has no sessions: send its requests without Mcp-Session-Id", version), http.StatusBadRequest)
+		return
+	case !slices.Contains(sessionVersions, version):
+		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(sessionVersions, ",")), http.StatusBadRequest)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		if isBatch(body) && version >= "2025-06-18" {
+			http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
+			return
+		}
+		if baseMediaType(r.Header.Get("Content-Type")) != "application/json" {
+			http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+			return
+		}
+		if json, stream := accepts(r.Header.Values("Accept")); !json || !stream {
+			http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+			return
+		}
+		if id == "" {
+			s.create(w, r)
+			return
+		}
+		sess, ok := s.lookup(w, r, id)
+		if !ok {
+			return
+		}
+		sess.busy()
+		defer sess.idleAgain(s.idle)
+		sess.t.ServeHTTP(w, r)
+	case http.MethodGet:
+		if _, stream := accepts(r.Header.Values("Accept")); !stream {
+			http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+			return
+		}
+		if id == "" {
+			http.Error(w, "Bad Request: GET requires an Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		sess, ok := s.lookup(w, r, id)
+		if !ok {
+			return
+		}
+		sess.gets.Add(1)
+		defer sess.gets.Add(-1)
+		sess.t.ServeHTTP(w, r)
+	case http.MethodDelete:
+		if id == "" {
+			http.Error(w, "Bad Request: DELETE requires an Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		sess, ok := s.lookup(w, r, id)
+		if !ok {
+			return
+		}
+		if err := s.end(r.Context(), sess); err != nil {
+			s.g.log.Warn("cannot end the session in the store", "session", fingerprint(id), "error", err)
+			http.Error(w, "the session could not be ended: the store that shares it with the other replicas cannot be reached; try again", http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// create opens a session for an initialize, records it in the shared
+// store once the client has it, and closes it if the initialize failed.
+func (s *sessions) create(w http.ResponseWriter, r *http.Request) {
+	id := s.newID()
+	sess, err := s.connect(r.Context(), id, owner(r), nil)
+	if err != nil {
+		s.g.log.Error("cannot open a session", "error", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return
+	}
+	sess.busy()
+	defer sess.idleAgain(s.idle)
+	if s.shared != nil {
+		// Recorded before the answer goes out: the client's next request
+		// may reach another replica at once.
+		sess.conn.beforeAnswer = func() error {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), storeTimeout)
+			defer cancel()
+			err := s.shared.OpenSession(ctx, store.Session{ID: id, Owner: sess.owner, State: sess.conn.state()}, s.idle)
+			if err == nil {
+				sess.touched.Store(time.Now().UnixNano())
+			}
+			return err
+		}
+	}
+	sess.t.ServeHTTP(w, r)
+	if sess.ss.InitializeParams() == nil || sess.refused {
+		sess.ss.Close()
+	}
+}
+
+// connect opens this process's copy of session id for owner, with state
+// (nil: a new session, which the client initializes).
+func (s *sessions) connect(ctx context.Context, id, owner string, state *mcp.ServerSessionState) (*session, error) {
+	sess := &session{id: id, tag: sessionTag(id), owner: owner, t: &mcp.StreamableServerTransport{SessionID: id}}
+	sess.conn = &sessionConn{s: s, sess: sess}
+	if state != nil {
+		sess.conn.negotiated = state.NegotiatedProtocolVersion
+		sess.conn.initialize = state.InitializeParams
+	}
+	ss, err := s.g.server.Connect(ctx, sessionTransport{sess}, &mcp.ServerSessionOptions{State: state})
+	if err != nil {
+		return nil, err
+	}
+	sess.ss = ss
+	sess.timer = time.AfterFunc(s.idle, func() { ss.Close() })
+	s.mu.Lock()
+	s.open[id] = sess
+	s.mu.Unlock()
+	go func() {
+		ss.Wait()
+		sess.stopTimer()
+		s.mu.Lock()
+		if s.open[id] == sess {
+			delete(s.open, id)
+		}
+		s.mu.Unlock()
+	}()
+	return sess, nil
+}
+
+// lookup returns this process's copy of session id, opening one from the
+// shared store if there is none yet, or answers the request itself (404:
+// no such session; 403: another's; 503: the store cannot say).
+func (s *sessions) lookup(w http.ResponseWriter, r *http.Request, id string) (*session, bool) {
+	notFound := func() {
+		http.Error(w, "session not found: it ended, expired or never existed; initialize a new session (a POST without Mcp-Session-Id)", http.StatusNotFound)
+	}
+	if !s.signed(id) {
+		notFound()
+		return nil, false
+	}
+	s.mu.Lock()
+	sess := s.open[id]
+	s.mu.Unlock()
+	if sess == nil {
+		var err error
+		if sess, err = s.adopt(r.Context(), id); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				notFound()
+			} else {
+				s.g.log.Warn("cannot read a session from the store", "session", fingerprint(id), "error", err)
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, "the session cannot be taken here now: the store that shares it with the other replicas cannot be reached; try again", http.StatusServiceUnavailable)
+			}
+			return nil, false
+		}
+	}
+	if sess.owner != owner(r) {
+		http.Error(w, "session user mismatch: the session belongs to the user whose access token opened it; initialize a session of your own", http.StatusForbidden)
+		return nil, false
+	}
+	if !s.touch(r.Context(), sess, nil) {
+		notFound()
+		return nil, false
+	}
+	return sess, true
+}
+
+// adopt opens a copy of a session another replica opened, from the shared
+// store.
+func (s *sessions) adopt(ctx context.Context, id string) (*session, error) {
+	if s.shared == nil {
+		return nil, store.ErrNotFound
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	rec, err := s.shared.Session(ctx, id, s.idle)
+	if err != nil {
+		return nil, err
+	}
+	var state mcp.ServerSessionState
+	if err := json.Unmarshal(rec.State, &state); err != nil || state.InitializeParams == nil {
+		return nil, fmt.Errorf("the store holds a session state that cannot be read: %w", store.ErrNotFound)
+	}
+	if !s.g.admit() {
+		return nil, errTooMany
+	}
+	defer s.g.admitted()
+	s.mu.Lock()
+	if sess := s.open[id]; sess != nil { // adopted meanwhile
+		s.mu.Unlock()
+		return sess, nil
+	}
+	s.mu.Unlock()
+	sess, err := s.connect(context.WithoutCancel(ctx), id, rec.Owner, &state)
+	if err != nil {
+		return nil, err
+	}
+	sess.touched.Store(time.Now().UnixNano())
+	if state.LogLevel != "" {
+		s.g.levels.set(sess.ss, state.LogLevel, s.g.server.Sessions())
+	}
+	s.g.log.Info("session taken from another replica", "session", fingerprint(id))
+	return sess, nil
+}
+
+var errTooMany = errors.New("too many sessions")
+
+// touch tells the shared store that sess is in use, at most every tenth
+// of the idle timeout (and a minute), and with a state, that its state
+// changed. It reports false when the store says the session ended or
+// expired: the copy is closed. A store that cannot be reached leaves the
+// session to this replica meanwhile.
+func (s *sessions) touch(ctx context.Context, sess *session, state []byte) bool {
+	if s.shared == nil {
+		return true
+	}
+	every := min(s.idle/10, time.Minute)
+	if state == nil && time.Since(time.Unix(0, sess.touched.Load())) < every {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	err := s.shared.TouchSession(ctx, sess.id, state, s.idle)
+	switch {
+	case err == nil:
+		sess.touched.Store(time.Now().UnixNano())
+	case errors.Is(err, store.ErrNotFound):
+		sess.ss.Close()
+		return false
+	default:
+		s.unshared.Do(func() {
+			s.g.log.Warn("sessions are not shared now: the store cannot be reached", "error", err)
+		})
+	}
+	return true
+}
+
+// end ends sess everywhere: in the shared store, on the other replicas
+// (announced), and here.
+func (s *sessions) end(ctx context.Context, sess *session) error {
+	if s.shared != nil {
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		defer cancel()
+		if err := s.shared.EndSession(ctx, sess.id); err != nil {
+			return err
+		}
+		s.announce(ctx, "end "+sess.tag)
+	}
+	sess.ss.Close()
+	return nil
+}
+
+// announce tells the other replicas; a failure is logged: copies learn
+// of an end at their next touch anyway.
+func (s *sessions) announce(ctx context.Context, payload string) {
+	if s.ann == nil {
+		return
+	}
+	if err := s.ann.Announce(ctx, sessionTopic, payload); err != nil {
+		s.g.log.Warn("cannot tell the other replicas", "error", err)
+	}
+}
+
+// byTag returns this process's copy of the session tag names, if any.
+func (s *sessions) byTag(tag string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range s.open {
+		if sess.tag == tag {
+			return sess
+		}
+	}
+	return nil
+}
+
+// heard takes another replica's announcement about sessions.
+func (s *sessions) heard(payload string) {
+	verb, rest, _ := strings.Cut(payload, " ")
+	switch verb {
+	case "end":
+		if sess := s.byTag(rest); sess != nil {
+			sess.ss.Close()
+		}
+	case "answer":
+		s.heardAnswer(rest)
+	case "notify":
+		s.heardNotification(rest)
+	}
+}
+
+// missed is called when announcements may have been missed: every copy
+// asks the store whether its session still is.
+func (s *sessions) missed() {
+	s.mu.Lock()
+	open := make([]*session, 0, len(s.open))
+	for _, sess := range s.open {
+		open = append(open, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range open {
+		sess.touched.Store(0)
+		s.touch(context.Background(), sess, nil)
+	}
+}
+
+// setLevel records the logging level a session set, for the copies that
+// other replicas open later.
+func (s *sessions) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	if s.shared == nil || ss.ID() == "" {
+		return
+	}
+	s.mu.Lock()
+	sess := s.open[ss.ID()]
+	s.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	sess.conn.setLevel(level)
+	s.touch(ctx, sess, sess.conn.state())
+}
+
+// closeAll closes this process's copies; the sessions live on in the
+// shared store, for the other replicas to take.
+func (s *sessions) closeAll() {
+	s.mu.Lock()
+	open := make([]*session, 0, len(s.open))
+	for _, sess := range s.open {
+		open = append(open, sess)
+	}
+	s.mu.Unlock()
+	for _, sess := range open {
+		sess.ss.Close()
+	}
+}
+
+// busy holds the idle timer while a request of the session runs.
+func (sess *session) busy() {
+	sess.timerMu.Lock()
+	defer sess.timerMu.Unlock()
+	if sess.timer == nil {
+		return
+	}
+	if sess.refs == 0 {
+		sess.timer.Stop()
+	}
+	sess.refs++
+}
+
+// idleAgain starts the idle timer again once no request of the session
+// runs.
+func (sess *session) idleAgain(idle time.Duration) {
+	sess.timerMu.Lock()
+	defer sess.timerMu.Unlock()
+	if sess.timer == nil {
+		return
+	}
+	if sess.refs--; sess.refs == 0 {
+		sess.timer.Reset(idle)
+	}
+}
+
+func (sess *session) stopTimer() {
+	sess.timerMu.Lock()
+	defer sess.timerMu.Unlock()
+	if sess.timer != nil {
+		sess.timer.Stop()
+		sess.timer = nil
+	}
+}
+
+// owner is whom a request's access token names ("" without inbound
+// authentication).
+func owner(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
