@@ -107,7 +107,7 @@ type Gateway struct {
 
 	sessions *sessions     // 2025-11-25 sessions (sessions.go)
 	levels   sessionLevels // the logging levels 2025-11-25 sessions set
-	parked parkedCalls   // 2026-07-28 calls waiting for their client's answer (parked.go)
+	parked   parkedCalls   // 2026-07-28 calls waiting for their client's answer (parked.go)
 
 	closeOnce sync.Once
 }
