@@ -1,7 +1,6 @@
 package audit_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -18,30 +17,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/airlockhq/airlock/internal/audit"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 	"github.com/airlockhq/airlock/store/sqlite"
 )
 
-// logBuffer is a log the test reads while the writer writes to it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// lines returns the log's records with message msg.
-func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
+// logLines returns the records of the JSON log l with message msg.
+func logLines(t *testing.T, l *testenv.Buffer, msg string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
@@ -59,8 +41,9 @@ func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
-func newLog() (*logBuffer, *slog.Logger) {
-	l := &logBuffer{}
+// newLog returns a JSON log the test reads while the writer writes it.
+func newLog() (*testenv.Buffer, *slog.Logger) {
+	l := &testenv.Buffer{}
 	return l, slog.New(slog.NewJSONHandler(l, nil))
 }
 
@@ -139,7 +122,7 @@ func TestWriterHoldsWhileTheTrailIsLocked(t *testing.T) {
 	closeWriter(t, w)
 
 	wantNumbered(t, db.Audit(), 0, 200)
-	if len(logs.lines(t, "the audit trail is written again")) != 1 {
+	if len(logLines(t, logs, "the audit trail is written again")) != 1 {
 		t.Errorf("log does not report that the trail is written again:\n%s", logs)
 	}
 }
@@ -184,7 +167,7 @@ func TestWriterDropsTheOldest(t *testing.T) {
 
 	wantNumbered(t, trail.Audit, total-held, total)
 	dropped := 0.0
-	for _, rec := range logs.lines(t, "audit events dropped: too many were held while the audit trail could not be written") {
+	for _, rec := range logLines(t, logs, "audit events dropped: too many were held while the audit trail could not be written") {
 		dropped += rec["events"].(float64)
 	}
 	if dropped != total-held {
@@ -213,7 +196,7 @@ func TestWriterCloseGivesUp(t *testing.T) {
 	if err := w.Close(ctx); err == nil {
 		t.Error("Close after the writer gave up = nil, want an error")
 	}
-	left := logs.lines(t, "audit events not written before closing: the audit trail cannot be written")
+	left := logLines(t, logs, "audit events not written before closing: the audit trail cannot be written")
 	if len(left) != 1 || left[0]["events"] != 10.0 {
 		t.Errorf("log of the events left = %v, want one line with events=10:\n%s", left, logs)
 	}
