@@ -3,8 +3,10 @@ package audit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/internal/redact"
@@ -13,8 +15,11 @@ import (
 
 // Options configures a Writer. The zero value works.
 type Options struct {
-	// Logger receives what cannot be written: batches the trail refused,
-	// and events appended after Close. Nil discards them.
+	// Logger receives what cannot be written: that the trail refuses
+	// batches (the events are held and written again, see Writer), events
+	// dropped because too many were held, events the trail refuses
+	// outright, what was left when Close gave up, and events appended after
+	// Close. Nil discards them.
 	Logger *slog.Logger
 	// Redactor redacts the fields that may carry secrets. Nil redacts the
 	// built-in credential formats only.
@@ -31,21 +36,51 @@ type Options struct {
 // queue up to a bound (past it Append waits) and are written in batches,
 // each with one store.Audit.Append. Its methods are safe for concurrent
 // use; Close stops its goroutine.
+//
+// A batch the trail refuses (its database is down) is held and written
+// again, after a pause that grows from 100 ms to 5 s (jittered), before
+// any newer event: the trail keeps the order in which events were
+// appended, and its chain links them in that order. The events that arrive
+// meanwhile are held behind it, up to 20,000 events in all; past that the
+// oldest are dropped, and the log says how many. An event that every trail
+// refuses (store.StoreEvent) is dropped and logged, so that it cannot hold
+// up the rest.
+//
+// A trail that wraps another (Unwrap() store.Audit), to send each event
+// elsewhere as well, is given each event once: a batch written again goes
+// to the trail it wraps.
 type Writer struct {
 	dst   store.Audit
+	again store.Audit // where a batch goes the second time: dst, or the trail dst wraps
 	log   *slog.Logger
 	now   func() time.Time
 	prep  preparer
 	queue chan store.Event
 	// full wakes the writer before its linger is over when a batch is
 	// queued; it holds one wake-up at most. closing is closed with the
-	// queue: the writer lingers no more.
-	full    chan struct{}
-	closing chan struct{}
-	done    chan struct{}
+	// queue: the writer lingers no more. abandon is closed when a Close
+	// gives up waiting: the writer stops writing again what fails.
+	full        chan struct{}
+	closing     chan struct{}
+	abandon     chan struct{}
+	abandonOnce sync.Once
+	done        chan struct{}
+	lost        bool // the writer dropped what was left when Close gave up; read after done
+	// pending counts the events appended and not yet written or dropped.
+	pending atomic.Int64
 
 	mu     sync.RWMutex // held to send, and to close the queue
 	closed bool
+
+	// The writer's goroutine alone uses the rest.
+	in    <-chan store.Event // the queue; nil once it is closed and drained
+	timer *time.Timer        // the linger
+	held  backlog
+}
+
+// wrapper is a trail that sends events on to another, Unwrap's.
+type wrapper interface {
+	Unwrap() store.Audit
 }
 
 const (
@@ -63,14 +98,22 @@ func New(dst store.Audit, opts *Options) *Writer {
 	if opts == nil {
 		opts = &Options{}
 	}
-	w := &Writer{dst: dst, log: opts.Logger, now: opts.Now, prep: newPreparer(opts),
-		queue: make(chan store.Event, queueLen), full: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+	w := &Writer{dst: dst, again: dst, log: opts.Logger, now: opts.Now, prep: newPreparer(opts),
+		queue: make(chan store.Event, queueLen), full: make(chan struct{}, 1), closing: make(chan struct{}),
+		abandon: make(chan struct{}), done: make(chan struct{})}
+	if u, ok := dst.(wrapper); ok {
+		w.again = u.Unwrap()
+	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
 	if w.now == nil {
 		w.now = time.Now
 	}
+	w.in = w.queue
+	w.timer = time.NewTimer(linger)
+	w.timer.Stop()
+	w.held = backlog{log: w.log, pending: &w.pending, events: make([]store.Event, 0, batchLen)}
 	go w.run()
 	return w
 }
@@ -93,6 +136,7 @@ func (w *Writer) Append(ctx context.Context, events ...store.Event) {
 		if e.Time.IsZero() {
 			e.Time = w.now()
 		}
+		w.pending.Add(1)
 		w.queue <- e
 	}
 	if len(w.queue) >= batchLen {
@@ -108,50 +152,132 @@ func (w *Writer) wake() {
 	}
 }
 
+// run writes what is queued, oldest first, until the queue is closed and
+// everything is written, or until a Close gives up and a write fails.
 func (w *Writer) run() {
 	defer close(w.done)
-	batch := make([]store.Event, 0, batchLen)
-	timer := time.NewTimer(linger)
-	timer.Stop()
-	for e := range w.queue {
-		batch = append(batch[:0], e)
-		// Take what else arrives within the linger, up to a batch. The
-		// writer sleeps through it rather than waking for each event: a
-		// full batch, or Close, wakes it early.
-		if len(w.queue) < batchLen-1 {
-			timer.Reset(linger)
-			select {
-			case <-timer.C:
-			case <-w.full:
-				timer.Stop()
-			case <-w.closing:
-				timer.Stop()
-			}
+	var pause time.Duration
+	for {
+		if w.held.empty() && !w.gather() {
+			return
 		}
-	more:
-		for len(batch) < batchLen {
-			select {
-			case e, ok := <-w.queue:
-				if !ok {
-					break more // closing: write what there is now
-				}
-				batch = append(batch, e)
-			default:
-				break more
+
+		// Write the oldest held events. What fails stays held; events the
+		// trail refuses outright leave, and the rest is tried at once.
+		refused, err := w.write()
+		if err == nil {
+			pause = 0
+			w.held.recovered()
+			if !w.held.empty() {
+				w.take(-1) // take the queue in behind them, so that Append does not wait
 			}
+			continue
 		}
-		w.write(batch)
+		if refused {
+			continue
+		}
+		w.held.failed(err)
+
+		// Wait before writing again, holding the events that arrive,
+		// unless a Close has given up.
+		pause = nextPause(pause)
+		if !w.wait(jitter(pause)) {
+			w.lost = true
+			w.held.abandon(len(w.in))
+			return
+		}
 	}
 }
 
-func (w *Writer) write(batch []store.Event) {
-	for i := range batch {
-		w.prep.prepare(&batch[i])
+// gather waits for an event, then for more within the linger, and holds
+// them, up to a batch. It returns false when the queue is closed and
+// empty.
+func (w *Writer) gather() bool {
+	if w.in == nil {
+		return false
+	}
+	e, ok := <-w.in
+	if !ok {
+		w.in = nil
+		return false
+	}
+	w.hold(e)
+	// Take what else arrives within the linger, up to a batch. The
+	// writer sleeps through it rather than waking for each event: a full
+	// batch, or Close, wakes it early.
+	if len(w.in) < batchLen-1 {
+		w.timer.Reset(linger)
+		select {
+		case <-w.timer.C:
+		case <-w.full:
+			w.timer.Stop()
+		case <-w.closing:
+			w.timer.Stop()
+		}
+	}
+	w.take(batchLen - w.held.len())
+	return true
+}
+
+// take holds up to n queued events (n < 0: all), without waiting for
+// more.
+func (w *Writer) take(n int) {
+	for ; n != 0 && w.in != nil; n-- {
+		select {
+		case e, ok := <-w.in:
+			if !ok {
+				w.in = nil // closing: write what there is now
+				return
+			}
+			w.hold(e)
+		default:
+			return
+		}
+	}
+}
+
+// hold prepares e and holds it for writing.
+func (w *Writer) hold(e store.Event) {
+	w.prep.prepare(&e)
+	w.held.add(e)
+}
+
+// write writes the oldest held events, at most a batch: first those given
+// to dst already, by a write that failed, to where a batch goes again, then
+// the others to dst. refused is true when the write failed and the trail
+// refuses some of its events outright (store.StoreEvent): they are dropped.
+func (w *Writer) write() (refused bool, err error) {
+	batch, dst := w.held.next(batchLen), w.dst
+	if w.held.tried > 0 {
+		dst = w.again
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := w.dst.Append(ctx, batch...); err != nil {
-		w.log.Error("cannot write the audit trail", "events", len(batch), "error", err)
+	if err := dst.Append(ctx, batch...); err != nil {
+		return w.held.refuse(len(batch)) > 0, err
+	}
+	w.held.written(len(batch))
+	return false, nil
+}
+
+// wait waits for d, holding the events that arrive meanwhile. It returns
+// false when a Close gives up first.
+func (w *Writer) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-w.abandon:
+			return false
+		case e, ok := <-w.in:
+			if !ok {
+				w.in = nil
+				continue
+			}
+			w.hold(e)
+		}
 	}
 }
 
@@ -159,9 +285,12 @@ func (w *Writer) write(batch []store.Event) {
 // written.
 var errNotWritten = errors.New("the audit trail was not written completely before closing")
 
-// Close stops taking events and writes those queued. It returns nil when
-// they are written, or an error when ctx ends first (the last batches are
-// then still written in the background). Close is idempotent.
+// Close stops taking events and writes those queued and held, writing
+// again what fails. It returns nil when they are written, or an error when
+// ctx ends first. The batch being written then finishes in the background,
+// and so do the next ones while the trail takes them; once one fails, the
+// writer stops and logs how many events it leaves unwritten. Close is
+// idempotent.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.closed {
@@ -172,8 +301,12 @@ func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Unlock()
 	select {
 	case <-w.done:
+		if w.lost {
+			return errNotWritten
+		}
 		return nil
 	case <-ctx.Done():
-		return errNotWritten
+		w.abandonOnce.Do(func() { close(w.abandon) })
+		return fmt.Errorf("%w (%d events left)", errNotWritten, w.pending.Load())
 	}
 }

@@ -132,6 +132,11 @@ func (a *audit) Append(ctx context.Context, events ...store.Event) error {
 	return err
 }
 
+// Unwrap returns next: where a writer that writes a batch again after
+// a failure sends it, so that each event is sent once however often the
+// trail is tried.
+func (a *audit) Unwrap() store.Audit { return a.next }
+
 // Events returns next's events.
 func (a *audit) Events(ctx context.Context, since time.Time, limit int) ([]store.Event, error) {
 	return a.next.Events(ctx, since, limit)
