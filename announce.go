@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +12,10 @@ import (
 // topicCatalog is the announcements of changes that may change the
 // catalog of every replica sharing a store: "login SERVER" and "logout
 // SERVER", a person logged in to SERVER or out of it (through any replica,
-// or airlock auth login and logout).
+// or airlock auth login and logout); "changed SERVER", a replica's
+// snapshot swap found that SERVER offers something else than before (its
+// tools, resources, templates or prompts). Any other payload is ignored:
+// it is a later version's.
 const topicCatalog = "catalog"
 
 // announceTimeout bounds an announcement: it is a courtesy to the other
@@ -23,12 +27,49 @@ const announceTimeout = 5 * time.Second
 // server waited for a login connect it now, and those that hold a login
 // in memory drop it.
 func (c *Credentials) announce(what, server string) {
-	if c.announcer == nil {
+	announce(c.announcer, what, server)
+}
+
+// announce sends "what server" on the catalog topic of a, if the store
+// has one.
+func announce(a storepkg.Announcer, what, server string) {
+	if a == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 	defer cancel()
-	c.announcer.Announce(ctx, topicCatalog, what+" "+server)
+	a.Announce(ctx, topicCatalog, what+" "+server)
+}
+
+// mark marks s to be asked again, not the session's cache of its lists, at
+// the next safe point, because another replica announced a change (or may
+// have, while the host was not listening): what that finds is not
+// announced again (server.told). It reports whether s was not marked
+// already.
+func (s *server) mark() bool {
+	s.fresh.Store(true)
+	if s.dirty.Load() {
+		return false // its own notification's, or an earlier announcement's
+	}
+	s.told.Store(true)
+	if !s.dirty.CompareAndSwap(false, true) {
+		s.told.Store(false) // marked meanwhile, maybe by its own notification
+		return false
+	}
+	return true
+}
+
+// announceChanged tells the replicas sharing the store that servers offer
+// something else than they did in the host's previous snapshot, one
+// "changed SERVER" each, so that each of them asks those servers again at
+// its next safe point. A replica that then finds what it already had
+// announces nothing (only a changed snapshot announces), so an
+// announcement costs each other replica one discovery of the server, and
+// at most one announcement of its own when its catalog was behind.
+func (h *Host) announceChanged(servers []string) {
+	for _, id := range servers {
+		announce(h.creds.announcer, "changed", id)
+	}
 }
 
 // forget drops what the credentials hold in memory of server's logins
@@ -48,7 +89,9 @@ func (c *Credentials) forget(server string) {
 // sharing its store announce (a store.Announcer, such as PostgreSQL) and
 // takes each as a sign that the catalog may have changed
 // (Options.CatalogChanged): at its next safe point the host connects the
-// servers that waited for a login, as it would after a login of its own.
+// servers that waited for a login, as it would after a login of its own,
+// and asks again the servers another replica found changed, as it would
+// after their own notification.
 func (h *Host) watchAnnouncements() {
 	a, ok := h.gov.store.(storepkg.Announcer)
 	if !ok {
@@ -57,22 +100,43 @@ func (h *Host) watchAnnouncements() {
 	life := h.life
 	h.background.Go(func() {
 		a.Watch(life, topicCatalog, h.heard, func() {
-			// What was missed may have been a logout: every login held in
-			// memory is read again.
+			// What was missed may have been a logout, or a change: every
+			// login held in memory is read again, and every server asked
+			// again.
 			for _, s := range h.cfg.Servers {
 				h.creds.forget(s.ID)
+			}
+			for _, s := range h.servers {
+				s.mark()
 			}
 			h.catalogChanged()
 		})
 	})
 }
 
-// heard takes an announcement of the catalog topic: a logout drops the
+// heard takes an announcement of the catalog topic. A logout drops the
 // login the host holds in memory (its calls then need a login again, on
-// this replica too); either is a sign that the catalog may have changed.
+// this replica too); a change of a server the host runs marks it, as its
+// own notification would, to be asked again (not the session's cache of
+// its lists) at the next safe point; a change of a server it does not run
+// (another configuration) is none of its business. A login, a logout or
+// a change marked is a sign that the catalog may have changed.
 func (h *Host) heard(payload string) {
-	if server, ok := strings.CutPrefix(payload, "logout "); ok {
-		h.creds.forget(server)
+	what, id, _ := strings.Cut(payload, " ")
+	switch what {
+	case "login":
+	case "logout":
+		h.creds.forget(id)
+	case "changed":
+		i := slices.IndexFunc(h.servers, func(s *server) bool { return s.cfg.ID == id })
+		if i < 0 {
+			return
+		}
+		if !h.servers[i].mark() {
+			return // already marked: its catalogChanged was called
+		}
+	default:
+		return
 	}
 	h.catalogChanged()
 }
