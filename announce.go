@@ -116,27 +116,25 @@ func (h *Host) watchAnnouncements() {
 
 // heard takes an announcement of the catalog topic. A logout drops the
 // login the host holds in memory (its calls then need a login again, on
-// this replica too); a change of a server the host runs marks it, as its
-// own notification would, to be asked again (not the session's cache of
-// its lists) at the next safe point; a change of a server it does not run
-// (another configuration) is none of its business. A login, a logout or
-// a change marked is a sign that the catalog may have changed.
+// this replica too); a login or a logout is a sign that the catalog may
+// have changed (Options.CatalogChanged). A change of a server the host
+// runs marks it, as its own notification would, to be asked again (not
+// the session's cache of its lists) at the next safe point, and the
+// catalog may then change (Options.CatalogHeard); a change of a server it
+// does not run (another configuration) is none of its business, and
+// anything else is a later version's.
 func (h *Host) heard(payload string) {
 	what, id, _ := strings.Cut(payload, " ")
 	switch what {
 	case "login":
+		h.catalogChanged()
 	case "logout":
 		h.creds.forget(id)
+		h.catalogChanged()
 	case "changed":
 		i := slices.IndexFunc(h.servers, func(s *server) bool { return s.cfg.ID == id })
-		if i < 0 {
-			return
+		if i >= 0 && h.servers[i].mark() { // one marked already was told
+			h.catalogHeard()
 		}
-		if !h.servers[i].mark() {
-			return // already marked: its catalogChanged was called
-		}
-	default:
-		return
 	}
-	h.catalogChanged()
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	airlock "github.com/airlockhq/airlock"
@@ -23,8 +22,7 @@ import (
 // catalogWatch is what the test hears on the catalog topic of a
 // PostgreSQL store, as a replica would.
 type catalogWatch struct {
-	db  *postgres.DB
-	url string
+	db *postgres.DB
 
 	mu    sync.Mutex
 	heard []string
@@ -40,7 +38,7 @@ func watchCatalog(t *testing.T, url, key string) *catalogWatch {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &catalogWatch{db: db, url: url, more: make(chan struct{}, 1)}
+	w := &catalogWatch{db: db, more: make(chan struct{}, 1)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -63,35 +61,6 @@ func watchCatalog(t *testing.T, url, key string) *catalogWatch {
 	// it is heard. Replicas ignore what they do not know.
 	w.sync(t, "test listening")
 	return w
-}
-
-// listening waits until n processes listen to the catalog announcements
-// of the database (the test's own watch included), as PostgreSQL sees
-// them: a replica that has yet to LISTEN would not hear what the test
-// makes happen.
-func (w *catalogWatch) listening(t *testing.T, n int) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, w.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var got int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes listen to the catalog announcements after 30s, want %d", got, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // sync announces payload and waits until it is heard: what was announced
@@ -221,7 +190,7 @@ func TestCatalogChangeReachesReplicas(t *testing.T) {
 		told.Store(ss)
 	}
 	b, bChanged, _ := replica(t, config())
-	w.listening(t, 3)
+	testenv.WaitListening(t, url, 3) // the test, A and B
 	for _, h := range []*airlock.Host{a, b} {
 		if _, ok := lookup(h.Snapshot(), "c__first"); !ok {
 			t.Fatalf("c__first not in the first catalog: %v", h.Servers())
@@ -267,7 +236,7 @@ func TestAnnouncedChangeAsksTheServer(t *testing.T) {
 	if st := h.Servers()[0]; st.Status != airlock.StatusReady || st.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("server = %+v (%v), want ready on 2026-07-28", st, st.Err)
 	}
-	w.listening(t, 2)
+	testenv.WaitListening(t, url, 2) // the test and the host
 
 	addTool(srv, "added")
 	for _, p := range []string{"changed elsewhere", "renamed c", "changed c"} {
