@@ -27,18 +27,12 @@ const announceTimeout = 5 * time.Second
 // server waited for a login connect it now, and those that hold a login
 // in memory drop it.
 func (c *Credentials) announce(what, server string) {
-	announce(c.announcer, what, server)
-}
-
-// announce sends "what server" on the catalog topic of a, if the store
-// has one.
-func announce(a storepkg.Announcer, what, server string) {
-	if a == nil {
+	if c.announcer == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
 	defer cancel()
-	a.Announce(ctx, topicCatalog, what+" "+server)
+	c.announcer.Announce(ctx, topicCatalog, what+" "+server)
 }
 
 // mark marks s to be asked again, not the session's cache of its lists, at
@@ -62,13 +56,26 @@ func (s *server) mark() bool {
 // announceChanged tells the replicas sharing the store that servers offer
 // something else than they did in the host's previous snapshot, one
 // "changed SERVER" each, so that each of them asks those servers again at
-// its next safe point. A replica that then finds what it already had
-// announces nothing (only a changed snapshot announces), so an
-// announcement costs each other replica one discovery of the server, and
-// at most one announcement of its own when its catalog was behind.
+// its next safe point. What a replica finds because it was told is not
+// announced again (server.told), so one change costs one announcement,
+// and one discovery of the server on each replica, this one included
+// (it hears its own).
+//
+// It runs in the safe point, so its wait is bounded once for all of them
+// (announceTimeout); a store that does not answer loses the rest, which
+// the servers' own notifications to each replica may make up for.
 func (h *Host) announceChanged(servers []string) {
+	a := h.creds.announcer
+	if a == nil || len(servers) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
+	defer cancel()
 	for _, id := range servers {
-		announce(h.creds.announcer, "changed", id)
+		if err := a.Announce(ctx, topicCatalog, "changed "+id); err != nil {
+			h.log.Warn("cannot tell the other replicas that a server's catalog changed", "server", id, "error", err)
+			return
+		}
 	}
 }
 
