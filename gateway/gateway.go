@@ -75,8 +75,8 @@ type Options struct {
 
 // A Gateway serves one Host's catalog to MCP clients. Create it with New,
 // open the Host with the gateway as its Approver, CatalogChanged and
-// CatalogHeard (see New), then Start it; it is then an http.Handler provider and a stdio
-// server. Its methods are safe for concurrent use.
+// CatalogHeard (see New), then Start it; it is then an http.Handler
+// provider and a stdio server. Its methods are safe for concurrent use.
 type Gateway struct {
 	opts   Options
 	log    *slog.Logger
