@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,7 +12,10 @@ import (
 // topicCatalog is the announcements of changes that may change the
 // catalog of every replica sharing a store: "login SERVER" and "logout
 // SERVER", a person logged in to SERVER or out of it (through any replica,
-// or airlock auth login and logout).
+// or airlock auth login and logout); "changed SERVER", a replica's
+// snapshot swap found that SERVER offers something else than before (its
+// tools, resources, templates or prompts). Any other payload is ignored:
+// it is a later version's.
 const topicCatalog = "catalog"
 
 // announceTimeout bounds an announcement: it is a courtesy to the other
@@ -31,6 +35,50 @@ func (c *Credentials) announce(what, server string) {
 	c.announcer.Announce(ctx, topicCatalog, what+" "+server)
 }
 
+// mark marks s to be asked again, not the session's cache of its lists, at
+// the next safe point, because another replica announced a change (or may
+// have, while the host was not listening): what that finds is not
+// announced again (server.told). It reports whether s was not marked
+// already.
+func (s *server) mark() bool {
+	s.fresh.Store(true)
+	if s.dirty.Load() {
+		return false // its own notification's, or an earlier announcement's
+	}
+	s.told.Store(true)
+	if !s.dirty.CompareAndSwap(false, true) {
+		s.told.Store(false) // marked meanwhile, maybe by its own notification
+		return false
+	}
+	return true
+}
+
+// announceChanged tells the replicas sharing the store that servers offer
+// something else than they did in the host's previous snapshot, one
+// "changed SERVER" each, so that each of them asks those servers again at
+// its next safe point. What a replica finds because it was told is not
+// announced again (server.told), so one change costs one announcement,
+// and one discovery of the server on each replica, this one included
+// (it hears its own).
+//
+// It runs in the safe point, so its wait is bounded once for all of them
+// (announceTimeout); a store that does not answer loses the rest, which
+// the servers' own notifications to each replica may make up for.
+func (h *Host) announceChanged(servers []string) {
+	a := h.creds.announcer
+	if a == nil || len(servers) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), announceTimeout)
+	defer cancel()
+	for _, id := range servers {
+		if err := a.Announce(ctx, topicCatalog, "changed "+id); err != nil {
+			h.log.Warn("cannot tell the other replicas that a server's catalog changed", "server", id, "error", err)
+			return
+		}
+	}
+}
+
 // forget drops what the credentials hold in memory of server's logins
 // (the next use reads the store again), if the OAuth client is open.
 func (c *Credentials) forget(server string) {
@@ -48,7 +96,9 @@ func (c *Credentials) forget(server string) {
 // sharing its store announce (a store.Announcer, such as PostgreSQL) and
 // takes each as a sign that the catalog may have changed
 // (Options.CatalogChanged): at its next safe point the host connects the
-// servers that waited for a login, as it would after a login of its own.
+// servers that waited for a login, as it would after a login of its own,
+// and asks again the servers another replica found changed, as it would
+// after their own notification.
 func (h *Host) watchAnnouncements() {
 	a, ok := h.gov.store.(storepkg.Announcer)
 	if !ok {
@@ -57,22 +107,41 @@ func (h *Host) watchAnnouncements() {
 	life := h.life
 	h.background.Go(func() {
 		a.Watch(life, topicCatalog, h.heard, func() {
-			// What was missed may have been a logout: every login held in
-			// memory is read again.
+			// What was missed may have been a logout, or a change: every
+			// login held in memory is read again, and every server asked
+			// again.
 			for _, s := range h.cfg.Servers {
 				h.creds.forget(s.ID)
+			}
+			for _, s := range h.servers {
+				s.mark()
 			}
 			h.catalogChanged()
 		})
 	})
 }
 
-// heard takes an announcement of the catalog topic: a logout drops the
+// heard takes an announcement of the catalog topic. A logout drops the
 // login the host holds in memory (its calls then need a login again, on
-// this replica too); either is a sign that the catalog may have changed.
+// this replica too); a login or a logout is a sign that the catalog may
+// have changed (Options.CatalogChanged). A change of a server the host
+// runs marks it, as its own notification would, to be asked again (not
+// the session's cache of its lists) at the next safe point, and the
+// catalog may then change (Options.CatalogHeard); a change of a server it
+// does not run (another configuration) is none of its business, and
+// anything else is a later version's.
 func (h *Host) heard(payload string) {
-	if server, ok := strings.CutPrefix(payload, "logout "); ok {
-		h.creds.forget(server)
+	what, id, _ := strings.Cut(payload, " ")
+	switch what {
+	case "login":
+		h.catalogChanged()
+	case "logout":
+		h.creds.forget(id)
+		h.catalogChanged()
+	case "changed":
+		i := slices.IndexFunc(h.servers, func(s *server) bool { return s.cfg.ID == id })
+		if i >= 0 && h.servers[i].mark() { // one marked already was told
+			h.catalogHeard()
+		}
 	}
-	h.catalogChanged()
 }

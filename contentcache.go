@@ -20,7 +20,7 @@ type recordingContent struct {
 	kept  cachedContent
 	ttlMs int
 	scope string
-	pages int
+	pages []*mcp.Cacheable // as recordingLister's
 }
 
 // cachedContent is what the cache keeps of a server's lists, as the
@@ -31,21 +31,21 @@ type cachedContent struct {
 	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
 }
 
-func (l *recordingContent) page(c mcp.Cacheable) {
-	if l.pages == 0 || c.TTLMs < l.ttlMs {
+func (l *recordingContent) page(c *mcp.Cacheable) {
+	if len(l.pages) == 0 || c.TTLMs < l.ttlMs {
 		l.ttlMs = c.TTLMs
 	}
 	if c.CacheScope == "private" {
 		l.scope = "private"
 	}
-	l.pages++
+	l.pages = append(l.pages, c)
 }
 
 func (l *recordingContent) ListResources(ctx context.Context, p *mcp.ListResourcesParams) (*mcp.ListResourcesResult, error) {
 	res, err := l.inner.ListResources(ctx, p)
 	if err == nil {
 		l.kept.Resources = append(l.kept.Resources, res.Resources...)
-		l.page(res.Cacheable)
+		l.page(&res.Cacheable)
 	}
 	return res, err
 }
@@ -54,7 +54,7 @@ func (l *recordingContent) ListResourceTemplates(ctx context.Context, p *mcp.Lis
 	res, err := l.inner.ListResourceTemplates(ctx, p)
 	if err == nil {
 		l.kept.Templates = append(l.kept.Templates, res.ResourceTemplates...)
-		l.page(res.Cacheable)
+		l.page(&res.Cacheable)
 	}
 	return res, err
 }
@@ -63,7 +63,7 @@ func (l *recordingContent) ListPrompts(ctx context.Context, p *mcp.ListPromptsPa
 	res, err := l.inner.ListPrompts(ctx, p)
 	if err == nil {
 		l.kept.Prompts = append(l.kept.Prompts, res.Prompts...)
-		l.page(res.Cacheable)
+		l.page(&res.Cacheable)
 	}
 	return res, err
 }

@@ -105,6 +105,13 @@ type Options struct {
 	// come from several goroutines, may come in bursts, and must not
 	// block.
 	CatalogChanged func()
+	// CatalogHeard, when set, is called instead of CatalogChanged when the
+	// catalog may have changed only because another replica sharing the
+	// store announced that a server's tools, resources or prompts changed:
+	// at the next safe point the host asks that server again, and its
+	// catalog changes only if what the server says differs from what it
+	// had. Nil means CatalogChanged. Calls follow CatalogChanged's rules.
+	CatalogHeard func()
 	// ResourceUpdated, when set, is told each time a server says a
 	// resource subscribed to (Host.Subscribe) changed. It must not
 	// block.
@@ -367,6 +374,14 @@ func (h *Host) catalogChanged() {
 	if h.opts.CatalogChanged != nil {
 		h.opts.CatalogChanged()
 	}
+}
+
+func (h *Host) catalogHeard() {
+	if h.opts.CatalogHeard == nil {
+		h.catalogChanged()
+		return
+	}
+	h.opts.CatalogHeard()
 }
 
 func (h *Host) progress(st ServerStatus) {

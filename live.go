@@ -118,12 +118,36 @@ func (h *Host) refresh(ctx context.Context, l *lineage) (*Snapshot, error) {
 	if err != nil {
 		return cur, errors.Join(append(errs, err)...)
 	}
+	before := l.seen
 	l.seen = seen
 	if next.ID() == cur.ID() {
 		return cur, errors.Join(errs...) // rediscovered, and nothing changed
 	}
 	l.snap.Store(next)
+	if l.task == nil {
+		h.announceChanged(h.changedOffers(l, before, cur, next))
+	}
 	return next, errors.Join(errs...)
+}
+
+// changedOffers returns the servers of l that offer something else in
+// next than in cur, among those whose tools were replaced since (before:
+// their versions in cur) by a discovery that worked and was not caused by
+// another replica's announcement alone (server.told). A server that
+// failed offers nothing here, which says nothing of what it offers
+// others.
+func (h *Host) changedOffers(l *lineage, before []uint64, cur, next *Snapshot) []string {
+	var ids []string
+	for i, s := range l.servers {
+		v := l.seen[i]
+		if tools, _ := s.toolsNow(); v == before[i] || tools == nil || v == s.quiet.Load() {
+			continue
+		}
+		if cur.snap.Offered(s.cfg.ID) != next.snap.Offered(s.cfg.ID) {
+			ids = append(ids, s.cfg.ID)
+		}
+	}
+	return ids
 }
 
 // rediscover lists a dirty server's tools again. A server whose new catalog
@@ -138,6 +162,7 @@ func (h *Host) rediscover(ctx context.Context, s *server) error {
 	// Cleared first: a notification that arrives during discovery marks
 	// the server for the next safe point.
 	s.dirty.Store(false)
+	told := s.told.Swap(false)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ConnectTimeout)
 	defer cancel()
 	tools, err := h.discover(ctx, s, conn)
@@ -148,7 +173,9 @@ func (h *Host) rediscover(ctx context.Context, s *server) error {
 			Fields: map[string]any{"error": err.Msg}})
 		return err
 	}
-	s.setTools(tools)
+	if v := s.setTools(tools); told {
+		s.quiet.Store(v)
+	}
 	s.setStatus(func(st *ServerStatus) {
 		if st.Status == StatusDegraded {
 			st.Status, st.Err = StatusReady, nil

@@ -112,7 +112,8 @@ func (h *Host) discoverContent(ctx context.Context, s *server, conn *upstream.Co
 	for _, p := range c.Prompts {
 		h.flagHidden(ctx, s.cfg.ID, "prompt", p.Remote, p.Hidden)
 	}
-	if whole && rec.pages > 0 {
+	s.pages = append(s.pages, rec.pages...)
+	if whole && len(rec.pages) > 0 {
 		h.keepList(ctx, s, contentKind, conn.ProtocolVersion(), rec.ttlMs, rec.scope, rec.kept)
 	} else {
 		h.forgetList(s, contentKind)

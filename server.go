@@ -29,6 +29,16 @@ type server struct {
 
 	link  atomic.Pointer[link] // nil until the server first started
 	dirty atomic.Bool          // its tools must be discovered again at the next safe point
+	// fresh: its next discovery must ask the server, not the SDK's
+	// cache of the session (another replica said its lists changed).
+	fresh atomic.Bool
+	// told: it is marked dirty only because another replica announced
+	// that its lists changed (announce.go). What its discovery then finds
+	// is not announced again: every replica heard the first announcement.
+	told atomic.Bool
+	// quiet is the tools version such a discovery installed: no snapshot
+	// swap announces it.
+	quiet atomic.Uint64
 
 	// slots bounds the calls in flight to the server (max_concurrency);
 	// a call waits for one at most queue_timeout.
@@ -60,6 +70,9 @@ type server struct {
 	// SDK serves from its cache is not read again. Only discovery (under
 	// refreshMu) uses it.
 	taskSupport map[string]string
+	// pages are the cache fields of the pages its last discovery got
+	// (expireListed); only discovery uses them, as taskSupport.
+	pages []*mcp.Cacheable
 
 	mu     sync.Mutex
 	status ServerStatus
@@ -84,8 +97,8 @@ func newServer(cfg config.Server, stateDir string) *server {
 
 // setTools installs tools, with the resources, templates and prompts
 // found by the discovery that found them; nil tools (a server that
-// failed) installs none of them either.
-func (s *server) setTools(tools []*catalog.Tool) {
+// failed) installs none of them either. It returns the new tools version.
+func (s *server) setTools(tools []*catalog.Tool) uint64 {
 	s.toolsMu.Lock()
 	defer s.toolsMu.Unlock()
 	s.tools = tools
@@ -94,6 +107,7 @@ func (s *server) setTools(tools []*catalog.Tool) {
 		s.content = s.found
 	}
 	s.version++
+	return s.version
 }
 
 func (s *server) setFound(c catalog.Content) {
@@ -314,6 +328,9 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	if lister.taskSupport == nil {
 		lister.taskSupport = map[string]string{}
 	}
+	if s.fresh.Swap(false) {
+		expireListed(s.pages)
+	}
 	lim := h.limits()
 	s.setWithheld(nil)
 	var advertised []*mcp.Tool
@@ -331,6 +348,7 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 		s.setOffers(nil)
 	}
 	s.taskSupport = lister.taskSupport
+	s.pages = lister.pages // and those of its resources and prompts (discoverContent)
 	if err != nil {
 		if ae := authError(s.cfg.ID, "", err); ae != nil {
 			return nil, ae // tools/list needed (more) authorization
@@ -490,6 +508,7 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		// list): the catalog changes at the next safe point, never under a
 		// turn's feet.
 		OnToolsChanged: func() {
+			s.told.Store(false) // the server's own word: a change it finds is announced
 			if !s.dirty.Swap(true) {
 				h.forgetTools(s)
 				h.catalogChanged()
@@ -497,6 +516,7 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 		},
 		// So does a changed resource or prompt list.
 		OnContentChanged: func() {
+			s.told.Store(false)
 			if !s.dirty.Swap(true) {
 				h.forgetList(s, contentKind)
 				h.catalogChanged()

@@ -38,7 +38,9 @@ type recordingLister struct {
 	taskSupport map[string]string
 	ttlMs       int
 	scope       string
-	pages       int
+	// pages are the cache fields of the pages it passed, as the SDK keeps
+	// them (expireListed).
+	pages []*mcp.Cacheable
 }
 
 func (l *recordingLister) ListTools(ctx context.Context, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
@@ -50,14 +52,28 @@ func (l *recordingLister) ListTools(ctx context.Context, params *mcp.ListToolsPa
 		return nil, err
 	}
 	l.tools = append(l.tools, res.Tools...)
-	if l.pages == 0 || res.TTLMs < l.ttlMs {
+	if len(l.pages) == 0 || res.TTLMs < l.ttlMs {
 		l.ttlMs = res.TTLMs // the shortest life of any page
 	}
 	if res.CacheScope == "private" {
 		l.scope = "private"
 	}
-	l.pages++
+	l.pages = append(l.pages, &res.Cacheable)
 	return res, nil
+}
+
+// expireListed marks pages as expired in the SDK's cache of a session. On
+// a 2026-07-28 session the SDK keeps each list page for its ttlMs and
+// answers a list within that time itself, without asking the server; it
+// keeps the very results it returned, so a page whose ttlMs is 0 is
+// dropped at its next use and the server is asked. A discovery that must
+// see the server's own word (another replica said the server's lists
+// changed) expires the pages of the last one first: this replica's copy
+// of them is what is stale.
+func expireListed(pages []*mcp.Cacheable) {
+	for _, c := range pages {
+		c.TTLMs = 0
+	}
 }
 
 // cachedLister serves a cached list as one page, so that cached tools go

@@ -74,9 +74,9 @@ type Options struct {
 }
 
 // A Gateway serves one Host's catalog to MCP clients. Create it with New,
-// open the Host with the gateway as its Approver and CatalogChanged (see
-// New), then Start it; it is then an http.Handler provider and a stdio
-// server. Its methods are safe for concurrent use.
+// open the Host with the gateway as its Approver, CatalogChanged and
+// CatalogHeard (see New), then Start it; it is then an http.Handler
+// provider and a stdio server. Its methods are safe for concurrent use.
 type Gateway struct {
 	opts   Options
 	log    *slog.Logger
@@ -97,6 +97,7 @@ type Gateway struct {
 	sending atomic.Pointer[airlock.ResourceUpdate] // the update notify is passing on, for onlyTheirs
 
 	changed chan struct{} // the host's catalog may have changed
+	heard   chan struct{} // another replica said so (CatalogHeard)
 	stop    context.CancelFunc
 	done    chan struct{}
 
@@ -116,8 +117,8 @@ type Gateway struct {
 // opened with it:
 //
 //	g := gateway.New(opts)
-//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged, Elicit: g.Elicit,
-//		ResourceUpdated: g.ResourceUpdated})
+//	h, err := airlock.Open(ctx, cfg, &airlock.Options{Approver: g, CatalogChanged: g.CatalogChanged,
+//		CatalogHeard: g.CatalogHeard, Elicit: g.Elicit, ResourceUpdated: g.ResourceUpdated})
 //	…
 //	err = g.Start(ctx, h)
 //
@@ -126,7 +127,7 @@ type Gateway struct {
 // a change of the catalog, or of a resource subscribed to, reaches the
 // clients.
 func New(opts *Options) *Gateway {
-	g := &Gateway{listed: map[string]*mcp.Tool{}, changed: make(chan struct{}, 1), updates: make(chan airlock.ResourceUpdate, updatesDepth)}
+	g := &Gateway{listed: map[string]*mcp.Tool{}, changed: make(chan struct{}, 1), heard: make(chan struct{}, 1), updates: make(chan airlock.ResourceUpdate, updatesDepth)}
 	if opts != nil {
 		g.opts = *opts
 	}
@@ -182,8 +183,10 @@ func New(opts *Options) *Gateway {
 }
 
 // Start serves h: its current catalog is listed, and every change the host
-// reports (CatalogChanged) is followed until Close. h must have been opened
-// with g as its Approver and CatalogChanged.
+// reports (CatalogChanged, CatalogHeard) is followed until Close. h must
+// have been opened with g as its Approver and CatalogChanged (and
+// CatalogHeard, without which another replica's word that a catalog
+// changed is announced to clients even when nothing they see did).
 func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	if !g.host.CompareAndSwap(nil, h) {
 		return errors.New("gateway: already started")
@@ -228,18 +231,34 @@ func (g *Gateway) CatalogChanged() {
 	}
 }
 
+// CatalogHeard is the Host's Options.CatalogHeard: another replica said
+// that a server's catalog changed. As for CatalogChanged the gateway
+// takes a turn, but tells its clients only when the catalog it lists did
+// change: this host's copy may have been up to date already. It never
+// blocks.
+func (g *Gateway) CatalogHeard() {
+	select {
+	case g.heard <- struct{}{}:
+	default:
+	}
+}
+
 // settle is how long the gateway lets a burst of changes settle before it
 // takes a turn: servers that restart together cost one refresh.
 const settle = 50 * time.Millisecond
 
 // follow takes a turn whenever the host says its catalog may have changed,
-// and lists the new catalog if it did change.
+// and lists the new catalog if it did change (announcing it anyway when
+// the host said so of its own servers: publish).
 func (g *Gateway) follow(ctx context.Context) {
 	for {
+		announce := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.changed:
+			announce = true
+		case <-g.heard:
 		}
 		select {
 		case <-ctx.Done():
@@ -248,9 +267,14 @@ func (g *Gateway) follow(ctx context.Context) {
 		}
 		select {
 		case <-g.changed:
+			announce = true
 		default:
 		}
-		g.publish(g.turn(ctx, g.host.Load()), true)
+		select {
+		case <-g.heard:
+		default:
+		}
+		g.publish(g.turn(ctx, g.host.Load()), announce)
 	}
 }
 

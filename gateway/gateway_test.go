@@ -125,7 +125,7 @@ func (f *fixture) open(t testing.TB, cfg *config.Config, opts *gateway.Options, 
 	if hopts != nil {
 		ho = *hopts
 	}
-	ho.Logger, ho.Approver, ho.CatalogChanged, ho.ResourceUpdated = o.Logger, f.g, f.g.CatalogChanged, f.g.ResourceUpdated
+	ho.Logger, ho.Approver, ho.CatalogChanged, ho.CatalogHeard, ho.ResourceUpdated = o.Logger, f.g, f.g.CatalogChanged, f.g.CatalogHeard, f.g.ResourceUpdated
 	if ho.Elicit != nil {
 		ho.Elicit = f.g.Elicit // as airlock serve has it: servers may ask, and the gateway relays
 	}

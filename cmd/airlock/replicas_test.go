@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,5 +168,96 @@ func TestReplicas(t *testing.T) {
 	}
 	if succeeded != 3 || len(recs) != 3 {
 		t.Errorf("journal: %d records, %d writes succeeded; want 3 of 3 (one asked, two approved on the command line)", len(recs), succeeded)
+	}
+}
+
+// TestReplicasShareCatalogChanges: two `airlock serve` replicas on one
+// PostgreSQL database connect one remote server, whose tool list changes;
+// the server tells only replica A's session. A client of replica B is
+// told that the list changed all the same, and lists the new tool.
+func TestReplicasShareCatalogChanges(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "changing", Version: "1"}, nil)
+	add := func(name string) {
+		srv.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
+			})
+	}
+	add("first")
+	var mu sync.Mutex
+	told := map[*mcp.ServerSession]bool{} // the sessions told of changes
+	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			mu.Lock()
+			quiet := method == "notifications/tools/list_changed" && !told[ss]
+			mu.Unlock()
+			if quiet {
+				return nil, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	t.Cleanup(upstream.Close)
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfg, fmt.Sprintf(`development: true
+servers:
+  - id: c
+    transport: http
+    url: %s/mcp
+    allowed_hosts: [127.0.0.1]
+    allowed_tools: ["*"]
+    protocol_versions: [2025-11-25]
+store: {url: %q, audit_key: %q}
+`, upstream.URL, db, filepath.Join(t.TempDir(), "audit.key")))
+	replica := func() string {
+		url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
+		return url
+	}
+	replica() // A
+	mu.Lock()
+	for ss := range srv.Sessions() {
+		told[ss] = true
+	}
+	mu.Unlock()
+	b := replica()
+	testenv.WaitListening(t, db, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	changed := make(chan struct{}, 1)
+	c := mcp.NewClient(&mcp.Implementation{Name: "replica-b", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: b}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	add("added")
+	for {
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(list.Tools, func(tool *mcp.Tool) bool { return tool.Name == "c__added" }) {
+			break
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("replica B's client was not told of c__added within a minute; it lists %d tools", len(list.Tools))
+		}
 	}
 }

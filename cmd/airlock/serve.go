@@ -90,7 +90,7 @@ func (e *env) serve(o *options, _ []string) error {
 			opts.Metrics, gopts.Metrics, gopts.MetricsToken = m, m.Handler(), token
 		}
 		g = gateway.New(gopts)
-		opts.Approver, opts.CatalogChanged, opts.ResourceUpdated = g, g.CatalogChanged, g.ResourceUpdated
+		opts.Approver, opts.CatalogChanged, opts.CatalogHeard, opts.ResourceUpdated = g, g.CatalogChanged, g.CatalogHeard, g.ResourceUpdated
 		// Servers may ask during calls; each call puts their questions
 		// to its own client (Call.Elicit, Call.Roots), or declines them.
 		opts.Elicit, opts.Roots = g.Elicit, g.Roots

@@ -144,6 +144,49 @@ func TestSnapshotID(t *testing.T) {
 	}
 }
 
+// TestOffered: what a server offers in a snapshot changes with its own
+// tools and prompts only, not with another server's, nor with the order
+// they come in; a server that offers nothing offers "".
+func TestOffered(t *testing.T) {
+	obj, err := schema.Compile(map[string]any{"type": "object"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(desc string, prompts []*Prompt, pairs ...string) *Snapshot {
+		tools := bindings(pairs...)
+		for _, tool := range tools {
+			tool.Input, tool.Description = obj, desc
+		}
+		s, err := BuildWith(tools, Content{Prompts: prompts}, 1, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := build("d", nil, "fs", "read", "gh", "list")
+	for _, tt := range []struct {
+		name   string
+		snap   *Snapshot
+		fs, gh bool // whether each offers the same as in a
+	}{
+		{"the same, in another order", build("d", nil, "gh", "list", "fs", "read"), true, true},
+		{"a tool more on gh", build("d", nil, "fs", "read", "gh", "list", "gh", "get"), true, false},
+		{"gh gone", build("d", nil, "fs", "read"), true, false},
+		{"a prompt on fs", build("d", []*Prompt{{Server: "fs", Remote: "p"}}, "fs", "read", "gh", "list"), false, true},
+		{"another description", build("changed", nil, "fs", "read", "gh", "list"), false, false},
+	} {
+		if got := tt.snap.Offered("fs") == a.Offered("fs"); got != tt.fs {
+			t.Errorf("%s: fs offers the same: %v, want %v", tt.name, got, tt.fs)
+		}
+		if got := tt.snap.Offered("gh") == a.Offered("gh"); got != tt.gh {
+			t.Errorf("%s: gh offers the same: %v, want %v", tt.name, got, tt.gh)
+		}
+	}
+	if got := a.Offered("none"); got != "" {
+		t.Errorf("a server without tools offers %q, want \"\"", got)
+	}
+}
+
 // TestToolPrefixes: a server's tool_prefix replaces "server__" in its
 // tools' local names; "" gives them the server's own names. A name that
 // would not be valid, or that another tool would share, still falls back

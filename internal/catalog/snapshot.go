@@ -93,6 +93,59 @@ func (s *Snapshot) Lookup(name string) (*Tool, bool) {
 }
 
 func (s *Snapshot) hash(launches map[string]string) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	encodeTools(enc, s.tools)
+	encodeContent(enc, s.content)
+	type launch struct {
+		Server string `json:"server"`
+		Launch string `json:"launch"`
+	}
+	for _, id := range slices.Sorted(maps.Keys(launches)) {
+		enc.Encode(launch{Server: id, Launch: launches[id]})
+	}
+	return "snap_" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Offered identifies what one server offers in the snapshot: a hash of
+// its tools, resources, templates and prompts as the snapshot binds them,
+// so that two snapshots in which a server offers the same give the same
+// value. A server that offers nothing gives "".
+func (s *Snapshot) Offered(server string) string {
+	var tools []*Tool
+	for _, t := range s.tools {
+		if t.Server == server {
+			tools = append(tools, t)
+		}
+	}
+	var c Content
+	for _, r := range s.content.Resources {
+		if r.Server == server {
+			c.Resources = append(c.Resources, r)
+		}
+	}
+	for _, t := range s.content.Templates {
+		if t.Server == server {
+			c.Templates = append(c.Templates, t)
+		}
+	}
+	for _, p := range s.content.Prompts {
+		if p.Server == server {
+			c.Prompts = append(c.Prompts, p)
+		}
+	}
+	if len(tools)+len(c.Resources)+len(c.Templates)+len(c.Prompts) == 0 {
+		return ""
+	}
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	encodeTools(enc, tools)
+	encodeContent(enc, c)
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// encodeTools adds tools' bindings and schemas to a hash.
+func encodeTools(enc *json.Encoder, tools []*Tool) {
 	type binding struct {
 		Name        string          `json:"name"`
 		Server      string          `json:"server"`
@@ -104,9 +157,7 @@ func (s *Snapshot) hash(launches map[string]string) string {
 		Annotations any             `json:"annotations,omitempty"`
 		Effect      policy.Effect   `json:"effect"`
 	}
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	for _, t := range s.tools {
+	for _, t := range tools {
 		b := binding{Name: t.Name, Server: t.Server, Remote: t.Remote, Title: t.Title, Description: t.Description,
 			Input: t.Input.JSON(), Effect: t.Effect}
 		if t.Output != nil {
@@ -117,33 +168,24 @@ func (s *Snapshot) hash(launches map[string]string) string {
 		}
 		enc.Encode(b) // cannot fail: every field marshals
 	}
-	s.hashContent(enc)
-	type launch struct {
-		Server string `json:"server"`
-		Launch string `json:"launch"`
-	}
-	for _, id := range slices.Sorted(maps.Keys(launches)) {
-		enc.Encode(launch{Server: id, Launch: launches[id]})
-	}
-	return "snap_" + hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// hashContent adds the resources, templates and prompts to the snapshot
-// id; a catalog of tools alone hashes as it always did.
-func (s *Snapshot) hashContent(enc *json.Encoder) {
-	for _, r := range s.content.Resources {
+// encodeContent adds resources, templates and prompts to a hash; a
+// catalog of tools alone hashes as it always did.
+func encodeContent(enc *json.Encoder, c Content) {
+	for _, r := range c.Resources {
 		enc.Encode(struct {
 			Kind string `json:"kind"`
 			*Resource
 		}{"resource", r})
 	}
-	for _, t := range s.content.Templates {
+	for _, t := range c.Templates {
 		enc.Encode(struct {
 			Kind string `json:"kind"`
 			*Template
 		}{"template", t})
 	}
-	for _, p := range s.content.Prompts {
+	for _, p := range c.Prompts {
 		enc.Encode(struct {
 			Kind string `json:"kind"`
 			*Prompt

@@ -67,3 +67,32 @@ func adminExec(ctx context.Context, server, sql string) error {
 	_, err = conn.Exec(ctx, sql)
 	return err
 }
+
+// WaitListening waits until at least n sessions of the database url
+// listen to a channel (their last statement a LISTEN), as PostgreSQL
+// sees them, and fails the test after a generous deadline: a replica
+// that has yet to listen would not hear what the test makes happen.
+func WaitListening(t testing.TB, url string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: %d sessions listen after 30s, want %d", got, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
