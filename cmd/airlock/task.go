@@ -79,9 +79,7 @@ func (e *env) taskList(o *options, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if st != nil {
-		defer st.Close()
-	}
+	defer closeShared(st)
 	tasks, err := airlock.ListTasksWith(e.ctx, st, stateDir(&o.common, cfg))
 	if err != nil {
 		return usageError("cannot list tasks: %v", err)
@@ -108,6 +106,13 @@ func (e *env) sharedStore(c *common, cfg *config.Config) (store.Store, error) {
 		return nil, usageError("%v", err)
 	}
 	return st, nil
+}
+
+// closeShared closes what sharedStore opened, if anything.
+func closeShared(st store.Store) {
+	if st != nil {
+		st.Close()
+	}
 }
 
 // taskRow is a task's row in task list: its id, status, whether it is in
@@ -154,9 +159,7 @@ func (e *env) taskClose(o *options, pos []string) error {
 	if err != nil {
 		return err
 	}
-	if st != nil {
-		defer st.Close()
-	}
+	defer closeShared(st)
 	report, err := airlock.CloseTaskWith(e.ctx, st, stateDir(&o.common, cfg), pos[0])
 	if report == nil {
 		return usageError("%v", err)
