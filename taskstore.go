@@ -78,22 +78,21 @@ func (h *Host) taskPlace() *taskPlace {
 	return placeOf(st, h.opts.StateDir)
 }
 
-// holder returns the place's id, or "" when it has none yet. With make,
-// it makes one if there is none.
-func (p *taskPlace) holder(make bool) (string, error) {
+// holder returns the place's id, or "" when it has none yet. With
+// create, it makes one if there is none.
+func (p *taskPlace) holder(create bool) (string, error) {
 	path := holderFile(p.stateDir)
 	b, err := os.ReadFile(path)
-	if err == nil {
+	switch {
+	case err == nil:
 		if id := strings.TrimSpace(string(b)); id != "" {
 			return id, nil
 		}
 		return "", fmt.Errorf("the state directory's id (%s) is empty: remove the file, and airlock makes another", path)
-	}
-	if !errors.Is(err, fs.ErrNotExist) || !make {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
+	case !errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("cannot read the state directory's id: %w", err)
+	case !create:
+		return "", nil
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", fmt.Errorf("cannot create the tasks directory: %w", err)
@@ -130,8 +129,11 @@ func (p *taskPlace) hold(ctx context.Context, info TaskInfo) (inserted bool, err
 	}
 	inserted, err = p.tasks.HoldTask(ctx, p.record(holder, info))
 	if errors.Is(err, store.ErrConflict) {
-		_, err = p.elsewhere(ctx, info.ID)
-		return false, err
+		if _, werr := p.elsewhere(ctx, info.ID); werr != nil {
+			return false, werr
+		}
+		// Its holder dropped it since.
+		return false, fmt.Errorf("task %s was held by another state directory a moment ago; try again", info.ID)
 	}
 	if err != nil {
 		return false, fmt.Errorf("task %s: cannot record it in the store (%w); check that the store (store.url) answers, and try again", info.ID, err)
