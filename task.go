@@ -70,6 +70,11 @@ type TaskOptions struct {
 // airlock/task/ID, a runtime directory beside it, and the task-scoped
 // servers started in the worktree with their tools discovered. Opening is
 // all or nothing: if any step fails, everything it created is undone.
+//
+// With a store that several places share (store.url), the task is also
+// recorded there, first: an id that another place holds is refused,
+// naming that place, before anything is made on disk, and a store that
+// fails undoes the task (see ListTasksWith).
 func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Task, error) {
 	if err := worktree.CheckID(id); err != nil {
 		return nil, err
@@ -92,13 +97,20 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 	if who := h.taskPrincipal(opts.Principal); who != h.Principal() {
 		info.Tenant, info.User = who.Tenant, who.User
 	}
+	place := h.taskPlace()
+	unclaim, err := place.claim(ctx, info)
+	if err != nil {
+		return nil, err
+	}
 	p, err := worktree.Create(ctx, h.opts.StateDir, repoDir, info)
 	if err != nil {
+		unclaim()
 		return nil, err
 	}
 	t := &Task{h: h, dir: p.Dir, info: p.Info, lock: p.Lock}
 	if err := t.start(ctx); err != nil {
 		p.Abort()
+		unclaim()
 		return nil, err
 	}
 	var failed []string
@@ -110,11 +122,18 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 	if len(failed) > 0 {
 		err = &Error{Kind: ConnectionError, Msg: fmt.Sprintf("task %s: not opened, its servers failed:\n%s", id, strings.Join(failed, "\n"))}
 	} else {
-		err = p.Finish()
+		// The store first: a task it cannot record open is undone,
+		// rather than left open on disk where no other place sees it.
+		open := p.Info
+		open.Status = TaskOpen
+		if _, err = place.hold(ctx, open); err == nil {
+			err = p.Finish()
+		}
 	}
 	if err != nil {
 		t.stopServers()
 		p.Abort()
+		unclaim()
 		return nil, err
 	}
 	t.info = p.Info
@@ -124,9 +143,16 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 // AttachTask uses a task opened earlier, by this or another process: it
 // starts the task-scoped servers in the task's worktree. Several processes
 // may be attached to one task at once. A server that fails is reported in
-// Servers, as with Open.
+// Servers, as with Open. With a store that several places share
+// (store.url), a task another place holds is refused, naming it, and one
+// of this place's is recorded there if it is not yet (it was opened
+// before the store was shared).
 func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
 	if err := worktree.CheckID(id); err != nil {
+		return nil, err
+	}
+	place := h.taskPlace()
+	if _, err := place.elsewhere(ctx, id); err != nil {
 		return nil, err
 	}
 	t := &Task{h: h, dir: worktree.Dir(h.opts.StateDir, id)}
@@ -140,6 +166,9 @@ func (h *Host) AttachTask(ctx context.Context, id string) (*Task, error) {
 	}
 	if _, err := os.Stat(info.Worktree); err != nil {
 		return nil, fmt.Errorf("task %s: its worktree is gone; close it (airlock task close %s)", id, id)
+	}
+	if _, err := place.hold(ctx, info); err != nil {
+		return nil, err
 	}
 	if t.lock, err = worktree.LockDir(t.dir, false); err != nil {
 		return nil, err

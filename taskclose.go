@@ -54,14 +54,15 @@ func (t *Task) Close(ctx context.Context, opts *CloseOptions) (*CloseReport, err
 		return fmt.Sprintf("%d servers", len(t.servers)), err
 	})
 	t.releaseOnce.Do(func() {}) // Release after Close does nothing.
-	err := worktree.Teardown(ctx, t.h.opts.StateDir, t.dir, t.info, r)
+	err := t.h.taskPlace().teardown(ctx, t.dir, t.info, r)
 	t.lock.Unlock()
 	return r, err
 }
 
 // CloseTask closes a task no process is attached to, such as one left
 // behind by a process that died: it stops the servers that process left
-// running, then does what Task.Close does.
+// running, then does what Task.Close does. It works from the disk alone;
+// CloseTaskWith also keeps a shared store's record in step.
 func CloseTask(ctx context.Context, stateDir, id string) (*CloseReport, error) {
 	return worktree.Close(ctx, stateDir, id)
 }

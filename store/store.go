@@ -5,7 +5,8 @@
 // (store/sqlite for one host, a PostgreSQL backend for several replicas),
 // and store/storetest is the one conformance suite every backend passes.
 // A backend that several processes share may also implement Leases, the
-// places under limits that those processes count together.
+// places under limits that those processes count together, and Tasks, the
+// records of every process's tasks.
 //
 // The interfaces are shaped by their consumers: the call pipeline writes
 // intents, outcomes, approvals and events; the CLI lists and resolves them.

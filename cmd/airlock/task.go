@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
 )
 
 type taskJSON struct {
@@ -59,35 +61,92 @@ func (e *env) taskOpen(o *options, pos []string) error {
 	return nil
 }
 
+// listedTaskJSON is a task in task list: where it lives, besides what
+// its record says.
+type listedTaskJSON struct {
+	taskJSON
+	Host     string `json:"host"`
+	StateDir string `json:"state_dir"`
+	Local    bool   `json:"local"`
+}
+
 func (e *env) taskList(o *options, _ []string) error {
 	cfg, err := e.loadConfig(&o.common)
 	if err != nil {
 		return err
 	}
-	tasks, err := airlock.ListTasks(stateDir(&o.common, cfg))
+	st, err := e.sharedStore(&o.common, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeShared(st)
+	tasks, err := airlock.ListTasksWith(e.ctx, st, stateDir(&o.common, cfg))
 	if err != nil {
 		return usageError("cannot list tasks: %v", err)
 	}
-	out := make([]taskJSON, 0, len(tasks))
+	out := make([]listedTaskJSON, 0, len(tasks))
 	for _, t := range tasks {
-		out = append(out, taskOutput(t))
+		out = append(out, listedTaskJSON{taskOutput(t.TaskInfo), t.Host, t.StateDir, t.Local})
 	}
-	return tasksListing.print(e.stdout, o.json, out)
+	listing := tasksListing
+	if st != nil {
+		listing = sharedTasksListing
+	}
+	return listing.print(e.stdout, o.json, out)
 }
 
-var tasksListing = listing[taskJSON]{
+// sharedStore opens the store that cfg shares with other places
+// (store.url), or returns nil when it names none.
+func (e *env) sharedStore(c *common, cfg *config.Config) (store.Store, error) {
+	if cfg.Store.URL == "" {
+		return nil, nil
+	}
+	st, err := airlock.OpenConfiguredStore(cfg, stateDir(c, cfg))
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return st, nil
+}
+
+// closeShared closes what sharedStore opened, if anything.
+func closeShared(st store.Store) {
+	if st != nil {
+		st.Close()
+	}
+}
+
+// taskRow is a task's row in task list: its id, status, whether it is in
+// use and when it was created.
+func taskRow(t listedTaskJSON) []string {
+	inUse, created := "no", "-"
+	if t.InUse {
+		inUse = "yes"
+	}
+	if !t.created.IsZero() {
+		created = localTime(t.created)
+	}
+	return []string{t.ID, t.Status, inUse, created}
+}
+
+var tasksListing = listing[listedTaskJSON]{
 	key:    "tasks",
 	none:   "No tasks are open.",
 	header: []string{"TASK", "STATUS", "IN USE", "CREATED", "WORKTREE"},
-	row: func(t taskJSON) []string {
-		inUse, created := "no", "-"
-		if t.InUse {
-			inUse = "yes"
+	row:    func(t listedTaskJSON) []string { return append(taskRow(t), t.Worktree) },
+}
+
+// sharedTasksListing is task list with a shared store: every place's
+// tasks, with the machine each is on.
+var sharedTasksListing = listing[listedTaskJSON]{
+	key:    "tasks",
+	none:   "No tasks are open.",
+	header: []string{"TASK", "STATUS", "IN USE", "CREATED", "HOST", "WORKTREE"},
+	row: func(t listedTaskJSON) []string {
+		host := t.Host
+		if t.Local {
+			host += " (here)"
 		}
-		if !t.created.IsZero() {
-			created = localTime(t.created)
-		}
-		return []string{t.ID, t.Status, inUse, created, t.Worktree}
+		return append(taskRow(t), host, t.Worktree)
 	},
 }
 
@@ -96,7 +155,12 @@ func (e *env) taskClose(o *options, pos []string) error {
 	if err != nil {
 		return err
 	}
-	report, err := airlock.CloseTask(e.ctx, stateDir(&o.common, cfg), pos[0])
+	st, err := e.sharedStore(&o.common, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeShared(st)
+	report, err := airlock.CloseTaskWith(e.ctx, st, stateDir(&o.common, cfg), pos[0])
 	if report == nil {
 		return usageError("%v", err)
 	}

@@ -54,7 +54,8 @@ func (r *CloseReport) Run(step string, f func() (string, error)) error {
 	return err
 }
 
-func (r *CloseReport) err() error {
+// Err returns an error naming every step that failed, or nil.
+func (r *CloseReport) Err() error {
 	var failed []string
 	for _, s := range r.Steps {
 		if !s.OK {
@@ -74,17 +75,28 @@ func Close(ctx context.Context, stateDir, id string) (*CloseReport, error) {
 		return nil, err
 	}
 	dir := Dir(stateDir, id)
-	info, err := Read(dir)
-	if err != nil {
-		return nil, err
-	}
-	lock, err := LockDir(dir, true)
+	info, lock, err := LockToClose(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
 	r := &CloseReport{Task: id}
 	return r, Teardown(ctx, stateDir, dir, info, r)
+}
+
+// LockToClose reads the record of the task directory dir and takes its lock
+// alone, as closing a task no process is attached to begins; the caller
+// tears it down and unlocks.
+func LockToClose(dir string) (Info, *Lock, error) {
+	info, err := Read(dir)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	lock, err := LockDir(dir, true)
+	if err != nil {
+		return Info{}, nil, err
+	}
+	return info, lock, nil
 }
 
 // Teardown is the part of closing a task that works from the disk alone,
@@ -149,7 +161,7 @@ func Teardown(ctx context.Context, stateDir, dir string, info Info, r *CloseRepo
 		return "", os.RemoveAll(dir)
 	})
 	writeRecord(record, info, r)
-	return r.err()
+	return r.Err()
 }
 
 func writeRecord(path string, info Info, r *CloseReport) error {

@@ -149,6 +149,25 @@ CREATE TABLE gateway_sessions (
 );
 CREATE INDEX gateway_sessions_seen ON gateway_sessions (seen_at);
 `,
+	// 5: the records of tasks, whichever replica holds their worktrees
+	// (tasks.go).
+	`
+CREATE TABLE tasks (
+	id         text        PRIMARY KEY,
+	holder     text        NOT NULL, -- the id of the state directory that holds the worktree
+	host       text        NOT NULL,
+	state_dir  text        NOT NULL,
+	repo       text        NOT NULL,
+	branch     text        NOT NULL,
+	base       text        NOT NULL,
+	status     text        NOT NULL CHECK (status IN ('opening', 'open', 'closing')),
+	tenant     text        NOT NULL,
+	user_name  text        NOT NULL,
+	created_at timestamptz NOT NULL,
+	updated_at timestamptz NOT NULL
+);
+CREATE INDEX tasks_created ON tasks (created_at, id);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -141,6 +141,24 @@ CREATE TABLE allow_rules (
 	UNIQUE (definition, tenant, user_name)
 ) STRICT;
 `,
+	// 8: the records of tasks (tasks.go).
+	`
+CREATE TABLE tasks (
+	id         TEXT    PRIMARY KEY,
+	holder     TEXT    NOT NULL, -- the id of the state directory that holds the worktree
+	host       TEXT    NOT NULL,
+	state_dir  TEXT    NOT NULL,
+	repo       TEXT    NOT NULL,
+	branch     TEXT    NOT NULL,
+	base       TEXT    NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('opening', 'open', 'closing')),
+	tenant     TEXT    NOT NULL,
+	user_name  TEXT    NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+) STRICT;
+CREATE INDEX tasks_created ON tasks (created_at, id);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is
