@@ -190,7 +190,7 @@ func TestCatalogChangeReachesReplicas(t *testing.T) {
 		told.Store(ss)
 	}
 	b, bChanged, _ := replica(t, config())
-	testenv.WaitListening(t, url, 3) // the test, A and B
+	testenv.WaitListening(t, url, "catalog", 3) // the test, A and B
 	for _, h := range []*airlock.Host{a, b} {
 		if _, ok := lookup(h.Snapshot(), "c__first"); !ok {
 			t.Fatalf("c__first not in the first catalog: %v", h.Servers())
@@ -236,7 +236,7 @@ func TestAnnouncedChangeAsksTheServer(t *testing.T) {
 	if st := h.Servers()[0]; st.Status != airlock.StatusReady || st.ProtocolVersion != "2026-07-28" {
 		t.Fatalf("server = %+v (%v), want ready on 2026-07-28", st, st.Err)
 	}
-	testenv.WaitListening(t, url, 2) // the test and the host
+	testenv.WaitListening(t, url, "catalog", 2) // the test and the host
 
 	addTool(srv, "added")
 	for _, p := range []string{"changed elsewhere", "renamed c", "changed c"} {

@@ -1,18 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -226,7 +231,7 @@ store: {url: %q, audit_key: %q}
 	}
 	mu.Unlock()
 	b := replica()
-	testenv.WaitListening(t, db, 2)
+	testenv.WaitListening(t, db, "catalog", 2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -258,6 +263,209 @@ store: {url: %q, audit_key: %q}
 		case <-changed:
 		case <-ctx.Done():
 			t.Fatalf("replica B's client was not told of c__added within a minute; it lists %d tools", len(list.Tools))
+		}
+	}
+}
+
+// sessionBalancer is a load balancer on loopback without affinity for
+// 2025-11-25 sessions: each request goes to the next replica in turn, but
+// a client's answer to a question (a POST of a JSON-RPC response) goes to
+// the replica that did not take the last tools/call, which is the one that
+// asked. down takes a replica out of the turns.
+type sessionBalancer struct {
+	url     string
+	mu      sync.Mutex
+	targets []*url.URL
+	down    map[int]bool
+	n       int
+	call    int // the replica of the last tools/call
+	served  map[int]int
+}
+
+func newSessionBalancer(t *testing.T, targets ...string) *sessionBalancer {
+	t.Helper()
+	b := &sessionBalancer{down: map[int]bool{}, served: map[int]int{}}
+	for _, target := range targets {
+		u, err := url.Parse(strings.TrimSuffix(target, "/mcp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.targets = append(b.targets, u)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			var body []byte
+			if r.In.Body != nil {
+				body, _ = io.ReadAll(r.In.Body)
+				r.Out.Body = io.NopCloser(bytes.NewReader(body))
+			}
+			r.SetURL(b.targets[b.next(r.In.Header.Get("Mcp-Method"), body)])
+		},
+		FlushInterval: -1,
+	}
+	srv := httptest.NewServer(proxy)
+	t.Cleanup(srv.Close)
+	b.url = srv.URL + "/mcp"
+	return b
+}
+
+func (b *sessionBalancer) next(method string, body []byte) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := -1
+	if bytes.Contains(body, []byte(`"result"`)) && !bytes.Contains(body, []byte(`"method"`)) {
+		i = (b.call + 1) % len(b.targets) // an answer: to the replica that did not ask
+	}
+	for i < 0 || b.down[i] {
+		i = b.n % len(b.targets)
+		b.n++
+	}
+	if method == "tools/call" {
+		b.call = i
+	}
+	b.served[i]++
+	return i
+}
+
+func (b *sessionBalancer) takeDown(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down[i] = true
+}
+
+// TestReplicaSessions: a 2025-11-25 client behind a balancer without
+// affinity. Its session, opened by one replica, is taken by the other at
+// its next request; reads alternate replicas; a write it approves through
+// elicitation is asked by one replica and answered to the other, which
+// passes the answer back, and runs once; when one replica stops, the
+// session goes on through the other; its DELETE ends it on every replica.
+func TestReplicaSessions(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+	f.Close()
+	var urls [2]string
+	var cmds [2]*exec.Cmd
+	for i := range 2 {
+		urls[i], cmds[i] = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
+	}
+	testenv.WaitListening(t, db, "sessions", 2)
+	lb := newSessionBalancer(t, urls[0], urls[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var asked atomic.Int64
+	c := mcp.NewClient(&mcp.Implementation{Name: "sessions", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" || cs.ID() == "" {
+		t.Fatalf("session %q of version %q, want a 2025-11-25 session", cs.ID(), v)
+	}
+	for i := range 4 {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}}); err != nil || res.IsError {
+			t.Fatalf("read %d: %+v, %v", i, res, err)
+		}
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__write_file", Arguments: map[string]any{"path": "approved.txt", "content": "asked"}})
+	if err != nil || res.IsError {
+		t.Fatalf("write approved through elicitation, answered to the other replica: %+v, %v", res, err)
+	}
+	if asked.Load() != 1 {
+		t.Errorf("asked %d times, want once", asked.Load())
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "approved.txt")); err != nil || string(data) != "asked" {
+		t.Errorf("approved.txt = %q, %v", data, err)
+	}
+	lb.mu.Lock()
+	served := maps.Clone(lb.served)
+	lb.mu.Unlock()
+	if served[0] < 3 || served[1] < 3 {
+		t.Errorf("requests served by each replica: %v; want the session's requests on both", served)
+	}
+
+	// A DELETE, to one replica, ends the session on both: neither takes
+	// it again.
+	other, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := other.ListTools(ctx, nil); err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+	}
+	id := other.ID()
+	if err := other.Close(); err != nil {
+		t.Fatalf("closing the session: %v", err)
+	}
+	for _, u := range urls {
+		waitFor(t, "a request of the ended session to "+u+" is 404", func() bool { return sessionStatus(t, u, id) == http.StatusNotFound })
+	}
+
+	// Replica 0 stops: the session goes on through replica 1.
+	lb.takeDown(0)
+	cmds[0].Process.Signal(syscall.SIGTERM)
+	cmds[0].Wait()
+	for i := range 3 {
+		if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ws__read_file", Arguments: map[string]any{"path": "hello.txt"}}); err != nil || res.IsError {
+			t.Fatalf("read %d after replica 0 stopped: %+v, %v", i, res, err)
+		}
+	}
+
+	// The journal, in PostgreSQL: the write, once.
+	st, err := postgres.Open(ctx, db, filepath.Join(t.TempDir(), "unused.key"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(ctx, store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Status != store.OutcomeSucceeded {
+		t.Errorf("journal: %+v; want the one write, succeeded", recs)
+	}
+
+}
+
+// sessionStatus is the HTTP status of a ping in session id at url.
+func sessionStatus(t *testing.T, url, id string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitFor waits until ok, and fails the test after a generous deadline.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: not yet %s", what)
 		}
 	}
 }

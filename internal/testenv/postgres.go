@@ -69,10 +69,10 @@ func adminExec(ctx context.Context, server, sql string) error {
 }
 
 // WaitListening waits until at least n sessions of the database url
-// listen to a channel (their last statement a LISTEN), as PostgreSQL
+// listen to topic's channel (their last statement its LISTEN), as PostgreSQL
 // sees them, and fails the test after a generous deadline: a replica
 // that has yet to listen would not hear what the test makes happen.
-func WaitListening(t testing.TB, url string, n int) {
+func WaitListening(t testing.TB, url, topic string, n int) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -84,14 +84,14 @@ func WaitListening(t testing.TB, url string, n int) {
 	for {
 		var got int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&got); err != nil {
+			WHERE datname = current_database() AND query = $1`, `LISTEN "airlock_`+topic+`"`).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("testenv: %d sessions listen after 30s, want %d", got, n)
+			t.Fatalf("testenv: %d sessions listen to %s after 30s, want %d", got, topic, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
