@@ -24,6 +24,8 @@ type exchange struct {
 	caps      func() *mcp.ClientCapabilities
 	// needs is the method's result that ends a round with questions.
 	needs func(reqs mcp.InputRequestMap, state string) mcp.Result
+	// blank is a new result of the method, to decode one into.
+	blank func() mcp.Result
 }
 
 // toolExchange, promptExchange and readExchange are the exchanges of
@@ -34,7 +36,8 @@ func toolExchange(req *mcp.CallToolRequest) *exchange {
 		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities,
 		needs: func(reqs mcp.InputRequestMap, state string) mcp.Result {
 			return &mcp.CallToolResult{InputRequests: reqs, RequestState: state}
-		}}
+		},
+		blank: func() mcp.Result { return &mcp.CallToolResult{} }}
 }
 
 func promptExchange(req *mcp.GetPromptRequest) *exchange {
@@ -43,13 +46,15 @@ func promptExchange(req *mcp.GetPromptRequest) *exchange {
 		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities,
 		needs: func(reqs mcp.InputRequestMap, state string) mcp.Result {
 			return &mcp.GetPromptResult{InputRequests: reqs, RequestState: state}
-		}}
+		},
+		blank: func() mcp.Result { return &mcp.GetPromptResult{} }}
 }
 
 func readExchange(req *mcp.ReadResourceRequest) *exchange {
 	p := req.Params
 	ex := &exchange{subject: "resources/read " + p.URI, session: req.Session, meta: p.GetMeta(),
-		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities}
+		responses: p.InputResponses, state: p.RequestState, caps: req.ClientCapabilities,
+		blank: func() mcp.Result { return &mcp.ReadResourceResult{} }}
 	ex.needs = func(reqs mcp.InputRequestMap, state string) mcp.Result {
 		res := &mcp.ReadResourceResult{InputRequests: reqs, RequestState: state}
 		if !ex.modern() {

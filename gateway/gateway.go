@@ -109,6 +109,7 @@ type Gateway struct {
 	sessions *sessions     // 2025-11-25 sessions (sessions.go)
 	levels   sessionLevels // the logging levels 2025-11-25 sessions set
 	parked   parkedCalls   // 2026-07-28 calls waiting for their client's answer (parked.go)
+	relays   relays        // their rounds handed among replicas (rounds.go)
 
 	closeOnce sync.Once
 }

@@ -27,7 +27,8 @@ import (
 // question and a request state the gateway signed, and the client's
 // retry, carrying the answer and the state, finds the parked call, hands
 // it the answer and waits for what comes next: another question, or the
-// result. Parked calls live in the gateway process that made them.
+// result. Parked calls live in the gateway process that made them; a
+// retry that reaches another replica is handed to it (rounds.go).
 //
 // A question keeps the name its server gave it (InputRequest.Key), so
 // that the client answers under the server's own key; the client's
@@ -292,24 +293,38 @@ func (g *Gateway) round(ctx context.Context, p *parkedCall) (mcp.Result, error) 
 func (g *Gateway) resume(ctx context.Context, ex *exchange, who caller) (mcp.Result, error) {
 	p := g.openParked(ex.state, ex.subject, who.key())
 	if p == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: "the request state names no call waiting for an answer here: it expired, was answered already, or is not this gateway's; make the call again"}
+		if st, ok := g.parkedState(ex.state, ex.subject, who.key()); ok && st.Replica != g.sessions.replica && g.relays.on() {
+			return g.relayRound(ctx, ex, who, st)
+		}
+		return nil, noParkedCall
 	}
+	if err := p.take(ex.responses); err != nil {
+		return nil, err
+	}
+	return g.round(ctx, p)
+}
+
+// noParkedCall answers a retry whose request state names no call.
+var noParkedCall = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+	Message: "the request state names no call waiting for an answer here: it expired, was answered already, or is not this gateway's; make the call again"}
+
+// take hands the client's answers to the questions it was asked.
+func (p *parkedCall) take(responses mcp.InputResponseMap) error {
 	p.mu.Lock()
 	pending := p.pending
 	p.pending = nil
 	p.mu.Unlock()
 	if len(pending) == 0 {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "this call's question was answered already; make the call again"}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "this call's question was answered already; make the call again"}
 	}
 	for key, a := range pending {
-		resp := ex.responses[key] // and nothing else the client sent
+		resp := responses[key] // and nothing else the client sent
 		if resp == nil {
 			resp = &mcp.ElicitResult{Action: airlock.AnswerCancel} // the client left the question unanswered
 		}
 		a.answer <- resp
 	}
-	return g.round(ctx, p)
+	return nil
 }
 
 // parkedState is what a parked call's request state says, signed with
@@ -317,6 +332,7 @@ func (g *Gateway) resume(ctx context.Context, ex *exchange, who caller) (mcp.Res
 // until it expires. A client can neither answer another's call nor replay
 // a state, not even one of an earlier round of its own call.
 type parkedState struct {
+	Replica string `json:"g"` // the gateway process where the call waits
 	Call    string `json:"p"`
 	Round   int    `json:"r"`
 	Tool    string `json:"t"`
@@ -325,7 +341,7 @@ type parkedState struct {
 }
 
 func (g *Gateway) sealParked(p *parkedCall, round int) string {
-	body, _ := json.Marshal(parkedState{Call: p.id, Round: round, Tool: p.subject, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
+	body, _ := json.Marshal(parkedState{Replica: g.sessions.replica, Call: p.id, Round: round, Tool: p.subject, Caller: p.caller, Expires: time.Now().Add(answerWithin).Unix()})
 	enc := base64.RawURLEncoding
 	b := parkedPrefix + enc.EncodeToString(body)
 	return b + "." + enc.EncodeToString(g.mac([]byte(b)))
@@ -335,21 +351,8 @@ func (g *Gateway) sealParked(p *parkedCall, round int) string {
 // it for the subject tool and caller, it has not expired, and the call is still here,
 // in the round the state was made for.
 func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
-	if !strings.HasPrefix(state, parkedPrefix) || len(state) > 1024 {
-		return nil
-	}
-	i := strings.LastIndexByte(state, '.')
-	enc := base64.RawURLEncoding
-	sum, err := enc.DecodeString(state[i+1:])
-	if err != nil || !hmac.Equal(sum, g.mac([]byte(state[:i]))) {
-		return nil
-	}
-	body, err := enc.DecodeString(strings.TrimPrefix(state[:i], parkedPrefix))
-	if err != nil {
-		return nil
-	}
-	var st parkedState
-	if json.Unmarshal(body, &st) != nil || st.Tool != tool || st.Caller != caller || time.Now().Unix() > st.Expires {
+	st, ok := g.parkedState(state, tool, caller)
+	if !ok {
 		return nil
 	}
 	p := g.parked.get(st.Call)
@@ -362,6 +365,30 @@ func (g *Gateway) openParked(state, tool, caller string) *parkedCall {
 		return nil
 	}
 	return p
+}
+
+// parkedState reads a parked call's request state, if a gateway sharing
+// the key signed it for the subject tool and caller and it has not
+// expired.
+func (g *Gateway) parkedState(state, tool, caller string) (parkedState, bool) {
+	var st parkedState
+	if !strings.HasPrefix(state, parkedPrefix) || len(state) > 1024 {
+		return st, false
+	}
+	i := strings.LastIndexByte(state, '.')
+	enc := base64.RawURLEncoding
+	sum, err := enc.DecodeString(state[i+1:])
+	if err != nil || !hmac.Equal(sum, g.mac([]byte(state[:i]))) {
+		return st, false
+	}
+	body, err := enc.DecodeString(strings.TrimPrefix(state[:i], parkedPrefix))
+	if err != nil {
+		return st, false
+	}
+	if json.Unmarshal(body, &st) != nil || st.Tool != tool || st.Caller != caller || time.Now().Unix() > st.Expires {
+		return st, false
+	}
+	return st, true
 }
 
 // parked reports whether ex is a round of a parked call.

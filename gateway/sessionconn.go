@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,8 +42,9 @@ func (t sessionTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 //   - the ids of this replica's requests to the client (questions during a
 //     call) name the replica, "REPLICA.N", so that an answer that reaches
 //     another replica is passed on to this one;
-//   - a resource update that finds no GET stream of the session here goes
-//     to the replica that holds one.
+//   - a message for the client that goes out on the session's GET stream
+//     (a resource update, a question asked outside the client's request),
+//     when another replica holds that stream, goes to that replica.
 type sessionConn struct {
 	s     *sessions
 	sess  *session
@@ -101,7 +103,7 @@ func (c *sessionConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			msg = &q
 		}
 		err := c.inner.Write(ctx, msg)
-		if err != nil && m.Method == "notifications/resources/updated" && c.sess.gets.Load() == 0 && c.s.passNotification(c.sess, m) {
+		if err != nil && c.sess.gets.Load() == 0 && !strings.HasSuffix(m.Method, "/list_changed") && c.s.passOn(c.sess, msg.(*jsonrpc.Request)) {
 			return nil
 		}
 		return err
@@ -243,36 +245,85 @@ func (s *sessions) heardAnswer(rest string) {
 	}
 }
 
-// passNotification passes a notification this replica cannot send (the
-// session's GET stream is held by another replica) on to the others. It
-// reports whether it was passed on.
-func (s *sessions) passNotification(sess *session, n *jsonrpc.Request) bool {
+// passOn passes a message for the client that this replica cannot send
+// (it goes out on the session's GET stream, which another replica holds)
+// to the other replicas, and reports whether one sent it: a notification
+// is taken to be sent; a question, once the replica that holds the stream
+// says so, within passWithin. Lists that changed are not passed on: each
+// replica tells the streams it holds of its own.
+func (s *sessions) passOn(sess *session, msg *jsonrpc.Request) bool {
 	if s.ann == nil {
 		return false
 	}
-	data, err := jsonrpc.EncodeMessage(n)
+	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil || len(data)+len(sess.tag)+8 > maxAnnouncement {
 		return false
 	}
+	var sent chan struct{}
+	var key string
+	if msg.IsCall() {
+		key = sess.tag + " " + fmt.Sprint(msg.ID.Raw())
+		sent = make(chan struct{}, 1)
+		s.mu.Lock()
+		s.sending[key] = sent
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.sending, key)
+			s.mu.Unlock()
+		}()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	s.announce(ctx, "notify "+sess.tag+" "+string(data))
-	return true
+	s.announce(ctx, "send "+sess.tag+" "+string(data))
+	if sent == nil {
+		return true
+	}
+	select {
+	case <-sent:
+		return true
+	case <-time.After(passWithin):
+		return false
+	}
 }
 
-// heardNotification sends a notification another replica passed on, if
-// this replica holds the session's GET stream.
-func (s *sessions) heardNotification(rest string) {
+// passWithin is how long a question passed on waits for the replica that
+// holds the client's GET stream to say it sent it.
+const passWithin = 2 * time.Second
+
+// heardSend sends a message another replica passed on, if this replica
+// holds the session's GET stream, and says so of a question.
+func (s *sessions) heardSend(rest string) {
 	tag, data, _ := strings.Cut(rest, " ")
 	sess := s.byTag(tag)
 	if sess == nil || sess.gets.Load() == 0 {
 		return
 	}
 	msg, err := jsonrpc.DecodeMessage([]byte(data))
-	if n, ok := msg.(*jsonrpc.Request); err != nil || !ok || n.IsCall() {
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok {
 		return
 	}
-	sess.conn.inner.Write(context.Background(), msg)
+	if sess.conn.inner.Write(context.Background(), msg) != nil || !req.IsCall() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	s.announce(ctx, "sent "+tag+" "+fmt.Sprint(req.ID.Raw()))
+}
+
+// heardSent takes another replica's word that it sent a question passed
+// on.
+func (s *sessions) heardSent(key string) {
+	s.mu.Lock()
+	sent := s.sending[key]
+	s.mu.Unlock()
+	if sent != nil {
+		select {
+		case sent <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // discard is a ResponseWriter that keeps only the status.

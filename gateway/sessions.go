@@ -38,16 +38,18 @@ import (
 // store's announcements (store.Announcer, topic "sessions"; sessionconn.go):
 // a session ended (DELETE) through one replica ends every copy; a client's
 // answer to a question a replica put to it (elicitation, sampling, roots)
-// reaches the replica that asked; a resource update for a session whose GET
-// stream another replica holds goes out on that stream.
+// reaches the replica that asked; a message that goes out on the session's
+// GET stream (a resource update, a question asked outside the client's
+// request), when another replica holds the stream, goes out there.
 //
 // A session id is random and signed with the gateway's state key, which
 // replicas share: an id that no gateway made is refused without a look in
 // the store. The store keeps a hash of the id, never the id.
 
-// sessionTopic is the store's announcements among the replicas' copies of
-// sessions.
-const sessionTopic = "sessions"
+// gatewayTopic is the store's announcements among the gateway's
+// replicas: about their copies of sessions (here) and the rounds of
+// parked calls (rounds.go).
+const gatewayTopic = "gateway"
 
 // versionHeader is the header in which a client names its protocol
 // version after the initialize.
@@ -70,8 +72,9 @@ type sessions struct {
 	// so that an answer that reaches another replica finds its way here.
 	replica string
 
-	mu   sync.Mutex
-	open map[string]*session
+	mu      sync.Mutex
+	open    map[string]*session
+	sending map[string]chan struct{} // questions passed on, until sent (sessionconn.go)
 
 	unshared rate.Sometimes // warns that the store cannot be reached
 }
@@ -100,20 +103,25 @@ func newSessions(g *Gateway) *sessions {
 	b := make([]byte, 6)
 	rand.Read(b)
 	return &sessions{g: g, idle: g.opts.Serve.SessionIdleTimeout, replica: hex.EncodeToString(b),
-		open: map[string]*session{}, unshared: rate.Sometimes{First: 1, Interval: time.Minute}}
+		open: map[string]*session{}, sending: map[string]chan struct{}{}, unshared: rate.Sometimes{First: 1, Interval: time.Minute}}
 }
 
-// share makes the sessions shared through st, if it shares them, and
-// follows the other replicas' announcements until life ends.
+// share makes the sessions (and the rounds of parked calls) shared
+// through st, if it shares them, and follows the other replicas'
+// announcements until life ends.
 func (s *sessions) share(life context.Context, st store.Store) {
-	shared, ok := st.(store.Sessions)
-	if !ok {
-		return
+	ann, announces := st.(store.Announcer)
+	if mail, ok := st.(store.Mailbox); ok && announces {
+		s.g.relays = relays{g: s.g, mail: mail, ann: ann, running: map[string]context.CancelFunc{}}
 	}
-	s.shared = shared
-	if ann, ok := st.(store.Announcer); ok {
-		s.ann = ann
-		go ann.Watch(life, sessionTopic, s.heard, s.missed)
+	if shared, ok := st.(store.Sessions); ok {
+		s.shared = shared
+		if announces {
+			s.ann = ann
+		}
+	}
+	if announces && (s.shared != nil || s.g.relays.on()) {
+		go ann.Watch(life, gatewayTopic, s.heard, s.missed)
 	}
 }
 
@@ -414,7 +422,7 @@ func (s *sessions) announce(ctx context.Context, payload string) {
 	if s.ann == nil {
 		return
 	}
-	if err := s.ann.Announce(ctx, sessionTopic, payload); err != nil {
+	if err := s.ann.Announce(ctx, gatewayTopic, payload); err != nil {
 		s.g.log.Warn("cannot tell the other replicas", "error", err)
 	}
 }
@@ -441,8 +449,12 @@ func (s *sessions) heard(payload string) {
 		}
 	case "answer":
 		s.heardAnswer(rest)
-	case "notify":
-		s.heardNotification(rest)
+	case "send":
+		s.heardSend(rest)
+	case "sent":
+		s.heardSent(rest)
+	default:
+		s.g.relays.heard(verb, rest)
 	}
 }
 
@@ -459,6 +471,8 @@ func (s *sessions) missed() {
 		sess.touched.Store(0)
 		s.touch(context.Background(), sess, nil)
 	}
+	// A missed "round" costs its waiter a poll; a missed "resume" its
+	// retry's deadline; a missed "gone" a call that runs on.
 }
 
 // setLevel records the logging level a session set, for the copies that

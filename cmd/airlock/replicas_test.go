@@ -354,7 +354,7 @@ func TestReplicaSessions(t *testing.T) {
 	for i := range 2 {
 		urls[i], cmds[i] = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
 	}
-	testenv.WaitListening(t, db, "sessions", 2)
+	testenv.WaitListening(t, db, "gateway", 2)
 	lb := newSessionBalancer(t, urls[0], urls[1])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -467,5 +467,86 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 30s: not yet %s", what)
 		}
+	}
+}
+
+// TestReplicaRounds: a server's questions during a call, through two
+// replicas behind a balancer without affinity. A 2026-07-28 client's
+// retry, which carries its answer, reaches the other replica than the one
+// where the call waits, which hands it over and answers with the round's
+// outcome: the next question, then the result. A 2025-11-25 client's
+// answer to the question put on its session reaches the other replica,
+// which passes it back.
+func TestReplicaRounds(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := askConfig(t, dir, era)
+			f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+			f.Close()
+			var urls [2]string
+			var states [2]string
+			for i := range 2 {
+				states[i] = filepath.Join(t.TempDir(), "state")
+				urls[i], _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", states[i])
+			}
+			defer func() {
+				if t.Failed() {
+					for _, st := range states {
+						data, _ := os.ReadFile(filepath.Join(st, "log", "airlock.log"))
+						t.Logf("%s:\n%s", st, data)
+					}
+				}
+			}()
+			testenv.WaitListening(t, db, "gateway", 2)
+			lb := newSessionBalancer(t, urls[0], urls[1])
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+
+			var asked []string
+			var mu sync.Mutex
+			c := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+				Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Message)
+					mu.Unlock()
+					switch {
+					case strings.Contains(req.Params.Message, "Second"):
+						return &mcp.ElicitResult{Action: "cancel"}, nil
+					case strings.Contains(req.Params.Message, "First"):
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}, nil
+					}
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "red", "count": 3}}, nil
+				},
+			})
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for _, tt := range []struct{ tool, want string }{
+				{"w__ask_form", `accept {"colour":"red","count":3,"name":"Ada"}`},
+				{"w__ask_twice", "accept {\"ok\":true}\ncancel"},
+			} {
+				if got := callText(ctx, t, cs, tt.tool); got != tt.want {
+					t.Errorf("%s: %q, want %q", tt.tool, got, tt.want)
+				}
+			}
+			if len(asked) != 3 {
+				t.Errorf("asked %q, want three questions", asked)
+			}
+			lb.mu.Lock()
+			served := maps.Clone(lb.served)
+			lb.mu.Unlock()
+			if served[0] < 2 || served[1] < 2 {
+				t.Errorf("requests served by each replica: %v; want both", served)
+			}
+		})
 	}
 }

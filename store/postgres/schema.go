@@ -168,6 +168,15 @@ CREATE TABLE tasks (
 );
 CREATE INDEX tasks_created ON tasks (created_at, id);
 `,
+	// 6: messages among the gateway's replicas (mailbox.go).
+	`
+CREATE TABLE gateway_mail (
+	box        text        PRIMARY KEY,
+	data       bytea       NOT NULL,
+	expires_at timestamptz NOT NULL  -- by the server's clock
+);
+CREATE INDEX gateway_mail_expires ON gateway_mail (expires_at);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is
