@@ -35,7 +35,7 @@ import (
 // and subscriptions made through it run there.
 //
 // What one copy cannot do alone is passed among the replicas as the
-// store's announcements (store.Announcer, topic "sessions"; sessionconn.go):
+// store's announcements (store.Announcer, topic "gateway"; sessionconn.go):
 // a session ended (DELETE) through one replica ends every copy; a client's
 // answer to a question a replica put to it (elicitation, sampling, roots)
 // reaches the replica that asked; a message that goes out on the session's
