@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 a 2025-11-25 session's logging level is part of the state its copies share; protocol version 2026-07-28 deprecates the logging API (SEP-2577).
+
 package gateway
 
 import (
@@ -73,8 +75,11 @@ func (c *sessionConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		switch m := msg.(type) {
 		case *jsonrpc.Request:
-			if m.Method == "initialize" {
+			switch m.Method {
+			case "initialize":
 				c.noteInitialize(m)
+			case "notifications/cancelled", "resources/unsubscribe":
+				c.s.relay(c.sess, m)
 			}
 		case *jsonrpc.Response:
 			replica, id, ok := c.s.askedBy(m.ID)
@@ -231,18 +236,7 @@ func (s *sessions) heardAnswer(rest string) {
 	if sess == nil {
 		return
 	}
-	req, err := http.NewRequest(http.MethodPost, Endpoint, strings.NewReader(data))
-	if err != nil {
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(sessionHeader, sess.id)
-	w := &discard{header: http.Header{}}
-	sess.t.ServeHTTP(w, req)
-	if w.status >= 300 {
-		s.g.log.Warn("an answer passed on by another replica was refused", "session", fingerprint(sess.id), "status", w.status)
-	}
+	s.inject(sess, []byte(data))
 }
 
 // passOn passes a message for the client that this replica cannot send
@@ -323,6 +317,93 @@ func (s *sessions) heardSent(key string) {
 		case sent <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// relay passes a client's cancellation of one of its requests, or the end
+// of one of its subscriptions, to the other replicas' copies of the
+// session: the request may run, or the subscription be held, on any of
+// them. What another replica relayed here is not relayed again.
+func (s *sessions) relay(sess *session, m *jsonrpc.Request) {
+	if s.ann == nil {
+		return
+	}
+	data, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return
+	}
+	if s.relayed(sess.tag, data, false) {
+		return
+	}
+	payload := "relay " + s.replica + " " + sess.tag + " " + string(data)
+	if len(payload) > maxAnnouncement {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		defer cancel()
+		s.announce(ctx, payload)
+	}()
+}
+
+// heardRelay puts a message another replica relayed to this replica's
+// copy of the session, if it holds one.
+func (s *sessions) heardRelay(rest string) {
+	replica, rest, _ := strings.Cut(rest, " ")
+	tag, data, _ := strings.Cut(rest, " ")
+	if replica == s.replica {
+		return
+	}
+	sess := s.byTag(tag)
+	if sess == nil {
+		return
+	}
+	// Noted as this replica's copy will read it, encoded again.
+	msg, err := jsonrpc.DecodeMessage([]byte(data))
+	if err != nil {
+		return
+	}
+	again, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return
+	}
+	s.relayed(tag, again, true)
+	s.inject(sess, again)
+}
+
+// relayed notes (mark) or takes the note that the message data of the
+// session tag came from another replica.
+func (s *sessions) relayed(tag string, data []byte, mark bool) bool {
+	key := tag + " " + string(data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mark {
+		if len(s.fromOthers) < 1000 {
+			s.fromOthers[key] = true
+		}
+		return true
+	}
+	if s.fromOthers[key] {
+		delete(s.fromOthers, key)
+		return true
+	}
+	return false
+}
+
+// inject puts a client's message to this replica's copy of its session,
+// as if the client had sent it here.
+func (s *sessions) inject(sess *session, data []byte) {
+	req, err := http.NewRequest(http.MethodPost, Endpoint, bytes.NewReader(data))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(sessionHeader, sess.id)
+	w := &discard{header: http.Header{}}
+	sess.t.ServeHTTP(w, req)
+	if w.status >= 300 {
+		s.g.log.Warn("a message passed on by another replica was refused", "session", fingerprint(sess.id), "status", w.status)
 	}
 }
 

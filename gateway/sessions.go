@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 a 2025-11-25 session's logging level is part of the state its copies share; protocol version 2026-07-28 deprecates the logging API (SEP-2577).
+
 package gateway
 
 import (
@@ -75,6 +77,9 @@ type sessions struct {
 	mu      sync.Mutex
 	open    map[string]*session
 	sending map[string]chan struct{} // questions passed on, until sent (sessionconn.go)
+	// fromOthers are client messages other replicas relayed here, until
+	// this replica's copy reads them (sessionconn.go).
+	fromOthers map[string]bool
 
 	unshared rate.Sometimes // warns that the store cannot be reached
 }
@@ -103,7 +108,7 @@ func newSessions(g *Gateway) *sessions {
 	b := make([]byte, 6)
 	rand.Read(b)
 	return &sessions{g: g, idle: g.opts.Serve.SessionIdleTimeout, replica: hex.EncodeToString(b),
-		open: map[string]*session{}, sending: map[string]chan struct{}{}, unshared: rate.Sometimes{First: 1, Interval: time.Minute}}
+		open: map[string]*session{}, sending: map[string]chan struct{}{}, fromOthers: map[string]bool{}, unshared: rate.Sometimes{First: 1, Interval: time.Minute}}
 }
 
 // share makes the sessions (and the rounds of parked calls) shared
@@ -453,6 +458,8 @@ func (s *sessions) heard(payload string) {
 		s.heardSend(rest)
 	case "sent":
 		s.heardSent(rest)
+	case "relay":
+		s.heardRelay(rest)
 	default:
 		s.g.relays.heard(verb, rest)
 	}
@@ -489,20 +496,6 @@ func (s *sessions) setLevel(ctx context.Context, ss *mcp.ServerSession, level mc
 	}
 	sess.conn.setLevel(level)
 	s.touch(ctx, sess, sess.conn.state())
-}
-
-// closeAll closes this process's copies; the sessions live on in the
-// shared store, for the other replicas to take.
-func (s *sessions) closeAll() {
-	s.mu.Lock()
-	open := make([]*session, 0, len(s.open))
-	for _, sess := range s.open {
-		open = append(open, sess)
-	}
-	s.mu.Unlock()
-	for _, sess := range open {
-		sess.ss.Close()
-	}
 }
 
 // busy holds the idle timer while a request of the session runs.

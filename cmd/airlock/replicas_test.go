@@ -269,9 +269,10 @@ store: {url: %q, audit_key: %q}
 
 // sessionBalancer is a load balancer on loopback without affinity for
 // 2025-11-25 sessions: each request goes to the next replica in turn, but
-// a client's answer to a question (a POST of a JSON-RPC response) goes to
-// the replica that did not take the last tools/call, which is the one that
-// asked. down takes a replica out of the turns.
+// a client's answer to a question (a POST of a JSON-RPC response) and its
+// cancellation of a request go to the replica that did not take the last
+// tools/call, which is the one that asked, or runs the call. down takes a
+// replica out of the turns.
 type sessionBalancer struct {
 	url     string
 	mu      sync.Mutex
@@ -313,8 +314,9 @@ func (b *sessionBalancer) next(method string, body []byte) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	i := -1
-	if bytes.Contains(body, []byte(`"result"`)) && !bytes.Contains(body, []byte(`"method"`)) {
-		i = (b.call + 1) % len(b.targets) // an answer: to the replica that did not ask
+	if bytes.Contains(body, []byte(`"result"`)) && !bytes.Contains(body, []byte(`"method"`)) ||
+		bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		i = (b.call + 1) % len(b.targets) // an answer or a cancellation: to the replica that did not take the call
 	}
 	for i < 0 || b.down[i] {
 		i = b.n % len(b.targets)
@@ -548,5 +550,73 @@ func TestReplicaRounds(t *testing.T) {
 				t.Errorf("requests served by each replica: %v; want both", served)
 			}
 		})
+	}
+}
+
+// TestReplicaCancel: a 2025-11-25 client, whose call runs on one
+// replica, sends its cancellation to the other (keeping the call's stream
+// open, as a client may), which passes it on: the server's call is
+// cancelled.
+func TestReplicaCancel(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "mark")
+	cfg := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfg, testServerYAML(t, "[slow_write]", envTestMark, mark)+"    request_timeout: 10m\n"+
+		"policy:\n  tools:\n    - {server: w, tool: slow_write, effect: read}\n"+
+		fmt.Sprintf("store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key")))
+	var urls [2]string
+	for i := range 2 {
+		urls[i], _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
+	}
+	testenv.WaitListening(t, db, "gateway", 2)
+
+	post := func(url, id, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if id != "" {
+			req.Header.Set("Mcp-Session-Id", id)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := post(urls[0], "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	id := resp.Header.Get("Mcp-Session-Id")
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || id == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, id)
+	}
+	resp = post(urls[1], id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+
+	// The call, on replica 0, its stream left open.
+	answered := make(chan string, 1)
+	go func() {
+		call := post(urls[0], id, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__slow_write","arguments":{}}}`)
+		defer call.Body.Close()
+		b, _ := io.ReadAll(call.Body)
+		answered <- string(b)
+	}()
+	marked := func(what string) func() bool {
+		return func() bool { b, _ := os.ReadFile(mark); return strings.Contains(string(b), what) }
+	}
+	waitFor(t, "the server has the call", marked("called"))
+	resp = post(urls[1], id, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"changed my mind"}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("the cancellation: %d, want 202", resp.StatusCode)
+	}
+	waitFor(t, "the server's call is cancelled", marked("cancelled"))
+	select {
+	case <-answered:
+	case <-time.After(30 * time.Second):
+		t.Error("the cancelled call's stream is still open after 30s")
 	}
 }

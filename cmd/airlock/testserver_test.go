@@ -21,7 +21,7 @@ const (
 
 func serveTestServer() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "cli-test", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "slow_write", Description: "Record the call, then wait until cancelled.", InputSchema: map[string]any{"type": "object"}},
+	s.AddTool(&mcp.Tool{Name: "slow_write", Description: "Record the call, then wait until cancelled, and record that.", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			f, err := os.OpenFile(os.Getenv(envTestMark), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 			if err == nil {
@@ -29,6 +29,10 @@ func serveTestServer() {
 				f.Close()
 			}
 			<-ctx.Done()
+			if f, err := os.OpenFile(os.Getenv(envTestMark), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintln(f, "cancelled")
+				f.Close()
+			}
 			return nil, ctx.Err()
 		})
 	// A tool whose description hides text: a right-to-left override and
