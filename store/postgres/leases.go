@@ -30,9 +30,10 @@ import (
 // lost: a lease is never written under a lock that is already gone.
 //
 // A lease written before the server last started (its expiry less the
-// caller's ttl, which every replica shares, is earlier) waits for its ttl
-// instead: a restart ends the sessions of live replicas too, and they take
-// their locks again only at their next Acquire or Renew. The ttl also
+// caller's ttl is earlier) waits for its ttl instead: a restart ends the
+// sessions of live replicas too, and they take their locks again only at
+// their next Acquire or Renew. Replicas share one ttl; a caller with a
+// shorter one than a lease's could take it for a later one's. The ttl also
 // remains for a replica that is alive to PostgreSQL but no longer renews
 // (hung, or its machine gone without closing its connections).
 

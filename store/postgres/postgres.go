@@ -29,7 +29,9 @@
 //     tenant cap that replicas share) are rows with an expiry that the
 //     server's clock decides; one key's acquirers are serialized by a
 //     transaction-level advisory lock, so a limit holds whatever number
-//     of replicas race for it.
+//     of replicas race for it. The same session that holds the writer
+//     lock holds a lock for each lease holder, so that the leases of a
+//     holder whose session has ended are freed at once, not at expiry.
 //   - The schema is versioned (the table schema_migrations); Open applies
 //     what is missing under a transaction-level advisory lock, so replicas
 //     starting together apply each migration once, and refuses a database
