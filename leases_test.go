@@ -234,6 +234,12 @@ func startLeaseHolder(t *testing.T, url, key, record string, ttl time.Duration) 
 	return holder
 }
 
+// openWaiter opens another replica of server s (max_concurrency: 1), whose
+// calls wait for a place until queue.
+func openWaiter(t *testing.T, url, key string, queue time.Duration) *airlock.Host {
+	return open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, queue)))
+}
+
 // TestDeadReplicaFreesItsPlaces: a replica killed while its call holds the
 // only place of server s gives it back as soon as PostgreSQL sees its
 // connection gone, long before its lease's ttl.
@@ -241,17 +247,15 @@ func TestDeadReplicaFreesItsPlaces(t *testing.T) {
 	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
 	const ttl = 10 * time.Minute
 	holder := startLeaseHolder(t, url, key, filepath.Join(t.TempDir(), "record"), ttl)
-	other := open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, 30*time.Second)))
 	// While the holder lives, its place is taken.
-	impatient := open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, 300*time.Millisecond)))
-	wantStatus(t, call(t, impatient, "s__hold", `{}`), airlock.Busy)
+	wantStatus(t, call(t, openWaiter(t, url, key, 300*time.Millisecond), "s__hold", `{}`), airlock.Busy)
 
 	if err := holder.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	holder.Wait()
 	// Far within the ttl of the kill, and of queue_timeout, it is free.
-	wantStatus(t, call(t, other, "s__hold", `{}`), airlock.OK)
+	wantStatus(t, call(t, openWaiter(t, url, key, 30*time.Second), "s__hold", `{}`), airlock.OK)
 }
 
 // TestHungReplicaFreesItsPlaces: a replica that hangs (stopped: its
@@ -264,8 +268,8 @@ func TestHungReplicaFreesItsPlaces(t *testing.T) {
 	holder := startLeaseHolder(t, url, key, filepath.Join(t.TempDir(), "record"), ttl)
 	// Two more replicas: one that waits less than the ttl for a place,
 	// one that waits longer.
-	impatient := open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, 300*time.Millisecond)))
-	patient := open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, 10*time.Second)))
+	impatient := openWaiter(t, url, key, 300*time.Millisecond)
+	patient := openWaiter(t, url, key, 10*time.Second)
 	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
