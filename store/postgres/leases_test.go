@@ -261,3 +261,32 @@ func TestLeasesAcrossRestart(t *testing.T) {
 		t.Errorf("Acquire of a dead holder's place: %v", err)
 	}
 }
+
+// TestLeaseHolderIdle: a database whose sessions end when idle for a
+// moment (idle_session_timeout) does not end a live holder's lock, which
+// is idle for as long as its places are.
+func TestLeaseHolderIdle(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	if _, err := connect(t, url).Exec(t.Context(), `DO $$ BEGIN
+	EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = 100', current_database());
+END $$`); err != nil {
+		t.Fatal(err)
+	}
+	a, b := open(t, url, key), open(t, url, key)
+	ctx := t.Context()
+	if _, err := a.Acquire(ctx, "k", 1, "ha", 10*time.Minute); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	time.Sleep(time.Second) // ten idle timeouts
+	// b's pool finds its own idle connections ended: an Acquire may fail
+	// before one answers.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := b.Acquire(ctx, "k", 1, "hb", 10*time.Minute)
+		if errors.Is(err, store.ErrBusy) {
+			break
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("Acquire of an idle, live holder's place: got %v, want ErrBusy", err)
+		}
+	}
+}

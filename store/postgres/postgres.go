@@ -247,6 +247,10 @@ func (db *DB) lockedSession(ctx context.Context, stale *session) (*session, erro
 	if err != nil {
 		return nil, errors.New(connectError(db.conn, err))
 	}
+	// The session is idle for as long as its locks are uncontested: an
+	// idle_session_timeout (PostgreSQL 14 and later; older servers refuse
+	// the name) must not end it under a live process.
+	conn.Exec(ctx, `SET idle_session_timeout = 0`)
 	db.sess = &session{conn: conn, pid: conn.PgConn().PID(), holders: map[string]struct{}{}}
 	return db.sess, nil
 }
