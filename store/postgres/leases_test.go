@@ -156,23 +156,30 @@ func TestLeaseLimitAcrossReplicas(t *testing.T) {
 // way the server ends a dead client's, and waits until the lock is free.
 func endHolderSessions(t *testing.T, url, holder string) {
 	t.Helper()
+	endSessions(t, url, `objsubid = 2 AND classid::bigint = $1 AND objid::bigint = hashtext($2)::bigint & 4294967295`,
+		postgres.LockHolders, holder)
+}
+
+// endSessions terminates the one session that holds the advisory locks
+// that where selects from pg_locks, and waits until they are free.
+func endSessions(t *testing.T, url, where string, args ...any) {
+	t.Helper()
 	admin := connect(t, url)
-	const holding = `FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
-	AND classid::bigint = $2 AND objid::bigint = hashtext($1)::bigint & 4294967295`
+	holding := `FROM pg_locks WHERE locktype = 'advisory' AND granted AND ` + where
 	var ended int
-	if err := admin.QueryRow(t.Context(), `SELECT count(pg_terminate_backend(pid)) `+holding, holder, postgres.LockHolders).Scan(&ended); err != nil || ended != 1 {
-		t.Fatalf("terminating the session of holder %s: got %d sessions, %v; want 1", holder, ended, err)
+	if err := admin.QueryRow(t.Context(), `SELECT count(DISTINCT pg_terminate_backend(pid)) `+holding, args...).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("terminating the session that holds %s: got %d sessions, %v; want 1", where, ended, err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var left int
-		if err := admin.QueryRow(t.Context(), `SELECT count(*) `+holding, holder, postgres.LockHolders).Scan(&left); err != nil {
+		if err := admin.QueryRow(t.Context(), `SELECT count(*) `+holding, args...).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
 		if left == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the lock of holder %s is still held 10 s after its session was terminated", holder)
+			t.Fatalf("locks %s are still held 10 s after their session was terminated", where)
 		}
 	}
 }
@@ -288,5 +295,28 @@ END $$`); err != nil {
 		if err == nil || time.Now().After(deadline) {
 			t.Fatalf("Acquire of an idle, live holder's place: got %v, want ErrBusy", err)
 		}
+	}
+}
+
+// TestLeaseAfterLostSession: a DB whose session ended while it held only
+// its writer lock takes its first lease on a new session, and begins
+// intents there too.
+func TestLeaseAfterLostSession(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	a := open(t, url, key)
+	ctx := t.Context()
+	if err := a.Journal().Begin(ctx, intent("a1")); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	endSessions(t, url, `objsubid = 1`)
+	if _, err := a.Acquire(ctx, "k", 1, "ha", time.Minute); err != nil {
+		t.Fatalf("Acquire after the session was lost: %v", err)
+	}
+	if err := a.Journal().Begin(ctx, intent("a2")); err != nil {
+		t.Fatalf("Begin after the session was lost: %v", err)
+	}
+	b := open(t, url, key)
+	if _, err := b.Acquire(ctx, "k", 1, "hb", time.Minute); !errors.Is(err, store.ErrBusy) {
+		t.Errorf("Acquire of a live holder's place: got %v, want ErrBusy", err)
 	}
 }

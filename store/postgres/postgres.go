@@ -237,8 +237,7 @@ func (db *DB) lockedSession(ctx context.Context, stale *session) (*session, erro
 		return nil, errors.New("the store is closed")
 	}
 	if db.sess != nil && db.sess == stale {
-		stale.release()
-		db.sess = nil
+		db.dropSession()
 	}
 	if db.sess != nil {
 		return db.sess, nil
@@ -250,38 +249,73 @@ func (db *DB) lockedSession(ctx context.Context, stale *session) (*session, erro
 	// The session is idle for as long as its locks are uncontested: an
 	// idle_session_timeout (PostgreSQL 14 and later; older servers refuse
 	// the name) must not end it under a live process.
-	conn.Exec(ctx, `SET idle_session_timeout = 0`)
+	if _, err := conn.Exec(ctx, `SET idle_session_timeout = 0`); err != nil && conn.IsClosed() {
+		return nil, err
+	}
 	db.sess = &session{conn: conn, pid: conn.PgConn().PID(), holders: map[string]struct{}{}}
 	return db.sess, nil
+}
+
+// dropSession ends the DB's session, whose connection failed: the next
+// lock opens a new one. db.mu is held.
+func (db *DB) dropSession() {
+	db.sess.release()
+	db.sess = nil
+}
+
+// lock returns the DB's session, or a new one in place of stale, with a
+// lock taken by take unless take finds it already held. A session whose
+// connection take finds closed (its backend ended since it was opened) is
+// replaced, once.
+func (db *DB) lock(ctx context.Context, stale *session, take func(*session) error) (*session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for try := 0; ; try++ {
+		s, err := db.lockedSession(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		err = take(s)
+		if err == nil {
+			return s, nil
+		}
+		if !s.conn.IsClosed() {
+			return nil, err
+		}
+		db.dropSession()
+		if try == 1 {
+			return nil, err
+		}
+	}
 }
 
 // writerLock returns the session under which this DB begins intents, with
 // its writer lock taken, on a new session in place of stale (one whose
 // lock was found lost).
 func (db *DB) writerLock(ctx context.Context, stale *session) (*session, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	s, err := db.lockedSession(ctx, stale)
+	s, err := db.lock(ctx, stale, func(s *session) error {
+		if s.writer != 0 {
+			return nil
+		}
+		// A random key is taken at the first try but for a collision with
+		// a live writer's, which try_lock reports instead of waiting for it.
+		for range 3 {
+			id := newWriterID()
+			var ok bool
+			if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok); err != nil {
+				return err
+			}
+			if ok {
+				s.writer = id
+				return nil
+			}
+		}
+		return errors.New("no free writer id")
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock the journal: %w", err)
 	}
-	if s.writer != 0 {
-		return s, nil
-	}
-	// A random key is taken at the first try but for a collision with a
-	// live writer's, which try_lock reports instead of waiting for it.
-	for range 3 {
-		id := newWriterID()
-		var ok bool
-		if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok); err != nil {
-			return nil, fmt.Errorf("cannot lock the journal: %w", err)
-		}
-		if ok {
-			s.writer = id
-			return s, nil
-		}
-	}
-	return nil, errors.New("cannot lock the journal: no free writer id")
+	return s, nil
 }
 
 // holderLock returns the session on which this DB holds holder's lock,
@@ -289,23 +323,23 @@ func (db *DB) writerLock(ctx context.Context, stale *session) (*session, error) 
 // lock was found lost). A holder's lock is shared: several DBs may hold
 // one holder's, and a holder lives while any of them does.
 func (db *DB) holderLock(ctx context.Context, holder string, stale *session) (*session, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	s, err := db.lockedSession(ctx, stale)
+	s, err := db.lock(ctx, stale, func(s *session) error {
+		if _, ok := s.holders[holder]; ok {
+			return nil
+		}
+		var ok bool
+		if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared($1, hashtext($2))`, lockHolders, holder).Scan(&ok); err != nil {
+			return err
+		}
+		if !ok { // only a foreign session takes these locks exclusively
+			return errors.New("another session holds its lock exclusively")
+		}
+		s.holders[holder] = struct{}{}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot lock lease holder %s: %w", holder, err)
 	}
-	if _, ok := s.holders[holder]; ok {
-		return s, nil
-	}
-	var ok bool
-	if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared($1, hashtext($2))`, lockHolders, holder).Scan(&ok); err != nil {
-		return nil, fmt.Errorf("cannot lock lease holder %s: %w", holder, err)
-	}
-	if !ok { // only a foreign session takes these locks exclusively
-		return nil, fmt.Errorf("cannot lock lease holder %s: another session holds its lock exclusively", holder)
-	}
-	s.holders[holder] = struct{}{}
 	return s, nil
 }
 
