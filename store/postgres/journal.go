@@ -28,7 +28,7 @@ INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, argument
 	tenant, user_name, created_at, writer)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::boolean,
 	$11::text, $12::text, $13::timestamptz, $14::bigint
-WHERE EXISTS (` + advisoryLocks + ` AND pid = $15 AND objsubid = 1
+WHERE EXISTS (SELECT 1 ` + advisoryLocks + ` AND pid = $15 AND objsubid = 1
 	AND classid::bigint = ($14::bigint >> 32) & 4294967295 AND objid::bigint = $14::bigint & 4294967295)`
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {

@@ -42,23 +42,23 @@ var _ store.Leases = (*DB)(nil)
 // errLockLost reports that a session no longer holds a lock it took.
 var errLockLost = errors.New("the session holding the lock was lost")
 
-// holderLocked is the SQL condition that the lock of the lease holder
-// named by the SQL expression holder is held, by the session whose backend
-// the SQL expression pid names, or by any if pid is "".
+// holderLocks is the advisory locks of lease holders in pg_locks: their
+// objid is the holder's hash, as an unsigned 32-bit number.
+var holderLocks = fmt.Sprintf(`%s AND objsubid = 2 AND classid::bigint = %d`, advisoryLocks, lockHolders)
+
+// holderLocked is the SQL condition that the session whose backend the
+// SQL expression pid names holds the lock of the lease holder that the
+// SQL expression holder names.
 func holderLocked(holder, pid string) string {
-	q := fmt.Sprintf(`EXISTS (%s AND objsubid = 2 AND classid::bigint = %d AND objid::bigint = hashtext(%s)::bigint & 4294967295`,
-		advisoryLocks, lockHolders, holder)
-	if pid != "" {
-		q += " AND pid = " + pid
-	}
-	return q + ")"
+	return fmt.Sprintf(`EXISTS (SELECT 1 %s AND pid = %s AND objid::bigint = hashtext(%s)::bigint & 4294967295)`, holderLocks, pid, holder)
 }
 
 // leaseGone is the SQL condition that a row of leases is gone (see above),
-// for a caller whose ttl, in microseconds, is $1.
+// for a caller whose ttl, in microseconds, is $1. The holders whose lock a
+// session holds are read from pg_locks once, not once per row.
 var leaseGone = `(expires_at <= clock_timestamp()
 	OR (expires_at - $1::bigint * interval '1 microsecond' > pg_postmaster_start_time()
-		AND NOT ` + holderLocked("leases.holder", "") + `))`
+		AND hashtext(holder)::bigint & 4294967295 NOT IN (SELECT objid::bigint ` + holderLocks + `)))`
 
 var (
 	// $1 ttl, $2 key.

@@ -375,12 +375,13 @@ const (
 	lockSecrets = 0x61736563 // "asec"
 )
 
-// advisoryLocks selects the advisory locks granted in this database from
-// pg_locks, to which a query adds the lock it looks for. A one-key lock on
+// advisoryLocks is the FROM and WHERE of a query of the advisory locks
+// granted in this database, in pg_locks, to which the query adds the lock
+// it looks for. A one-key lock on
 // k shows as classid = k >> 32, objid = k & 0xffffffff, objsubid = 1; a
 // two-key lock on (k1, k2) as classid = k1, objid = k2 (as unsigned 32-bit
 // numbers), objsubid = 2.
-const advisoryLocks = `SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted
+const advisoryLocks = `FROM pg_locks WHERE locktype = 'advisory' AND granted
 	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
 
 // lockReleaseTimeout bounds giving back a session-level lock.
