@@ -18,9 +18,13 @@ import (
 // a server's max_concurrency (per partition, for a partitioned server) and
 // limits.max_concurrent_per_tenant. Each place is a lease in the store,
 // held by the host (one random holder id per Host) and renewed by one
-// heartbeat every ttl/3; a replica that dies stops renewing, and its
-// places come free within one ttl. Task-scoped servers run in one task on
-// one replica, and keep their limit in that process.
+// heartbeat every ttl/3. A replica that dies gives its places back as soon
+// as the store sees its process gone (PostgreSQL: its connection closed),
+// and within one ttl if it only stops renewing (hung, or cut off). A
+// host whose connection the store lost while it lives takes its places
+// up again at its next renewal: those another replica took meanwhile stay
+// lost, and their calls run on without them. Task-scoped servers run in
+// one task on one replica, and keep their limit in that process.
 
 // defaultLeaseTTL is how long a lease outlives its host's last renewal.
 const defaultLeaseTTL = 15 * time.Second
@@ -90,7 +94,8 @@ func (c *cluster) heartbeat(ctx context.Context) {
 	}
 }
 
-// close stops the heartbeat. Leases still held expire within one ttl.
+// close stops the heartbeat. Leases still held are gone when the store
+// closes, or expire within one ttl.
 func (c *cluster) close() {
 	if c.shared() {
 		c.stop()
@@ -151,7 +156,7 @@ func (c *cluster) release(l store.Lease) {
 	err := c.leases.Release(ctx, l)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		c.log.Warn("a call outlived its lease (the host's renewals failed for longer than the ttl): the limit may have been exceeded across replicas",
+		c.log.Warn("a call outlived its lease (the host's renewals failed for longer than the ttl, or the store lost its connection): the limit may have been exceeded across replicas",
 			"key", l.Key, "ttl", c.ttl)
 	case err != nil:
 		c.log.Warn("cannot give back a lease; its place comes free when it expires", "key", l.Key, "ttl", c.ttl, "error", err)

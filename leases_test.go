@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -206,13 +207,10 @@ func holdLeaseAndDie() {
 	os.Exit(2)
 }
 
-// TestDeadReplicaFreesItsPlaces: a replica killed while its call holds the
-// only place of server s keeps it from the other replicas no longer than
-// its lease's ttl.
-func TestDeadReplicaFreesItsPlaces(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
-	record := filepath.Join(t.TempDir(), "record")
-	const ttl = 2 * time.Second
+// startLeaseHolder starts a lease holder whose server s (max_concurrency:
+// 1) marks in record, and waits until its call holds the only place.
+func startLeaseHolder(t *testing.T, url, key, record string, ttl time.Duration) *exec.Cmd {
+	t.Helper()
 	spec, err := json.Marshal(replicaConfig(t, url, key, replicaServer(t, record, 1, time.Minute)))
 	if err != nil {
 		t.Fatal(err)
@@ -226,22 +224,56 @@ func TestDeadReplicaFreesItsPlaces(t *testing.T) {
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer holder.Process.Kill()
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
 	go func() {
 		for s := bufio.NewScanner(out); s.Scan(); {
 			t.Logf("lease holder: %s", s.Text())
 		}
 	}()
 	waitFor(t, 30*time.Second, "the lease holder's call to reach its server", func() bool { started, _ := overlap(t, record); return started == 1 })
-	// Two more replicas: one that waits less than the ttl for a place,
-	// one that waits longer.
-	impatient := open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, 300*time.Millisecond)))
-	patient := open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, 10*time.Second)))
+	return holder
+}
+
+// openWaiter opens another replica of server s (max_concurrency: 1), whose
+// calls wait for a place until queue.
+func openWaiter(t *testing.T, url, key string, queue time.Duration) *airlock.Host {
+	return open(t, replicaConfig(t, url, key, replicaServer(t, filepath.Join(t.TempDir(), "record"), 1, queue)))
+}
+
+// TestDeadReplicaFreesItsPlaces: a replica killed while its call holds the
+// only place of server s gives it back as soon as PostgreSQL sees its
+// connection gone, long before its lease's ttl.
+func TestDeadReplicaFreesItsPlaces(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	const ttl = 10 * time.Minute
+	holder := startLeaseHolder(t, url, key, filepath.Join(t.TempDir(), "record"), ttl)
+	// While the holder lives, its place is taken.
+	wantStatus(t, call(t, openWaiter(t, url, key, 300*time.Millisecond), "s__hold", `{}`), airlock.Busy)
+
 	if err := holder.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
 	holder.Wait()
+	// Far within the ttl of the kill, and of queue_timeout, it is free.
+	wantStatus(t, call(t, openWaiter(t, url, key, 30*time.Second), "s__hold", `{}`), airlock.OK)
+}
+
+// TestHungReplicaFreesItsPlaces: a replica that hangs (stopped: its
+// connections stay open, so PostgreSQL sees it alive) while its call holds
+// the only place of server s keeps it from the other replicas no longer
+// than its lease's ttl.
+func TestHungReplicaFreesItsPlaces(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	const ttl = 2 * time.Second
+	holder := startLeaseHolder(t, url, key, filepath.Join(t.TempDir(), "record"), ttl)
+	// Two more replicas: one that waits less than the ttl for a place,
+	// one that waits longer.
+	impatient := openWaiter(t, url, key, 300*time.Millisecond)
+	patient := openWaiter(t, url, key, 10*time.Second)
+	if err := holder.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
 
 	// Its place is still taken: a call that waits less than the ttl finds
 	// none.
@@ -250,14 +282,14 @@ func TestDeadReplicaFreesItsPlaces(t *testing.T) {
 	if !strings.Contains(r.Content, "max_concurrency") {
 		t.Errorf("busy = %q", r.Content)
 	}
-	// Within the ttl of the kill, it is free.
+	// Within the ttl of the stop, it is free.
 	r = call(t, patient, "s__hold", `{}`)
 	wantStatus(t, r, airlock.OK)
-	if took := time.Since(killed); took > ttl+time.Second {
-		t.Errorf("the dead replica's place came free %v after the kill, want within its ttl (%v)", took, ttl)
+	if took := time.Since(stopped); took > ttl+time.Second {
+		t.Errorf("the hung replica's place came free %v after it stopped, want within its ttl (%v)", took, ttl)
 	}
 	if r.QueueWait < 500*time.Millisecond {
-		t.Errorf("the call waited %v for the dead replica's place, want it to wait for the lease to expire", r.QueueWait)
+		t.Errorf("the call waited %v for the hung replica's place, want it to wait for the lease to expire", r.QueueWait)
 	}
 }
 

@@ -27,7 +27,12 @@ type Lease struct {
 // A lease lives until it is released or its time to live passes without a
 // renewal: a process that dies gives its places back within one ttl. Time
 // is the backend's own clock, never the caller's, so that replicas whose
-// clocks disagree still agree on which leases have expired.
+// clocks disagree still agree on which leases have expired. A backend
+// that can tell a holder's process has ended (PostgreSQL: its connection
+// is gone) frees its places at once instead; one that took a live
+// holder for dead (it lost the holder's connection) may have given its
+// places away, which Renew does not bring back, and Release then reports
+// as ErrNotFound.
 //
 // Implementations are safe for concurrent use by several goroutines and
 // by several processes sharing one database.
@@ -44,6 +49,7 @@ type Leases interface {
 	// Renew extends every unexpired lease of holder to ttl from now, and
 	// returns how many it extended. A lease that has expired stays
 	// expired: its place may already be another's. A backend may drop
-	// expired leases of any holder meanwhile.
+	// expired leases, and those of ended processes, of any holder
+	// meanwhile.
 	Renew(ctx context.Context, holder string, ttl time.Duration) (int, error)
 }

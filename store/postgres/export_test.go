@@ -8,3 +8,6 @@ func (db *DB) Setting(ctx context.Context, name string) (string, error) {
 	err := db.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&s)
 	return s, err
 }
+
+// LockHolders is the first key of the lease holders' locks.
+const LockHolders = lockHolders

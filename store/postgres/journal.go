@@ -22,18 +22,14 @@ var _ store.Journal = journal{}
 // beginQuery inserts an intent only while its writer's lock is held by the
 // writer's session ($15, the backend pid): a session lost since the lock
 // was taken inserts nothing, rather than an intent that another replica
-// would take for a dead writer's. A one-key advisory lock on key k shows
-// in pg_locks as classid = k >> 32, objid = k & 0xffffffff, objsubid = 1.
+// would take for a dead writer's.
 const beginQuery = `
 INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
 	tenant, user_name, created_at, writer)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::boolean,
 	$11::text, $12::text, $13::timestamptz, $14::bigint
-WHERE EXISTS (
-	SELECT 1 FROM pg_locks
-	WHERE locktype = 'advisory' AND pid = $15 AND granted AND objsubid = 1
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		AND classid::bigint = ($14::bigint >> 32) & 4294967295 AND objid::bigint = $14::bigint & 4294967295)`
+WHERE EXISTS (SELECT 1 ` + advisoryLocks + ` AND pid = $15 AND objsubid = 1
+	AND classid::bigint = ($14::bigint >> 32) & 4294967295 AND objid::bigint = $14::bigint & 4294967295)`
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	if err := in.Check(); err != nil {
@@ -43,15 +39,15 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	var stale *writerLock
+	var stale *session
 	for range 2 {
-		w, err := j.db.writerLock(ctx, stale)
+		s, err := j.db.writerLock(ctx, stale)
 		if err != nil {
 			return fmt.Errorf("begin %s: %w", in.ID, err)
 		}
 		tag, err := j.db.pool.Exec(ctx, beginQuery,
 			in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
-			in.Tenant, in.User, store.UTC(created), w.id, int64(w.pid))
+			in.Tenant, in.User, store.UTC(created), s.writer, int64(s.pid))
 		if isUnique(err) {
 			return fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)
 		}
@@ -62,7 +58,7 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 			return nil
 		}
 		// The lock's session is gone: take a new lock, once.
-		stale = w
+		stale = s
 	}
 	return fmt.Errorf("begin %s: cannot write the journal: the journal's writer lock was lost", in.ID)
 }

@@ -151,3 +151,172 @@ func TestLeaseLimitAcrossReplicas(t *testing.T) {
 		t.Errorf("%d callers got a place, want %d", got, callers)
 	}
 }
+
+// endHolderSessions terminates the sessions that hold holder's lock, the
+// way the server ends a dead client's, and waits until the lock is free.
+func endHolderSessions(t *testing.T, url, holder string) {
+	t.Helper()
+	endSessions(t, url, `objsubid = 2 AND classid::bigint = $1 AND objid::bigint = hashtext($2)::bigint & 4294967295`,
+		postgres.LockHolders, holder)
+}
+
+// endSessions terminates the one session that holds the advisory locks
+// that where selects from pg_locks, and waits until they are free.
+func endSessions(t *testing.T, url, where string, args ...any) {
+	t.Helper()
+	admin := connect(t, url)
+	holding := `FROM pg_locks WHERE locktype = 'advisory' AND granted AND ` + where
+	var ended int
+	if err := admin.QueryRow(t.Context(), `SELECT count(DISTINCT pg_terminate_backend(pid)) `+holding, args...).Scan(&ended); err != nil || ended != 1 {
+		t.Fatalf("terminating the session that holds %s: got %d sessions, %v; want 1", where, ended, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var left int
+		if err := admin.QueryRow(t.Context(), `SELECT count(*) `+holding, args...).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("locks %s are still held 10 s after their session was terminated", where)
+		}
+	}
+}
+
+// TestLostLeaseHolder: a holder whose session ends (as when its process
+// is killed) has its places free at once for another DB, long before their
+// ttl. The holder, still alive, takes its lock again at its next Acquire
+// or Renew, and its places count again.
+func TestLostLeaseHolder(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	a, b := open(t, url, key), open(t, url, key)
+	ctx := t.Context()
+	const ttl = 10 * time.Minute
+
+	old, err := a.Acquire(ctx, "k", 1, "ha", ttl)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	if _, err := b.Acquire(ctx, "k", 1, "hb", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Acquire while the holder lives: got %v, want ErrBusy", err)
+	}
+	endHolderSessions(t, url, "ha")
+	if _, err := b.Acquire(ctx, "k", 1, "hb", ttl); err != nil {
+		t.Fatalf("Acquire of a dead holder's place: %v", err)
+	}
+	if err := a.Release(ctx, old); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Release of a lease dropped with its holder's session: got %v, want ErrNotFound", err)
+	}
+
+	// a's next Acquire takes the lock again: its lease counts.
+	if _, err := a.Acquire(ctx, "k", 2, "ha", ttl); err != nil {
+		t.Fatalf("Acquire after the session was lost: %v", err)
+	}
+	if _, err := b.Acquire(ctx, "k", 2, "hb", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Acquire while the holder lives again: got %v, want ErrBusy", err)
+	}
+	// So does its next Renew, which keeps the leases no one took meanwhile.
+	endHolderSessions(t, url, "ha")
+	if n, err := a.Renew(ctx, "ha", ttl); err != nil || n != 1 {
+		t.Fatalf("Renew after the session was lost: got %d, %v; want 1, nil", n, err)
+	}
+	if _, err := b.Acquire(ctx, "k", 2, "hb", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Errorf("Acquire after the holder renewed: got %v, want ErrBusy", err)
+	}
+}
+
+// TestLeasesAcrossRestart: a restart of PostgreSQL ends every session,
+// live replicas' too, so a lease written before it waits for its holder to
+// take its lock again (at its next renewal) or for its ttl; once renewed,
+// it is freed at once if its holder's session ends.
+func TestLeasesAcrossRestart(t *testing.T) {
+	pg := testenv.StartOwnPostgres(t)
+	key := filepath.Join(t.TempDir(), "audit.key")
+	a := open(t, pg.URL, key)
+	ctx := t.Context()
+	const ttl = 10 * time.Minute
+	if _, err := a.Acquire(ctx, "k", 1, "ha", ttl); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	pg.Stop()
+	pg.Start()
+
+	b := open(t, pg.URL, key)
+	if _, err := b.Acquire(ctx, "k", 1, "hb", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Acquire of a place taken before the restart: got %v, want ErrBusy", err)
+	}
+	// a's pool finds its connections closed by the restart: a renewal may
+	// fail before one succeeds.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		n, err := a.Renew(ctx, "ha", ttl)
+		if err == nil {
+			if n != 1 {
+				t.Fatalf("Renew after the restart: renewed %d, want 1", n)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Renew after the restart: %v", err)
+		}
+	}
+	if _, err := b.Acquire(ctx, "k", 1, "hb", ttl); !errors.Is(err, store.ErrBusy) {
+		t.Fatalf("Acquire of a place renewed after the restart: got %v, want ErrBusy", err)
+	}
+	endHolderSessions(t, pg.URL, "ha")
+	if _, err := b.Acquire(ctx, "k", 1, "hb", ttl); err != nil {
+		t.Errorf("Acquire of a dead holder's place: %v", err)
+	}
+}
+
+// TestLeaseHolderIdle: a database whose sessions end when idle for a
+// moment (idle_session_timeout) does not end a live holder's lock, which
+// is idle for as long as its places are.
+func TestLeaseHolderIdle(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	if _, err := connect(t, url).Exec(t.Context(), `DO $$ BEGIN
+	EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = 100', current_database());
+END $$`); err != nil {
+		t.Fatal(err)
+	}
+	a, b := open(t, url, key), open(t, url, key)
+	ctx := t.Context()
+	if _, err := a.Acquire(ctx, "k", 1, "ha", 10*time.Minute); err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	time.Sleep(time.Second) // ten idle timeouts
+	// b's pool finds its own idle connections ended: an Acquire may fail
+	// before one answers.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := b.Acquire(ctx, "k", 1, "hb", 10*time.Minute)
+		if errors.Is(err, store.ErrBusy) {
+			break
+		}
+		if err == nil || time.Now().After(deadline) {
+			t.Fatalf("Acquire of an idle, live holder's place: got %v, want ErrBusy", err)
+		}
+	}
+}
+
+// TestLeaseAfterLostSession: a DB whose session ended while it held only
+// its writer lock takes its first lease on a new session, and begins
+// intents there too.
+func TestLeaseAfterLostSession(t *testing.T) {
+	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	a := open(t, url, key)
+	ctx := t.Context()
+	if err := a.Journal().Begin(ctx, intent("a1")); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	endSessions(t, url, `objsubid = 1`)
+	if _, err := a.Acquire(ctx, "k", 1, "ha", time.Minute); err != nil {
+		t.Fatalf("Acquire after the session was lost: %v", err)
+	}
+	if err := a.Journal().Begin(ctx, intent("a2")); err != nil {
+		t.Fatalf("Begin after the session was lost: %v", err)
+	}
+	b := open(t, url, key)
+	if _, err := b.Acquire(ctx, "k", 1, "hb", time.Minute); !errors.Is(err, store.ErrBusy) {
+		t.Errorf("Acquire of a live holder's place: got %v, want ErrBusy", err)
+	}
+}

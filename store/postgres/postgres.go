@@ -29,7 +29,9 @@
 //     tenant cap that replicas share) are rows with an expiry that the
 //     server's clock decides; one key's acquirers are serialized by a
 //     transaction-level advisory lock, so a limit holds whatever number
-//     of replicas race for it.
+//     of replicas race for it. The same session that holds the writer
+//     lock holds a lock for each lease holder, so that the leases of a
+//     holder whose session has ended are freed at once, not at expiry.
 //   - The schema is versioned (the table schema_migrations); Open applies
 //     what is missing under a transaction-level advisory lock, so replicas
 //     starting together apply each migration once, and refuses a database
@@ -78,7 +80,7 @@ type Options struct {
 	Password string
 	// MaxConns caps the connections of the pool queries run on; 0 is
 	// pgxpool's default (the larger of 4 and the number of CPUs). A DB
-	// that begins intents holds one more, for its writer lock.
+	// that begins intents or takes leases holds one more, for its locks.
 	MaxConns int32
 }
 
@@ -91,7 +93,7 @@ type DB struct {
 	keyFile string
 
 	mu     sync.Mutex
-	writer *writerLock    // taken by the first Begin
+	sess   *session       // opened by the first Begin, Acquire or Renew
 	key    store.ChainKey // the audit trail's, read by the first Append or Verify
 	closed bool
 }
@@ -181,8 +183,9 @@ func (db *DB) Audit() store.Audit { return audit{db} }
 func (db *DB) ToolLists() store.ToolLists { return toolLists{db} }
 
 // Close closes the database's connections. Intents this DB began and did
-// not end become recoverable by RecoverOpen, in this process or another:
-// closing the writer lock's session releases the lock.
+// not end become recoverable by RecoverOpen, in this process or another,
+// and the leases of the holders it held locks for count as a dead
+// process's: closing its session releases its locks.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -191,78 +194,163 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	var err error
-	if db.writer != nil {
-		err = db.writer.release()
-		db.writer = nil
+	if db.sess != nil {
+		err = db.sess.release()
+		db.sess = nil
 	}
 	db.pool.Close()
 	return err
 }
 
-// A writerLock is the session-level advisory lock of a DB that begins
-// intents, held on a connection of its own.
-type writerLock struct {
-	id   int64 // the writer id intents record, and the lock's key
-	conn *pgx.Conn
-	pid  uint32 // the backend process of conn, as pg_locks names it
+// A session is a connection of a DB's own on which it holds its
+// session-level advisory locks: the writer lock of the intents it begins
+// (taken by the first Begin) and the lock of each lease holder it acquires
+// for (taken by the holder's first Acquire or Renew). PostgreSQL releases
+// them all when the session ends: the process exited or crashed, its
+// machine went away, or Close closed it. A DB whose session was lost while
+// it lives opens a new one and takes its locks again before it writes
+// under them: until then, its intents and leases count as a dead
+// process's. Its connection is used only under the DB's mutex.
+type session struct {
+	conn    *pgx.Conn
+	pid     uint32              // the backend process of conn, as pg_locks names it
+	writer  int64               // the writer id intents record, and its lock's key; 0 until the first Begin
+	holders map[string]struct{} // the lease holders whose lock it holds
 }
 
-// release unlocks the lock and ends its session. Ending the session alone
-// would release the lock too, but only once the server has read the
-// goodbye, after Close has returned: a RecoverOpen right after might still
-// find the lock held. A session already lost has nothing to unlock.
-func (l *writerLock) release() error {
+// release unlocks the session's locks and ends it. Ending the session
+// alone would release them too, but only once the server has read the
+// goodbye, after Close has returned: a RecoverOpen or an Acquire right
+// after might still find the locks held. A session already lost has
+// nothing to unlock.
+func (s *session) release() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	l.conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, l.id)
-	return l.conn.Close(ctx)
+	s.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
+	return s.conn.Close(ctx)
 }
 
-// writerLock returns the lock under which this DB begins intents, taking
-// it the first time, or a new one in place of stale (its session lost).
-func (db *DB) writerLock(ctx context.Context, stale *writerLock) (*writerLock, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
+// lockedSession returns the DB's session, opening it the first time, or a
+// new one in place of stale (a session found lost). db.mu is held.
+func (db *DB) lockedSession(ctx context.Context, stale *session) (*session, error) {
 	if db.closed {
 		return nil, errors.New("the store is closed")
 	}
-	if db.writer != nil && db.writer == stale {
-		stale.release()
-		db.writer = nil
+	if db.sess != nil && db.sess == stale {
+		db.dropSession()
 	}
-	if db.writer != nil {
-		return db.writer, nil
+	if db.sess != nil {
+		return db.sess, nil
 	}
 	conn, err := pgx.ConnectConfig(ctx, db.conn)
 	if err != nil {
-		return nil, fmt.Errorf("cannot lock the journal: %s", connectError(db.conn, err))
+		return nil, errors.New(connectError(db.conn, err))
 	}
-	// A random key is taken at the first try but for a collision with a
-	// live writer's, which try_lock reports instead of waiting for it.
-	for range 3 {
-		id := newWriterID()
+	// The session is idle for as long as its locks are uncontested: an
+	// idle_session_timeout (PostgreSQL 14 and later; older servers refuse
+	// the name) must not end it under a live process.
+	if _, err := conn.Exec(ctx, `SET idle_session_timeout = 0`); err != nil && conn.IsClosed() {
+		return nil, err
+	}
+	db.sess = &session{conn: conn, pid: conn.PgConn().PID(), holders: map[string]struct{}{}}
+	return db.sess, nil
+}
+
+// dropSession ends the DB's session, whose connection failed: the next
+// lock opens a new one. db.mu is held.
+func (db *DB) dropSession() {
+	db.sess.release()
+	db.sess = nil
+}
+
+// lock returns the DB's session, or a new one in place of stale, with a
+// lock taken by take unless take finds it already held. A session whose
+// connection take finds closed (its backend ended since it was opened) is
+// replaced, once.
+func (db *DB) lock(ctx context.Context, stale *session, take func(*session) error) (*session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for try := 0; ; try++ {
+		s, err := db.lockedSession(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		err = take(s)
+		if err == nil {
+			return s, nil
+		}
+		if !s.conn.IsClosed() {
+			return nil, err
+		}
+		db.dropSession()
+		if try == 1 {
+			return nil, err
+		}
+	}
+}
+
+// writerLock returns the session under which this DB begins intents, with
+// its writer lock taken, on a new session in place of stale (one whose
+// lock was found lost).
+func (db *DB) writerLock(ctx context.Context, stale *session) (*session, error) {
+	s, err := db.lock(ctx, stale, func(s *session) error {
+		if s.writer != 0 {
+			return nil
+		}
+		// A random key is taken at the first try but for a collision with
+		// a live writer's, which try_lock reports instead of waiting for it.
+		for range 3 {
+			id := newWriterID()
+			var ok bool
+			if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok); err != nil {
+				return err
+			}
+			if ok {
+				s.writer = id
+				return nil
+			}
+		}
+		return errors.New("no free writer id")
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock the journal: %w", err)
+	}
+	return s, nil
+}
+
+// holderLock returns the session on which this DB holds holder's lock,
+// taking it the first time, on a new session in place of stale (one whose
+// lock was found lost). A holder's lock is shared: several DBs may hold
+// one holder's, and a holder lives while any of them does.
+func (db *DB) holderLock(ctx context.Context, holder string, stale *session) (*session, error) {
+	s, err := db.lock(ctx, stale, func(s *session) error {
+		if _, ok := s.holders[holder]; ok {
+			return nil
+		}
 		var ok bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, id).Scan(&ok); err != nil {
-			conn.Close(context.Background())
-			return nil, fmt.Errorf("cannot lock the journal: %w", err)
+		if err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock_shared($1, hashtext($2))`, lockHolders, holder).Scan(&ok); err != nil {
+			return err
 		}
-		if ok {
-			db.writer = &writerLock{id: id, conn: conn, pid: conn.PgConn().PID()}
-			return db.writer, nil
+		if !ok { // only a foreign session takes these locks exclusively
+			return errors.New("another session holds its lock exclusively")
 		}
+		s.holders[holder] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cannot lock lease holder %s: %w", holder, err)
 	}
-	conn.Close(context.Background())
-	return nil, errors.New("cannot lock the journal: no free writer id")
+	return s, nil
 }
 
 // ownWriter returns this DB's writer id, or 0 if it has begun nothing.
 func (db *DB) ownWriter() int64 {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.writer == nil {
+	if db.sess == nil {
 		return 0
 	}
-	return db.writer.id
+	return db.sess.writer
 }
 
 // newWriterID returns a random non-zero writer id.
@@ -287,8 +375,23 @@ const (
 	lockSecrets = 0x61736563 // "asec"
 )
 
+// advisoryLocks is the FROM and WHERE of a query of the advisory locks
+// granted in this database, in pg_locks, to which the query adds the lock
+// it looks for. A one-key lock on
+// k shows as classid = k >> 32, objid = k & 0xffffffff, objsubid = 1; a
+// two-key lock on (k1, k2) as classid = k1, objid = k2 (as unsigned 32-bit
+// numbers), objsubid = 2.
+const advisoryLocks = `FROM pg_locks WHERE locktype = 'advisory' AND granted
+	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
 // lockReleaseTimeout bounds giving back a session-level lock.
 const lockReleaseTimeout = 10 * time.Second
+
+// lockHolders is the first key of the shared session-level locks of lease
+// holders (leases.go); the second is hashtext of the holder. Two holders
+// that share a hash share a lock: one lives, for Acquire, while the other
+// does, and its places wait for their ttl.
+const lockHolders = 0x61726c68 // "arlh"
 
 // lockLeases is the first key of the advisory locks that serialize the
 // acquirers of one lease key (leases.go); the second is the key's hash.
