@@ -14,7 +14,7 @@ import (
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
-// callInTurn calls name with args as a call of the turn named turn.
+// callInTurn calls name, without arguments, as a call of the turn named turn.
 func callInTurn(t *testing.T, h *airlock.Host, turn, name string) *airlock.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -31,20 +31,7 @@ func callInTurn(t *testing.T, h *airlock.Host, turn, name string) *airlock.Resul
 func TestNamedTurnsStoreDown(t *testing.T) {
 	pg := testenv.StartOwnPostgres(t)
 	var writes atomic.Int64
-	s := mcp.NewServer(&mcp.Implementation{Name: "w", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			writes.Add(1)
-			return &mcp.CallToolResult{Content: text("written")}, nil
-		})
-	s.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: text("read")}, nil
-		})
-	cfg := newConfig(t, inProcess)
-	classify(cfg, "c", "write", "write")
-	classify(cfg, "c", "read", "read")
-	cfg.Store.URL = pg.URL
+	s, cfg := writesAndReads(t, pg.URL, &writes)
 	cfg.Limits.MaxCallsPerTurn = 2
 	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, nil)
 
