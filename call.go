@@ -180,8 +180,9 @@ func (h *Host) govern(ctx context.Context, q *request, req policy.Request) *Resu
 
 // admit registers q with the host, and with its task, so that closing
 // either can wait for it or cancel it (once closing has begun, new calls
-// are refused), and counts it in its turn: a model stuck in a loop stops
-// here, before any server sees it. leave ends the registration; a result
+// are refused), and counts it in its turn, the BeginTurn snapshot's or the
+// one it names (turns.go): a model stuck in a loop stops here, before any
+// server sees it. leave ends the registration; a result
 // means q ends there.
 func (h *Host) admit(ctx context.Context, q *request) (_ context.Context, leave func(), _ *Result) {
 	name, snap, r := q.call.Name, q.snap, q.r
@@ -203,6 +204,11 @@ func (h *Host) admit(ctx context.Context, q *request) (_ context.Context, leave 
 			leave()
 			return ctx, nil, r.fail(newError(Denied, "", name, nil,
 				"refused: this turn already made %d calls (limits.max_calls_per_turn); end the turn", h.cfg.Limits.MaxCallsPerTurn))
+		}
+	} else if q.call.Turn != "" && h.cfg.Limits.MaxCallsPerTurn > 0 {
+		if r := h.countNamedTurn(ctx, q); r != nil {
+			leave()
+			return ctx, nil, r
 		}
 	}
 	return ctx, leave, nil

@@ -213,6 +213,7 @@ type Host struct {
 	creds     *Credentials    // remote servers' OAuth logins, opened on first use
 	tenants   tenantLimit     // calls in flight per tenant
 	cluster   *cluster        // the limits shared with other replicas (leases.go)
+	turns     *namedTurns     // the calls of the turns that calls name (turns.go)
 	subs      subscriptions   // resources subscribed to (subscribe.go)
 	procs     *procRecord     // the host-scoped stdio servers running, on disk
 	trace     *wireTrace      // Options.Trace, or nil
@@ -225,7 +226,7 @@ type Host struct {
 	// (watchAnnouncements).
 	background sync.WaitGroup
 	// uncounted limits the warning that reads run uncounted across
-	// replicas (room) to one a minute.
+	// replicas (room, countNamedTurn) to one a minute.
 	uncounted rate.Sometimes
 	life      context.Context // ends when the host closes: stops supervisors
 	endLife   context.CancelFunc
@@ -306,6 +307,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	}
 	h.tenants.limit = cfg.Limits.MaxConcurrentPerTenant
 	h.cluster = openCluster(h.gov.store, h.log)
+	h.turns = openNamedTurns(h.gov.store)
 	h.recoverOpen(ctx)
 
 	for _, sc := range cfg.Servers {

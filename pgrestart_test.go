@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/store"
@@ -28,20 +29,7 @@ import (
 func TestPostgresRestart(t *testing.T) {
 	pg := testenv.StartOwnPostgres(t)
 	var writes atomic.Int64
-	s := mcp.NewServer(&mcp.Implementation{Name: "w", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			writes.Add(1)
-			return &mcp.CallToolResult{Content: text("written")}, nil
-		})
-	s.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: text("read")}, nil
-		})
-	cfg := newConfig(t, inProcess)
-	classify(cfg, "c", "write", "write")
-	classify(cfg, "c", "read", "read")
-	cfg.Store.URL = pg.URL
+	s, cfg := writesAndReads(t, pg.URL, &writes)
 	m := metrics.New()
 	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, &airlock.Options{Metrics: m})
 	wantStatus(t, call(t, h, "c__write", `{}`), airlock.OK)
@@ -79,6 +67,28 @@ func TestPostgresRestart(t *testing.T) {
 	if len(recs) != 2 || succeeded != 2 {
 		t.Errorf("journal after the restart: %d records, %d succeeded; want the 2 writes that were sent: %+v", len(recs), succeeded, recs)
 	}
+}
+
+// writesAndReads returns a server with the tools write, which counts its
+// calls in writes, and read, and the configuration of a host on the store
+// at url that has it as server c, policy classifying the tools.
+func writesAndReads(t *testing.T, url string, writes *atomic.Int64) (*mcp.Server, *config.Config) {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "w", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			writes.Add(1)
+			return &mcp.CallToolResult{Content: text("written")}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("read")}, nil
+		})
+	cfg := newConfig(t, inProcess)
+	classify(cfg, "c", "write", "write")
+	classify(cfg, "c", "read", "read")
+	cfg.Store.URL = url
+	return s, cfg
 }
 
 // Phases of TestPostgresRestartUnderLoad: a call is judged by the phases

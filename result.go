@@ -90,6 +90,16 @@ type Call struct {
 	Name string
 	// Arguments is the raw JSON text the model produced. Empty means {}.
 	Arguments json.RawMessage
+	// Turn, when set, names the agent turn the call belongs to, for a
+	// caller that cannot make every call of a turn with one BeginTurn
+	// snapshot (the gateway, for its clients): the calls that name the
+	// same turn for the same principal count together against
+	// limits.max_calls_per_turn, across every replica on a store that
+	// counts turns (store.Turns), else in this process; a turn is
+	// forgotten an hour after its last call. A call made with a BeginTurn
+	// snapshot counts in that snapshot's turn instead. Without either, a
+	// call counts in no turn.
+	Turn string
 
 	// Progress, when set, is told of each progress notification the
 	// server sends about this call, on the terms of Options.CallProgress

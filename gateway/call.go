@@ -21,6 +21,8 @@ import (
 //
 // The call is made for the caller the request's access token names, or,
 // without inbound authentication, for the host's own principal (auth.go).
+// It counts against limits.max_calls_per_turn in the turn its _meta names
+// (turn.go), if any.
 //
 // A call that policy wants approved asks the person at the client when the
 // client can be asked (see question): the first round ends with the
@@ -36,6 +38,10 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	defer done()
 	p := req.Params
 	ex := toolExchange(req)
+	turn, err := turnOf(ex.meta)
+	if err != nil {
+		return nil, err
+	}
 	who, err := g.callerOf(req.Extra)
 	if err != nil {
 		return nil, err
@@ -49,6 +55,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	q := g.question(ex, who, p.Name, whatCall)
 	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
+	if !ex.answered() {
+		c.Turn = turn // a retry carrying answers is the same call, already counted
+	}
 	rel := g.relayFor(ctx, req.Session, req.Params)
 	rel.onto(&c.Progress, &c.Log, &c.LogLevel)
 	run := func(ctx context.Context, k askers) *airlock.Result {

@@ -282,7 +282,8 @@ func (g *Gateway) follow(ctx context.Context) {
 // turn takes the host's safe point (servers that said their tools changed
 // are discovered again) and returns the host's newest snapshot. Calls use
 // that snapshot itself, not the turn's copy: a gateway cannot see its
-// clients' turns, so limits.max_calls_per_turn does not apply to them.
+// clients' turns, so limits.max_calls_per_turn applies to a client's calls
+// only through the turn each call names (turn.go).
 func (g *Gateway) turn(ctx context.Context, h *airlock.Host) *airlock.Snapshot {
 	h.BeginTurn(ctx)
 	return h.Snapshot()

@@ -63,9 +63,10 @@ func roundRobin(t *testing.T, targets ...string) (string, *atomic.Int64) {
 // configuration on the PostgreSQL database db, as two machines would run
 // them: the same configuration and paths (here one directory, so the
 // workspace server they run is the same one), a state directory each,
-// and one audit key file that both are given (docs/deploy.md). It
-// returns their endpoints, and the directory and configuration file.
-func startReplicas(t *testing.T, db string) (urls [2]string, dir, cfg string) {
+// and one audit key file that both are given (docs/deploy.md); more is
+// added to the configuration. It returns their endpoints, and the
+// directory and configuration file.
+func startReplicas(t *testing.T, db string, more ...string) (urls [2]string, dir, cfg string) {
 	t.Helper()
 	dir = workdir(t)
 	cfg = serveConfig(t, dir)
@@ -73,7 +74,7 @@ func startReplicas(t *testing.T, db string) (urls [2]string, dir, cfg string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+	fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n%s", db, filepath.Join(t.TempDir(), "audit.key"), strings.Join(more, ""))
 	f.Close()
 	for i := range 2 {
 		urls[i], _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))

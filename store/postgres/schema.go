@@ -168,7 +168,17 @@ CREATE TABLE tasks (
 );
 CREATE INDEX tasks_created ON tasks (created_at, id);
 `,
-	// 6: messages among the gateway's replicas (mailbox.go).
+	// 6: the calls of agent turns that clients name, counted across
+	// replicas (turns.go).
+	`
+CREATE TABLE turn_calls (
+	key        text        PRIMARY KEY, -- a hash of the principal and the turn's name: no user name in the clear
+	calls      integer     NOT NULL,
+	expires_at timestamptz NOT NULL     -- by the server's clock
+);
+CREATE INDEX turn_calls_expires ON turn_calls (expires_at);
+`,
+	// 7: messages among the gateway's replicas (mailbox.go).
 	`
 CREATE TABLE gateway_mail (
 	box        text        PRIMARY KEY,
