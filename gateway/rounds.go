@@ -219,13 +219,7 @@ func (r *relays) done(box string) {
 	delete(r.waiting, box)
 }
 
-func (r *relays) announce(payload string) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	if err := r.ann.Announce(ctx, gatewayTopic, payload); err != nil {
-		r.g.log.Warn("cannot tell the other replicas", "error", err)
-	}
-}
+func (r *relays) announce(payload string) { r.g.sessions.announce(payload) }
 
 // storeDo runs f with a context bounded by storeTimeout.
 func (g *Gateway) storeDo(ctx context.Context, f func(context.Context) error) error {

@@ -218,17 +218,14 @@ func (s *sessions) passAnswer(sess *session, replica string, resp *jsonrpc.Respo
 			"session", fingerprint(sess.id), "bytes", len(data))
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	s.announce(ctx, payload)
+	s.announce(payload)
 }
 
 // heardAnswer takes an answer another replica passed on: if the question
 // is this replica's, the answer is put to its copy of the session as if
 // the client had sent it here.
 func (s *sessions) heardAnswer(rest string) {
-	replica, rest, _ := strings.Cut(rest, " ")
-	tag, data, _ := strings.Cut(rest, " ")
+	replica, tag, data := fields3(rest)
 	if replica != s.replica {
 		return
 	}
@@ -267,9 +264,7 @@ func (s *sessions) passOn(sess *session, msg *jsonrpc.Request) bool {
 			s.mu.Unlock()
 		}()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	s.announce(ctx, "send "+sess.tag+" "+string(data))
+	s.announce("send " + sess.tag + " " + string(data))
 	if sent == nil {
 		return true
 	}
@@ -301,9 +296,7 @@ func (s *sessions) heardSend(rest string) {
 	if sess.conn.inner.Write(context.Background(), msg) != nil || !req.IsCall() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	s.announce(ctx, "sent "+tag+" "+fmt.Sprint(req.ID.Raw()))
+	s.announce("sent " + tag + " " + fmt.Sprint(req.ID.Raw()))
 }
 
 // heardSent takes another replica's word that it sent a question passed
@@ -339,18 +332,13 @@ func (s *sessions) relay(sess *session, m *jsonrpc.Request) {
 	if len(payload) > maxAnnouncement {
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		defer cancel()
-		s.announce(ctx, payload)
-	}()
+	go s.announce(payload)
 }
 
 // heardRelay puts a message another replica relayed to this replica's
 // copy of the session, if it holds one.
 func (s *sessions) heardRelay(rest string) {
-	replica, rest, _ := strings.Cut(rest, " ")
-	tag, data, _ := strings.Cut(rest, " ")
+	replica, tag, data := fields3(rest)
 	if replica == s.replica {
 		return
 	}
@@ -405,6 +393,13 @@ func (s *sessions) inject(sess *session, data []byte) {
 	if w.status >= 300 {
 		s.g.log.Warn("a message passed on by another replica was refused", "session", fingerprint(sess.id), "status", w.status)
 	}
+}
+
+// fields3 splits an announcement's "REPLICA TAG DATA".
+func fields3(s string) (replica, tag, data string) {
+	replica, rest, _ := strings.Cut(s, " ")
+	tag, data, _ = strings.Cut(rest, " ")
+	return replica, tag, data
 }
 
 // discard is a ResponseWriter that keeps only the status.

@@ -121,9 +121,9 @@ func (s *sessions) share(life context.Context, st store.Store) {
 	}
 	if shared, ok := st.(store.Sessions); ok {
 		s.shared = shared
-		if announces {
-			s.ann = ann
-		}
+	}
+	if announces {
+		s.ann = ann
 	}
 	if announces && (s.shared != nil || s.g.relays.on()) {
 		go ann.Watch(life, gatewayTopic, s.heard, s.missed)
@@ -205,11 +205,7 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 			http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 			return
 		}
-		if id == "" {
-			http.Error(w, "Bad Request: GET requires an Mcp-Session-Id header", http.StatusBadRequest)
-			return
-		}
-		sess, ok := s.lookup(w, r, id)
+		sess, ok := s.sessionOf(w, r, id)
 		if !ok {
 			return
 		}
@@ -217,11 +213,7 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		defer sess.gets.Add(-1)
 		sess.t.ServeHTTP(w, r)
 	case http.MethodDelete:
-		if id == "" {
-			http.Error(w, "Bad Request: DELETE requires an Mcp-Session-Id header", http.StatusBadRequest)
-			return
-		}
-		sess, ok := s.lookup(w, r, id)
+		sess, ok := s.sessionOf(w, r, id)
 		if !ok {
 			return
 		}
@@ -235,6 +227,15 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// sessionOf is lookup for a GET or a DELETE, which must name a session.
+func (s *sessions) sessionOf(w http.ResponseWriter, r *http.Request, id string) (*session, bool) {
+	if id == "" {
+		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return nil, false
+	}
+	return s.lookup(w, r, id)
 }
 
 // create opens a session for an initialize, records it in the shared
@@ -415,7 +416,7 @@ func (s *sessions) end(ctx context.Context, sess *session) error {
 		if err := s.shared.EndSession(ctx, sess.id); err != nil {
 			return err
 		}
-		s.announce(ctx, "end "+sess.tag)
+		s.announce("end " + sess.tag)
 	}
 	sess.ss.Close()
 	return nil
@@ -423,10 +424,12 @@ func (s *sessions) end(ctx context.Context, sess *session) error {
 
 // announce tells the other replicas; a failure is logged: copies learn
 // of an end at their next touch anyway.
-func (s *sessions) announce(ctx context.Context, payload string) {
+func (s *sessions) announce(payload string) {
 	if s.ann == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
 	if err := s.ann.Announce(ctx, gatewayTopic, payload); err != nil {
 		s.g.log.Warn("cannot tell the other replicas", "error", err)
 	}

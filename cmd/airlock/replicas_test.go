@@ -70,16 +70,37 @@ func startReplicas(t *testing.T, db string, more ...string) (urls [2]string, dir
 	t.Helper()
 	dir = workdir(t)
 	cfg = serveConfig(t, dir)
+	urls, _ = serveReplicas(t, dir, cfg, db, more...)
+	return urls, dir, cfg
+}
+
+// serveReplicas adds the PostgreSQL database db to the configuration cfg
+// (and the lines more), starts two replicas of it in dir, each with a
+// state directory of its own, and waits until both listen to the other
+// replicas. If the test fails, their logs are shown.
+func serveReplicas(t *testing.T, dir, cfg, db string, more ...string) (urls [2]string, cmds [2]*exec.Cmd) {
+	t.Helper()
 	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n%s", db, filepath.Join(t.TempDir(), "audit.key"), strings.Join(more, ""))
 	f.Close()
+	var states [2]string
 	for i := range 2 {
-		urls[i], _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
+		states[i] = filepath.Join(t.TempDir(), "state")
+		urls[i], cmds[i] = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", states[i])
 	}
-	return urls, dir, cfg
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, st := range states {
+				data, _ := os.ReadFile(filepath.Join(st, "log", "airlock.log"))
+				t.Logf("replica %d's log:\n%s", i, data)
+			}
+		}
+	})
+	testenv.WaitListening(t, db, "gateway", 2)
+	return urls, cmds
 }
 
 // TestReplicas: two gateway replicas on one PostgreSQL database behind a
@@ -157,15 +178,7 @@ func TestReplicas(t *testing.T) {
 	}
 
 	// The journal, in PostgreSQL: every write that ran, once.
-	st, err := postgres.Open(ctx, db, filepath.Join(t.TempDir(), "unused.key"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	recs, err := st.Journal().Records(ctx, store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := journalOf(t, db)
 	succeeded := 0
 	for _, r := range recs {
 		if r.Tool == "ws__write_file" && r.Status == store.OutcomeSucceeded {
@@ -345,19 +358,7 @@ func (b *sessionBalancer) takeDown(i int) {
 func TestReplicaSessions(t *testing.T) {
 	db := testenv.PostgresDatabase(t)
 	dir := workdir(t)
-	cfg := serveConfig(t, dir)
-	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
-	f.Close()
-	var urls [2]string
-	var cmds [2]*exec.Cmd
-	for i := range 2 {
-		urls[i], cmds[i] = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
-	}
-	testenv.WaitListening(t, db, "gateway", 2)
+	urls, cmds := serveReplicas(t, dir, serveConfig(t, dir), db)
 	lb := newSessionBalancer(t, urls[0], urls[1])
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -432,15 +433,7 @@ func TestReplicaSessions(t *testing.T) {
 	}
 
 	// The journal, in PostgreSQL: the write, once.
-	st, err := postgres.Open(ctx, db, filepath.Join(t.TempDir(), "unused.key"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	recs, err := st.Journal().Records(ctx, store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := journalOf(t, db)
 	if len(recs) != 1 || recs[0].Status != store.OutcomeSucceeded {
 		t.Errorf("journal: %+v; want the one write, succeeded", recs)
 	}
@@ -485,28 +478,7 @@ func TestReplicaRounds(t *testing.T) {
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(era, func(t *testing.T) {
 			dir := t.TempDir()
-			cfg := askConfig(t, dir, era)
-			f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(f, "store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
-			f.Close()
-			var urls [2]string
-			var states [2]string
-			for i := range 2 {
-				states[i] = filepath.Join(t.TempDir(), "state")
-				urls[i], _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", states[i])
-			}
-			defer func() {
-				if t.Failed() {
-					for _, st := range states {
-						data, _ := os.ReadFile(filepath.Join(st, "log", "airlock.log"))
-						t.Logf("%s:\n%s", st, data)
-					}
-				}
-			}()
-			testenv.WaitListening(t, db, "gateway", 2)
+			urls, _ := serveReplicas(t, dir, askConfig(t, dir, era), db)
 			lb := newSessionBalancer(t, urls[0], urls[1])
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -564,13 +536,8 @@ func TestReplicaCancel(t *testing.T) {
 	mark := filepath.Join(dir, "mark")
 	cfg := filepath.Join(dir, "airlock.yaml")
 	writeFile(t, cfg, testServerYAML(t, "[slow_write]", envTestMark, mark)+"    request_timeout: 10m\n"+
-		"policy:\n  tools:\n    - {server: w, tool: slow_write, effect: read}\n"+
-		fmt.Sprintf("store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key")))
-	var urls [2]string
-	for i := range 2 {
-		urls[i], _ = startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", filepath.Join(t.TempDir(), "state"))
-	}
-	testenv.WaitListening(t, db, "gateway", 2)
+		"policy:\n  tools:\n    - {server: w, tool: slow_write, effect: read}\n")
+	urls, _ := serveReplicas(t, dir, cfg, db)
 
 	post := func(url, id, body string) *http.Response {
 		t.Helper()
@@ -620,4 +587,20 @@ func TestReplicaCancel(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("the cancelled call's stream is still open after 30s")
 	}
+}
+
+// journalOf returns every record of the journal in the PostgreSQL
+// database db.
+func journalOf(t *testing.T, db string) []store.Record {
+	t.Helper()
+	st, err := postgres.Open(t.Context(), db, filepath.Join(t.TempDir(), "unused.key"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }
