@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // The gateway's resource as its clients name it. It is an identifier: the
@@ -223,6 +226,50 @@ func TestSessionBoundToItsPrincipal(t *testing.T) {
 	}
 	if res, err := call(t, alice, "w__echo", `{"text":"still mine"}`); err != nil || res.IsError {
 		t.Errorf("alice's session after the attempts: %+v, %v", res, err)
+	}
+}
+
+// TestSessionBoundAcrossReplicas: two replicas share their sessions
+// through PostgreSQL. Another user's token with a session's id is refused
+// by the replica that does not hold the session too, before it opens a
+// copy of it, and nothing is sent; the owner's own request there is taken.
+func TestSessionBoundAcrossReplicas(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	idp := bearertest.New(t, nil)
+	a := &config.ServeAuth{Issuer: idp.URL, Resource: gatewayResource, Scopes: []string{scopeTools}, TenantClaim: "tenant", UserClaim: "sub"}
+	key := make([]byte, 32)
+	shared := fmt.Sprintf("store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+	var replicas [2]*fixture
+	for i := range replicas {
+		v, err := gateway.NewVerifier(a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas[i] = start(t, shared, &gateway.Options{Serve: config.Serve{Auth: a}, Verifier: v, StateKey: key})
+	}
+	first, other := replicas[0], replicas[1]
+	alice := first.connectAs(t, session, token(t, idp, "acme", "alice"), nil)
+	if res, err := call(t, alice, "w__echo", `{"text":"mine"}`); err != nil || res.IsError {
+		t.Fatalf("alice's call: %+v, %v", res, err)
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"w__echo","arguments":{"text":"%s"}}}`
+	as := func(tok string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.Header.Set("Authorization", "Bearer "+tok)
+			r.Header.Set("Mcp-Session-Id", alice.ID())
+		}
+	}
+	if code, _, got := post(t, other, session, fmt.Sprintf(body, "stolen"), as(token(t, idp, "acme", "bob"))); code != http.StatusForbidden {
+		t.Errorf("bob with alice's session on the other replica: %d %q, want 403", code, got)
+	}
+	if n := strings.Count(other.log.String(), "session taken from another replica"); n != 0 {
+		t.Errorf("the other replica opened %d copies of alice's session for bob", n)
+	}
+	if got := marks(t, other.mark, "call echo "); len(got) != 0 {
+		t.Errorf("the other replica's server w saw %q", got)
+	}
+	if code, _, got := post(t, other, session, fmt.Sprintf(body, "mine too"), as(token(t, idp, "acme", "alice"))); code != http.StatusOK || !strings.Contains(got, "mine too") {
+		t.Errorf("alice's own request on the other replica: %d %q, want her call's answer", code, got)
 	}
 }
 

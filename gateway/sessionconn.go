@@ -157,7 +157,7 @@ func (c *sessionConn) answered(resp *jsonrpc.Response) *jsonrpc.Response {
 	}
 	if err := before(); err != nil {
 		c.s.g.log.Warn("cannot record the session in the store", "session", fingerprint(c.sess.id), "error", err)
-		c.sess.refused = true
+		c.sess.refused.Store(true)
 		return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 			Message: "the session could not be recorded for the other replicas: the store cannot be reached; try again"}}
 	}

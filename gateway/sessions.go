@@ -101,7 +101,7 @@ type session struct {
 
 	touched atomic.Int64 // when the store last heard of it (Unix nanoseconds)
 	gets    atomic.Int32 // GET streams open on this replica
-	refused bool         // the store could not record it: the initialize failed
+	refused atomic.Bool  // the store could not record it: the initialize failed
 }
 
 func newSessions(g *Gateway) *sessions {
@@ -264,7 +264,7 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sess.t.ServeHTTP(w, r)
-	if sess.ss.InitializeParams() == nil || sess.refused {
+	if sess.ss.InitializeParams() == nil || sess.refused.Load() {
 		sess.ss.Close()
 	}
 }
@@ -315,10 +315,16 @@ func (s *sessions) lookup(w http.ResponseWriter, r *http.Request, id string) (*s
 	s.mu.Unlock()
 	if sess == nil {
 		var err error
-		if sess, err = s.adopt(r.Context(), id); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
+		if sess, err = s.adopt(r.Context(), id, owner(r)); err != nil {
+			switch {
+			case errors.Is(err, store.ErrNotFound):
 				notFound()
-			} else {
+			case errors.Is(err, errNotYours):
+				http.Error(w, notYours, http.StatusForbidden)
+			case errors.Is(err, errTooMany):
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, fmt.Sprintf("too many sessions: this replica holds serve.max_sessions (%d) sessions and subscriptions; try again later", s.g.opts.Serve.MaxSessions), http.StatusServiceUnavailable)
+			default:
 				s.g.log.Warn("cannot read a session from the store", "session", fingerprint(id), "error", err)
 				w.Header().Set("Retry-After", "5")
 				http.Error(w, "the session cannot be taken here now: the store that shares it with the other replicas cannot be reached; try again", http.StatusServiceUnavailable)
@@ -327,7 +333,7 @@ func (s *sessions) lookup(w http.ResponseWriter, r *http.Request, id string) (*s
 		}
 	}
 	if sess.owner != owner(r) {
-		http.Error(w, "session user mismatch: the session belongs to the user whose access token opened it; initialize a session of your own", http.StatusForbidden)
+		http.Error(w, notYours, http.StatusForbidden)
 		return nil, false
 	}
 	if !s.touch(r.Context(), sess, nil) {
@@ -337,9 +343,12 @@ func (s *sessions) lookup(w http.ResponseWriter, r *http.Request, id string) (*s
 	return sess, true
 }
 
-// adopt opens a copy of a session another replica opened, from the shared
-// store.
-func (s *sessions) adopt(ctx context.Context, id string) (*session, error) {
+// notYours refuses a request of another's session.
+const notYours = "session user mismatch: the session belongs to the user whose access token opened it; initialize a session of your own"
+
+// adopt opens a copy of a session another replica opened for who, from
+// the shared store.
+func (s *sessions) adopt(ctx context.Context, id, who string) (*session, error) {
 	if s.shared == nil {
 		return nil, store.ErrNotFound
 	}
@@ -348,6 +357,9 @@ func (s *sessions) adopt(ctx context.Context, id string) (*session, error) {
 	rec, err := s.shared.Session(ctx, id, s.idle)
 	if err != nil {
 		return nil, err
+	}
+	if rec.Owner != who {
+		return nil, errNotYours
 	}
 	var state mcp.ServerSessionState
 	if err := json.Unmarshal(rec.State, &state); err != nil || state.InitializeParams == nil {
@@ -375,7 +387,10 @@ func (s *sessions) adopt(ctx context.Context, id string) (*session, error) {
 	return sess, nil
 }
 
-var errTooMany = errors.New("too many sessions")
+var (
+	errTooMany  = errors.New("too many sessions")
+	errNotYours = errors.New("another's session")
+)
 
 // touch tells the shared store that sess is in use, at most every tenth
 // of the idle timeout (and a minute), and with a state, that its state
