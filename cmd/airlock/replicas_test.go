@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -603,4 +604,50 @@ func journalOf(t *testing.T, db string) []store.Record {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// TestReplicasMaxConcurrency: a server's max_concurrency of 2 holds across
+// two replicas behind the round-robin balancer, under 50 concurrent calls
+// of 2026-07-28 clients: no call of either replica's server process ever
+// overlaps more than one other.
+func TestReplicasMaxConcurrency(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	dir, held := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfg, testServerYAML(t, "[hold]", envTestHold, held)+"    max_concurrency: 2\n    queue_timeout: 2m\n"+
+		"policy:\n  tools:\n    - {server: w, tool: hold, effect: read}\n")
+	urls, _ := serveReplicas(t, dir, cfg, db)
+	lb, calls := roundRobin(t, urls[0], urls[1])
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	peak := make(chan int, 50)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			c := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprintf("c%d", i), Version: "1"}, nil)
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "w__hold", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Errorf("call %d: %+v, %v", i, res, err)
+				return
+			}
+			n, _ := strconv.Atoi(res.Content[0].(*mcp.TextContent).Text)
+			peak <- n
+		})
+	}
+	wg.Wait()
+	close(peak)
+	most, n := 0, 0
+	for p := range peak {
+		most, n = max(most, p), n+1
+	}
+	if n != 50 || most != 2 || calls.Load() < 50 {
+		t.Errorf("%d calls answered (%d through the balancer), at most %d at once; want 50, at most 2 and 2 reached", n, calls.Load(), most)
+	}
 }

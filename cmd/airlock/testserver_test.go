@@ -17,6 +17,7 @@ const (
 	envTestServer = "AIRLOCK_CLI_TEST_SERVER"
 	envTestMark   = "AIRLOCK_CLI_TEST_MARK"
 	envTestAsks   = "AIRLOCK_CLI_TEST_ASKS" // set: the server has the tools of askserver_test.go
+	envTestHold   = "AIRLOCK_CLI_TEST_HOLD" // a directory: the server has the tool hold
 )
 
 func serveTestServer() {
@@ -76,9 +77,34 @@ func serveTestServer() {
 	if os.Getenv(envTestAsks) != "" {
 		addAskTools(s)
 	}
+	if dir := os.Getenv(envTestHold); dir != "" {
+		addHold(s, dir)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
+}
+
+// addHold adds hold, which holds a place for a moment: while it runs, a
+// file of its own is in dir, and it answers with how many files it found
+// there, its own included (the calls that overlapped it, in every process
+// that shares dir).
+func addHold(s *mcp.Server, dir string) {
+	s.AddTool(&mcp.Tool{Name: "hold", Description: "Hold a place for a moment.", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			f, err := os.CreateTemp(dir, "held-")
+			if err != nil {
+				return nil, err
+			}
+			f.Close()
+			defer os.Remove(f.Name())
+			time.Sleep(50 * time.Millisecond)
+			held, err := os.ReadDir(dir)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(len(held))}}}, nil
+		})
 }
 
 // tags spells s in Unicode tag characters, which nobody sees.
