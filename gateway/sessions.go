@@ -283,8 +283,15 @@ func (s *sessions) connect(ctx context.Context, id, owner string, state *mcp.Ser
 		return nil, err
 	}
 	sess.ss = ss
-	sess.timer = time.AfterFunc(s.idle, func() { ss.Close() })
 	s.mu.Lock()
+	if prev := s.open[id]; prev != nil {
+		// Two requests of a session this replica did not hold came at
+		// once: the first copy serves both.
+		s.mu.Unlock()
+		ss.Close()
+		return prev, errTaken
+	}
+	sess.timer = time.AfterFunc(s.idle, func() { ss.Close() })
 	s.open[id] = sess
 	s.mu.Unlock()
 	go func() {
@@ -369,13 +376,10 @@ func (s *sessions) adopt(ctx context.Context, id, who string) (*session, error) 
 		return nil, errTooMany
 	}
 	defer s.g.admitted()
-	s.mu.Lock()
-	if sess := s.open[id]; sess != nil { // adopted meanwhile
-		s.mu.Unlock()
+	sess, err := s.connect(context.WithoutCancel(ctx), id, rec.Owner, &state)
+	if errors.Is(err, errTaken) {
 		return sess, nil
 	}
-	s.mu.Unlock()
-	sess, err := s.connect(context.WithoutCancel(ctx), id, rec.Owner, &state)
 	if err != nil {
 		return nil, err
 	}
@@ -388,6 +392,7 @@ func (s *sessions) adopt(ctx context.Context, id, who string) (*session, error) 
 }
 
 var (
+	errTaken    = errors.New("a copy of the session is open already")
 	errTooMany  = errors.New("too many sessions")
 	errNotYours = errors.New("another's session")
 )
