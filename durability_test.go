@@ -57,12 +57,16 @@ func durableConfig(dir string) (*config.Config, error) {
 	url := os.Getenv(envDurableStore)
 	slots := inFlight
 	if url != "" {
-		// On PostgreSQL max_concurrency holds across replicas, and the
-		// places of a killed replica stay taken until their leases expire
-		// (TestDeadReplicaFreesItsPlaces): kills a moment apart would
-		// leave the next replica none. Room for every killed replica's
-		// places within a lease's life keeps the writes flowing.
-		slots = 10000
+		// On PostgreSQL max_concurrency holds across replicas, and a
+		// killed replica's places come free as soon as PostgreSQL sees
+		// its connections gone (TestDeadReplicaFreesItsPlaces), long
+		// before their leases would expire (durableHost makes them live
+		// ten minutes): room for the places of one replica that has just
+		// died besides the next one's is all a round needs. Were they
+		// freed only by their leases' expiry, the replica started after
+		// a few kills would find none, its writes would end busy, and the
+		// soak would fail.
+		slots = 2 * inFlight
 	}
 	return &config.Config{Dir: dir, Store: config.Store{URL: url}, Servers: []config.Server{{
 		ID: "s", Transport: "stdio", Scope: "host", Command: exe, Cwd: dir,
@@ -87,6 +91,7 @@ func durableHost(dir string) {
 		fmt.Fprintln(os.Stderr, "durable host:", err)
 		os.Exit(2)
 	}
+	airlock.SetLeaseTTL(10 * time.Minute)
 	h, err := airlock.Open(ctx, cfg, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "durable host:", err)
