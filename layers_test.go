@@ -16,7 +16,7 @@ const module = "github.com/airlockhq/airlock"
 var allowedImports = map[string][]string{
 	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "metrics", "policy", "store", "store/postgres", "store/sqlite"},
 	"cmd/airlock":               {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "metrics", "servers/issues", "servers/workspace", "store"},
-	"gateway":                   {"", "auth/bearer", "config", "policy", "store"},
+	"gateway":                   {"", "auth/bearer", "config", "metrics", "policy", "store"},
 	"bench/callbench":           {"", "config"},
 	"conformance/client":        {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
 	"internal/catalog":          {"config", "internal/schema", "policy"},

@@ -18,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/policy"
 )
 
@@ -64,6 +65,10 @@ type Options struct {
 	// Metrics, when set, is served at GET /metrics on the HTTP endpoint
 	// (the Prometheus exposition of the host's metrics.Metrics).
 	Metrics http.Handler
+	// Measures, when set, is the metrics.Metrics the gateway adds its own
+	// to: its sessions, and what it hands to other replicas. Nil measures
+	// nothing.
+	Measures *metrics.Metrics
 	// MetricsToken, when set, is the bearer token a scraper must send for
 	// /metrics, which then answers under any host name (a scraper reaches
 	// the gateway by its address). Without it, /metrics answers only
@@ -167,6 +172,7 @@ func New(opts *Options) *Gateway {
 		rand.Read(g.key)
 	}
 	g.sessions = newSessions(g)
+	g.opts.Measures.ObserveGateway(g.sessions.count)
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
 		Logger:             slog.New(dropPerRequest(g.log.Handler())),
 		Capabilities:       capabilities(),

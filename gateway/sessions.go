@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -266,7 +267,9 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request) {
 	sess.t.ServeHTTP(w, r)
 	if sess.ss.InitializeParams() == nil || sess.refused.Load() {
 		sess.ss.Close()
+		return
 	}
+	s.g.opts.Measures.SessionOpened(metrics.SessionInitialized)
 }
 
 // connect opens this process's copy of session id for owner, with state
@@ -388,6 +391,7 @@ func (s *sessions) adopt(ctx context.Context, id, who string) (*session, error) 
 		s.g.levels.set(sess.ss, state.LogLevel, s.g.server.Sessions())
 	}
 	s.g.log.Info("session taken from another replica", "session", fingerprint(id))
+	s.g.opts.Measures.SessionOpened(metrics.SessionTaken)
 	return sess, nil
 }
 
@@ -450,9 +454,25 @@ func (s *sessions) announce(payload string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
+	what, _, _ := strings.Cut(payload, " ")
+	switch what {
+	case "answer", "relay":
+		s.g.opts.Measures.Handoff(what)
+	case "send":
+		s.g.opts.Measures.Handoff("message")
+	case "resume":
+		s.g.opts.Measures.Handoff("round")
+	}
 	if err := s.ann.Announce(ctx, gatewayTopic, payload); err != nil {
 		s.g.log.Warn("cannot tell the other replicas", "error", err)
 	}
+}
+
+// count is how many sessions this process holds.
+func (s *sessions) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
 }
 
 // byTag returns this process's copy of the session tag names, if any.

@@ -33,8 +33,9 @@ type Metrics struct {
 	content   *prometheus.CounterVec
 	refreshes *prometheus.CounterVec
 
-	mu     sync.Mutex
-	source func(context.Context) State // nil until a host is observed
+	mu      sync.Mutex
+	source  func(context.Context) State // nil until a host is observed
+	gateway *gatewayMetrics             // nil until a gateway is observed (gateway.go)
 }
 
 // A State is what a host reports when it is scraped: the gauges.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -22,6 +23,39 @@ func TestNilMeasuresNothing(t *testing.T) {
 		t.Error("a nil Metrics asked for the state")
 		return metrics.State{}
 	})
+	m.ObserveGateway(func() int {
+		t.Error("a nil Metrics asked for the sessions")
+		return 0
+	})
+	m.SessionOpened(metrics.SessionTaken)
+	m.Handoff("answer")
+}
+
+// TestGatewayExposition: a gateway's sessions and hand-offs, every label
+// value present from the start (a dashboard's rate needs the zero), and
+// nothing counted before a gateway is observed.
+func TestGatewayExposition(t *testing.T) {
+	m := metrics.New()
+	m.SessionOpened(metrics.SessionTaken) // no gateway yet: not counted
+	m.ObserveGateway(func() int { return 3 })
+	m.SessionOpened(metrics.SessionInitialized)
+	m.SessionOpened(metrics.SessionTaken)
+	m.Handoff("answer")
+	m.Handoff("answer")
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		"airlock_gateway_sessions 3\n",
+		`airlock_gateway_sessions_opened_total{how="initialized"} 1` + "\n",
+		`airlock_gateway_sessions_opened_total{how="taken"} 1` + "\n",
+		`airlock_gateway_handoffs_total{what="answer"} 2` + "\n",
+		`airlock_gateway_handoffs_total{what="round"} 0` + "\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("exposition has no %q:\n%s", want, body)
+		}
+	}
 }
 
 // TestExposition: what the handler writes, in the text format a scraper

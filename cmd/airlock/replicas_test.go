@@ -423,6 +423,21 @@ func TestReplicaSessions(t *testing.T) {
 		waitFor(t, "a request of the ended session to "+u+" is 404", func() bool { return sessionStatus(t, u, id) == http.StatusNotFound })
 	}
 
+	// Each replica counts what it opened and handed over.
+	var taken, initialized, answers, held int
+	for _, u := range urls {
+		_, _, m := scrape(t, u, "", "")
+		n := func(series string) int { v, _ := strconv.Atoi(sample(m, series)); return v }
+		taken += n(`airlock_gateway_sessions_opened_total{how="taken"}`)
+		initialized += n(`airlock_gateway_sessions_opened_total{how="initialized"}`)
+		answers += n(`airlock_gateway_handoffs_total{what="answer"}`)
+		held += n("airlock_gateway_sessions")
+	}
+	if taken < 1 || initialized < 2 || answers < 1 || held < 2 {
+		t.Errorf("metrics of both replicas: %d sessions taken, %d initialized, %d answers handed over, %d held; want at least 1, 2, 1, 2",
+			taken, initialized, answers, held)
+	}
+
 	// Replica 0 stops: the session goes on through replica 1.
 	lb.takeDown(0)
 	cmds[0].Process.Signal(syscall.SIGTERM)

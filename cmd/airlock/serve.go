@@ -87,7 +87,7 @@ func (e *env) serve(o *options, _ []string) error {
 				return err
 			}
 			m := metrics.New()
-			opts.Metrics, gopts.Metrics, gopts.MetricsToken = m, m.Handler(), token
+			opts.Metrics, gopts.Metrics, gopts.Measures, gopts.MetricsToken = m, m.Handler(), m, token
 		}
 		g = gateway.New(gopts)
 		opts.Approver, opts.CatalogChanged, opts.CatalogHeard, opts.ResourceUpdated = g, g.CatalogChanged, g.CatalogHeard, g.ResourceUpdated
