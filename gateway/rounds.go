@@ -73,8 +73,8 @@ func (g *Gateway) relayRound(ctx context.Context, ex *exchange, who caller, st p
 	if err != nil {
 		return nil, err
 	}
-	wake := r.wait(box)
-	defer r.done(box)
+	wake := make(chan struct{}, 1)
+	defer keep(&r.mu, r.waiting, box, wake)()
 	if err := g.storeDo(ctx, func(ctx context.Context) error { return r.mail.Post(ctx, "in."+box, in, answerWithin) }); err != nil {
 		g.log.Warn("cannot hand a round to the replica where its call waits", "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
@@ -122,14 +122,7 @@ func (g *Gateway) runRound(box string) {
 	r := &g.relays
 	ctx, cancel := context.WithTimeout(context.Background(), answerWithin)
 	defer cancel()
-	r.mu.Lock()
-	r.running[box] = cancel
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, box)
-		r.mu.Unlock()
-	}()
+	defer keep(&r.mu, r.running, box, cancel)()
 	var a relayedAnswer
 	res, err := g.roundFor(ctx, box)
 	if err == nil {
@@ -202,24 +195,20 @@ func (r *relays) heard(verb, rest string) {
 	}
 }
 
-func (r *relays) wait(box string) chan struct{} {
-	wake := make(chan struct{}, 1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.waiting == nil {
-		r.waiting = map[string]chan struct{}{}
-	}
-	r.waiting[box] = wake
-	return wake
-}
-
-func (r *relays) done(box string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	delete(r.waiting, box)
-}
-
 func (r *relays) announce(payload string) { r.g.sessions.announce(payload) }
+
+// keep puts v under key in m, guarded by mu, and returns what takes it
+// out.
+func keep[V any](mu *sync.Mutex, m map[string]V, key string, v V) (drop func()) {
+	mu.Lock()
+	m[key] = v
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		delete(m, key)
+		mu.Unlock()
+	}
+}
 
 // storeDo runs f with a context bounded by storeTimeout.
 func (g *Gateway) storeDo(ctx context.Context, f func(context.Context) error) error {

@@ -255,14 +255,7 @@ func (s *sessions) passOn(sess *session, msg *jsonrpc.Request) bool {
 	if msg.IsCall() {
 		key = sess.tag + " " + fmt.Sprint(msg.ID.Raw())
 		sent = make(chan struct{}, 1)
-		s.mu.Lock()
-		s.sending[key] = sent
-		s.mu.Unlock()
-		defer func() {
-			s.mu.Lock()
-			delete(s.sending, key)
-			s.mu.Unlock()
-		}()
+		defer keep(&s.mu, s.sending, key, sent)()
 	}
 	s.announce("send " + sess.tag + " " + string(data))
 	if sent == nil {
