@@ -5,6 +5,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"mime"
@@ -213,12 +214,23 @@ func (s *sessions) passAnswer(sess *session, replica string, resp *jsonrpc.Respo
 		return
 	}
 	payload := "answer " + replica + " " + sess.tag + " " + string(data)
-	if len(payload) > maxAnnouncement {
-		s.g.log.Warn("an answer to another replica's question is too large to pass on: that question goes unanswered",
-			"session", fingerprint(sess.id), "bytes", len(data))
+	if len(payload) <= maxAnnouncement {
+		s.announce(payload)
 		return
 	}
-	s.announce(payload)
+	// Too large to announce (a sampled message, say): left in the
+	// mailbox, and the box announced.
+	mail := s.g.relays.mail
+	box := "answer." + rand.Text()
+	if mail != nil {
+		err = s.g.storeDo(context.Background(), func(ctx context.Context) error { return mail.Post(ctx, box, data, answerWithin) })
+	}
+	if mail == nil || err != nil {
+		s.g.log.Warn("an answer to another replica's question cannot be passed on: that question goes unanswered",
+			"session", fingerprint(sess.id), "bytes", len(data), "error", err)
+		return
+	}
+	s.announce("answer " + replica + " " + sess.tag + " @" + box)
 }
 
 // heardAnswer takes an answer another replica passed on: if the question
@@ -233,7 +245,26 @@ func (s *sessions) heardAnswer(rest string) {
 	if sess == nil {
 		return
 	}
+	if box, ok := strings.CutPrefix(data, "@"); ok {
+		go s.collectAnswer(sess, box)
+		return
+	}
 	s.inject(sess, []byte(data))
+}
+
+// collectAnswer takes an answer another replica left in the mailbox.
+func (s *sessions) collectAnswer(sess *session, box string) {
+	mail := s.g.relays.mail
+	if mail == nil {
+		return
+	}
+	var data []byte
+	err := s.g.storeDo(context.Background(), func(ctx context.Context) (err error) { data, err = mail.Collect(ctx, box); return err })
+	if err != nil {
+		s.g.log.Warn("an answer another replica passed on cannot be collected", "session", fingerprint(sess.id), "error", err)
+		return
+	}
+	s.inject(sess, data)
 }
 
 // passOn passes a message for the client that this replica cannot send

@@ -337,8 +337,8 @@ func (b *sessionBalancer) next(method string, body []byte) int {
 		i = b.n % len(b.targets)
 		b.n++
 	}
-	if method == "tools/call" {
-		b.call = i
+	if method == "tools/call" || bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+		b.call = i // a 2025-11-25 client names the method in its body only
 	}
 	b.served[i]++
 	return i
@@ -488,9 +488,11 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // where the call waits, which hands it over and answers with the round's
 // outcome: the next question, then the result. A 2025-11-25 client's
 // answer to the question put on its session reaches the other replica,
-// which passes it back.
+// which passes it back, through the mailbox when it is too large to
+// announce (a sampled message of 10 KB).
 func TestReplicaRounds(t *testing.T) {
 	db := testenv.PostgresDatabase(t)
+	long := strings.Repeat("a sampled answer longer than an announcement takes. ", 200)
 	for _, era := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(era, func(t *testing.T) {
 			dir := t.TempDir()
@@ -515,6 +517,10 @@ func TestReplicaRounds(t *testing.T) {
 					}
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "red", "count": 3}}, nil
 				},
+				// An answer too large for an announcement.
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: long}}, nil
+				},
 			})
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb.url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 			if err != nil {
@@ -524,6 +530,7 @@ func TestReplicaRounds(t *testing.T) {
 			for _, tt := range []struct{ tool, want string }{
 				{"w__ask_form", `accept {"colour":"red","count":3,"name":"Ada"}`},
 				{"w__ask_twice", "accept {\"ok\":true}\ncancel"},
+				{"w__sample", "the model said: " + long},
 			} {
 				if got := callText(ctx, t, cs, tt.tool); got != tt.want {
 					t.Errorf("%s: %q, want %q", tt.tool, got, tt.want)
