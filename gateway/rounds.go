@@ -36,8 +36,7 @@ const relayPoll = 2 * time.Second
 // relays hands rounds of parked calls among the replicas.
 type relays struct {
 	g    *Gateway
-	mail store.Mailbox
-	ann  store.Announcer
+	mail store.Mailbox // nil: rounds stay where they are (announced through g.sessions)
 
 	mu      sync.Mutex
 	waiting map[string]chan struct{}      // the boxes of this replica's retries, until answered
@@ -45,7 +44,7 @@ type relays struct {
 }
 
 // on reports whether rounds can be handed among replicas.
-func (r *relays) on() bool { return r.mail != nil && r.ann != nil }
+func (r *relays) on() bool { return r.mail != nil }
 
 // A relayedRound is a client's retry, as the replica that took it hands it
 // to the replica where the call waits.
@@ -146,12 +145,17 @@ func (g *Gateway) runRound(box string) {
 // roundFor takes the retry left under box and runs its round.
 func (g *Gateway) roundFor(ctx context.Context, box string) (mcp.Result, error) {
 	var in []byte
-	if err := g.storeDo(ctx, func(ctx context.Context) (err error) { in, err = g.relays.mail.Collect(ctx, "in."+box); return err }); err != nil {
-		return nil, fmt.Errorf("the retry handed to this replica cannot be read: %w", err)
-	}
+	// What went wrong goes to the log: the store's error may name its
+	// address, and the client only needs to know to try again.
 	var rq relayedRound
-	if err := json.Unmarshal(in, &rq); err != nil {
-		return nil, fmt.Errorf("the retry handed to this replica cannot be read: %w", err)
+	err := g.storeDo(ctx, func(ctx context.Context) (err error) { in, err = g.relays.mail.Collect(ctx, "in."+box); return err })
+	if err == nil {
+		err = json.Unmarshal(in, &rq)
+	}
+	if err != nil {
+		g.log.Warn("cannot read a retry another replica handed over", "error", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "the answer reached another replica than the one where the call waits, and could not be handed over; send it again"}
 	}
 	p := g.openParked(rq.State, rq.Subject, rq.Caller)
 	if p == nil {

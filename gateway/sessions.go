@@ -118,7 +118,7 @@ func newSessions(g *Gateway) *sessions {
 func (s *sessions) share(life context.Context, st store.Store) {
 	ann, announces := st.(store.Announcer)
 	if mail, ok := st.(store.Mailbox); ok && announces {
-		s.g.relays = relays{g: s.g, mail: mail, ann: ann, running: map[string]context.CancelFunc{}, waiting: map[string]chan struct{}{}}
+		s.g.relays = relays{g: s.g, mail: mail, running: map[string]context.CancelFunc{}, waiting: map[string]chan struct{}{}}
 	}
 	if shared, ok := st.(store.Sessions); ok {
 		s.shared = shared

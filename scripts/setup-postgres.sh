@@ -25,12 +25,26 @@ die() {
 	exit 1
 }
 
-bin=${AIRLOCK_PG_BIN:-/usr/local/bin}
 port=${AIRLOCK_PG_PORT:-55432}
 [[ $port =~ ^[0-9]+$ ]] || die "AIRLOCK_PG_PORT=$port is not a port number"
-for b in initdb pg_ctl postgres; do
-	[[ -x $bin/$b ]] || die "$bin/$b not found: install PostgreSQL 15 or set AIRLOCK_PG_BIN to its bin directory"
-done
+
+# The binaries: AIRLOCK_PG_BIN, else those on this machine (linked into
+# /usr/local/bin, or where Debian's postgresql-15 package puts them), else,
+# as root on Debian, that package installed now.
+has_bin() { [[ -x $1/initdb && -x $1/pg_ctl && -x $1/postgres ]]; }
+debian=/usr/lib/postgresql/15/bin
+if [[ -n ${AIRLOCK_PG_BIN:-} ]]; then
+	bin=$AIRLOCK_PG_BIN
+elif has_bin /usr/local/bin; then
+	bin=/usr/local/bin
+else
+	bin=$debian
+	if ! has_bin "$bin" && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+		echo "setup-postgres: installing Debian's postgresql-15" >&2
+		apt-get install -y -q postgresql-15 >&2 || die "apt-get install postgresql-15 failed"
+	fi
+fi
+has_bin "$bin" || die "initdb, pg_ctl or postgres not found in $bin: install PostgreSQL 15 (Debian: apt-get install postgresql-15) or set AIRLOCK_PG_BIN to its bin directory"
 
 # .cache may be a symbolic link; the server is given the real path.
 if [[ -n ${AIRLOCK_PG_DATA:-} ]]; then
