@@ -121,6 +121,10 @@ type Record struct {
 type RecordFilter struct {
 	// All selects every record, open and ended, resolved or not.
 	All bool
+	// CallID, if set, selects only the records of the call with this tool
+	// call id (Intent.CallID); with it, All is implied: records of every
+	// status are returned.
+	CallID string
 	// Tenant and User, if set, select only the records of calls made for
 	// that tenant and user.
 	Tenant string

@@ -187,6 +187,34 @@ CREATE TABLE gateway_mail (
 );
 CREATE INDEX gateway_mail_expires ON gateway_mail (expires_at);
 `,
+	// 8: agent runs and their checkpoints (runs.go), and the records of a
+	// tool call found by its id (store.RecordFilter.CallID), which a
+	// resumed run asks for one call at a time. A checkpoint is bytea, not
+	// jsonb or text: it is returned byte for byte as it was given.
+	`
+CREATE TABLE runs (
+	id            text        PRIMARY KEY,
+	status        text        NOT NULL CHECK (status IN ('running', 'waiting', 'done', 'failed', 'cancelled')),
+	tenant        text        NOT NULL,
+	user_name     text        NOT NULL,
+	provider      text        NOT NULL,
+	model         text        NOT NULL,
+	task          text        NOT NULL,
+	title         text        NOT NULL,
+	steps         integer     NOT NULL,
+	tool_calls    integer     NOT NULL,
+	input_tokens  bigint      NOT NULL,
+	output_tokens bigint      NOT NULL,
+	snapshot      text        NOT NULL,
+	error         text        NOT NULL,
+	checkpoint    bytea,      -- the agent loop's JSON, or NULL for none
+	created_at    timestamptz NOT NULL,
+	updated_at    timestamptz NOT NULL -- by the server's clock
+);
+CREATE INDEX runs_created ON runs (created_at DESC, id DESC);
+
+CREATE INDEX intents_call ON intents (call_id) WHERE call_id <> '';
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -31,7 +31,7 @@ func TestPragmas(t *testing.T) {
 		{db.w, "journal_mode", "wal"},
 		{db.w, "synchronous", "2"}, // FULL
 		{db.w, "busy_timeout", "10000"},
-		{db.w, "user_version", "8"},
+		{db.w, "user_version", "9"},
 		{db.r, "journal_mode", "wal"},
 		{db.r, "query_only", "1"},
 		{db.r, "busy_timeout", "10000"},
@@ -44,7 +44,7 @@ func TestPragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s: got %q, want %q", tc.pragma, got, tc.want)
 		}
 	}
-	if len(migrations) != 8 {
+	if len(migrations) != 9 {
 		t.Errorf("update the user_version this test expects to %d", len(migrations))
 	}
 }

@@ -167,14 +167,20 @@ func scanRecord(row scanner) (store.Record, error) {
 }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
+	which, arg := `(? OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
+	if f.CallID != "" {
+		// A call's records are found by the index intents_call, whose
+		// condition SQLite must find in the query to use it.
+		which, arg = `call_id = ? AND call_id <> ''`, f.CallID
+	}
 	out, err := queryAll(ctx, j.db.r, scanRecord, `
 SELECT `+recordColumns+` FROM intents
-WHERE (? OR (outcome = 'unknown' AND resolution IS NULL))
+WHERE `+which+`
 	AND (? = '' OR tenant = ?)
 	AND (? = '' OR user_name = ?)
 ORDER BY created_at, seq
 LIMIT ?`,
-		f.All, f.Tenant, f.Tenant, f.User, f.User, limit(f.Limit))
+		arg, f.Tenant, f.Tenant, f.User, f.User, limit(f.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list records: cannot read the journal: %w", err)
 	}

@@ -159,6 +159,33 @@ CREATE TABLE tasks (
 ) STRICT;
 CREATE INDEX tasks_created ON tasks (created_at, id);
 `,
+	// 9: agent runs and their checkpoints (runs.go), and the records of
+	// a tool call found by its id (store.RecordFilter.CallID), which a
+	// resumed run asks for one call at a time.
+	`
+CREATE TABLE runs (
+	id            TEXT    PRIMARY KEY,
+	status        TEXT    NOT NULL CHECK (status IN ('running', 'waiting', 'done', 'failed', 'cancelled')),
+	tenant        TEXT    NOT NULL,
+	user_name     TEXT    NOT NULL,
+	provider      TEXT    NOT NULL,
+	model         TEXT    NOT NULL,
+	task          TEXT    NOT NULL,
+	title         TEXT    NOT NULL,
+	steps         INTEGER NOT NULL,
+	tool_calls    INTEGER NOT NULL,
+	input_tokens  INTEGER NOT NULL,
+	output_tokens INTEGER NOT NULL,
+	snapshot      TEXT    NOT NULL,
+	error         TEXT    NOT NULL,
+	checkpoint    TEXT,   -- the agent loop's JSON, byte for byte as given, or NULL for none
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL
+) STRICT;
+CREATE INDEX runs_created ON runs (created_at DESC, id DESC);
+
+CREATE INDEX intents_call ON intents (call_id) WHERE call_id <> '';
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -435,6 +435,58 @@ func testLateAnswer(t *testing.T, h *harness) {
 	}
 }
 
+// testRecordsByCallID: a call id selects the records of that call, in
+// the order they were begun, whatever their status, with the tenant and
+// user filters still applied.
+func testRecordsByCallID(t *testing.T, h *harness) {
+	j := h.store().Journal()
+	unknownOKOpen(t, j)
+	// An idempotent call whose outcome was unknown, sent once more.
+	retry := intent("unk_retry", base().Add(time.Second))
+	retry.CallID = "call_unk"
+	bare := intent("bare", base())
+	bare.CallID = ""
+	for _, in := range []store.Intent{retry, bare} {
+		if err := j.Begin(t.Context(), in); err != nil {
+			t.Fatalf("Begin(%s): %v", in.ID, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		f    store.RecordFilter
+		want []string
+	}{
+		{"ended succeeded", store.RecordFilter{CallID: "call_ok"}, []string{"ok"}},
+		{"open", store.RecordFilter{CallID: "call_open"}, []string{"open"}},
+		{"ended unknown, then sent again", store.RecordFilter{CallID: "call_unk"}, []string{"unk", "unk_retry"}},
+		{"limit 1", store.RecordFilter{CallID: "call_unk", Limit: 1}, []string{"unk"}},
+		{"with All", store.RecordFilter{CallID: "call_ok", All: true}, []string{"ok"}},
+		{"of the tenant", store.RecordFilter{CallID: "call_ok", Tenant: "acme", User: "ada"}, []string{"ok"}},
+		{"of another tenant", store.RecordFilter{CallID: "call_unk", Tenant: "other"}, []string{}},
+		{"of another user", store.RecordFilter{CallID: "call_unk", User: "bob"}, []string{}},
+		{"no such call", store.RecordFilter{CallID: "call_none"}, []string{}},
+	} {
+		got, err := j.Records(t.Context(), tc.f)
+		if err != nil {
+			t.Fatalf("Records(%s): %v", tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
+			t.Errorf("Records(%s) (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	got, err := j.Records(t.Context(), store.RecordFilter{CallID: "call_ok"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Records by call id: %+v, %v; want one record", got, err)
+	}
+	want, err := j.Get(t.Context(), "ok")
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if diff := cmp.Diff(want, got[0]); diff != "" {
+		t.Errorf("Records by call id and Get disagree (-get +records):\n%s", diff)
+	}
+}
+
 // unknownOKOpen begins three records: "unk" ended unknown, "ok" ended
 // succeeded, and "open".
 func unknownOKOpen(t *testing.T, j store.Journal) {

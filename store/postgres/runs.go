@@ -1,0 +1,107 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// Runs are rows of the table runs, one per run id. SaveRun is one INSERT …
+// ON CONFLICT DO UPDATE: of several racing saves of a new id, in any
+// number of processes, PostgreSQL lets one insert and turns the others
+// into updates of its row, and the last one's record stands.
+
+var _ store.Runs = (*DB)(nil)
+
+// runColumns are the columns of a run's record but its checkpoint, which
+// only RunRecord reads.
+const runColumns = `id, status, tenant, user_name, provider, model, task, title, steps, tool_calls,
+	input_tokens, output_tokens, snapshot, error, created_at, updated_at`
+
+// saveRunQuery inserts or replaces a record: $15 is the checkpoint (NULL
+// for none), $16 the creation time (NULL: the row's, or now for a new
+// one).
+const saveRunQuery = `
+INSERT INTO runs (id, status, tenant, user_name, provider, model, task, title, steps, tool_calls,
+	input_tokens, output_tokens, snapshot, error, checkpoint, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, COALESCE($16::timestamptz, now()), now())
+ON CONFLICT (id) DO UPDATE SET status = excluded.status, tenant = excluded.tenant,
+	user_name = excluded.user_name, provider = excluded.provider, model = excluded.model,
+	task = excluded.task, title = excluded.title, steps = excluded.steps, tool_calls = excluded.tool_calls,
+	input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+	snapshot = excluded.snapshot, error = excluded.error, checkpoint = excluded.checkpoint,
+	created_at = COALESCE($16::timestamptz, runs.created_at), updated_at = excluded.updated_at`
+
+// SaveRun inserts or replaces the record of r.ID; see store.Runs.
+func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	var created any // NULL: the row's, or now
+	if !r.CreatedAt.IsZero() {
+		created = store.UTC(r.CreatedAt)
+	}
+	var checkpoint []byte // nil: NULL
+	if len(r.Checkpoint) > 0 {
+		checkpoint = r.Checkpoint
+	}
+	_, err := db.pool.Exec(ctx, saveRunQuery,
+		r.ID, string(r.Status), r.Tenant, r.User, r.Provider, r.Model, r.Task, r.Title, r.Steps, r.ToolCalls,
+		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// RunRecord returns the record of id, its checkpoint included; see
+// store.Runs.
+func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+runColumns+`, checkpoint FROM runs WHERE id = $1`, id)
+	r, err := one(rows, err, func(row pgx.CollectableRow) (store.RunRecord, error) {
+		var checkpoint []byte
+		r, err := scanRun(row, &checkpoint)
+		if len(checkpoint) > 0 {
+			r.Checkpoint = checkpoint
+		}
+		return r, err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.RunRecord{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.RunRecord{}, fmt.Errorf("read run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunRecords returns the records f selects, newest first, without their
+// checkpoints; see store.Runs.
+func (db *DB) RunRecords(ctx context.Context, f store.RunFilter) ([]store.RunRecord, error) {
+	rows, err := db.pool.Query(ctx, `
+SELECT `+runColumns+` FROM runs
+WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR user_name = $2)
+ORDER BY created_at DESC, id DESC
+LIMIT $3`,
+		f.Tenant, f.User, limit(f.Limit))
+	out, err := collect(rows, err, func(row pgx.CollectableRow) (store.RunRecord, error) { return scanRun(row) })
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	return out, nil
+}
+
+// scanRun reads the columns runColumns names, then into extra any that
+// follow them.
+func scanRun(row pgx.CollectableRow, extra ...any) (store.RunRecord, error) {
+	var r store.RunRecord
+	err := row.Scan(append([]any{&r.ID, &r.Status, &r.Tenant, &r.User, &r.Provider, &r.Model, &r.Task, &r.Title,
+		&r.Steps, &r.ToolCalls, &r.InputTokens, &r.OutputTokens, &r.Snapshot, &r.Error, &r.CreatedAt, &r.UpdatedAt},
+		extra...)...)
+	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
+	return r, err
+}
