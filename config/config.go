@@ -107,6 +107,8 @@ type Config struct {
 	Serve Serve
 	// Store says where the journal, approvals and audit trail are kept.
 	Store Store
+	// Agent configures the agent loop, airlock run.
+	Agent Agent
 
 	notices []string
 }
@@ -273,6 +275,13 @@ type Server struct {
 	// them to the host's model. Only a server that may sample is told the
 	// host can (the sampling capability).
 	Sampling string
+
+	// Instructions says whether the agent loop (airlock run) puts the
+	// server's instructions in its system prompt: InstructionsInclude,
+	// bounded and scrubbed as descriptions are; InstructionsOmit or ""
+	// (the default) leaves them out. The gateway relays no server's
+	// instructions either way.
+	Instructions string
 
 	// Source is "file:line" where the server was defined, for messages.
 	Source string

@@ -14,7 +14,7 @@ import (
 var (
 	topKeys = keySet{
 		known: []string{"servers", "limits", "development", "import", "policy", "approvals", "audit",
-			"tenancy", "egress", "serve", "store"},
+			"tenancy", "egress", "serve", "store", "agent"},
 		elsewhere: map[string]string{
 			"tools": "under policy:", "rules": "under policy:", "cedar": "under policy:", "hooks": "under policy:",
 			"ttl": "under approvals:", "record_values": "under audit:",
@@ -30,6 +30,8 @@ var (
 			"password_env": "under store:", "audit_key": "under store:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:", "metrics_token_env": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
+			"provider":   "under agent:", "model": "under agent:", "base_url": "under agent:", "api_key_env": "under agent:",
+			"max_steps": "under agent:", "max_tools_in_prompt": "under agent:",
 		},
 	}
 	serverKeys = keySet{
@@ -38,7 +40,7 @@ var (
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
 			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling",
-			"allowed_resources", "allowed_prompts"},
+			"allowed_resources", "allowed_prompts", "instructions"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level",
@@ -161,6 +163,9 @@ func (r *yamlReader) read(root *yaml.Node, cfg *Config) *yamlFile {
 	}
 	if p, ok := top["store"]; ok {
 		r.store(p, &cfg.Store)
+	}
+	if p, ok := top["agent"]; ok {
+		r.agent(p, &cfg.Agent)
 	}
 	return f
 }
@@ -307,7 +312,7 @@ func (r *yamlReader) workspace(se *serverEntry, v string, line int, path string)
 }
 
 // serverTools reads allowed_tools, allowed_resources, allowed_prompts,
-// tool_prefix, protocol_versions and sampling.
+// tool_prefix, protocol_versions, sampling and instructions.
 func (r *yamlReader) serverTools(se *serverEntry) {
 	e, s := se.entry, &se.s
 	if p, ok := r.require(e, "allowed_tools", `is required: list the tools to expose, or ["*"] for every tool`); ok {
@@ -327,6 +332,9 @@ func (r *yamlReader) serverTools(se *serverEntry) {
 	}
 	if v, ok := r.keyText(e, "sampling", oneOf(SamplingDeny, SamplingAsk, SamplingAllow)); ok {
 		s.Sampling = v
+	}
+	if v, ok := r.keyText(e, "instructions", oneOf(InstructionsOmit, InstructionsInclude)); ok {
+		s.Instructions = v
 	}
 }
 

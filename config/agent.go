@@ -1,0 +1,173 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"unicode"
+)
+
+// Providers the agent loop (airlock run) speaks to.
+const (
+	ProviderOpenAI    = "openai"    // Chat Completions, and every server compatible with it
+	ProviderAnthropic = "anthropic" // Messages
+)
+
+// Defaults of agent: that airlock run applies when a field of [Agent] is
+// zero.
+const (
+	DefaultAgentMaxSteps     = 50
+	DefaultMaxToolsInPrompt  = 64
+	DefaultOpenAIKeyEnv      = "OPENAI_API_KEY"
+	DefaultAnthropicKeyEnv   = "ANTHROPIC_API_KEY"
+	maxAgentSystemPromptSize = 64 << 10
+)
+
+// The values of a server's instructions: key.
+const (
+	InstructionsOmit    = "omit"    // the default: the server's instructions reach no model
+	InstructionsInclude = "include" // airlock run puts them in the system prompt, bounded and scrubbed
+)
+
+var agentKeys = keySet{
+	known: []string{"provider", "model", "base_url", "api_key_env", "system", "max_steps", "max_tools_in_prompt"},
+	elsewhere: map[string]string{
+		"servers": "at the top level", "limits": "at the top level", "instructions": "in a server entry under servers:",
+	},
+}
+
+// Agent is agent:, the settings of the agent loop (airlock run). Its zero
+// value is the defaults; the command line's flags override it.
+type Agent struct {
+	// Provider is ProviderOpenAI or ProviderAnthropic; "" leaves the
+	// choice to the command line, else to which API key is set.
+	Provider string
+	// Model is the provider's model name, "" for none given.
+	Model string
+	// BaseURL is the provider's endpoint, "" for the provider's own: an
+	// OpenAI-compatible server (vLLM, Ollama, LM Studio, llama.cpp,
+	// LiteLLM, OpenRouter) is reached through it.
+	BaseURL string
+	// APIKeyEnv names the host variable that holds the API key: "" means
+	// OPENAI_API_KEY or ANTHROPIC_API_KEY, by provider. The key is read
+	// when a run starts, and is never printed, logged, audited or
+	// checkpointed.
+	APIKeyEnv string
+	// System is the system prompt, "" for the built-in one.
+	System string
+	// MaxSteps bounds the model steps of one run; 0 means
+	// DefaultAgentMaxSteps.
+	MaxSteps int
+	// MaxToolsInPrompt is how many tools a request may carry: past it the
+	// model gets a find_tools tool instead of the whole catalog. 0 means
+	// DefaultMaxToolsInPrompt.
+	MaxToolsInPrompt int
+}
+
+// agent reads agent:.
+func (r *yamlReader) agent(p pair, a *Agent) {
+	f, ok := r.fields(p.val, "agent", agentKeys)
+	if !ok {
+		return
+	}
+	text := func(key string, check func(string) string) (string, bool) {
+		kp, ok := f[key]
+		if !ok {
+			return "", false
+		}
+		v, ok := r.text(kp.val, "agent."+key)
+		if !ok {
+			return "", false
+		}
+		if msg := check(v); msg != "" {
+			r.errorf(resolve(kp.val).Line, "agent."+key, "%s", msg)
+			return "", false
+		}
+		return v, true
+	}
+	if v, ok := text("provider", oneOf(ProviderOpenAI, ProviderAnthropic)); ok {
+		a.Provider = v
+	}
+	if v, ok := text("model", CheckModel); ok {
+		a.Model = v
+	}
+	if v, ok := text("base_url", CheckBaseURL); ok {
+		a.BaseURL = v
+	}
+	if v, ok := text("api_key_env", checkEnvName); ok {
+		a.APIKeyEnv = v
+	}
+	if v, ok := text("system", checkSystemPrompt); ok {
+		a.System = v
+	}
+	if kp, ok := f["max_steps"]; ok {
+		if v, ok := r.integer(kp.val, "agent.max_steps", 1, 10000, "steps"); ok {
+			a.MaxSteps = v
+		}
+	}
+	if kp, ok := f["max_tools_in_prompt"]; ok {
+		if v, ok := r.integer(kp.val, "agent.max_tools_in_prompt", 1, 1000, "tools"); ok {
+			a.MaxToolsInPrompt = v
+		}
+	}
+}
+
+// KeyEnv is the host variable that holds the API key of provider:
+// APIKeyEnv, else the provider's usual one.
+func (a *Agent) KeyEnv(provider string) string {
+	if a.APIKeyEnv != "" {
+		return a.APIKeyEnv
+	}
+	if provider == ProviderAnthropic {
+		return DefaultAnthropicKeyEnv
+	}
+	return DefaultOpenAIKeyEnv
+}
+
+// CheckModel checks a model name: what a provider calls its model, such
+// as gpt-5.2, claude-sonnet-4-5 or qwen3:8b.
+func CheckModel(name string) string {
+	switch {
+	case name == "":
+		return "must not be empty: name the provider's model, such as gpt-5.2 or claude-sonnet-4-5"
+	case len(name) > 256:
+		return "is longer than 256 characters"
+	case strings.ContainsFunc(name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return fmt.Sprintf("%s contains spaces or control characters", show(name))
+	}
+	return ""
+}
+
+// CheckBaseURL checks a provider's endpoint: an absolute http or https
+// URL with a host and without user information, a query or a fragment.
+// Messages do not quote it, since a refused one may carry a key.
+func CheckBaseURL(raw string) string {
+	const example = "such as http://127.0.0.1:11434/v1 or https://openrouter.ai/api/v1"
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Opaque != "":
+		return "is not a URL: give the provider's endpoint, " + example
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "must start with http:// or https://, " + example
+	case u.Hostname() == "":
+		return "names no host, " + example
+	case u.User != nil:
+		return "must not contain user information: put the key in the variable api_key_env names"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
+		return "must not have a query or a fragment, " + example
+	}
+	return ""
+}
+
+// checkSystemPrompt checks agent.system.
+func checkSystemPrompt(s string) string {
+	switch {
+	case strings.TrimSpace(s) == "":
+		return "must not be empty: give the system prompt, or remove the key for the built-in one"
+	case len(s) > maxAgentSystemPromptSize:
+		return fmt.Sprintf("is %d bytes, more than 64 KiB", len(s))
+	case strings.IndexByte(s, 0) >= 0:
+		return "must not contain a NUL character"
+	}
+	return ""
+}
