@@ -29,6 +29,10 @@ type ApprovalRequest struct {
 	// Principal is whom the call is made for: only that tenant's and
 	// user's call may use the grant.
 	Principal Principal
+	// Effect is what local policy says the tool may do (never what the
+	// server says of it): an approver may treat reads differently, as
+	// airlock run --yes-reads does.
+	Effect Effect
 }
 
 // An Approver asks a person about a call that policy wants approved: a
@@ -214,7 +218,8 @@ func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBindin
 func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req store.Approval) (res *Result, settled bool) {
 	who := q.snap.who
 	ar := ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
-		Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who}
+		Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who,
+		Effect: q.decision.Effect}
 	var answer Verdict
 	var remember bool
 	var err error

@@ -43,6 +43,13 @@ const (
 // "read", "write" or "external" (the default for every MCP tool).
 type Effect = policy.Effect
 
+// The effects local policy gives tools.
+const (
+	EffectRead     = policy.Read
+	EffectWrite    = policy.Write
+	EffectExternal = policy.External
+)
+
 // A HookVerdict is a before-call hook's answer. An empty Decision has no
 // opinion; Ask makes the call need a person's approval; Deny refuses it.
 // Any other Decision is a broken hook, and refuses the call too.

@@ -420,6 +420,10 @@ func (h *Host) TaskServers() []string {
 	return ids
 }
 
+// Logger is the host's log (redacted as the host redacts), for what runs
+// on top of the host, such as the agent loop.
+func (h *Host) Logger() *slog.Logger { return h.log }
+
 // StateDir returns the directory where the host keeps its state.
 func (h *Host) StateDir() string { return h.opts.StateDir }
 

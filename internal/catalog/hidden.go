@@ -156,3 +156,14 @@ func revealText(v any) int {
 	}
 	return n
 }
+
+// Instructions is a server's instructions as a model may read them: hidden
+// characters made visible as in descriptions, at most max characters (0
+// means 2000). It also returns how many characters it changed.
+func Instructions(s string, max int) (string, int) {
+	if max <= 0 {
+		max = 2000
+	}
+	s, hidden := reveal(s)
+	return cut(s, max), hidden
+}
