@@ -60,6 +60,7 @@ const (
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER, each [--tenant T] [--user U]"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
 	completeUsage  = "airlock complete (--prompt NAME | --template URI_TEMPLATE [--server ID]) --argument NAME [--value TEXT] [--context JSON] [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]"
+	runsUsage      = "airlock runs [--limit N] [--json] | runs show RUN_ID [--json], each [--config FILE] [--state DIR]"
 	addUsage       = "airlock add ID [--json] [--config FILE] -- COMMAND [ARGS…] | add ID --url URL [--json] [--config FILE]"
 )
 
@@ -114,6 +115,27 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		task: true, got: gotFirst, flags: traceFlag, run: (*env).shell},
 	{name: "status", usage: "airlock status [--json] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
 		task: true, got: gotFirst, flags: traceFlag, run: (*env).status},
+
+	{name: "run", usage: runUsage,
+		args: []string{"[PROMPT…]"}, rest: true, task: true,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.run.provider, "provider", "", "the model's provider: openai (and every server compatible with it) or anthropic (default: agent.provider)")
+			fs.StringVar(&o.run.model, "model", "", "the provider's model name (default: agent.model)")
+			fs.StringVar(&o.run.baseURL, "base-url", "", "the provider's endpoint, such as http://127.0.0.1:11434/v1 (default: agent.base_url, else the provider's own)")
+			fs.IntVar(&o.run.maxSteps, "max-steps", 0, "at most this many model steps (default: agent.max_steps, else 50)")
+			fs.BoolVar(&o.run.yesReads, "yes-reads", false, "approve, without asking, the calls policy asks about of tools local policy calls reads")
+			fs.StringVar(&o.run.resume, "resume", "", "go on with this run (see airlock runs): after an approval, a crash or an interruption")
+		},
+		run: (*env).run},
+	{name: "runs", usage: runsUsage,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.IntVar(&o.limit, "limit", 50, "at most this many runs, the newest")
+		},
+		run: inRuns((*env).runsList),
+		subs: []command{
+			{name: "show", usage: runsUsage, args: []string{"RUN_ID"}, takes: "exactly one run id (see airlock runs)", got: gotCount,
+				run: inRuns((*env).runsShow)},
+		}},
 
 	{name: "add", usage: addUsage,
 		args: []string{"ID", "[COMMAND ARGS…]"}, takes: "a server id, then -- and the command that starts the server (or --url URL)", got: gotCount, rest: true,

@@ -51,6 +51,7 @@ type options struct {
 	issues         issuesFlags   // server issues
 	stdio          bool          // serve
 	httpAddr       string        // serve
+	run            runFlags      // run
 }
 
 func (c *common) register(fs *flag.FlagSet) {

@@ -148,6 +148,22 @@ func (e *env) openSession(c *common) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.attach(c, h, cfg)
+}
+
+// sessionOf is openSession with the configuration already loaded.
+func (e *env) sessionOf(c *common, cfg *config.Config) (*session, error) {
+	h, cfg, err := e.hostOf(c, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e.attach(c, h, cfg)
+}
+
+// attach makes the session of a started host: with --task, attached to
+// the task.
+func (e *env) attach(c *common, h *airlock.Host, cfg *config.Config) (*session, error) {
+	var err error
 	s := &session{h: h, cfg: cfg}
 	if c.task == "" {
 		if ids := h.TaskServers(); len(ids) > 0 && !c.json {
@@ -179,6 +195,11 @@ func (e *env) openHost(c *common) (*airlock.Host, *config.Config, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return e.hostOf(c, cfg)
+}
+
+// hostOf starts every host server of cfg, as openHost does.
+func (e *env) hostOf(c *common, cfg *config.Config) (*airlock.Host, *config.Config, error) {
 	if cfg.Path == "" {
 		// The built-in default serves the working directory, which
 		// nobody chose; before anything is created there.
