@@ -15,7 +15,9 @@ const module = "github.com/airlockhq/airlock"
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
 	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "metrics", "policy", "store", "store/postgres", "store/sqlite"},
-	"cmd/airlock":               {"", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "metrics", "servers/issues", "servers/workspace", "store"},
+	"cmd/airlock":               {"", "agent", "auth/bearer", "auth/egress", "auth/oauth", "config", "gateway", "metrics", "servers/issues", "servers/workspace", "store"},
+	"agent":                     {"", "config", "store"},
+	"agent/agenttest":           nil,
 	"gateway":                   {"", "auth/bearer", "config", "metrics", "policy", "store"},
 	"bench/callbench":           {"", "config"},
 	"conformance/client":        {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
@@ -47,6 +49,10 @@ var allowedImports = map[string][]string{
 	"auth/oauth/oauthtest":      {"auth/bearer"},
 }
 
+// modelSDKs are the model providers' SDKs, which only package agent
+// imports: the rest of Airlock never talks to a model.
+var modelSDKs = []string{"github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2"}
+
 // TestLayers keeps the layers from leaking into each other, and every
 // package documented.
 func TestLayers(t *testing.T) {
@@ -76,6 +82,11 @@ func TestLayers(t *testing.T) {
 			continue
 		}
 		for _, imp := range p.Imports {
+			for _, sdk := range modelSDKs {
+				if (imp == sdk || strings.HasPrefix(imp, sdk+"/")) && rel != "agent" {
+					t.Errorf("%s imports %s: only package agent speaks to model providers", p.ImportPath, imp)
+				}
+			}
 			if imp != module && !strings.HasPrefix(imp, module+"/") {
 				continue
 			}
