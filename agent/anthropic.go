@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 
@@ -154,6 +155,9 @@ func (p *anthropicAPI) Step(ctx context.Context, req *Request, text func(string)
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {
 			return nil, p.fail(ctx, err)
+		}
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			return nil, networkError(p.Name(), err) // the request got no answer at all
 		}
 		return nil, &ProviderError{Provider: p.Name(), Interrupted: true, Err: err,
 			Message: "the answer's stream broke off: " + scrubKey(printable(err.Error(), 300), p.key)}

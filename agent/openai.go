@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -128,6 +129,9 @@ func (p *openAI) Step(ctx context.Context, req *Request, text func(string)) (*Re
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {
 			return nil, p.fail(ctx, err)
+		}
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			return nil, networkError(p.Name(), err) // the request got no answer at all
 		}
 		return nil, &ProviderError{Provider: p.Name(), Interrupted: true, Err: err,
 			Message: "the answer's stream broke off: " + p.scrub(printable(err.Error(), 300))}

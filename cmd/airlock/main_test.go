@@ -1091,7 +1091,7 @@ func TestToolsAvailable(t *testing.T) {
 
 	// An mcpServers file without an allowlist shows what there is to allow.
 	r := runCLI(t, dir, "", "tools", "--config", "servers.json").want(t, 0)
-	for _, want := range []string{"Server w offers 4 tools, 0 allowed:", "slow_write", "Record the call", "To allow one: --allow w:TOOL."} {
+	for _, want := range []string{"Server w offers 5 tools, 0 allowed:", "slow_write", "Record the call", "To allow one: --allow w:TOOL."} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("tools --config servers.json: stdout lacks %q:\n%s", want, r.stdout)
 		}
@@ -1115,9 +1115,10 @@ func TestToolsAvailable(t *testing.T) {
 		want  map[string]string // tool → allow ("" when allowed)
 	}{
 		{[]string{"--config", "servers.json"}, 0, map[string]string{"greet": "--allow w:greet", "progress": "--allow w:progress",
-			"slow_write": "--allow w:slow_write", "sneaky": "--allow w:sneaky"}},
+			"record": "--allow w:record", "slow_write": "--allow w:slow_write", "sneaky": "--allow w:sneaky"}},
 		{nil, 1, map[string]string{"greet": "add greet to allowed_tools of server w (airlock.yaml:2)",
 			"progress":   "add progress to allowed_tools of server w (airlock.yaml:2)",
+			"record":     "add record to allowed_tools of server w (airlock.yaml:2)",
 			"slow_write": "add slow_write to allowed_tools of server w (airlock.yaml:2)", "sneaky": ""}},
 	} {
 		r := runCLI(t, dir, "", append([]string{"tools", "--available", "--json"}, tt.args...)...).want(t, 0)
