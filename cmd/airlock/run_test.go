@@ -386,6 +386,14 @@ func TestRunKilledResumes(t *testing.T) {
 				}
 			})
 			tt.killWhen(t, m, mark)
+			if tt.heard {
+				// One process drives a run at a time.
+				id, _ := runIDOf(t, dir)
+				r := runCLIEnv(t, dir, noKeys, "", "run", "--resume", id, "--base-url", m.URL("openai")).want(t, 2)
+				if !strings.Contains(r.stderr, "is going on in another airlock process") {
+					t.Errorf("a second driver of run %s: %s", id, r.stderr)
+				}
+			}
 			cmd.Process.Kill()
 			cmd.Wait()
 

@@ -43,10 +43,11 @@ func runLock(state string) func(string) (func(), error) {
 		}
 		f.Truncate(0)
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		// The file stays: removing it would let a process that opened it
+		// before the removal lock a file nobody else can find.
 		return func() {
 			f.Truncate(0)
 			f.Close() // releases the lock
-			os.Remove(path)
 		}, nil
 	}
 }
