@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -34,7 +35,13 @@ var agentKeys = keySet{
 	elsewhere: map[string]string{
 		"servers": "at the top level", "limits": "at the top level", "instructions": "in a server entry under servers:",
 	},
+	refused: map[string]string{"api_key": apiKeyRefused, "apiKey": apiKeyRefused, "key": apiKeyRefused},
 }
+
+// apiKeyRefused is the message for a key where only the name of its
+// variable may be.
+const apiKeyRefused = "an API key never goes in this file: set it in the environment (" + DefaultOpenAIKeyEnv + " or " +
+	DefaultAnthropicKeyEnv + "), or name the variable that holds it with agent.api_key_env"
 
 // Agent is agent:, the settings of the agent loop (airlock run). Its zero
 // value is the defaults; the command line's flags override it.
@@ -94,7 +101,7 @@ func (r *yamlReader) agent(p pair, a *Agent) {
 	if v, ok := text("base_url", CheckBaseURL); ok {
 		a.BaseURL = v
 	}
-	if v, ok := text("api_key_env", checkEnvName); ok {
+	if v, ok := text("api_key_env", checkKeyEnv); ok {
 		a.APIKeyEnv = v
 	}
 	if v, ok := text("system", checkSystemPrompt); ok {
@@ -139,10 +146,18 @@ func CheckModel(name string) string {
 }
 
 // CheckBaseURL checks a provider's endpoint: an absolute http or https
-// URL with a host and without user information, a query or a fragment.
-// Messages do not quote it, since a refused one may carry a key.
+// URL with a host, a valid port if any, and without spaces, user
+// information, a query or a fragment. Messages do not quote it, since a
+// refused one may carry a key.
 func CheckBaseURL(raw string) string {
 	const example = "such as http://127.0.0.1:11434/v1 or https://openrouter.ai/api/v1"
+	if strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+		return "must not contain spaces or control characters: give the provider's endpoint, " + example
+	}
+	if !strings.Contains(raw, "://") {
+		// host:port alone, the commonest slip, is no URL to url.Parse.
+		return "must start with http:// or https://, " + example
+	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || u.Opaque != "":
@@ -155,6 +170,47 @@ func CheckBaseURL(raw string) string {
 		return "must not contain user information: put the key in the variable api_key_env names"
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#"):
 		return "must not have a query or a fragment, " + example
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "has an invalid port: use 1 to 65535, " + example
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "has an empty port: give one, or leave out the colon"
+	}
+	return ""
+}
+
+// apiKeyPrefixes start the API keys of well-known providers: OpenAI,
+// Anthropic, OpenRouter and DeepSeek (sk-), Groq (gsk_), xAI (xai-),
+// Google (AIza), Hugging Face (hf_), NVIDIA (nvapi-), Perplexity (pplx-).
+var apiKeyPrefixes = []string{"sk-", "sk_", "gsk_", "xai-", "AIza", "hf_", "nvapi-", "pplx-"}
+
+// looksLikeAPIKey reports whether v is a provider's key rather than the
+// name of a variable: one of apiKeyPrefixes, then at least 16 characters
+// in mixed case, as a random key has and a variable's name seldom does.
+func looksLikeAPIKey(v string) bool {
+	for _, p := range apiKeyPrefixes {
+		tail, ok := strings.CutPrefix(v, p)
+		if ok && len(tail) >= 16 && strings.ContainsFunc(tail, unicode.IsUpper) && strings.ContainsFunc(tail, unicode.IsLower) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKeyEnv checks agent.api_key_env, the name of the variable that
+// holds the API key. A refused value is never quoted: it may be the key
+// itself, pasted where its variable's name belongs.
+func checkKeyEnv(name string) string {
+	const fix = "name the environment variable that holds the API key, such as " + DefaultOpenAIKeyEnv
+	switch {
+	case name == "":
+		return "must not be empty: " + fix + ", or remove the key for " + DefaultOpenAIKeyEnv + " or " + DefaultAnthropicKeyEnv + " by provider"
+	case looksLikeAPIKey(name):
+		return "looks like an API key, not the name of a variable: the key never goes in this file; set it in the environment and " + fix
+	case !envNamePattern.MatchString(name):
+		return "is not the name of an environment variable (letters, digits and _, not starting with a digit): " + fix + "; the key itself never goes in this file"
 	}
 	return ""
 }

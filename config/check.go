@@ -218,10 +218,16 @@ type keySet struct {
 	known []string
 	// elsewhere says where a key that belongs to another mapping goes.
 	elsewhere map[string]string
+	// refused holds the messages of keys that belong nowhere, for what a
+	// person is likely to write there instead (a secret's value).
+	refused map[string]string
 }
 
 // unknownKey returns the message for a key that is not in ks.
 func (ks keySet) unknownKey(key string) string {
+	if msg, ok := ks.refused[key]; ok {
+		return msg
+	}
 	if where, ok := ks.elsewhere[key]; ok {
 		return "unknown key here: it belongs " + where
 	}

@@ -52,6 +52,7 @@ func TestExample(t *testing.T) {
 	everything.Sampling = SamplingDeny
 	everything.AllowedResources = []string{"demo://resource/static/document/*"}
 	everything.AllowedPrompts = []string{"simple-prompt", "args-prompt"}
+	everything.Instructions = InstructionsOmit
 	github := newServer(dir, "mcp.json:3")
 	github.ID, github.Command = "github", "github-mcp-server"
 	github.Args = []string{"stdio", "--toolsets", "issues"}
@@ -69,30 +70,32 @@ func TestExample(t *testing.T) {
 		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:202"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:203"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:208"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:209"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", ToolGiven: true, Decision: "ask", Source: "example.yaml:224", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", ToolGiven: true, Decision: "ask", Source: "example.yaml:230", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:228"}}},
-				{Server: "everything", Tool: "echo", ToolGiven: true, Decision: "allow", Source: "example.yaml:231", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:235"}}},
-				{Server: "everything", Tool: "get-annotated-message", ToolGiven: true, Decision: "allow", Source: "example.yaml:237", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:241"}}},
-				{Server: "*", Tool: "delete_*", ToolGiven: true, Decision: "deny", Source: "example.yaml:243"},
-				{Server: "everything", Tool: "*", Resource: "demo://resource/static/document/*", Decision: "allow", Source: "example.yaml:244"},
-				{Server: "everything", Tool: "*", Prompt: "args-*", Decision: "ask", Source: "example.yaml:245"},
+					Source: "example.yaml:234"}}},
+				{Server: "everything", Tool: "echo", ToolGiven: true, Decision: "allow", Source: "example.yaml:237", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:241"}}},
+				{Server: "everything", Tool: "get-annotated-message", ToolGiven: true, Decision: "allow", Source: "example.yaml:243", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:247"}}},
+				{Server: "*", Tool: "delete_*", ToolGiven: true, Decision: "deny", Source: "example.yaml:249"},
+				{Server: "everything", Tool: "*", Resource: "demo://resource/static/document/*", Decision: "allow", Source: "example.yaml:250"},
+				{Server: "everything", Tool: "*", Prompt: "args-*", Decision: "ask", Source: "example.yaml:251"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:252",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:258"}},
+			CedarSource: "example.yaml:258",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:264"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
-		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:270"}},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:276"}},
 		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
 			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute, MetricsTokenEnv: "AIRLOCK_METRICS_TOKEN"},
+		Agent: Agent{Provider: ProviderOpenAI, Model: "qwen3:8b", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: DefaultOpenAIKeyEnv,
+			System: "You work in this repository through its tools. Say what you changed.", MaxSteps: DefaultAgentMaxSteps, MaxToolsInPrompt: DefaultMaxToolsInPrompt},
 	}
 	if diff := cmp.Diff(want, cfg, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("example mismatch (-want +got):\n%s", diff)
@@ -130,7 +133,7 @@ func TestExampleIsComplete(t *testing.T) {
 	var keys []string
 	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
 		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys,
-		oauthKeys, tenancyKeys, egressKeys, serveKeys, serveAuthKeys} {
+		oauthKeys, tenancyKeys, egressKeys, serveKeys, serveAuthKeys, storeKeys, agentKeys} {
 		keys = append(keys, ks.known...)
 	}
 	for _, key := range keys {

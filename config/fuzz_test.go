@@ -35,6 +35,8 @@ func FuzzParse(f *testing.F) {
 			"scopes: [\"\\x7f\"], oauth: {redirect_uri: \"http://[::ffff:127.0.0.1]:1\", client_metadata_url: \"https://a/\"}}]\n" +
 			"development: true\ntenancy: {user: \"${USER}\", tenant: \"${T:-x}\"}\negress: {proxy: \"http://[::1\"}\n",
 		"servers: [{id: r, transport: http, scope: task, command: x, url: https://a, allowed_hosts: [A], stream_read_timeout: 1s}]\n",
+		"agent: {provider: openai, base_url: \"http://[::1]:0/v1?\", api_key_env: gsk_AbCdEfGhIjKlMnOpQr, max_steps: 0x10, key: x}\n" + server +
+			"    instructions: include\n",
 	} {
 		f.Add([]byte(seed))
 	}

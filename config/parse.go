@@ -31,8 +31,10 @@ var (
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:", "metrics_token_env": "under serve:",
 			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
 			"provider":   "under agent:", "model": "under agent:", "base_url": "under agent:", "api_key_env": "under agent:",
-			"max_steps": "under agent:", "max_tools_in_prompt": "under agent:",
+			"max_steps": "under agent:", "max_tools_in_prompt": "under agent:", "system": "under agent:",
+			"instructions": "in a server entry under servers:",
 		},
+		refused: map[string]string{"api_key": apiKeyRefused, "apiKey": apiKeyRefused},
 	}
 	serverKeys = keySet{
 		known: []string{"id", "transport", "scope", "command", "args", "cwd", "env", "allowed_tools",
@@ -43,7 +45,7 @@ var (
 			"allowed_resources", "allowed_prompts", "instructions"},
 		elsewhere: map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
-			"development": "at the top level", "import": "at the top level",
+			"development": "at the top level", "import": "at the top level", "agent": "at the top level",
 			"tenancy": "at the top level", "egress": "at the top level", "proxy": "under egress: at the top level",
 			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
 			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",

@@ -306,9 +306,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key case", server + "Limits: {}\n", []string{
 			`airlock.yaml:5: Limits: unknown key; did you mean "limits"?`}},
 		{"unknown key far", server + "frobnicate: 1\n", []string{
-			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import, policy, approvals, audit, tenancy, egress, serve, store"}},
+			"airlock.yaml:5: frobnicate: unknown key: expected one of servers, limits, development, import, policy, approvals, audit, tenancy, egress, serve, store, agent"}},
 		{"unknown key quoted", server + "\"a b\": 1\n", []string{
-			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import, policy, approvals, audit, tenancy, egress, serve, store`}},
+			`airlock.yaml:5: "a b": unknown key: expected one of servers, limits, development, import, policy, approvals, audit, tenancy, egress, serve, store, agent`}},
 		{"key of a server at top", server + "allowed_tools: [x]\n", []string{
 			"airlock.yaml:5: allowed_tools: unknown key here: it belongs in a server entry under servers:"}},
 		{"key of limits at top", server + "max_tools: 3\n", []string{
