@@ -19,7 +19,7 @@ var allowedImports = map[string][]string{
 	"agent":                     {"", "config", "store"},
 	"agent/agenttest":           nil,
 	"gateway":                   {"", "auth/bearer", "config", "metrics", "policy", "store"},
-	"bench/callbench":           {"", "config"},
+	"bench/callbench":           {"", "agent", "config", "store"},
 	"conformance/client":        {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
 	"internal/catalog":          {"config", "internal/schema", "policy"},
 	"internal/upstream":         {"config", "internal/schema"},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -90,6 +91,7 @@ type Options struct {
 type Agent struct {
 	o    Options
 	runs store.Runs
+	cat  atomic.Pointer[catalog] // of the newest snapshot a step used
 }
 
 // New returns an agent. The host's store must keep runs (store.Runs):
@@ -270,15 +272,29 @@ type run struct {
 	mu  sync.Mutex // guards rec, cp and saves, while calls run
 	rec store.RunRecord
 	cp  checkpoint
+	// behind: the last save failed, so the store's checkpoint is older
+	// than cp.
+	behind bool
 
-	emitMu   sync.Mutex
-	told     map[string]bool // notices already given
-	index    *toolIndex      // find_tools' index of snap
-	indexFor string          // the snapshot id index is of
+	emitMu sync.Mutex
+	told   map[string]bool // notices already given
+	// noticed is the catalog whose notices the run gave.
+	noticed *catalog
 }
 
 func (a *Agent) newRun() *run {
 	return &run{a: a, o: &a.o, told: map[string]bool{}}
+}
+
+// catalog is the catalog of snap: the one the agent's last step made, if
+// it is of the same snapshot, or a new one.
+func (a *Agent) catalog(snap *airlock.Snapshot) *catalog {
+	if c := a.cat.Load(); c != nil && c.id == snap.ID() {
+		return c
+	}
+	c := newCatalog(a.o.Provider, snap.ID(), snap.Tools(), a.o.MaxToolsInPrompt)
+	a.cat.Store(c)
+	return c
 }
 
 // emit tells Options.Events of e, one event at a time.
@@ -312,6 +328,7 @@ func (r *run) save() error {
 }
 
 func (r *run) saveLocked() error {
+	r.behind = true
 	cp, err := json.Marshal(r.cp)
 	if err != nil {
 		return fmt.Errorf("cannot encode the run's checkpoint: %w", err)
@@ -322,6 +339,7 @@ func (r *run) saveLocked() error {
 	if err := r.a.runs.SaveRun(ctx, r.rec); err != nil {
 		return fmt.Errorf("cannot save the run's checkpoint: %w", err)
 	}
+	r.behind = false
 	return nil
 }
 
@@ -337,7 +355,7 @@ func (r *run) loop(ctx context.Context) *Outcome {
 			if snap == nil {
 				// A resumed run's calls run in the newest snapshot.
 				snap = r.o.Turn(ctx)
-				off = offer(r.o.Provider, snap.Tools(), r.o.MaxToolsInPrompt, r.cp.Found)
+				off = r.a.catalog(snap).offer(r.cp.Found)
 			}
 			r.settle(ctx, snap, off)
 			if ctx.Err() != nil {
@@ -346,9 +364,18 @@ func (r *run) loop(ctx context.Context) *Outcome {
 			if waiting := r.waiting(); len(waiting) > 0 {
 				return r.wait(waiting)
 			}
-			r.closeStep()
-			if err := r.save(); err != nil {
-				return r.stop(store.RunFailed, err)
+			// The step's last result closed it, in the save that kept
+			// the result (keep), unless every call had its result when
+			// the run resumed. A save that failed is made again now,
+			// before the model is asked.
+			closed := len(r.cp.Pending) == 0
+			if !closed {
+				r.closeStep()
+			}
+			if !closed || r.behind {
+				if err := r.save(); err != nil {
+					return r.stop(store.RunFailed, err)
+				}
 			}
 		}
 		if r.rec.Steps >= r.cp.MaxSteps {
@@ -356,12 +383,15 @@ func (r *run) loop(ctx context.Context) *Outcome {
 		}
 
 		snap = r.o.Turn(ctx)
-		off = offer(r.o.Provider, snap.Tools(), r.o.MaxToolsInPrompt, r.cp.Found)
-		for _, l := range off.leftOut {
-			r.notice(fmt.Sprintf("%s is left out of %s's requests: %s", l.Name, r.o.Provider.Name(), l.Reason))
-		}
-		if off.finder != "" {
-			r.notice(fmt.Sprintf("the catalog has %d tools, more than %d: the model finds them with %s", len(off.byName), r.o.MaxToolsInPrompt, off.finder))
+		off = r.a.catalog(snap).offer(r.cp.Found)
+		if off.cat != r.noticed {
+			r.noticed = off.cat
+			for _, l := range off.leftOut {
+				r.notice(fmt.Sprintf("%s is left out of %s's requests: %s", l.Name, r.o.Provider.Name(), l.Reason))
+			}
+			if off.finder != "" {
+				r.notice(fmt.Sprintf("the catalog has %d tools, more than %d: the model finds them with %s", len(off.byName), r.o.MaxToolsInPrompt, off.finder))
+			}
 		}
 		resp, err := r.ask(ctx, snap, off)
 		if err != nil {
@@ -494,7 +524,7 @@ func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *
 	}
 
 	if off.finder != "" && p.Call.Name == off.finder {
-		res := r.find(snap, p.Call)
+		res := r.find(off, p.Call)
 		r.keep(p, &res, "", false)
 		end(res.Status)
 		return
@@ -554,8 +584,9 @@ func (r *run) recovered(ctx context.Context, p *pending) (ToolResult, bool) {
 }
 
 // keep records a call's result, or the approval it waits for, and saves
-// the checkpoint. A tool the model called by a name the catalog has is
-// one it uses: in a large catalog it stays in the steps after.
+// the checkpoint; the step's last result closes the step in the same save.
+// A tool the model called by a name the catalog has is one it uses: in a
+// large catalog it stays in the steps after.
 func (r *run) keep(p *pending, res *ToolResult, approval string, used bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -563,27 +594,21 @@ func (r *run) keep(p *pending, res *ToolResult, approval string, used bool) {
 	if used && !slices.Contains(r.cp.Found, p.Call.Name) {
 		r.cp.Found = append(r.cp.Found, p.Call.Name)
 	}
+	if !slices.ContainsFunc(r.cp.Pending, func(p *pending) bool { return p.Result == nil }) {
+		r.closeStepLocked()
+	}
 	if err := r.saveLocked(); err != nil {
 		r.o.Log.Error("cannot keep a call's result", "run", r.rec.ID, "call", p.Ref, "error", err)
 	}
 }
 
-// find answers a find_tools call from the snapshot.
-func (r *run) find(snap *airlock.Snapshot, c ToolCall) ToolResult {
+// find answers a find_tools call from the step's catalog.
+func (r *run) find(off offered, c ToolCall) ToolResult {
 	query, limit, err := findArgs(c.Arguments)
 	if err != nil {
 		return ToolResult{CallID: c.ID, Name: c.Name, Status: string(airlock.InvalidArguments), Text: err.Error(), IsError: true}
 	}
-	if r.index == nil || r.indexFor != snap.ID() {
-		var usable []airlock.Tool
-		for _, t := range snap.Tools() {
-			if r.o.Provider.Unsupported(specOf(t)) == "" {
-				usable = append(usable, t)
-			}
-		}
-		r.index, r.indexFor = newToolIndex(usable), snap.ID()
-	}
-	found := r.index.find(query, limit)
+	found := off.cat.toolIndex().Find(query, limit)
 	r.mu.Lock()
 	for _, t := range found {
 		if !slices.Contains(r.cp.Found, t.Name) {
@@ -610,6 +635,10 @@ func (r *run) waiting() []string {
 func (r *run) closeStep() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closeStepLocked()
+}
+
+func (r *run) closeStepLocked() {
 	m := Message{Role: RoleTool}
 	for _, p := range r.cp.Pending {
 		m.Results = append(m.Results, *p.Result)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/airlockhq/airlock"
@@ -50,30 +51,49 @@ func finderSpec(name string, n int) ToolSpec {
 	}
 }
 
-// A toolIndex ranks a snapshot's tools against a query: BM25 over the
-// words of each tool's name (split at _, - and case changes, counted
-// twice) and description, a query word of four letters or more matching
-// the words it begins too (file: files). It is built once per snapshot.
-type toolIndex struct {
+// A ToolIndex is what find_tools searches: it ranks a catalog's tools
+// against a query, by BM25 over the words of each tool's name (split at
+// _, - and case changes, counted twice) and description, a query word of
+// four letters or more matching the words it begins too (file: files).
+// The loop builds one per snapshot, the first time find_tools is asked,
+// and its runs share it: Find may be called from several goroutines at
+// once.
+type ToolIndex struct {
 	tools []airlock.Tool
 	lens  []int                // words of each tool
-	post  map[string][]posting // the tools each word is in
+	post  map[string][]posting // the tools each word is in, in the order of tools
 	vocab []string             // every word, sorted: prefixes are ranges
 	avg   float64
+	// scratch holds the *scores of queries that ended, zeroed: a large
+	// catalog's query scores thousands of tools, and would otherwise leave
+	// as many behind for the collector.
+	scratch sync.Pool
+}
+
+// scores are a query's scores of an index's tools, and the tools that
+// have one.
+type scores struct {
+	of      []float64
+	matched []int
 }
 
 type posting struct{ tool, tf int }
 
-// newToolIndex indexes tools.
-func newToolIndex(tools []airlock.Tool) *toolIndex {
-	ix := &toolIndex{tools: tools, lens: make([]int, len(tools)), post: map[string][]posting{}}
+// NewToolIndex indexes tools; the index keeps the slice, which must not
+// be modified.
+func NewToolIndex(tools []airlock.Tool) *ToolIndex {
+	ix := &ToolIndex{tools: tools, lens: make([]int, len(tools)), post: map[string][]posting{}}
 	total := 0
+	var ws []string
+	tf := map[string]int{}
 	for i, t := range tools {
-		name := words(t.Name)
-		ws := append(append(name, name...), words(t.Title+" "+t.Description)...)
+		ws = words(ws[:0], t.Name)
+		ws = append(ws, ws...)
+		ws = words(ws, t.Title)
+		ws = words(ws, t.Description)
 		ix.lens[i] = len(ws)
 		total += len(ws)
-		tf := map[string]int{}
+		clear(tf)
 		for _, w := range ws {
 			tf[w]++
 		}
@@ -81,6 +101,7 @@ func newToolIndex(tools []airlock.Tool) *toolIndex {
 			ix.post[w] = append(ix.post[w], posting{i, n})
 		}
 	}
+	ix.vocab = make([]string, 0, len(ix.post))
 	for w := range ix.post {
 		ix.vocab = append(ix.vocab, w)
 	}
@@ -91,18 +112,36 @@ func newToolIndex(tools []airlock.Tool) *toolIndex {
 	return ix
 }
 
-// find returns the at most limit tools that match query best, best first;
+// A hit is a tool that matches a query, and its score.
+type hit struct {
+	tool  int
+	score float64
+}
+
+// Find returns the at most limit tools that match query best, best first;
 // ties go by name.
-func (ix *toolIndex) find(query string, limit int) []airlock.Tool {
-	q := words(query)
-	if len(q) == 0 || len(ix.tools) == 0 {
+func (ix *ToolIndex) Find(query string, limit int) []airlock.Tool {
+	q := words(nil, query)
+	if len(q) == 0 || len(ix.tools) == 0 || limit <= 0 {
 		return nil
 	}
 	slices.Sort(q)
 	q = slices.Compact(q)
 	const k1, b = 1.2, 0.75
 	n := float64(len(ix.tools))
-	scores := map[int]float64{}
+	// Every term adds to the score of each tool it is in, in the order of
+	// the query's words; matched lists the tools that have a score.
+	sc, _ := ix.scratch.Get().(*scores)
+	if sc == nil {
+		sc = &scores{of: make([]float64, len(ix.tools))}
+	}
+	defer func() {
+		for _, t := range sc.matched {
+			sc.of[t] = 0
+		}
+		sc.matched = sc.matched[:0]
+		ix.scratch.Put(sc)
+	}()
 	for _, w := range q {
 		terms := []string{w}
 		if len(w) >= 4 {
@@ -120,64 +159,71 @@ func (ix *toolIndex) find(query string, limit int) []airlock.Tool {
 			df := float64(len(ps))
 			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 			for _, p := range ps {
+				if sc.of[p.tool] == 0 {
+					// Every term's part is above 0: a tool's first.
+					sc.matched = append(sc.matched, p.tool)
+				}
 				f := float64(p.tf)
-				scores[p.tool] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[p.tool])/ix.avg))
+				sc.of[p.tool] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(ix.lens[p.tool])/ix.avg))
 			}
 		}
 	}
-	type hit struct {
-		i     int
-		score float64
-	}
-	hits := make([]hit, 0, len(scores))
-	for i, s := range scores {
-		hits = append(hits, hit{i, s})
-	}
-	slices.SortFunc(hits, func(a, b hit) int {
+	// The best limit hits, kept in order: a catalog's queries match
+	// thousands of tools, and want a few.
+	better := func(a, b hit) bool {
 		if a.score != b.score {
-			if a.score > b.score {
-				return -1
-			}
-			return 1
+			return a.score > b.score
 		}
-		return strings.Compare(ix.tools[a.i].Name, ix.tools[b.i].Name)
-	})
-	if len(hits) > limit {
-		hits = hits[:limit]
+		return ix.tools[a.tool].Name < ix.tools[b.tool].Name
 	}
-	out := make([]airlock.Tool, len(hits))
-	for i, h := range hits {
-		out[i] = ix.tools[h.i]
+	best := make([]hit, 0, min(limit, len(sc.matched)))
+	for _, t := range sc.matched {
+		h := hit{t, sc.of[t]}
+		if len(best) == limit && !better(h, best[limit-1]) {
+			continue
+		}
+		i := len(best)
+		for i > 0 && better(h, best[i-1]) {
+			i--
+		}
+		if len(best) < limit {
+			best = append(best, hit{})
+		}
+		copy(best[i+1:], best[i:])
+		best[i] = h
+	}
+	out := make([]airlock.Tool, len(best))
+	for i, h := range best {
+		out[i] = ix.tools[h.tool]
 	}
 	return out
 }
 
-// words splits s into lower-case words: at anything but letters and
-// digits, and where a lower-case letter meets an upper-case one
-// (readFile: read, file).
-func words(s string) []string {
-	var out []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
+// words appends to out the lower-case words of s: split at anything but
+// letters and digits, and where a lower-case letter meets an upper-case
+// one (readFile: read, file).
+func words(out []string, s string) []string {
+	start := -1 // where the current word begins, -1 between words
 	var prev rune
-	for _, r := range s {
+	for i, r := range s {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if unicode.IsUpper(r) && unicode.IsLower(prev) {
-				flush()
+			if start >= 0 && unicode.IsUpper(r) && unicode.IsLower(prev) {
+				out = append(out, strings.ToLower(s[start:i]))
+				start = -1
 			}
-			cur = append(cur, r)
-		default:
-			flush()
+			if start < 0 {
+				start = i
+			}
+		case start >= 0:
+			out = append(out, strings.ToLower(s[start:i]))
+			start = -1
 		}
 		prev = r
 	}
-	flush()
+	if start >= 0 {
+		out = append(out, strings.ToLower(s[start:]))
+	}
 	return out
 }
 

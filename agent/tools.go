@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/airlockhq/airlock"
 )
@@ -40,6 +41,8 @@ type offered struct {
 	// finder is the name of the built-in find_tools tool when the catalog
 	// is too large to send whole, "" when it is sent whole.
 	finder string
+	// cat is the catalog the step's tools were chosen from.
+	cat *catalog
 }
 
 // specOf is t as a provider's request carries it.
@@ -51,38 +54,82 @@ func specOf(t airlock.Tool) ToolSpec {
 	return ToolSpec{Name: t.Name, Description: desc, Schema: t.InputSchema}
 }
 
-// offer chooses the tools of a step: every tool of the catalog the
-// provider takes, or, past max tools, the built-in find_tools and the
-// tools the run found or used (in the order they were first found),
-// within max.
-func offer(p Provider, tools []airlock.Tool, max int, found []string) offered {
-	o := offered{byName: make(map[string]airlock.Tool, len(tools))}
-	var usable []airlock.Tool
+// A catalog is what the steps of one snapshot may offer a provider: the
+// tools it takes, by name, and those it would refuse. Asking the provider
+// about every tool takes longer than the rest of a step (each schema is
+// decoded), so a catalog is made once per snapshot and shared by the
+// agent's runs, which only read it; find_tools' index of it is made once,
+// when it is first searched.
+type catalog struct {
+	id      string // the snapshot's
+	usable  []airlock.Tool
+	byName  map[string]airlock.Tool
+	leftOut []LeftOut
+	// whole are the specs of usable when a request carries them all; when
+	// it cannot, finder is find_tools' name and finderSpec its spec.
+	whole      []ToolSpec
+	finder     string
+	finderSpec ToolSpec
+	max        int // how many tools a request may carry
+
+	indexOnce sync.Once
+	index     *ToolIndex
+}
+
+// newCatalog sorts the tools of the snapshot id for p: every tool it
+// takes is offered whole, or, past max tools (or p's own limit), found
+// with find_tools.
+func newCatalog(p Provider, id string, tools []airlock.Tool, max int) *catalog {
+	c := &catalog{id: id, byName: make(map[string]airlock.Tool, len(tools))}
 	for _, t := range tools {
 		if why := p.Unsupported(specOf(t)); why != "" {
-			o.leftOut = append(o.leftOut, LeftOut{Name: t.Name, Reason: why})
+			c.leftOut = append(c.leftOut, LeftOut{Name: t.Name, Reason: why})
 			continue
 		}
-		o.byName[t.Name] = t
-		usable = append(usable, t)
+		c.byName[t.Name] = t
+		c.usable = append(c.usable, t)
 	}
 	if n := p.MaxTools(); n > 0 && n < max {
 		max = n
 	}
-	if len(usable) <= max {
-		for _, t := range usable {
-			o.specs = append(o.specs, specOf(t))
+	c.max = max
+	if len(c.usable) <= max {
+		for _, t := range c.usable {
+			c.whole = append(c.whole, specOf(t))
 		}
+		return c
+	}
+	c.finder = finderName(c.byName)
+	c.finderSpec = finderSpec(c.finder, len(c.usable))
+	return c
+}
+
+// toolIndex is find_tools' index of the catalog, made when it is first
+// searched.
+func (c *catalog) toolIndex() *ToolIndex {
+	c.indexOnce.Do(func() { c.index = NewToolIndex(c.usable) })
+	return c.index
+}
+
+// offer chooses the tools of a step: every tool of the catalog the
+// provider takes, or, past its max tools, the built-in find_tools and the
+// tools the run found or used (in the order they were first found),
+// within max.
+func (c *catalog) offer(found []string) offered {
+	o := offered{byName: c.byName, leftOut: c.leftOut, finder: c.finder, cat: c}
+	if c.finder == "" {
+		// A step's specs are its own: a provider may do with them as it
+		// likes.
+		o.specs = slices.Clone(c.whole)
 		return o
 	}
-	o.finder = finderName(o.byName)
-	o.specs = append(o.specs, finderSpec(o.finder, len(usable)))
+	o.specs = append(o.specs, c.finderSpec)
 	for _, name := range found {
-		t, ok := o.byName[name]
-		if !ok || len(o.specs) >= max {
-			continue
+		if len(o.specs) >= c.max {
+			break
 		}
-		if !slices.ContainsFunc(o.specs, func(s ToolSpec) bool { return s.Name == name }) {
+		t, ok := c.byName[name]
+		if ok && !slices.ContainsFunc(o.specs, func(s ToolSpec) bool { return s.Name == name }) {
 			o.specs = append(o.specs, specOf(t))
 		}
 	}

