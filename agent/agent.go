@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/store"
 )
 
-// Defaults of Options.
+// Defaults of Options; those agent: in airlock.yaml also has are its.
 const (
-	DefaultMaxSteps         = 50
-	DefaultMaxToolsInPrompt = 64
+	DefaultMaxSteps         = config.DefaultAgentMaxSteps
+	DefaultMaxToolsInPrompt = config.DefaultMaxToolsInPrompt
 	DefaultParallel         = 8
 	DefaultRetries          = 4
 	DefaultMaxRetryWait     = time.Minute
@@ -336,7 +337,17 @@ func (r *run) saveLocked() error {
 	r.rec.Checkpoint = cp
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := r.a.runs.SaveRun(ctx, r.rec); err != nil {
+	// A running run's checkpoints need not wait for the disk: a write
+	// the run sends is preceded by its durable intent in the same store,
+	// which takes every earlier checkpoint to the disk with it, and a
+	// checkpoint lost with the machine before then is one that only
+	// reads followed (asked again on resume, harmlessly). A run that
+	// stops is saved durably.
+	save := r.a.runs.SaveRunRelaxed
+	if r.rec.Status != store.RunRunning {
+		save = r.a.runs.SaveRun
+	}
+	if err := save(ctx, r.rec); err != nil {
 		return fmt.Errorf("cannot save the run's checkpoint: %w", err)
 	}
 	r.behind = false

@@ -115,6 +115,14 @@ type Runs interface {
 	// zero CreatedAt to the record's first CreatedAt, or to now for a new
 	// one.
 	SaveRun(ctx context.Context, r RunRecord) error
+	// SaveRunRelaxed is SaveRun that returns without waiting for the
+	// disk: the record is committed, visible to every reader and survives
+	// the process, but a crash of the machine may lose it until the
+	// store's next durable write, which makes it durable too (writes reach
+	// the disk in the order they were committed). The agent loop saves
+	// its checkpoints so between steps: a write it sends is preceded by
+	// the journal's durable intent, which carries the checkpoint with it.
+	SaveRunRelaxed(ctx context.Context, r RunRecord) error
 	// RunRecord returns the record of id, its checkpoint included, or
 	// ErrNotFound.
 	RunRecord(ctx context.Context, id string) (RunRecord, error)

@@ -44,6 +44,14 @@ func TestPragmas(t *testing.T) {
 			t.Errorf("PRAGMA %s: got %q, want %q", tc.pragma, got, tc.want)
 		}
 	}
+	// A relaxed save puts the writer's setting back.
+	if err := db.SaveRunRelaxed(t.Context(), store.RunRecord{ID: "run_1", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	var sync string
+	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
+		t.Errorf("after a relaxed save, PRAGMA synchronous = %q (%v), want 2 (FULL)", sync, err)
+	}
 	if len(migrations) != 9 {
 		t.Errorf("update the user_version this test expects to %d", len(migrations))
 	}

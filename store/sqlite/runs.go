@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
@@ -37,21 +38,76 @@ ON CONFLICT (id) DO UPDATE SET status = excluded.status, tenant = excluded.tenan
 
 // SaveRun inserts or replaces the record of r.ID; see store.Runs.
 func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
-	if err := r.Check(); err != nil {
+	args, err := saveRunArgs(r)
+	if err != nil {
 		return err
+	}
+	if st := db.group.stmts[saveRunQuery]; st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = db.w.ExecContext(ctx, saveRunQuery, args...)
+	}
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// SaveRunRelaxed is SaveRun with synchronous=NORMAL for its commit: in
+// WAL mode the commit is written to the WAL without an fsync, and the
+// next commit with synchronous=FULL (any other write of this store)
+// syncs the WAL with it. The writer's one connection is held throughout,
+// so no other write commits while the setting is relaxed; a connection
+// whose setting could not be put back is discarded.
+func (db *DB) SaveRunRelaxed(ctx context.Context, r store.RunRecord) error {
+	args, err := saveRunArgs(r)
+	if err != nil {
+		return err
+	}
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	defer tx.Rollback()
+	if st := db.group.stmts[saveRunQuery]; st != nil {
+		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, saveRunQuery, args...)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// saveRunArgs are the arguments of saveRunQuery for r, once r is checked.
+func saveRunArgs(r store.RunRecord) ([]any, error) {
+	if err := r.Check(); err != nil {
+		return nil, err
 	}
 	var created sql.NullInt64
 	if !r.CreatedAt.IsZero() {
 		created = sql.NullInt64{Int64: micros(store.UTC(r.CreatedAt)), Valid: true}
 	}
 	checkpoint := sql.NullString{String: string(r.Checkpoint), Valid: len(r.Checkpoint) > 0}
-	_, err := db.w.ExecContext(ctx, saveRunQuery,
-		r.ID, string(r.Status), r.Tenant, r.User, r.Provider, r.Model, r.Task, r.Title, r.Steps, r.ToolCalls,
-		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created, micros(now()))
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	return nil
+	return []any{r.ID, string(r.Status), r.Tenant, r.User, r.Provider, r.Model, r.Task, r.Title, r.Steps, r.ToolCalls,
+		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created, micros(now())}, nil
 }
 
 // RunRecord returns the record of id, its checkpoint included; see

@@ -124,7 +124,7 @@ func Open(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db.group.prepare(context.Background(), beginQuery, endQuery, insertOne, insertMany)
+	db.group.prepare(context.Background(), beginQuery, endQuery, insertOne, insertMany, saveRunQuery)
 	return db, nil
 }
 

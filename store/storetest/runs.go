@@ -147,6 +147,48 @@ func testRunReplace(t *testing.T, h *harness) {
 	}
 }
 
+// testRunSaveRelaxed: a relaxed save is a save: the record reads back
+// from another handle, replaces and is replaced by durable saves, and
+// what Check refuses it refuses.
+func testRunSaveRelaxed(t *testing.T, h *harness) {
+	a, b := h.runs(), h.runs()
+	in := run("run_relaxed", base())
+	if err := a.SaveRunRelaxed(t.Context(), in); err != nil {
+		t.Fatalf("SaveRunRelaxed: %v", err)
+	}
+	got, err := b.RunRecord(t.Context(), "run_relaxed")
+	if err != nil {
+		t.Fatalf("RunRecord: %v", err)
+	}
+	want := in
+	want.CreatedAt, want.UpdatedAt = store.UTC(in.CreatedAt), got.UpdatedAt
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RunRecord after a relaxed save (-want +got):\n%s", diff)
+	}
+	for i, save := range []func(store.RunRecord) error{
+		func(r store.RunRecord) error { return a.SaveRun(t.Context(), r) },
+		func(r store.RunRecord) error { return a.SaveRunRelaxed(t.Context(), r) },
+		func(r store.RunRecord) error { return b.SaveRun(t.Context(), r) },
+	} {
+		next := in
+		next.Steps, next.CreatedAt = 10+i, time.Time{}
+		if err := save(next); err != nil {
+			t.Fatalf("save %d: %v", i, err)
+		}
+		if got, err := a.RunRecord(t.Context(), "run_relaxed"); err != nil || got.Steps != 10+i || !got.CreatedAt.Equal(want.CreatedAt) {
+			t.Errorf("after save %d: steps %d, created %v (%v); want %d, %v", i, got.Steps, got.CreatedAt, err, 10+i, want.CreatedAt)
+		}
+	}
+	bad := in
+	bad.Status = "paused"
+	if err := a.SaveRunRelaxed(t.Context(), bad); err == nil {
+		t.Error("SaveRunRelaxed of a record with an unknown status: got nil error")
+	}
+	if got, err := b.RunRecord(t.Context(), "run_relaxed"); err != nil || got.Status != store.RunRunning {
+		t.Errorf("a refused relaxed save changed the record: %+v, %v", got.Status, err)
+	}
+}
+
 // testRunRefuses: records that Check refuses are not saved, nor do they
 // change a record already saved.
 func testRunRefuses(t *testing.T, h *harness) {
@@ -276,7 +318,7 @@ func testRunNotFound(t *testing.T, h *harness) {
 }
 
 // testRunConcurrent: savers of one id on handles of their own, as
-// processes would, all succeed and leave one record, wholly one saver's.
+// processes would, relaxed and not, all succeed and leave one record, wholly one saver's.
 func testRunConcurrent(t *testing.T, h *harness) {
 	const n = 8
 	handles := make([]store.Runs, n)
@@ -291,7 +333,12 @@ func testRunConcurrent(t *testing.T, h *harness) {
 	}
 	var created time.Time
 	for round := range 3 {
-		errs := race(n, func(i int) error { return handles[i].SaveRun(t.Context(), saved(i, round)) })
+		errs := race(n, func(i int) error {
+			if i%2 == 1 {
+				return handles[i].SaveRunRelaxed(t.Context(), saved(i, round))
+			}
+			return handles[i].SaveRun(t.Context(), saved(i, round))
+		})
 		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("racing SaveRun %d of round %d: %v", i, round, err)

@@ -70,6 +70,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Tasks/HoldRace", testTaskHoldRace},
 		{"Runs/SaveGet", testRunSaveGet},
 		{"Runs/Replace", testRunReplace},
+		{"Runs/SaveRelaxed", testRunSaveRelaxed},
 		{"Runs/Refuses", testRunRefuses},
 		{"Runs/List", testRunList},
 		{"Runs/NotFound", testRunNotFound},
