@@ -51,11 +51,12 @@ type findResult struct {
 	loop            *loopResult
 }
 
-// agentResult is what the agent benchmarks measured.
+// agentResult is what the agent benchmarks measured: steps that read,
+// steps that write (journaled), and find_tools.
 type agentResult struct {
-	opts agentOptions
-	call *loopResult
-	find *findResult
+	opts        agentOptions
+	call, write *loopResult
+	find        *findResult
 }
 
 // instant is a provider that answers every step at once: a step asks for
@@ -107,9 +108,10 @@ type echoInput struct {
 }
 
 // agentHost opens a host in state on servers, in process, over the SDK's
-// in-memory transports: every tool echoes its text, a read under local
-// policy. The host keeps its runs in its own store, SQLite in state.
-func agentHost(ctx context.Context, state string, servers []catalogServer) (*airlock.Host, error) {
+// in-memory transports: every tool echoes its text, with effect (read, or
+// write: journaled) under local policy, allowed. The host keeps its runs
+// in its own store, SQLite in state.
+func agentHost(ctx context.Context, state, effect string, servers []catalogServer) (*airlock.Host, error) {
 	var yaml strings.Builder
 	yaml.WriteString("limits: {max_tools: 10000}\nservers:\n")
 	for _, s := range servers {
@@ -129,10 +131,16 @@ func agentHost(ctx context.Context, state string, servers []catalogServer) (*air
 						Text string `json:"text"`
 					}{in.Text}, nil
 				})
-			fmt.Fprintf(&yaml, "    - {server: %s, tool: %s, effect: read}\n", s.id, name)
+			fmt.Fprintf(&yaml, "    - {server: %s, tool: %s, effect: %s}\n", s.id, name, effect)
 		}
 		mcps[s.id] = m
 		want += len(s.names)
+	}
+	if effect != "read" {
+		yaml.WriteString("  rules:\n")
+		for _, s := range servers {
+			fmt.Fprintf(&yaml, "    - {server: %s, tool: \"*\", decision: allow}\n", s.id)
+		}
 	}
 	cfg, err := config.Parse([]byte(yaml.String()), "airlock.yaml", state)
 	if err != nil {
@@ -172,11 +180,6 @@ func agentBench(ctx context.Context, o agentOptions, rounds int, state string) (
 		echo.names = append(echo.names, fmt.Sprintf("tool_%02d", i))
 		echo.descs = append(echo.descs, fmt.Sprintf("Echo the text given, tool number %d of the benchmark's server.", i))
 	}
-	h, err := agentHost(ctx, filepath.Join(state, "agent"), []catalogServer{echo})
-	if err != nil {
-		return nil, fmt.Errorf("the loop's host: %v", err)
-	}
-	defer h.Close()
 	names := make([]string, len(echo.names))
 	for i, n := range echo.names {
 		names[i] = "bench__" + n
@@ -188,26 +191,36 @@ func agentBench(ctx context.Context, o agentOptions, rounds int, state string) (
 		}
 		return &agent.ToolCall{ID: fmt.Sprintf("call_%d", step), Name: names[step%len(names)], Arguments: args}
 	}
-	bare := func(ctx context.Context, snap *airlock.Snapshot, step int) error {
-		c := call(step)
-		if c == nil {
+	for _, side := range []struct {
+		effect string
+		res    **loopResult
+	}{{"read", &res.call}, {"write", &res.write}} {
+		h, err := agentHost(ctx, filepath.Join(state, "agent-"+side.effect), side.effect, []catalogServer{echo})
+		if err != nil {
+			return nil, fmt.Errorf("the loop's host: %v", err)
+		}
+		defer h.Close()
+		bare := func(ctx context.Context, snap *airlock.Snapshot, step int) error {
+			c := call(step)
+			if c == nil {
+				return nil
+			}
+			r := h.Call(ctx, snap, airlock.Call{ID: fmt.Sprintf("tc_%d", step), Name: c.Name, Arguments: []byte(c.Arguments)})
+			if r.Status != airlock.OK {
+				return fmt.Errorf("%s: %s", c.Name, r.Status)
+			}
 			return nil
 		}
-		r := h.Call(ctx, snap, airlock.Call{ID: fmt.Sprintf("tc_%d", step), Name: c.Name, Arguments: []byte(c.Arguments)})
-		if r.Status != airlock.OK {
-			return fmt.Errorf("%s: %s", c.Name, r.Status)
+		if *side.res, err = measureLoop(ctx, h, call, bare, o, rounds); err != nil {
+			return nil, fmt.Errorf("the loop (%ss): %v", side.effect, err)
 		}
-		return nil
+		(*side.res).tools = o.tools
 	}
-	if res.call, err = measureLoop(ctx, h, call, bare, o, rounds); err != nil {
-		return nil, fmt.Errorf("the loop: %v", err)
-	}
-	res.call.tools = o.tools
 
 	// find_tools over a large catalog: ten servers, each of a tenth of the
 	// tools.
 	servers := largeCatalog(o.findTools)
-	hf, err := agentHost(ctx, filepath.Join(state, "find"), servers)
+	hf, err := agentHost(ctx, filepath.Join(state, "find"), "read", servers)
 	if err != nil {
 		return nil, fmt.Errorf("the large catalog's host: %v", err)
 	}
@@ -431,6 +444,15 @@ func renderAgent(w func(string, ...any), table tableFunc, us, ms func(time.Durat
 	over, saves := quantile(c.loop, .5)-quantile(c.bare, .5), quantile(c.withSaves, .5)-quantile(c.bare, .5)
 	w("Target: the loop's overhead under 1 ms a step with %d tools, %s (the checkpoint's saves: %s a step).\n\n",
 		c.tools, verdict(over < time.Millisecond), us(saves))
+
+	c = r.write
+	w("## Agent loop with journaled writes: overhead per step (%d runs of %d steps each)\n\n", c.runs, c.steps)
+	w("The same, with every tool a write under local policy (allowed by a rule): each call's intent is synced in the\n")
+	w("journal before it is sent and its outcome after, on both sides. The checkpoint saved before the call reaches\n")
+	w("the disk with the intent's sync.\n\n")
+	renderLoop(w, table, us, c, true)
+	over = quantile(c.loop, .5) - quantile(c.bare, .5)
+	w("Target: the loop's overhead under 1 ms a step with %d tools, %s.\n\n", c.tools, verdict(over < time.Millisecond))
 
 	f := r.find
 	w("## find_tools over %d tools\n\n", f.tools)

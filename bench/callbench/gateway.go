@@ -534,4 +534,5 @@ func renderGateways(w func(string, ...any), o gatewayOptions, sides []*gatewaySi
 			w("| %s / %s | %.2f | ≥ %.2f, %s |\n", a.name, c.other, ratio, c.goal, met)
 		}
 	}
+	w("\n")
 }
