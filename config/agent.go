@@ -181,10 +181,13 @@ func CheckBaseURL(raw string) string {
 	return ""
 }
 
-// apiKeyPrefixes start the API keys of well-known providers: OpenAI,
-// Anthropic, OpenRouter and DeepSeek (sk-), Groq (gsk_), xAI (xai-),
-// Google (AIza), Hugging Face (hf_), NVIDIA (nvapi-), Perplexity (pplx-).
-var apiKeyPrefixes = []string{"sk-", "sk_", "gsk_", "xai-", "AIza", "hf_", "nvapi-", "pplx-"}
+// apiKeyPrefixes start the API keys and tokens of well-known services:
+// OpenAI, Anthropic, OpenRouter and DeepSeek (sk-), Groq (gsk_), xAI
+// (xai-), Google (AIza), Hugging Face (hf_), NVIDIA (nvapi-), Perplexity
+// (pplx-), GitHub (ghp_, gho_, ghs_, ghu_, github_pat_), GitLab (glpat-)
+// and Slack (xoxb-, xoxp-).
+var apiKeyPrefixes = []string{"sk-", "sk_", "gsk_", "xai-", "AIza", "hf_", "nvapi-", "pplx-",
+	"ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "glpat-", "xoxb-", "xoxp-"}
 
 // looksLikeAPIKey reports whether v is a provider's key rather than the
 // name of a variable: one of apiKeyPrefixes, then at least 16 characters

@@ -67,6 +67,21 @@ func checkEnvName(name string) string {
 	return fmt.Sprintf("%s is not a valid environment variable name: use letters, digits and _, not starting with a digit", show(name))
 }
 
+// checkSecretEnvName checks the name of a host variable that holds a
+// secret (secret_env's values, oauth.client_secret_env,
+// store.password_env, serve.metrics_token_env). A refused value is never
+// quoted: it may be the secret itself, pasted where its variable's name
+// belongs.
+func checkSecretEnvName(name string) string {
+	switch {
+	case envNamePattern.MatchString(name) && !looksLikeAPIKey(name):
+		return ""
+	case looksLikeAPIKey(name):
+		return "looks like a secret, not the name of a variable: the secret never goes in this file; set it in the environment and name its variable here"
+	}
+	return "is not the name of an environment variable (letters, digits and _, not starting with a digit): name the variable that holds the secret; the secret itself never goes in this file"
+}
+
 // checkString rejects strings that cannot be passed to a process.
 func checkString(s string) string {
 	if strings.IndexByte(s, 0) >= 0 {

@@ -449,7 +449,7 @@ func (r *yamlReader) secretEnv(n *yaml.Node, path string, env map[string]string)
 		if !ok {
 			return "", false
 		}
-		if msg := checkEnvName(host); msg != "" {
+		if msg := checkSecretEnvName(host); msg != "" {
 			r.errorf(p.line, path, "%s", msg)
 			return "", false
 		}

@@ -597,3 +597,31 @@ func TestParseSameLineOrder(t *testing.T) {
 		return parseYAML([]byte(src), "airlock.yaml", t.TempDir(), env)
 	})
 }
+
+// TestSecretPastedForItsVariable: a secret pasted where the name of the
+// variable holding it belongs is refused, and never quoted back.
+func TestSecretPastedForItsVariable(t *testing.T) {
+	secrets := []string{"ghp_Q2xhdWRlU2VjcmV0VG9rZW4xMjM0", "hunter2-correct-horse!"}
+	for _, secret := range secrets {
+		for _, src := range []string{
+			"servers:\n  - {id: s, command: x, allowed_tools: [t], secret_env: {TOKEN: " + quoteYAML(secret) + "}}\n",
+			"servers:\n  - {id: s, command: x, allowed_tools: [t]}\nserve: {metrics_token_env: " + quoteYAML(secret) + "}\n",
+			"servers:\n  - {id: s, command: x, allowed_tools: [t]}\nstore: {url: 'postgres://db.example/airlock', password_env: " + quoteYAML(secret) + "}\n",
+			"servers:\n  - {id: s, transport: http, url: 'https://mcp.example/mcp', allowed_hosts: [mcp.example], resource: 'https://mcp.example', allowed_tools: [t], oauth: {client_id: a, client_secret_env: " + quoteYAML(secret) + "}}\n",
+		} {
+			_, err := parseYAML([]byte(src), "airlock.yaml", t.TempDir(), func(string) (string, bool) { return "set", true })
+			if err == nil {
+				t.Errorf("accepted a secret for a variable's name:\n%s", src)
+				continue
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error quotes the secret: %v", err)
+			}
+			if !strings.Contains(err.Error(), "the secret itself never goes in this file") && !strings.Contains(err.Error(), "the secret never goes in this file") {
+				t.Errorf("the error does not say where the secret goes: %v", err)
+			}
+		}
+	}
+}
+
+func quoteYAML(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

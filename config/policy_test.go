@@ -231,7 +231,7 @@ func TestParseSecretEnv(t *testing.T) {
 			"airlock.yaml:5: servers[0].secret_env.TOKEN: the host variable EMPTY is empty: set it to the secret"}},
 		{"bad names", "    secret_env: {1X: HOST_TOKEN, Y: \"a-b\"}\n", []string{
 			`airlock.yaml:5: servers[0].secret_env.1X: "1X" is not a valid environment variable name: use letters, digits and _, not starting with a digit`,
-			`airlock.yaml:5: servers[0].secret_env.Y: "a-b" is not a valid environment variable name: use letters, digits and _, not starting with a digit`}},
+			`airlock.yaml:5: servers[0].secret_env.Y: is not the name of an environment variable (letters, digits and _, not starting with a digit): name the variable that holds the secret; the secret itself never goes in this file`}},
 		{"also in env", "    env: {TOKEN: x}\n    secret_env: {TOKEN: HOST_TOKEN}\n", []string{
 			"airlock.yaml:6: servers[0].secret_env.TOKEN: TOKEN is also set under env: give it in one place (secret_env for a secret)"}},
 		{"not mapping", "    secret_env: [HOST_TOKEN]\n", []string{

@@ -272,8 +272,8 @@ func (r *yamlReader) hostSecretEnv(p pair, path, what string) string {
 	}
 	line := resolve(p.val).Line
 	switch v, set := r.lookupEnv(host); {
-	case checkEnvName(host) != "":
-		r.errorf(line, path, "%s", checkEnvName(host))
+	case checkSecretEnvName(host) != "":
+		r.errorf(line, path, "%s", checkSecretEnvName(host))
 	case !set:
 		r.errorf(line, path, "the host variable %s is not set: set it to %s in the environment airlock starts in", host, what)
 	case v == "":

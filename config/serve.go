@@ -97,7 +97,7 @@ func (r *yamlReader) serve(p pair, s *Serve) {
 	r.timeoutKey(f, "serve", "session_idle_timeout", &s.SessionIdleTimeout)
 	if kp, ok := f["metrics_token_env"]; ok {
 		if v, ok := r.text(kp.val, "serve.metrics_token_env"); ok {
-			if msg := checkEnvName(v); msg != "" {
+			if msg := checkSecretEnvName(v); msg != "" {
 				r.errorf(resolve(kp.val).Line, "serve.metrics_token_env", "%s", msg)
 			} else {
 				s.MetricsTokenEnv = v

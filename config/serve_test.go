@@ -88,7 +88,7 @@ func TestParseServeErrors(t *testing.T) {
 			"airlock.yaml:6: serve.max_sessions: must be a whole number of sessions from 1 to 1000000",
 			`airlock.yaml:7: serve.session_idle_timeout: "0s" must be longer than zero`}},
 		{"bad metrics token variable", server + "serve:\n  metrics_token_env: 1TOKEN\n", []string{
-			`airlock.yaml:6: serve.metrics_token_env: "1TOKEN" is not a valid environment variable name: use letters, digits and _, not starting with a digit`}},
+			`airlock.yaml:6: serve.metrics_token_env: is not the name of an environment variable (letters, digits and _, not starting with a digit): name the variable that holds the secret; the secret itself never goes in this file`}},
 	}
 	checkErrors(t, tests, func(src string) (*Config, error) {
 		return Parse([]byte(src), "airlock.yaml", t.TempDir())

@@ -76,7 +76,7 @@ func TestParseStoreErrors(t *testing.T) {
 		{"password_env empty", server + "store: {url: \"postgres://db/airlock\", password_env: EMPTY}\n", []string{
 			"airlock.yaml:5: store.password_env: the host variable EMPTY is empty: set it to the database password"}},
 		{"password_env not a name", server + "store: {url: \"postgres://db/airlock\", password_env: \"1X\"}\n", []string{
-			`airlock.yaml:5: store.password_env: "1X" is not a valid environment variable name: use letters, digits and _, not starting with a digit`}},
+			`airlock.yaml:5: store.password_env: is not the name of an environment variable (letters, digits and _, not starting with a digit): name the variable that holds the secret; the secret itself never goes in this file`}},
 		{"without a URL", server + "store: {password_env: EMPTY, audit_key: a.key}\n", []string{
 			"airlock.yaml:5: store.password_env: is only used with store.url: the embedded SQLite store has no password",
 			"airlock.yaml:5: store.audit_key: is only used with store.url: the embedded SQLite store keeps its key beside its database"}},
