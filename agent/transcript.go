@@ -1,9 +1,6 @@
 package agent
 
-import (
-	"strings"
-	"unicode"
-)
+import "github.com/airlockhq/airlock"
 
 // Roles of a run's messages.
 const (
@@ -65,31 +62,5 @@ type Image struct {
 	Path string `json:"path"`
 }
 
-// printable is text a terminal or a log shows as it is: control and
-// formatting characters removed, whitespace runs made one space, at most
-// limit characters.
-func printable(s string, limit int) string {
-	var b strings.Builder
-	n, space := 0, false
-	for _, r := range s {
-		switch {
-		case unicode.IsSpace(r):
-			space = b.Len() > 0
-			continue
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == unicode.ReplacementChar:
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			n++
-			space = false
-		}
-		if n == limit {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}
+// printable is airlock.Printable.
+func printable(s string, limit int) string { return airlock.Printable(s, limit) }

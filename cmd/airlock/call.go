@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode"
 
 	"golang.org/x/term"
 
@@ -239,32 +238,5 @@ func amount(p airlock.CallProgress) string {
 	return fmt.Sprintf("%s/%s (%d%%)", n, strconv.FormatFloat(p.Total, 'f', -1, 64), int(pct))
 }
 
-// printable is a server's text as one line a terminal shows as it is:
-// control and formatting characters (escape sequences, bidirectional
-// overrides, zero-width characters) removed, whitespace runs made one
-// space, at most limit characters.
-func printable(s string, limit int) string {
-	var b strings.Builder
-	n, space := 0, false
-	for _, r := range s {
-		switch {
-		case unicode.IsSpace(r):
-			space = b.Len() > 0
-			continue
-		case unicode.IsControl(r), unicode.Is(unicode.Cf, r), r == unicode.ReplacementChar:
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			n++
-			space = false
-		}
-		if n == limit {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}
+// printable is airlock.Printable.
+func printable(s string, limit int) string { return airlock.Printable(s, limit) }
