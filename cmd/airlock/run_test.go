@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/airlockhq/airlock/agent/agenttest"
 	"github.com/airlockhq/airlock/config"
@@ -289,59 +287,6 @@ func TestRunPausesForApproval(t *testing.T) {
 		}
 	}
 	runCLI(t, dir, "", "runs", "show", "run_nope").want(t, 2)
-}
-
-// TestRunApprovesOnTheTerminal: on a terminal the person is asked inline,
-// and y sends the call.
-func TestRunApprovesOnTheTerminal(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("script(1) is not installed")
-	}
-	dir, mark := runProject(t, "")
-	m := agenttest.New(t,
-		agenttest.Step{Calls: []agenttest.Call{{Name: "w__record", Args: `{"tag":"yes"}`}}},
-		agenttest.Step{Calls: []agenttest.Call{{Name: "w__record", Args: `{"tag":"no"}`}}},
-		agenttest.Step{Text: "One of two."})
-	line := airlockBin + " run " + strings.Join(modelFlags(m, "anthropic"), " ") + " 'record yes and no'"
-	cmd := exec.Command("script", "-qec", line, "/dev/null")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), noKeys...)
-	cmd.Stdin = &slowReader{lines: []string{"y\n", "n\n"}, pause: 1500 * time.Millisecond}
-	b, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("run on a terminal: %v\n%s", err, b)
-	}
-	out := string(b)
-	for _, want := range []string{"w__record needs your approval", `"tag": "yes"`, "One of two."} {
-		if !strings.Contains(out, want) {
-			t.Errorf("terminal run lacks %q:\n%s", want, out)
-		}
-	}
-	if got := marked(t, mark); !slices.Equal(got, []string{"record yes"}) {
-		t.Errorf("the server recorded %q, want only yes", got)
-	}
-	reqs := m.Requests()
-	if got := reqs[len(reqs)-1].ToolResults(); len(got) != 2 || !strings.Contains(got[1], "denied") {
-		t.Errorf("the model was told %q", got)
-	}
-}
-
-// slowReader gives its lines one at a time, pause apart, as a person
-// typing answers would.
-type slowReader struct {
-	lines []string
-	pause time.Duration
-}
-
-func (s *slowReader) Read(p []byte) (int, error) {
-	if len(s.lines) == 0 {
-		time.Sleep(s.pause)
-		return 0, io.EOF
-	}
-	time.Sleep(s.pause)
-	n := copy(p, s.lines[0])
-	s.lines = s.lines[1:]
-	return n, nil
 }
 
 // TestRunKilledResumes: airlock run killed (kill -9) while a write is at
