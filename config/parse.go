@@ -29,10 +29,9 @@ var (
 			"max_input_rounds": "under limits:", "max_resource_bytes": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
 			"password_env": "under store:", "audit_key": "under store:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:", "metrics_token_env": "under serve:",
-			"mcpServers": "in a JSON file: import it with import: [FILE.json]",
-			"provider":   "under agent:", "model": "under agent:", "base_url": "under agent:", "api_key_env": "under agent:",
+			"provider": "under agent:", "model": "under agent:", "base_url": "under agent:", "api_key_env": "under agent:",
 			"max_steps": "under agent:", "max_tools_in_prompt": "under agent:", "system": "under agent:",
-			"instructions": "in a server entry under servers:",
+			"instructions": "in a server entry under servers:", "mcpServers": "in a JSON file: import it with import: [FILE.json]",
 		},
 		refused: map[string]string{"api_key": apiKeyRefused, "apiKey": apiKeyRefused},
 	}
