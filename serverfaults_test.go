@@ -105,8 +105,14 @@ func TestHandshakeTimeoutIsConnectTimeout(t *testing.T) {
 		t.Errorf("error = %q, want what the server wrote on stderr before the host gave up, its secret redacted", e.Msg)
 	}
 	pid := serverPID(t, srv)
+	began := time.Now()
 	if err := h.Close(); err != nil {
 		t.Errorf("Close: %v", err)
+	}
+	// A server whose start failed was given no work: it is not given the
+	// grace to finish any after its stdin closes, but SIGTERM soon after.
+	if took := time.Since(began); took >= stopGrace {
+		t.Errorf("Close took %s: it waited the %s grace for a server whose start failed to exit on its own", took.Round(time.Millisecond), stopGrace)
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("after Close, the server (pid %d) is still there: %v", pid, err)

@@ -37,7 +37,16 @@ type process struct {
 
 	exited     chan struct{} // closed once the process has been reaped
 	stderrDone chan struct{} // closed once stderr is drained
+
+	// stdinGrace, when set, is how long closing waits after closing stdin
+	// before SIGTERM, in place of the grace: a server whose start failed
+	// was given no work to finish.
+	stdinGrace time.Duration
 }
+
+// abandonedGrace is how long a server whose start failed has to exit on
+// its own once its stdin is closed, before SIGTERM.
+const abandonedGrace = 100 * time.Millisecond
 
 // newProcess prepares the state of a process that has not started yet.
 func newProcess(opts *Options) process {
@@ -90,6 +99,7 @@ func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error
 		// server/discover. Start it once more and give the probe all the
 		// time the connect timeout leaves.
 		if attempt == 1 && serr.probeTimedOut && ctx.Err() == nil {
+			c.stdinGrace = abandonedGrace
 			c.Close()
 			c.log.Warn("server missed the version probe's bound and refused initialize; restarting it without the bound", "probe_timeout", probe)
 			c = newConn(srv, opts)
@@ -104,10 +114,12 @@ func Start(ctx context.Context, srv *config.Server, opts *Options) (*Conn, error
 // abandon stops a server whose start failed and returns the last lines it
 // wrote on stderr. A server that has exited is closed at once, which is
 // quick, and its stderr read to the end. One that still runs (it never
-// answered, or broke the protocol) may take Close's full grace periods to
-// stop: stopLater, when set, is given that, and the lines are those it
+// answered, or broke the protocol) has abandonedGrace, not the grace, to
+// exit once its stdin is closed, then SIGTERM and the grace, then
+// SIGKILL: stopLater, when set, is given that, and the lines are those it
 // wrote before the host gave up on it, not its answer to being stopped.
 func (c *Conn) abandon(stopLater func(stop func())) string {
+	c.stdinGrace = abandonedGrace
 	select {
 	case <-c.exited:
 	default:
@@ -221,7 +233,11 @@ func (c *Conn) closeProcess() error {
 	}()
 
 	var errs []error
-	if !c.waitExit(c.grace) {
+	first := c.grace
+	if c.stdinGrace > 0 {
+		first = c.stdinGrace
+	}
+	if !c.waitExit(first) {
 		c.log.Warn("server did not exit after stdin closed; sending SIGTERM")
 		if err := signalGroup(c.pgid, syscall.SIGTERM); err != nil {
 			errs = append(errs, err)
