@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"unicode/utf8"
@@ -231,24 +232,8 @@ func chooseProvider(cfg *config.Config, f *runFlags, rec *store.RunRecord) (prov
 
 // loopbackURL reports whether raw is a URL of a loopback host.
 func loopbackURL(raw string) bool {
-	if raw == "" {
-		return false
-	}
-	host := raw
-	if i := strings.Index(host, "://"); i >= 0 {
-		host = host[i+3:]
-	}
-	if i := strings.IndexAny(host, "/?#"); i >= 0 {
-		host = host[:i]
-	}
-	if strings.HasPrefix(host, "[") {
-		if i := strings.Index(host, "]"); i > 0 {
-			host = host[1:i]
-		}
-	} else if i := strings.LastIndex(host, ":"); i >= 0 {
-		host = host[:i]
-	}
-	return agent.Loopback(host)
+	u, err := url.Parse(raw)
+	return raw != "" && err == nil && agent.Loopback(u.Hostname())
 }
 
 // runExit is the exit of airlock run: 0 done, 5 waiting for approval,
