@@ -214,19 +214,26 @@ func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBindin
 
 // askNow puts req to the person at hand (a terminal, a callback), for the
 // principal the call is made for. settled reports whether they answered
-// for good; res is then nil when they granted the call.
+// for good; res is then nil when they granted the call. While the person
+// is asked, the request may be decided elsewhere (the console, airlock
+// approvals): the question is then withdrawn (the approver's context
+// ends) and that decision settles the call, within decisionPoll.
 func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req store.Approval) (res *Result, settled bool) {
 	who := q.snap.who
 	ar := ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
 		Summary: req.Summary, Target: req.Target, Digest: req.Digest, ExpiresAt: req.ExpiresAt, Principal: who,
 		Effect: q.decision.Effect}
+	askCtx, decided := h.watchDecision(ctx, req.ID)
 	var answer Verdict
 	var remember bool
 	var err error
 	if ra, ok := h.gov.approver.(RememberingApprover); ok && b.rememberable && req.Definition != "" {
-		answer, remember, err = ra.ApproveRemember(ctx, ar)
+		answer, remember, err = ra.ApproveRemember(askCtx, ar)
 	} else {
-		answer, err = h.gov.approver.Approve(ctx, ar)
+		answer, err = h.gov.approver.Approve(askCtx, ar)
+	}
+	if a, ok := decided(); ok {
+		return h.decidedElsewhere(ctx, q, b, a)
 	}
 	switch {
 	case err != nil:
@@ -238,6 +245,9 @@ func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req st
 	as := Actor{Principal: who, By: who.User}
 	ans := personsAnswer{grant: answer == Allow, remember: remember && answer == Allow, note: "answered when asked", call: q.r.CallID}
 	if _, err := decideApproval(ctx, h.gov.store, h.trail, req.ID, ans, as); err != nil {
+		if a, gerr := h.gov.store.Approvals().Get(ctx, req.ID); errors.Is(err, store.ErrConflict) && gerr == nil && a.Status != store.ApprovalPending {
+			return h.decidedElsewhere(ctx, q, b, a) // answered elsewhere first
+		}
 		return q.fail(Denied, err, "%s refused: %v", q.tool.Name, err), true
 	}
 	if answer == Deny {
@@ -245,6 +255,73 @@ func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req st
 	}
 	if a, err := h.gov.store.Approvals().Consume(ctx, b.digest, who.Tenant, who.User, h.gov.now()); err == nil {
 		return h.usedGrant(ctx, q, a), true
+	}
+	return nil, false
+}
+
+// decisionPoll is how often a call whose approval is being asked looks in
+// the store for a decision made elsewhere.
+const decisionPoll = 250 * time.Millisecond
+
+// ErrDecidedElsewhere is the cause (context.Cause) of an Approver's
+// context that ended because the request was decided elsewhere while the
+// person was asked: the approver may say so and return.
+var ErrDecidedElsewhere = errors.New("the approval request was decided elsewhere")
+
+// watchDecision returns a context for asking a person about the approval
+// request id, which ends (cause ErrDecidedElsewhere) once the request is
+// decided elsewhere, and decided, which stops watching and returns that
+// decision, if one was seen.
+func (h *Host) watchDecision(ctx context.Context, id string) (context.Context, func() (store.Approval, bool)) {
+	askCtx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var seen store.Approval
+	var found bool
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(decisionPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-askCtx.Done():
+				return
+			case <-tick.C:
+			}
+			a, err := h.gov.store.Approvals().Get(askCtx, id)
+			if err == nil && a.Status != store.ApprovalPending {
+				seen, found = a, true
+				cancel(ErrDecidedElsewhere)
+				return
+			}
+		}
+	}()
+	return askCtx, func() (store.Approval, bool) {
+		close(done)
+		<-stopped
+		cancel(nil)
+		return seen, found
+	}
+}
+
+// decidedElsewhere settles a call with the decision a made while the
+// person at hand was asked: a grant is used (once, as any grant), a
+// denial refuses the call; an expired request settles nothing.
+func (h *Host) decidedElsewhere(ctx context.Context, q *request, b approvalBinding, a store.Approval) (*Result, bool) {
+	by := a.DecidedBy
+	if by == "" {
+		by = "a person"
+	}
+	switch a.Status {
+	case store.ApprovalDenied:
+		return q.fail(Denied, nil, "%s refused: %s denied approval %s", q.tool.Name, by, a.ID), true
+	case store.ApprovalGranted:
+		who := q.snap.who
+		if g, err := h.gov.store.Approvals().Consume(ctx, b.digest, who.Tenant, who.User, h.gov.now()); err == nil {
+			return h.usedGrant(ctx, q, g), true
+		}
 	}
 	return nil, false
 }
@@ -270,6 +347,18 @@ type Actor struct {
 	// (store.EventApprovalOperator, store.EventRecoveryOperator: who
 	// acted, as whom, on whose request or record).
 	AllPrincipals bool
+	// Source names where the person acts from, such as "console", for the
+	// audit trail (field "source" of every event of the act); "" for the
+	// command line.
+	Source string
+}
+
+// sourced adds as.Source to fields, when it names one.
+func (as Actor) sourced(fields map[string]any) map[string]any {
+	if as.Source != "" {
+		fields["source"] = as.Source
+	}
+	return fields
 }
 
 // An owned thing is an approval request or a journal record, for the
@@ -309,7 +398,7 @@ func principalFields(fields map[string]any, prefix string, who Principal) map[st
 // show, approve, deny, resolve), and o the request or record, or the zero
 // owned for a list.
 func operatorEvent(as Actor, event, action string, o owned) store.Event {
-	fields := principalFields(map[string]any{"action": action, "by": as.By}, "acting_", as.Principal)
+	fields := principalFields(as.sourced(map[string]any{"action": action, "by": as.By}), "acting_", as.Principal)
 	if o.id != "" {
 		fields[o.field] = o.id
 		principalFields(fields, "", o.who)
@@ -450,7 +539,7 @@ func decideApproval(ctx context.Context, st store.Store, t *auditTrail, id strin
 		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, action, ownedApproval(a)))
 	}
 	who := Principal{Tenant: a.Tenant, User: a.User}
-	fields := principalFields(map[string]any{"approval": id, "by": as.By}, "", who)
+	fields := principalFields(as.sourced(map[string]any{"approval": id, "by": as.By}), "", who)
 	if ans.call != "" {
 		fields["call"] = ans.call
 	}
@@ -483,7 +572,7 @@ func rememberRule(ctx context.Context, st store.Store, t *auditTrail, a store.Ap
 		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "remember", ownedApproval(a)))
 	}
 	t.w.Append(ctx, store.Event{Event: store.EventRuleRemembered, Server: a.Server, Tool: a.Tool,
-		Fields: principalFields(map[string]any{"rule": rule.ID, "approval": a.ID, "by": as.By}, "", Principal{Tenant: a.Tenant, User: a.User})})
+		Fields: principalFields(as.sourced(map[string]any{"rule": rule.ID, "approval": a.ID, "by": as.By}), "", Principal{Tenant: a.Tenant, User: a.User})})
 	return approvals.Rule(ctx, rule.ID)
 }
 
@@ -532,7 +621,7 @@ func ForgetRule(ctx context.Context, st store.Store, id, note string, as Actor) 
 				owned{"rule", rule.ID, rule.Server, rule.Tool, who}))
 		}
 		var r *redact.Redactor // the built-in credential formats
-		fields := principalFields(map[string]any{"rule": id, "by": as.By}, "", who)
+		fields := principalFields(as.sourced(map[string]any{"rule": id, "by": as.By}), "", who)
 		if note != "" {
 			fields["note"] = r.String(note)
 		}

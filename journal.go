@@ -84,7 +84,7 @@ func ResolveRecovery(ctx context.Context, st store.Store, id string, r store.Res
 			t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "resolve", ownedRecord(rec)))
 		}
 		t.w.Append(ctx, store.Event{Event: store.EventRecoveryResolved, Server: rec.Server, Tool: rec.Tool,
-			Fields: principalFields(map[string]any{"recovery": id, "resolution": string(r), "by": as.By}, "", Principal{Tenant: rec.Tenant, User: rec.User})})
+			Fields: principalFields(as.sourced(map[string]any{"recovery": id, "resolution": string(r), "by": as.By}), "", Principal{Tenant: rec.Tenant, User: rec.User})})
 		return nil
 	})
 }

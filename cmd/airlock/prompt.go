@@ -32,6 +32,9 @@ type lineEditor struct {
 	t    *term.Terminal
 	hist *history
 	intr *interruptReader
+	// pending is the read under way, if a readLine ended (its context
+	// did) before the person entered a line.
+	pending chan lineRead
 }
 
 // newLineEditor reads from in, a terminal, and echoes to out (the same
@@ -74,17 +77,22 @@ func (l *lineEditor) readLine(ctx context.Context, prompt string, keep bool) (st
 	l.t.SetBracketedPasteMode(true)
 	defer l.t.SetBracketedPasteMode(false)
 
-	type read struct {
-		line string
-		err  error
+	if l.pending == nil {
+		// One read at a time: a read that a question withdrawn (its
+		// context ended) left waiting for a line is the next line's.
+		got := make(chan lineRead, 1)
+		go func() {
+			line, err := l.t.ReadLine()
+			got <- lineRead{line, err}
+		}()
+		l.pending = got
+	} else {
+		// The waiting read shows the new prompt from now on.
+		l.t.Write(nil)
 	}
-	got := make(chan read, 1)
-	go func() {
-		line, err := l.t.ReadLine()
-		got <- read{line, err}
-	}()
 	select {
-	case r := <-got:
+	case r := <-l.pending:
+		l.pending = nil
 		if errors.Is(r.err, term.ErrPasteIndicator) {
 			r.err = nil // a pasted line: as good as a typed one
 		}
@@ -99,11 +107,17 @@ func (l *lineEditor) readLine(ctx context.Context, prompt string, keep bool) (st
 		}
 		return r.line, r.err
 	case <-ctx.Done():
-		// The read goes on until a key is pressed; the process is on its
-		// way out, and the terminal goes back to its usual mode now.
+		// The read goes on until a line is entered, which the next
+		// readLine takes; the terminal goes back to its usual mode now.
 		restore.Do(func() { term.Restore(l.fd, state) })
 		return "", ctx.Err()
 	}
+}
+
+// A lineRead is what one ReadLine of the terminal returned.
+type lineRead struct {
+	line string
+	err  error
 }
 
 // An interruptReader passes a terminal's input on, and sends the process
@@ -178,6 +192,10 @@ func (a *terminalApprover) ask(ctx context.Context, req airlock.ApprovalRequest,
 		question = "Approve this call? [y/N/always] "
 	}
 	answer, ok, err := a.answer(ctx, question)
+	if errors.Is(context.Cause(ctx), airlock.ErrDecidedElsewhere) {
+		fmt.Fprintln(a.out, "\n(answered elsewhere, in the console or with airlock approvals)")
+		return "", false, err
+	}
 	if err != nil || !ok {
 		return "", false, err // no answer: the request stays pending
 	}

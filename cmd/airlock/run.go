@@ -302,18 +302,22 @@ type cancelOnInterrupt struct {
 
 func (c cancelOnInterrupt) Approve(ctx context.Context, req airlock.ApprovalRequest) (airlock.Verdict, error) {
 	v, err := c.terminalApprover.Approve(ctx, req)
-	if errors.Is(err, context.Canceled) {
-		c.cancel()
-	}
+	c.interrupted(ctx, err)
 	return v, err
 }
 
 func (c cancelOnInterrupt) ApproveRemember(ctx context.Context, req airlock.ApprovalRequest) (airlock.Verdict, bool, error) {
 	v, remember, err := c.terminalApprover.ApproveRemember(ctx, req)
-	if errors.Is(err, context.Canceled) {
+	c.interrupted(ctx, err)
+	return v, remember, err
+}
+
+// interrupted cancels the run when the person interrupted the question,
+// not when it was withdrawn because someone answered it elsewhere.
+func (c cancelOnInterrupt) interrupted(ctx context.Context, err error) {
+	if errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), airlock.ErrDecidedElsewhere) {
 		c.cancel()
 	}
-	return v, remember, err
 }
 
 func firstNonEmpty(vs ...string) string {
