@@ -235,6 +235,12 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		},
 		run: (*env).serve},
 
+	{name: "console", usage: consoleUsage, got: gotFirst,
+		flags: operatorFlag(func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.httpAddr, "http", "", "serve the console on this loopback HOST:PORT (default "+defaultConsoleAddr+")")
+		}),
+		run: (*env).console},
+
 	{name: "server",
 		missing: "server needs a name: airlock server workspace [--root DIR], or airlock server issues --issuer URL --resource URL",
 		unknown: "unknown server %q; the bundled servers are: workspace, issues",

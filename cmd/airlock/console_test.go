@@ -1,0 +1,344 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// pendingApproval returns the id of the one pending approval request that
+// approvals list shows in dir (with env added), waiting for it to appear.
+func pendingApproval(t *testing.T, dir string, env ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := runCLIEnv(t, dir, env, "", "approvals", "list", "--json").want(t, 0)
+		var out struct {
+			Approvals []struct {
+				ID string `json:"id"`
+			} `json:"approvals"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("approvals list --json: %v\n%s", err, r.stdout)
+		}
+		if len(out.Approvals) == 1 {
+			return out.Approvals[0].ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not one approval request is pending: %s", r.stdout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestApprovedElsewhereReleasesTheShell: while airlock shell asks on its
+// terminal, the request is approved from another process: the question
+// is withdrawn, the call runs, and the next line typed at the shell is the
+// shell's, not the old question's. A denial elsewhere refuses the call.
+func TestApprovedElsewhereReleasesTheShell(t *testing.T) {
+	dir := greetDir(t)
+	p := onPTY(t, dir, "shell")
+	p.expect("airlock> ")
+	p.send(`call w__greet {"name":"ada"}` + "\r")
+	p.expect("Approve this call? [y/N/always] ")
+	id := pendingApproval(t, dir)
+	runCLI(t, dir, "", "approvals", "approve", id).want(t, 0)
+	p.expect("answered elsewhere")
+	p.expect("hello ada")
+	p.expect("airlock> ")
+	p.send("status\r")
+	p.expect("ready")
+	p.expect("airlock> ")
+
+	p.send(`call w__greet {"name":"bob"}` + "\r")
+	p.expect("Approve this call? [y/N/always] ")
+	id = pendingApproval(t, dir)
+	runCLI(t, dir, "", "approvals", "deny", id).want(t, 0)
+	got := p.expect("airlock> ")
+	if !regexp.MustCompile(`denied: w__greet refused: \S+ denied approval ` + id).MatchString(got) {
+		t.Errorf("a call denied elsewhere showed:\n%s", got)
+	}
+	p.send("\x04")
+	if code, out := p.exit(); code != 0 {
+		t.Errorf("Ctrl-D: exit %d, terminal:\n%s", code, out)
+	}
+}
+
+// startConsole runs airlock console in dir on a free loopback port, with
+// args, and returns its base URL (http://127.0.0.1:PORT).
+func startConsole(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(airlockBin, append([]string{"console", "--http", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting airlock console: %v", err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("airlock console did not stop on an interrupt")
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		re := regexp.MustCompile(`console at (http://127\.0\.0\.1:\d+)/console/`)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatal("airlock console did not say where it listens")
+		return ""
+	}
+}
+
+// chromiumPath is Debian's Chromium, which scripts/setup-browser.sh
+// installs.
+const chromiumPath = "/usr/bin/chromium"
+
+// newBrowser starts headless Chromium for the test, on a profile of its
+// own, and returns the context its actions run in.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath
+	if p := os.Getenv("AIRLOCK_TEST_CHROMIUM"); p != "" {
+		path = p
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no Chromium at %s: scripts/setup-browser.sh installs it", path)
+		}
+		t.Skipf("no Chromium at %s (scripts/setup-browser.sh installs it)", path)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	ctx, cancelRun := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelRun()
+		cancelBrowser()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx
+}
+
+// browse runs actions in the browser, failing the test with what went
+// wrong.
+func browse(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	read(t, ctx, what, chromedp.Steps(steps...))
+}
+
+// read runs one action in the browser and returns its value, failing the
+// test with what went wrong.
+func read[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(step, a)
+	if err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("body")))
+		t.Fatalf("%s: %v\nthe page:\n%s", what, err, body)
+	}
+	return v
+}
+
+// screenshot saves the page as docs/console/NAME.png when
+// AIRLOCK_CONSOLE_SCREENSHOTS names the folder to save to.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("AIRLOCK_CONSOLE_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png := read(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// consoleDir is a project whose test server w has greet (which policy asks
+// about) and slow_write (allowed, which times out after a second: its
+// outcome is unknown), for tenancy acme or whatever CONSOLE_TENANT names.
+func consoleDir(t *testing.T, secret string) string {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, "[greet, slow_write]", envTestMark, filepath.Join(t.TempDir(), "mark"))+
+		`    request_timeout: 1s
+    secret_env: {SERVICE_TOKEN: HOST_SERVICE_TOKEN}
+tenancy: {tenant: "${CONSOLE_TENANT}", user: ada}
+policy:
+  rules:
+    - {server: w, tool: slow_write, decision: allow}
+`)
+	t.Setenv("CONSOLE_TENANT", "acme")
+	t.Setenv("HOST_SERVICE_TOKEN", secret)
+	return dir
+}
+
+// TestConsoleInChromium drives the console in headless Chromium as an
+// operator would: a call waiting in airlock shell is approved on the
+// approvals page and completes; one that arrives while the page is open
+// appears without a reload and is denied; an unknown outcome is resolved
+// on the recovery page, its arguments shown without the secret; the audit
+// trail is filtered; a form posted from another origin is refused; and
+// another tenant's request is shown only to an operator.
+func TestConsoleInChromium(t *testing.T) {
+	const secret = "s3cr3t-console-value-77"
+	dir := consoleDir(t, secret)
+	ctx := newBrowser(t)
+
+	// An unknown outcome, and another tenant's approval request.
+	r := runCLI(t, dir, "", "call", "w__slow_write", "--args", `{"text": "made with `+secret+`"}`).want(t, 4)
+	rec := regexp.MustCompile(`airlock recovery show (rec_[0-9a-f]+)`).FindStringSubmatch(r.stderr)
+	if rec == nil {
+		t.Fatalf("slow_write: stderr %q names no recovery record", r.stderr)
+	}
+	globex := []string{"CONSOLE_TENANT=globex"}
+	runCLIEnv(t, dir, globex, "", "call", "w__greet", "--args", `{"name":"eve"}`).want(t, 5)
+	otherID := pendingApproval(t, dir, globex...)
+
+	base := startConsole(t, dir)
+	p := onPTY(t, dir, "shell")
+	p.expect("airlock> ")
+	p.send(`call w__greet {"name":"ada"}` + "\r")
+	p.expect("Approve this call? [y/N/always] ")
+	id := pendingApproval(t, dir)
+
+	// Approve: the waiting shell call completes.
+	var html string
+	browse(t, ctx, "the approvals page",
+		chromedp.Navigate(base+"/console/approvals"),
+		chromedp.WaitVisible(chromedp.CSS("#"+id)))
+	html = read(t, ctx, "the page", chromedp.OuterHTML(chromedp.CSS("html")))
+	for _, want := range []string{"w__greet", `"name"`, "acme/ada", "Approve once", "Approve always", "Deny"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the approvals page lacks %q", want)
+		}
+	}
+	if strings.Contains(html, otherID) {
+		t.Errorf("the approvals page of acme/ada shows globex's request %s", otherID)
+	}
+	screenshot(t, ctx, "approvals")
+	browse(t, ctx, "approve", chromedp.SendKeys(chromedp.CSS("#note-"+id), "looks right"),
+		chromedp.Click(chromedp.CSS("#"+id+" button.approve")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	p.expect("hello ada")
+	p.expect("airlock> ")
+
+	// A request that arrives while the page is open shows up on its own.
+	p.send(`call w__greet {"name":"bob"}` + "\r")
+	p.expect("Approve this call? [y/N/always] ")
+	id2 := pendingApproval(t, dir)
+	browse(t, ctx, "the new request, live", chromedp.WaitVisible(chromedp.CSS("#"+id2)))
+	browse(t, ctx, "deny", chromedp.Click(chromedp.CSS("#"+id2+" button.deny")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	if got := p.expect("airlock> "); !strings.Contains(got, "denied approval "+id2) {
+		t.Errorf("the shell after the denial:\n%s", got)
+	}
+
+	// Recovery: the evidence, without the secret; resolve it.
+	browse(t, ctx, "the recovery page",
+		chromedp.Navigate(base+"/console/recovery"),
+		chromedp.WaitVisible(chromedp.CSS("#"+rec[1])))
+	html = read(t, ctx, "the page", chromedp.OuterHTML(chromedp.CSS("html")))
+	if strings.Contains(html, secret) || !strings.Contains(html, "[REDACTED:secret]") {
+		t.Errorf("the recovery page shows the secret, or not its redaction:\n%s", html)
+	}
+	screenshot(t, ctx, "recovery")
+	browse(t, ctx, "resolve",
+		chromedp.Click(chromedp.CSS("#"+rec[1]+` input[value="not-applied"]`)),
+		chromedp.SendKeys(chromedp.CSS("#note-"+rec[1]), "checked the file: not there"),
+		chromedp.Click(chromedp.CSS("#"+rec[1]+" form.resolve button")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	if show := runCLI(t, dir, "", "recovery", "show", rec[1]).want(t, 0); !strings.Contains(show.stdout, "resolved as not-applied by") {
+		t.Errorf("recovery show after the console's resolve:\n%s", show.stdout)
+	}
+
+	// The audit trail, filtered to one tool.
+	var tools []string
+	browse(t, ctx, "the audit page",
+		chromedp.Navigate(base+"/console/audit"),
+		chromedp.WaitVisible(chromedp.CSS("form.filter")),
+		chromedp.SendKeys(chromedp.CSS(`input[name="tool"]`), "w__slow_write"),
+		chromedp.Click(chromedp.CSS("form.filter button")),
+		chromedp.WaitVisible(chromedp.CSS("table.events")))
+	tools = read(t, ctx, "the events shown", chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.events tbody tr td:nth-child(4)")].map(td => td.textContent)`))
+	if len(tools) == 0 {
+		t.Error("the audit page filtered to w__slow_write shows no event")
+	}
+	for _, tool := range tools {
+		if tool != "w__slow_write" {
+			t.Errorf("the audit page filtered to w__slow_write shows an event of %q", tool)
+		}
+	}
+	screenshot(t, ctx, "audit")
+	browse(t, ctx, "the servers page", chromedp.Navigate(base+"/console/servers"),
+		chromedp.WaitVisible(chromedp.CSS("#server-w")))
+	screenshot(t, ctx, "servers")
+
+	// Every decision the console made is in the trail, with the console
+	// as its source.
+	trail := runCLI(t, dir, "", "audit", "--json").want(t, 0).stdout
+	for _, ev := range []string{"approval_granted", "approval_denied", "recovery_resolved"} {
+		if !regexp.MustCompile(`"event":"` + ev + `"[^\n]*"source":"console"`).MatchString(trail) {
+			t.Errorf("the audit trail has no %s event from the console:\n%s", ev, trail)
+		}
+	}
+
+	// A page of another origin posts an approval: refused, nothing decided.
+	p.send(`call w__greet {"name":"cy"}` + "\r")
+	p.expect("Approve this call? [y/N/always] ")
+	id3 := pendingApproval(t, dir)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" action="%s/console/approvals/%s/approve"><input name="csrf" value="guess"></form><script>document.getElementById("f").submit()</script>`, base, id3)
+	}))
+	defer evil.Close()
+	browse(t, ctx, "the other origin's page", chromedp.Navigate(evil.URL),
+		chromedp.WaitVisible(chromedp.CSS("p.error")))
+	html = read(t, ctx, "the refusal", chromedp.Text(chromedp.CSS("p.error")))
+	if !strings.Contains(html, "not from the console") {
+		t.Errorf("a cross-origin post was answered with %q", html)
+	}
+	if show := runCLI(t, dir, "", "approvals", "show", id3).want(t, 0); !strings.Contains(show.stdout, "(pending)") {
+		t.Errorf("after a cross-origin post the request reads:\n%s", show.stdout)
+	}
+	p.send("n\r")
+	p.expect("airlock> ")
+
+	// An operator's console shows every tenant's requests.
+	op := startConsole(t, dir, "--all-principals")
+	browse(t, ctx, "the operator's approvals page", chromedp.Navigate(op+"/console/approvals"),
+		chromedp.WaitVisible(chromedp.CSS("#"+otherID)))
+}
