@@ -1,4 +1,4 @@
-# make test   set up the test servers and PostgreSQL, check formatting and vet,
+# make test   set up the test servers, PostgreSQL and Chromium, check formatting and vet,
 #             run every test with -race
 # make check  formatting, vet, staticcheck and import grouping
 # make durability  kill a host with 64 journaled writes in flight 200 times
@@ -71,6 +71,7 @@ imports:
 # hands its URL to the tests as AIRLOCK_TEST_POSTGRES (internal/testenv).
 setup:
 	bash scripts/setup-node.sh
+	bash scripts/setup-browser.sh
 	bash scripts/setup-postgres.sh >/dev/null
 
 # durability: TestJournalSurvivesKill with 200 kills of a host on SQLite,

@@ -76,6 +76,11 @@ type Options struct {
 	// the resource's host), and, with a Verifier, not at all: a caller's
 	// access token is for MCP, not for the host's metrics.
 	MetricsToken string
+	// Pages, when set, serves the paths under PagesPrefix (the operator
+	// console) on the HTTP endpoint's server, behind the same Host check;
+	// it checks its own requests' origins and sessions.
+	Pages       http.Handler
+	PagesPrefix string
 }
 
 // A Gateway serves one Host's catalog to MCP clients. Create it with New,

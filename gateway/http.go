@@ -51,6 +51,7 @@ const (
 //	                                            metadata (public)
 //	/metrics                                    with Options.Metrics: Prometheus metrics
 //	                                            (see Options.MetricsToken)
+//	Options.PagesPrefix…                        with Options.Pages: the operator console
 //
 // Every request but a scrape with Options.MetricsToken must name in its Host header a loopback host or, with
 // inbound authentication, the host of serve.auth.resource (a page that
@@ -116,6 +117,9 @@ func (g *Gateway) buildHandler() http.Handler {
 	}
 	mux.Handle(Endpoint, bearer.OriginCheck{Allowed: g.opts.Serve.AllowedOrigins, Logger: g.log, SameLoopbackOrigin: true,
 		Message: "origin not allowed: list it in serve.allowed_origins to let this web page use the gateway"}.Wrap(endpoint))
+	if g.opts.Pages != nil && g.opts.PagesPrefix != "" {
+		mux.Handle(g.opts.PagesPrefix, g.opts.Pages)
+	}
 	checked := hosts.Wrap(mux)
 	switch m := g.opts.Metrics; {
 	case m == nil:

@@ -232,6 +232,8 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.BoolVar(&o.stdio, "stdio", false, "serve one client on stdin and stdout")
 			fs.StringVar(&o.httpAddr, "http", "", "serve Streamable HTTP at /mcp on this HOST:PORT (loopback unless serve.auth is configured)")
+			fs.BoolVar(&o.console, "console", false, "also serve the operator console under /console/ (with --http)")
+			fs.BoolVar(&o.allPrincipals, "all-principals", false, "the console's viewers act on the requests and records of every tenant and user, not only those of tenancy:")
 		},
 		run: (*env).serve},
 

@@ -51,6 +51,7 @@ type options struct {
 	issues         issuesFlags   // server issues
 	stdio          bool          // serve
 	httpAddr       string        // serve
+	console        bool          // serve --console
 	run            runFlags      // run
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
@@ -14,12 +15,13 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/egress"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/console"
 	"github.com/airlockhq/airlock/gateway"
 	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/store"
 )
 
-const serveUsage = "airlock serve --stdio | --http ADDR [--config FILE] [--state DIR]"
+const serveUsage = "airlock serve --stdio | --http ADDR [--console [--all-principals]] [--config FILE] [--state DIR]"
 
 // serve puts the governed catalog in front of MCP clients: one on
 // stdin/stdout (--stdio), or many over Streamable HTTP at /mcp (--http),
@@ -32,6 +34,10 @@ func (e *env) serve(o *options, _ []string) error {
 		return usageError("serve takes --stdio or --http ADDR, not both")
 	case !o.stdio && o.httpAddr == "":
 		return usageError("serve needs --stdio (one client on stdin and stdout) or --http ADDR (Streamable HTTP at /mcp, such as --http 127.0.0.1:8080)")
+	case o.console && o.httpAddr == "":
+		return usageError("serve --console needs --http ADDR: the console's pages are served beside /mcp, under %s", console.Prefix)
+	case o.allPrincipals && !o.console:
+		return usageError("serve --all-principals is for the console's viewers: add --console")
 	}
 	if o.httpAddr != "" {
 		tuneGC(os.Getenv)
@@ -61,6 +67,7 @@ func (e *env) serve(o *options, _ []string) error {
 	}
 
 	var g *gateway.Gateway
+	var pages *console.Console // with --console
 	var auth *config.ServeAuth // inbound authentication, over HTTP
 	e.hostOptions = func(cfg *config.Config, opts *airlock.Options) error {
 		gopts := &gateway.Options{Logger: opts.Logger, Version: version(), Serve: cfg.Serve,
@@ -89,6 +96,15 @@ func (e *env) serve(o *options, _ []string) error {
 			m := metrics.New()
 			opts.Metrics, gopts.Metrics, gopts.Measures, gopts.MetricsToken = m, m.Handler(), m, token
 		}
+		if o.console {
+			if cfg.Serve.Auth != nil {
+				return usageError("serve --console with serve.auth: the console's sign-in is not built yet; run airlock console on the gateway's machine (loopback) instead")
+			}
+			// The console is made on the host's store once it is open,
+			// before anything is served.
+			gopts.PagesPrefix = console.Prefix
+			gopts.Pages = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { pages.ServeHTTP(w, r) })
+		}
 		g = gateway.New(gopts)
 		opts.Approver, opts.CatalogChanged, opts.CatalogHeard, opts.ResourceUpdated = g, g.CatalogChanged, g.CatalogHeard, g.ResourceUpdated
 		// Servers may ask during calls; each call puts their questions
@@ -103,6 +119,13 @@ func (e *env) serve(o *options, _ []string) error {
 	defer e.closeSession(s)
 	if err := g.Start(e.ctx, s.h); err != nil {
 		return err
+	}
+	if o.console {
+		co := consoleOptions(o, s.cfg, s.h.Logger())
+		co.Store, co.Host = s.h.Store(), s.h
+		if pages, err = console.New(co); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	defer g.Close()
 
@@ -123,6 +146,9 @@ func (e *env) serve(o *options, _ []string) error {
 		return notLoopback(o.httpAddr, host)
 	}
 	fmt.Fprintf(e.stderr, "airlock: serving MCP at http://%s%s (Ctrl-C or SIGTERM to stop)\n", ln.Addr(), gateway.Endpoint)
+	if pages != nil {
+		fmt.Fprintf(e.stderr, "airlock: console at http://%s%s\n", ln.Addr(), console.Prefix)
+	}
 	if auth != nil {
 		fmt.Fprintf(e.stderr, "airlock: each call is made for the caller its access token names (tokens of %s for %s)\n", auth.Issuer, auth.Resource)
 	}
