@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -50,7 +48,7 @@ func (a *terminalApprover) elicit(ctx context.Context, req *airlock.InputRequest
 		return a.choose(ctx, "Accept (you open it and finish there)? [y = accept, n = decline, c = cancel] ")
 	}
 	fmt.Fprintf(a.out, "\n%s asks:\n  %s\n", who, printable(req.Message, 2000))
-	f, err := parseForm(req.Schema)
+	f, err := airlock.FormFields(req.Schema)
 	if err != nil {
 		fmt.Fprintf(a.out, "The form cannot be shown (%v): declined.\n", err)
 		return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: "the form cannot be shown: " + err.Error()}, nil
@@ -70,7 +68,7 @@ func (a *terminalApprover) elicit(ctx context.Context, req *airlock.InputRequest
 			return nil, err
 		}
 		if set {
-			content[fld.name] = v
+			content[fld.Name] = v
 		}
 	}
 	ans.Content = content
@@ -126,37 +124,37 @@ func (a *terminalApprover) askSampling(ctx context.Context, who string, req *air
 // askField reads one field of a form until the answer has the field's
 // type: set is false when the field is left out (it is optional, or its
 // default is taken by the host).
-func (a *terminalApprover) askField(ctx context.Context, f formField) (v any, set bool, err error) {
-	label := f.name
-	if f.title != "" && f.title != f.name {
-		label += " (" + printable(f.title, 100) + ")"
+func (a *terminalApprover) askField(ctx context.Context, f airlock.FormField) (v any, set bool, err error) {
+	label := f.Name
+	if f.Title != "" && f.Title != f.Name {
+		label += " (" + printable(f.Title, 100) + ")"
 	}
-	if f.description != "" {
-		label += ": " + printable(f.description, 300)
+	if f.Description != "" {
+		label += ": " + printable(f.Description, 300)
 	}
 	fmt.Fprintf(a.out, "  %s\n", label)
-	for i, c := range f.choices {
-		line := c.value
-		if c.title != "" && c.title != c.value {
-			line += " — " + c.title
+	for i, c := range f.Choices {
+		line := c.Value
+		if c.Title != "" && c.Title != c.Value {
+			line += " — " + c.Title
 		}
 		fmt.Fprintf(a.out, "    %d) %s\n", i+1, printable(line, 200))
 	}
-	prompt := "  " + f.name
+	prompt := "  " + f.Name
 	switch {
-	case f.multi:
+	case f.Multi:
 		prompt += " (numbers or values, comma-separated)"
-	case len(f.choices) > 0:
+	case len(f.Choices) > 0:
 		prompt += " (number or value)"
-	case f.kind == "boolean":
+	case f.Kind == "boolean":
 		prompt += " (y/n)"
-	case f.kind == "number", f.kind == "integer":
-		prompt += " (" + f.kind + ")"
+	case f.Kind == "number", f.Kind == "integer":
+		prompt += " (" + f.Kind + ")"
 	}
-	if f.hasDefault {
-		d, _ := json.Marshal(f.def)
+	if f.HasDefault {
+		d, _ := json.Marshal(f.Default)
 		prompt += " [" + printable(string(d), 100) + "]"
-	} else if !f.required {
+	} else if !f.Required {
 		prompt += " [leave empty to skip]"
 	}
 	prompt += ": "
@@ -169,199 +167,22 @@ func (a *terminalApprover) askField(ctx context.Context, f formField) (v any, se
 			return nil, false, io.ErrUnexpectedEOF
 		}
 		if text == "" {
-			if f.hasDefault {
-				return f.def, true, nil
+			if f.HasDefault {
+				return f.Default, true, nil
 			}
-			if !f.required {
+			if !f.Required {
 				return nil, false, nil
 			}
 			fmt.Fprintln(a.out, "  This field is required.")
 			continue
 		}
-		v, err := f.parse(text)
+		v, err := f.Parse(text)
 		if err != nil {
 			fmt.Fprintf(a.out, "  %v\n", err)
 			continue
 		}
 		return v, true, nil
 	}
-}
-
-// A formField is one property of a form-mode elicitation's schema, as a
-// person is asked for it.
-type formField struct {
-	name, title, description string
-	kind                     string // string, number, integer, boolean; "" for a choice
-	required                 bool
-	def                      any
-	hasDefault               bool
-	choices                  []formChoice // enum, oneOf consts (SEP-1330)
-	multi                    bool         // an array of choices
-}
-
-type formChoice struct{ value, title string }
-
-// parseForm reads the fields of a form's schema, in the order the server
-// wrote them.
-func parseForm(raw json.RawMessage) ([]formField, error) {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	var doc struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, err
-	}
-	order, err := propertyOrder(raw)
-	if err != nil {
-		return nil, err
-	}
-	var out []formField
-	for _, name := range order {
-		var p struct {
-			Type        string          `json:"type"`
-			Title       string          `json:"title"`
-			Description string          `json:"description"`
-			Default     json.RawMessage `json:"default"`
-			Enum        []any           `json:"enum"`
-			EnumNames   []string        `json:"enumNames"`
-			OneOf       []struct {
-				Const any    `json:"const"`
-				Title string `json:"title"`
-			} `json:"oneOf"`
-			Items *struct {
-				Enum  []any `json:"enum"`
-				AnyOf []struct {
-					Const any    `json:"const"`
-					Title string `json:"title"`
-				} `json:"anyOf"`
-			} `json:"items"`
-		}
-		if err := json.Unmarshal(doc.Properties[name], &p); err != nil {
-			return nil, fmt.Errorf("field %q: %v", name, err)
-		}
-		f := formField{name: name, title: p.Title, description: p.Description, kind: p.Type,
-			required: slices.Contains(doc.Required, name)}
-		if len(p.Default) > 0 {
-			f.hasDefault = json.Unmarshal(p.Default, &f.def) == nil
-		}
-		for i, v := range p.Enum {
-			c := formChoice{value: fmt.Sprint(v)}
-			if i < len(p.EnumNames) {
-				c.title = p.EnumNames[i]
-			}
-			f.choices = append(f.choices, c)
-		}
-		for _, o := range p.OneOf {
-			f.choices = append(f.choices, formChoice{value: fmt.Sprint(o.Const), title: o.Title})
-		}
-		if p.Type == "array" && p.Items != nil {
-			f.multi = true
-			for _, v := range p.Items.Enum {
-				f.choices = append(f.choices, formChoice{value: fmt.Sprint(v)})
-			}
-			for _, o := range p.Items.AnyOf {
-				f.choices = append(f.choices, formChoice{value: fmt.Sprint(o.Const), title: o.Title})
-			}
-		}
-		out = append(out, f)
-	}
-	return out, nil
-}
-
-// propertyOrder returns the names of a schema's properties in the order
-// they were written.
-func propertyOrder(raw json.RawMessage) ([]string, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("the form's schema is not an object")
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		if tok != "properties" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			return nil, fmt.Errorf(`the form's "properties" is not an object`)
-		}
-		var names []string
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			names = append(names, tok.(string))
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, err
-			}
-		}
-		return names, nil
-	}
-	return nil, nil
-}
-
-// parse reads a person's answer as the field's type.
-func (f formField) parse(text string) (any, error) {
-	if len(f.choices) > 0 {
-		if !f.multi {
-			return f.choice(text)
-		}
-		var out []any
-		for _, part := range strings.Split(text, ",") {
-			v, err := f.choice(strings.TrimSpace(part))
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, nil
-	}
-	switch f.kind {
-	case "boolean":
-		switch strings.ToLower(text) {
-		case "y", "yes", "true":
-			return true, nil
-		case "n", "no", "false":
-			return false, nil
-		}
-		return nil, fmt.Errorf("answer y or n")
-	case "integer":
-		n, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", text)
-		}
-		return n, nil
-	case "number":
-		n, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", text)
-		}
-		return n, nil
-	}
-	return text, nil
-}
-
-// choice reads one of a field's choices, by number or by value.
-func (f formField) choice(text string) (any, error) {
-	if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(f.choices) {
-		return f.choices[n-1].value, nil
-	}
-	for _, c := range f.choices {
-		if c.value == text {
-			return c.value, nil
-		}
-	}
-	return nil, fmt.Errorf("%q is not one of the choices: answer its number or its value", text)
 }
 
 // inputRequestJSON is an input_request line of airlock shell --json

@@ -215,6 +215,22 @@ CREATE INDEX runs_created ON runs (created_at DESC, id DESC);
 
 CREATE INDEX intents_call ON intents (call_id) WHERE call_id <> '';
 `,
+	// 9: the questions servers ask people during calls, while they are
+	// asked (inputs.go), for the operator console to answer.
+	`
+CREATE TABLE inputs (
+	id          text        PRIMARY KEY,
+	status      text        NOT NULL CHECK (status IN ('pending', 'answered', 'withdrawn')),
+	tenant      text        NOT NULL,
+	user_name   text        NOT NULL,
+	ask         bytea       NOT NULL, -- the request as JSON (store.InputAsk)
+	answer      bytea,
+	answered_by text,
+	created_at  timestamptz NOT NULL,
+	settled_at  timestamptz  -- by the server's clock
+);
+CREATE INDEX inputs_status ON inputs (status, created_at);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -186,6 +186,22 @@ CREATE INDEX runs_created ON runs (created_at DESC, id DESC);
 
 CREATE INDEX intents_call ON intents (call_id) WHERE call_id <> '';
 `,
+	// 10: the questions servers ask people during calls, while they are
+	// asked (inputs.go), for the operator console to answer.
+	`
+CREATE TABLE inputs (
+	id          TEXT    PRIMARY KEY,
+	status      TEXT    NOT NULL CHECK (status IN ('pending', 'answered', 'withdrawn')),
+	tenant      TEXT    NOT NULL,
+	user_name   TEXT    NOT NULL,
+	ask         TEXT    NOT NULL, -- the request as JSON (store.InputAsk)
+	answer      TEXT,
+	answered_by TEXT,
+	created_at  INTEGER NOT NULL,
+	settled_at  INTEGER
+) STRICT;
+CREATE INDEX inputs_status ON inputs (status, created_at);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

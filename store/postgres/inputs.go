@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// Input requests are rows of the table inputs: the request as JSON (ask),
+// and beside it what selects and settles it.
+
+var _ store.Inputs = (*DB)(nil)
+
+// AskInput records a pending input request; see store.Inputs.
+func (db *DB) AskInput(ctx context.Context, a store.InputAsk) error {
+	ask, err := a.Request()
+	if err != nil {
+		return err
+	}
+	var created any // NULL: now, by the server's clock
+	if !a.CreatedAt.IsZero() {
+		created = store.UTC(a.CreatedAt)
+	}
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `DELETE FROM inputs WHERE status <> 'pending' AND settled_at < now() - $1::interval`,
+			store.InputKeep.String()); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO inputs (id, status, tenant, user_name, ask, created_at)
+VALUES ($1, 'pending', $2, $3, $4, COALESCE($5, now()))`, a.ID, a.Tenant, a.User, ask, created)
+		return err
+	})
+	if isUnique(err) {
+		return fmt.Errorf("record input request %s: the id is taken: %w", a.ID, store.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("record input request %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+const inputColumns = `ask, status, answer, answered_by, created_at, settled_at`
+
+func scanInput(row pgx.CollectableRow) (store.InputAsk, error) {
+	var ask, answer []byte
+	var status string
+	var by *string
+	var created time.Time
+	var settled *time.Time
+	if err := row.Scan(&ask, &status, &answer, &by, &created, &settled); err != nil {
+		return store.InputAsk{}, err
+	}
+	var a store.InputAsk
+	if err := json.Unmarshal(ask, &a); err != nil {
+		return store.InputAsk{}, fmt.Errorf("input request: %w", err)
+	}
+	a.Status, a.CreatedAt = store.InputStatus(status), created.UTC()
+	if len(answer) > 0 {
+		a.Answer = answer
+	}
+	if by != nil {
+		a.AnsweredBy = *by
+	}
+	if settled != nil {
+		a.SettledAt = settled.UTC()
+	}
+	return a, nil
+}
+
+// InputAsk returns one input request; see store.Inputs.
+func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+inputColumns+` FROM inputs WHERE id = $1`, id)
+	a, err := one(rows, err, scanInput)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.InputAsk{}, fmt.Errorf("read input request %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// InputAsks lists input requests, oldest first; see store.Inputs.
+func (db *DB) InputAsks(ctx context.Context, f store.InputFilter) ([]store.InputAsk, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+inputColumns+` FROM inputs
+WHERE ($1 = '' OR status = $1) AND ($2 = '' OR tenant = $2) AND ($3 = '' OR user_name = $3)
+ORDER BY created_at, id`, string(f.Status), f.Tenant, f.User)
+	out, err := collect(rows, err, scanInput)
+	if err != nil {
+		return nil, fmt.Errorf("list input requests: %w", err)
+	}
+	return out, nil
+}
+
+// AnswerInput settles a pending request as answered; see store.Inputs.
+func (db *DB) AnswerInput(ctx context.Context, id string, answer json.RawMessage, by string) error {
+	if !json.Valid(answer) {
+		return fmt.Errorf("answer input request %s: the answer is not JSON", id)
+	}
+	return db.settleInput(ctx, "answer", id, store.InputAnswered, []byte(answer), &by)
+}
+
+// WithdrawInput settles a pending request as withdrawn; see store.Inputs.
+func (db *DB) WithdrawInput(ctx context.Context, id string) error {
+	return db.settleInput(ctx, "withdraw", id, store.InputWithdrawn, nil, nil)
+}
+
+func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer []byte, by *string) error {
+	tag, err := db.pool.Exec(ctx, `UPDATE inputs SET status = $1, answer = $2, answered_by = $3, settled_at = now()
+WHERE id = $4 AND status = 'pending'`, string(to), answer, by, id)
+	if err != nil {
+		return fmt.Errorf("%s input request %s: %w", verb, id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	a, err := db.InputAsk(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s input request %s: it is %s already: %w", verb, id, a.Status, store.ErrConflict)
+}

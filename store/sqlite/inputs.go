@@ -1,0 +1,131 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// Input requests are rows of the table inputs: the request as JSON (ask),
+// and beside it what selects and settles it.
+
+var _ store.Inputs = (*DB)(nil)
+
+// AskInput records a pending input request; see store.Inputs.
+func (db *DB) AskInput(ctx context.Context, a store.InputAsk) error {
+	ask, err := a.Request()
+	if err != nil {
+		return err
+	}
+	at := now()
+	if !a.CreatedAt.IsZero() {
+		at = store.UTC(a.CreatedAt)
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record input request %s: %w", a.ID, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM inputs WHERE status <> 'pending' AND settled_at < ?`,
+		micros(now().Add(-store.InputKeep))); err != nil {
+		return fmt.Errorf("record input request %s: %w", a.ID, err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO inputs (id, status, tenant, user_name, ask, created_at) VALUES (?, 'pending', ?, ?, ?, ?)`,
+		a.ID, a.Tenant, a.User, string(ask), micros(at))
+	if isUnique(err) {
+		return fmt.Errorf("record input request %s: the id is taken: %w", a.ID, store.ErrConflict)
+	}
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil {
+		return fmt.Errorf("record input request %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+const inputColumns = `ask, status, answer, answered_by, created_at, settled_at`
+
+func scanInput(row interface{ Scan(...any) error }) (store.InputAsk, error) {
+	var ask, status string
+	var answer, by sql.NullString
+	var created int64
+	var settled sql.NullInt64
+	if err := row.Scan(&ask, &status, &answer, &by, &created, &settled); err != nil {
+		return store.InputAsk{}, err
+	}
+	var a store.InputAsk
+	if err := json.Unmarshal([]byte(ask), &a); err != nil {
+		return store.InputAsk{}, fmt.Errorf("input request: %w", err)
+	}
+	a.Status, a.AnsweredBy, a.CreatedAt = store.InputStatus(status), by.String, fromMicros(created)
+	if answer.Valid {
+		a.Answer = json.RawMessage(answer.String)
+	}
+	if settled.Valid {
+		a.SettledAt = fromMicros(settled.Int64)
+	}
+	return a, nil
+}
+
+// InputAsk returns one input request; see store.Inputs.
+func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
+	a, err := scanInput(db.r.QueryRowContext(ctx, `SELECT `+inputColumns+` FROM inputs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, store.ErrNotFound)
+	}
+	return a, err
+}
+
+// InputAsks lists input requests, oldest first; see store.Inputs.
+func (db *DB) InputAsks(ctx context.Context, f store.InputFilter) ([]store.InputAsk, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+inputColumns+` FROM inputs
+WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR tenant = ?2) AND (?3 = '' OR user_name = ?3)
+ORDER BY created_at, id`, string(f.Status), f.Tenant, f.User)
+	if err != nil {
+		return nil, fmt.Errorf("list input requests: %w", err)
+	}
+	defer rows.Close()
+	var out []store.InputAsk
+	for rows.Next() {
+		a, err := scanInput(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AnswerInput settles a pending request as answered; see store.Inputs.
+func (db *DB) AnswerInput(ctx context.Context, id string, answer json.RawMessage, by string) error {
+	if !json.Valid(answer) {
+		return fmt.Errorf("answer input request %s: the answer is not JSON", id)
+	}
+	return db.settleInput(ctx, "answer", id, store.InputAnswered, sql.NullString{String: string(answer), Valid: true}, by)
+}
+
+// WithdrawInput settles a pending request as withdrawn; see store.Inputs.
+func (db *DB) WithdrawInput(ctx context.Context, id string) error {
+	return db.settleInput(ctx, "withdraw", id, store.InputWithdrawn, sql.NullString{}, "")
+}
+
+func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer sql.NullString, by string) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE inputs SET status = ?, answer = ?, answered_by = ?, settled_at = ? WHERE id = ? AND status = 'pending'`,
+		string(to), answer, by, micros(now()), id)
+	if err != nil {
+		return fmt.Errorf("%s input request %s: %w", verb, id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	a, err := db.InputAsk(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s input request %s: it is %s already: %w", verb, id, a.Status, store.ErrConflict)
+}
