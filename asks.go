@@ -126,7 +126,9 @@ type InputAnswer struct {
 	Content map[string]any
 	// Reason says, for the audit trail and the call's result, why the
 	// answer was given without a person's deciding, when it was (nobody
-	// at a terminal to ask, say). Empty for a person's own answer.
+	// at a terminal to ask, say), or who gave it when it was given
+	// elsewhere (the operator console). Empty for the Elicitor's person's
+	// own answer.
 	Reason string
 }
 

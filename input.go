@@ -437,12 +437,13 @@ func (a *asking) ask(ctx context.Context, req *InputRequest) (*InputAnswer, erro
 	if elicit == nil {
 		return a.declined(ctx, req, "nobody to ask (no Elicitor)"), nil
 	}
+	inputs := a.relay(req)
 	ctx, stop := a.bound(ctx)
 	defer stop()
 	resume := a.pause()
 	defer resume()
 	for try := 1; ; try++ {
-		ans, err := elicit(ctx, req)
+		ans, err := a.elicitOnce(ctx, elicit, inputs, req, try)
 		if ctx.Err() != nil {
 			a.answered(ctx, req, &InputAnswer{Action: AnswerCancel}, "the call ended before the person answered")
 			return nil, ctx.Err()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -31,6 +32,11 @@ func declineAll(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, e
 func (a *terminalApprover) elicit(ctx context.Context, req *airlock.InputRequest) (*airlock.InputAnswer, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer func() {
+		if errors.Is(context.Cause(ctx), airlock.ErrAnsweredElsewhere) {
+			fmt.Fprintln(a.out, "\n(answered elsewhere, in the console)")
+		}
+	}()
 	who := fmt.Sprintf("server %s, during %s", req.Server, req.Tool)
 	if req.Round > 1 {
 		who += fmt.Sprintf(" (question %d of this call)", req.Round)

@@ -1,0 +1,134 @@
+package airlock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// A server's question put to the host's own person (Options.Elicit) is
+// also kept in the store while it is asked, when the store keeps input
+// requests (store.Inputs): the operator console shows it and may answer
+// it, and the first answer, the person's at hand or the console's, is the
+// one the server is sent. A question put to a caller's own Elicitor
+// (Call.Elicit: the gateway's client, airlock shell --json) is that
+// caller's alone and is not kept.
+
+// ErrAnsweredElsewhere is the cause (context.Cause) of an Elicitor's
+// context that ended because the request was answered elsewhere (in the
+// operator console) while the person was asked: the Elicitor may say so
+// and return.
+var ErrAnsweredElsewhere = errors.New("the input request was answered elsewhere")
+
+// inputPoll is how often a question being asked looks in the store for an
+// answer given elsewhere.
+const inputPoll = 250 * time.Millisecond
+
+// relay is the store that keeps req while it is asked, or nil: req is a
+// form or URL elicitation asked of the host's own person, and the store
+// keeps input requests.
+func (a *asking) relay(req *InputRequest) store.Inputs {
+	if a.q.call.Elicit != nil || a.h.opts.Elicit == nil || req.Kind != InputElicitation {
+		return nil
+	}
+	inputs, _ := a.h.gov.store.(store.Inputs)
+	return inputs
+}
+
+// elicitOnce asks the person req once, with elicit: when inputs keeps
+// req, the answer may come from elsewhere, and the first answer is taken;
+// try numbers the asking (a second try is a new record, with its
+// Problem).
+func (a *asking) elicitOnce(ctx context.Context, elicit Elicitor, inputs store.Inputs, req *InputRequest, try int) (*InputAnswer, error) {
+	if inputs == nil {
+		return elicit(ctx, req)
+	}
+	id := req.ID
+	if try > 1 {
+		id = fmt.Sprintf("%s.%d", req.ID, try)
+	}
+	who := a.q.snap.who
+	ask := store.InputAsk{ID: id, Call: req.ToolCallID, Server: req.Server, Tool: req.Tool, Tenant: who.Tenant,
+		User: who.User, Mode: req.Mode, Message: req.Message, Schema: req.Schema, URL: req.URL,
+		Domain: req.Domain, Round: req.Round, Problem: req.Problem}
+	if err := inputs.AskInput(ctx, ask); err != nil {
+		a.h.log.Warn("the input request cannot be kept for the console; it is asked here only", "request", id, "error", err)
+		return elicit(ctx, req)
+	}
+	askCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	type reply struct {
+		ans *InputAnswer
+		err error
+	}
+	here := make(chan reply, 1)
+	go func() {
+		ans, err := elicit(askCtx, req)
+		here <- reply{ans, err}
+	}()
+	tick := time.NewTicker(inputPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case r := <-here:
+			// Answered here, or the call ended: the console may no longer
+			// answer, unless it answered first.
+			err := inputs.WithdrawInput(context.WithoutCancel(ctx), id)
+			if errors.Is(err, store.ErrConflict) && ctx.Err() == nil {
+				if ans, ok := a.answeredElsewhere(ctx, inputs, id); ok {
+					return ans, nil
+				}
+			}
+			return r.ans, r.err
+		case <-tick.C:
+			if ans, ok := a.answeredElsewhere(ctx, inputs, id); ok {
+				cancel(ErrAnsweredElsewhere)
+				<-here
+				return ans, nil
+			}
+		}
+	}
+}
+
+// answeredElsewhere is the answer given to the request id elsewhere, if
+// one was.
+func (a *asking) answeredElsewhere(ctx context.Context, inputs store.Inputs, id string) (*InputAnswer, bool) {
+	got, err := inputs.InputAsk(ctx, id)
+	if err != nil || got.Status != store.InputAnswered {
+		return nil, false
+	}
+	var ans struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content"`
+	}
+	if err := json.Unmarshal(got.Answer, &ans); err != nil {
+		a.h.log.Warn("an input request's answer from elsewhere is not readable; it is ignored", "request", id, "error", err)
+		return nil, false
+	}
+	by := got.AnsweredBy
+	if by == "" {
+		by = "a person"
+	}
+	return &InputAnswer{Action: ans.Action, Content: ans.Content, Reason: "answered elsewhere by " + by}, true
+}
+
+// CheckAnswer checks an answer to a form-mode elicitation whose requested
+// schema is schema (InputRequest.Schema, store.InputAsk.Schema) as the
+// host checks a person's answer before the server is sent it, and returns
+// the content that would be sent: the answer's, with the form's defaults
+// for what it leaves out; nil for a decline or a cancel.
+func CheckAnswer(schema json.RawMessage, ans *InputAnswer) (map[string]any, error) {
+	req := &InputRequest{Kind: InputElicitation, Mode: ElicitForm}
+	if len(schema) > 0 {
+		f, _, err := newForm(schema)
+		if err != nil {
+			return nil, err
+		}
+		req.form = f
+	}
+	return req.content(ans)
+}
