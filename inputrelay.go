@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
@@ -52,7 +53,7 @@ func (a *asking) elicitOnce(ctx context.Context, elicit Elicitor, inputs store.I
 		id = fmt.Sprintf("%s.%d", req.ID, try)
 	}
 	who := a.q.snap.who
-	ask := store.InputAsk{ID: id, Call: req.ToolCallID, Server: req.Server, Tool: req.Tool, Tenant: who.Tenant,
+	ask := store.InputAsk{ID: id, Call: a.q.r.CallID, Server: req.Server, Tool: req.Tool, Tenant: who.Tenant,
 		User: who.User, Mode: req.Mode, Message: req.Message, Schema: req.Schema, URL: req.URL,
 		Domain: req.Domain, Round: req.Round, Problem: req.Problem}
 	if err := inputs.AskInput(ctx, ask); err != nil {
@@ -131,4 +132,92 @@ func CheckAnswer(schema json.RawMessage, ans *InputAnswer) (map[string]any, erro
 		req.form = f
 	}
 	return req.content(ans)
+}
+
+// ErrAnswerDoesNotFit is returned (wrapped, with what is wrong) by
+// AnswerInput for an answer that does not fit the request's form: the
+// person fixes it and answers again.
+var ErrAnswerDoesNotFit = errors.New("the answer does not fit the form")
+
+// ListInputs lists the questions of st's calls that f selects and as may
+// see: its principal's own, or, with AllPrincipals, every principal's. A
+// store that keeps no questions lists none.
+func ListInputs(ctx context.Context, st store.Store, f store.InputFilter, as Actor) ([]store.InputAsk, error) {
+	inputs, ok := st.(store.Inputs)
+	if !ok {
+		return nil, nil
+	}
+	if !as.AllPrincipals {
+		if as.Principal.Tenant == "" || as.Principal.User == "" {
+			return nil, fmt.Errorf("list input requests: no tenant and user to act for")
+		}
+		f.Tenant, f.User = as.Principal.Tenant, as.Principal.User
+	}
+	return inputs.InputAsks(ctx, f)
+}
+
+// InputAskFor returns st's question id if as may see it.
+func InputAskFor(ctx context.Context, st store.Store, id string, as Actor) (store.InputAsk, error) {
+	inputs, ok := st.(store.Inputs)
+	if !ok {
+		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, store.ErrNotFound)
+	}
+	a, err := inputs.InputAsk(ctx, id)
+	if err != nil {
+		return store.InputAsk{}, err
+	}
+	if !as.AllPrincipals && (a.Tenant != as.Principal.Tenant || a.User != as.Principal.User) {
+		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, ErrOtherPrincipal)
+	}
+	return a, nil
+}
+
+// AnswerInput answers, for as, the question id of st that a call's server
+// is asking its host's person: the answer is checked against the form as
+// the host checks its person's (an answer that does not fit is
+// ErrAnswerDoesNotFit, with what is wrong), and the asking host takes it
+// within a moment and sends it to the server. A question already answered
+// or withdrawn is store.ErrConflict. The answer is written to the audit
+// trail (store.EventInputAnswered: the request, its call and principal,
+// the action and who answered, and as.Source; the content's values stay
+// with the call's own input_answer event, under audit.record_values).
+func AnswerInput(ctx context.Context, st store.Store, id string, ans *InputAnswer, as Actor) error {
+	a, err := InputAskFor(ctx, st, id, as)
+	if err != nil {
+		return err
+	}
+	if a.Status != store.InputPending {
+		return fmt.Errorf("input request %s is %s: %w", id, a.Status, store.ErrConflict)
+	}
+	var content map[string]any
+	if a.Mode == ElicitURL {
+		if len(ans.Content) > 0 {
+			return fmt.Errorf("%w: a link is accepted, declined or cancelled, with nothing filled in", ErrAnswerDoesNotFit)
+		}
+		if _, err = CheckAnswer(nil, ans); err != nil {
+			return fmt.Errorf("%w: %v", ErrAnswerDoesNotFit, err)
+		}
+	} else if content, err = CheckAnswer(a.Schema, ans); err != nil {
+		return fmt.Errorf("%w: %s", ErrAnswerDoesNotFit, strings.TrimPrefix(err.Error(), ErrAnswerDoesNotFit.Error()+": "))
+	}
+	raw, err := json.Marshal(struct {
+		Action  string         `json:"action"`
+		Content map[string]any `json:"content,omitempty"`
+	}{ans.Action, content})
+	if err != nil {
+		return err
+	}
+	return withTrail(ctx, st, func(t *auditTrail) error {
+		if err := st.(store.Inputs).AnswerInput(ctx, id, raw, as.By); err != nil {
+			return err
+		}
+		o := owned{"request", a.ID, a.Server, a.Tool, Principal{Tenant: a.Tenant, User: a.User}}
+		if as.AllPrincipals {
+			t.w.Append(ctx, operatorEvent(as, store.EventInputOperator, "answer", o))
+		}
+		fields := principalFields(as.sourced(map[string]any{"request": a.ID, "call": a.Call, "by": as.By,
+			"action": ans.Action, "mode": a.Mode}), "", o.who)
+		t.w.Append(ctx, store.Event{Event: store.EventInputAnswered, Server: a.Server, Tool: a.Tool, Fields: fields})
+		return nil
+	})
 }

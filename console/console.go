@@ -137,6 +137,8 @@ func (c *Console) routes() {
 	})
 	m.HandleFunc("GET "+Prefix+"approvals", c.live("approvals", c.approvals))
 	m.HandleFunc("POST "+Prefix+"approvals/{id}/{action}", c.decide)
+	m.HandleFunc("GET "+Prefix+"inputs", c.live("inputs", c.inputs))
+	m.HandleFunc("POST "+Prefix+"inputs/{id}/answer", c.answer)
 	m.HandleFunc("GET "+Prefix+"recovery", c.live("recovery", c.recovery))
 	m.HandleFunc("POST "+Prefix+"recovery/{id}/resolve", c.resolve)
 	m.HandleFunc("GET "+Prefix+"servers", c.live("servers", c.servers))

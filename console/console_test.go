@@ -151,7 +151,7 @@ func TestHostHeader(t *testing.T) {
 // one is 404, and the assets are the embedded ones.
 func TestPagesAndHeaders(t *testing.T) {
 	f := newFixture(t, airlock.Actor{Principal: acme, By: "ada"})
-	for _, p := range []string{"/console/approvals", "/console/approvals?all=1", "/console/recovery", "/console/recovery?all=1",
+	for _, p := range []string{"/console/approvals", "/console/approvals?all=1", "/console/inputs", "/console/recovery", "/console/recovery?all=1",
 		"/console/servers", "/console/tasks", "/console/runs", "/console/audit", "/console/audit/verify"} {
 		resp, err := f.client.Get(f.srv.URL + p)
 		if err != nil {

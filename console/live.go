@@ -32,6 +32,7 @@ type watcher func(ctx context.Context, r *http.Request, h hash.Hash) error
 func (c *Console) watchers() map[string]watcher {
 	return map[string]watcher{
 		"approvals": c.watchApprovals,
+		"inputs":    c.watchInputs,
 		"recovery":  c.watchRecovery,
 		"servers":   c.watchServers,
 		"tasks":     c.watchTasks,

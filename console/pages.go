@@ -337,9 +337,9 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request) {
 
 // auditFilter is what the audit page's form selects.
 type auditFilter struct {
-	Server, Tool, Class, Event, Tenant, User string
-	Since                                    string // a duration, such as 1h
-	Limit                                    int
+	Server, Tool, Class, Event, Tenant, User, Call string
+	Since                                          string // a duration, such as 1h
+	Limit                                          int
 }
 
 // auditLimit bounds the events one audit page shows.
@@ -347,7 +347,7 @@ const auditLimit = 500
 
 func parseAuditFilter(q url.Values) (auditFilter, time.Duration, error) {
 	f := auditFilter{Server: q.Get("server"), Tool: q.Get("tool"), Class: q.Get("class"), Event: q.Get("event"),
-		Tenant: q.Get("tenant"), User: q.Get("user"), Since: q.Get("since"), Limit: 200}
+		Tenant: q.Get("tenant"), User: q.Get("user"), Call: q.Get("call"), Since: q.Get("since"), Limit: 200}
 	since := 24 * time.Hour
 	if f.Since != "" {
 		d, err := time.ParseDuration(f.Since)
@@ -373,7 +373,8 @@ func (f auditFilter) match(ev store.Event) bool {
 	field := func(k string) string { s, _ := ev.Fields[k].(string); return s }
 	return (f.Server == "" || ev.Server == f.Server) && (f.Tool == "" || ev.Tool == f.Tool) &&
 		(f.Class == "" || ev.Class == f.Class) && (f.Event == "" || ev.Event == f.Event) &&
-		(f.Tenant == "" || field("tenant") == f.Tenant) && (f.User == "" || field("user") == f.User)
+		(f.Tenant == "" || field("tenant") == f.Tenant) && (f.User == "" || field("user") == f.User) &&
+		(f.Call == "" || field("call") == f.Call)
 }
 
 // visible reports whether as may see ev: an operator sees every event; a

@@ -36,6 +36,8 @@ const (
 	EventCompletion        = "completion"      // a completion/complete was asked for
 	EventLateAnswer        = "late_answer"
 	EventRecoveryOperator  = "recovery_operator"
+	EventInputAnswered     = "input_answered" // a person answered a server's question elsewhere (the console)
+	EventInputOperator     = "input_operator" // a person acted on any principal's question (--all-principals)
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

@@ -14,7 +14,7 @@ import (
 // its own person's or the console's.
 type InputAsk struct {
 	ID     string `json:"id"`   // the request's id (InputRequest.ID, "inq_…")
-	Call   string `json:"call"` // the call it was asked during
+	Call   string `json:"call"` // the call it was asked during: its audit events' "call"
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	// Tenant and User are whom the call is made for: only they (or an

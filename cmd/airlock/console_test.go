@@ -190,17 +190,20 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // consoleDir is a project whose test server w has greet (which policy asks
-// about) and slow_write (allowed, which times out after a second: its
-// outcome is unknown), for tenancy acme or whatever CONSOLE_TENANT names.
+// about), slow_write (allowed, which times out after a second: its
+// outcome is unknown) and ask_form (allowed, which asks for a form), for
+// tenancy acme or whatever CONSOLE_TENANT names.
 func consoleDir(t *testing.T, secret string) string {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, "[greet, slow_write]", envTestMark, filepath.Join(t.TempDir(), "mark"))+
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, "[greet, slow_write, ask_form]",
+		envTestMark, filepath.Join(t.TempDir(), "mark"), envTestAsks, "1")+
 		`    request_timeout: 1s
     secret_env: {SERVICE_TOKEN: HOST_SERVICE_TOKEN}
 tenancy: {tenant: "${CONSOLE_TENANT}", user: ada}
 policy:
   rules:
     - {server: w, tool: slow_write, decision: allow}
+    - {server: w, tool: ask_form, decision: allow}
 `)
 	t.Setenv("CONSOLE_TENANT", "acme")
 	t.Setenv("HOST_SERVICE_TOKEN", secret)
@@ -210,7 +213,8 @@ policy:
 // TestConsoleInChromium drives the console in headless Chromium as an
 // operator would: a call waiting in airlock shell is approved on the
 // approvals page and completes; one that arrives while the page is open
-// appears without a reload and is denied; an unknown outcome is resolved
+// appears without a reload and is denied; a server's form asked in the
+// shell is answered on the inputs page; an unknown outcome is resolved
 // on the recovery page, its arguments shown without the secret; the audit
 // trail is filtered; a form posted from another origin is refused; and
 // another tenant's request is shown only to an operator.
@@ -268,6 +272,39 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("the shell after the denial:\n%s", got)
 	}
 
+	// A server's form, asked at the shell, answered in the console: an
+	// answer that does not fit is shown again with what is wrong; the
+	// shell's question is withdrawn and the server gets the answer.
+	p.send("call w__ask_form {}\r")
+	p.expect("Answer? [y = fill in the form, n = decline, c = cancel] ")
+	browse(t, ctx, "the inputs page", chromedp.Navigate(base+"/console/inputs"),
+		chromedp.WaitVisible(chromedp.CSS("article.input")))
+	inq := read(t, ctx, "the request's id", chromedp.Evaluate[string](`document.querySelector("article.input").id`))
+	html = read(t, ctx, "the page", chromedp.OuterHTML(chromedp.CSS("html")))
+	for _, want := range []string{"Who are you?", "Your name", `value="Ada"`, "Green", `name="f.count"`, `name="f.sure"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the inputs page lacks %q", want)
+		}
+	}
+	browse(t, ctx, "an answer that does not fit",
+		chromedp.SetValue(chromedp.CSS(`#`+inq+` select[name="f.colour"]`), "green"),
+		chromedp.SendKeys(chromedp.CSS(`#`+inq+` input[name="f.count"]`), "0"),
+		chromedp.Click(chromedp.CSS(`#`+inq+` button[value="accept"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#`+inq+` p[role="alert"]`)))
+	if msg := read(t, ctx, "the problem", chromedp.Text(chromedp.CSS(`#`+inq+` p[role="alert"]`))); !strings.Contains(msg, "count") {
+		t.Errorf("the problem shown: %q", msg)
+	}
+	screenshot(t, ctx, "inputs")
+	browse(t, ctx, "an answer that fits",
+		chromedp.SetValue(chromedp.CSS(`#`+inq+` input[name="f.count"]`), "3"),
+		chromedp.SetValue(chromedp.CSS(`#`+inq+` select[name="f.sure"]`), "true"),
+		chromedp.Click(chromedp.CSS(`#`+inq+` button[value="accept"]`)),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	p.expect("answered elsewhere, in the console")
+	if got := p.expect("airlock> "); !strings.Contains(got, `"colour":"green"`) || !strings.Contains(got, `"count":3`) || !strings.Contains(got, `"name":"Ada"`) {
+		t.Errorf("the shell after the console's answer:\n%s", got)
+	}
+
 	// Recovery: the evidence, without the secret; resolve it.
 	browse(t, ctx, "the recovery page",
 		chromedp.Navigate(base+"/console/recovery"),
@@ -293,6 +330,9 @@ func TestConsoleInChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("form.filter")),
 		chromedp.SendKeys(chromedp.CSS(`input[name="tool"]`), "w__slow_write"),
 		chromedp.Click(chromedp.CSS("form.filter button")),
+		// The filtered page, not the one the click left: its form holds
+		// the filter as an attribute.
+		chromedp.WaitVisible(chromedp.CSS(`form.filter input[name="tool"][value="w__slow_write"]`)),
 		chromedp.WaitVisible(chromedp.CSS("table.events")))
 	tools = read(t, ctx, "the events shown", chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.events tbody tr td:nth-child(4)")].map(td => td.textContent)`))
 	if len(tools) == 0 {
@@ -311,7 +351,7 @@ func TestConsoleInChromium(t *testing.T) {
 	// Every decision the console made is in the trail, with the console
 	// as its source.
 	trail := runCLI(t, dir, "", "audit", "--json").want(t, 0).stdout
-	for _, ev := range []string{"approval_granted", "approval_denied", "recovery_resolved"} {
+	for _, ev := range []string{"approval_granted", "approval_denied", "recovery_resolved", "input_answered"} {
 		if !regexp.MustCompile(`"event":"` + ev + `"[^\n]*"source":"console"`).MatchString(trail) {
 			t.Errorf("the audit trail has no %s event from the console:\n%s", ev, trail)
 		}
