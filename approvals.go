@@ -217,7 +217,7 @@ func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBindin
 // for good; res is then nil when they granted the call. While the person
 // is asked, the request may be decided elsewhere (the console, airlock
 // approvals): the question is then withdrawn (the approver's context
-// ends) and that decision settles the call, within decisionPoll.
+// ends) and that decision settles the call, within elsewherePoll.
 func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req store.Approval) (res *Result, settled bool) {
 	who := q.snap.who
 	ar := ApprovalRequest{ID: req.ID, Server: req.Server, Tool: req.Tool,
@@ -259,28 +259,29 @@ func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req st
 	return nil, false
 }
 
-// decisionPoll is how often a call whose approval is being asked looks in
-// the store for a decision made elsewhere.
-const decisionPoll = 250 * time.Millisecond
+// elsewherePoll is how often a call that is asking a person something
+// (an approval, a server's question) looks in the store for an answer
+// given elsewhere.
+const elsewherePoll = 250 * time.Millisecond
 
 // ErrDecidedElsewhere is the cause (context.Cause) of an Approver's
 // context that ended because the request was decided elsewhere while the
 // person was asked: the approver may say so and return.
 var ErrDecidedElsewhere = errors.New("the approval request was decided elsewhere")
 
-// watchDecision returns a context for asking a person about the approval
-// request id, which ends (cause ErrDecidedElsewhere) once the request is
-// decided elsewhere, and decided, which stops watching and returns that
-// decision, if one was seen.
-func (h *Host) watchDecision(ctx context.Context, id string) (context.Context, func() (store.Approval, bool)) {
+// watchElsewhere returns a context for asking a person something, which
+// ends with cause once look, asked every elsewherePoll, finds it answered
+// elsewhere, and settled, which stops watching and returns that answer,
+// if one was found.
+func watchElsewhere[T any](ctx context.Context, cause error, look func(context.Context) (T, bool)) (context.Context, func() (T, bool)) {
 	askCtx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
-	var seen store.Approval
+	var seen T
 	var found bool
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(decisionPoll)
+		tick := time.NewTicker(elsewherePoll)
 		defer tick.Stop()
 		for {
 			select {
@@ -290,20 +291,27 @@ func (h *Host) watchDecision(ctx context.Context, id string) (context.Context, f
 				return
 			case <-tick.C:
 			}
-			a, err := h.gov.store.Approvals().Get(askCtx, id)
-			if err == nil && a.Status != store.ApprovalPending {
-				seen, found = a, true
-				cancel(ErrDecidedElsewhere)
+			if seen, found = look(askCtx); found {
+				cancel(cause)
 				return
 			}
 		}
 	}()
-	return askCtx, func() (store.Approval, bool) {
+	return askCtx, func() (T, bool) {
 		close(done)
 		<-stopped
 		cancel(nil)
 		return seen, found
 	}
+}
+
+// watchDecision is watchElsewhere for the approval request id: it is
+// answered once it is no longer pending.
+func (h *Host) watchDecision(ctx context.Context, id string) (context.Context, func() (store.Approval, bool)) {
+	return watchElsewhere(ctx, ErrDecidedElsewhere, func(ctx context.Context) (store.Approval, bool) {
+		a, err := h.gov.store.Approvals().Get(ctx, id)
+		return a, err == nil && a.Status != store.ApprovalPending
+	})
 }
 
 // decidedElsewhere settles a call with the decision a made while the

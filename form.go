@@ -165,7 +165,7 @@ func (r *InputRequest) content(a *InputAnswer) (map[string]any, error) {
 		}
 	}
 	if err := r.form.schema.Validate(content); err != nil {
-		return nil, fmt.Errorf("the answer does not fit the form: %v", err)
+		return nil, fmt.Errorf("%w: %v", ErrAnswerDoesNotFit, err)
 	}
 	return content, nil
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/airlockhq/airlock/store"
 )
@@ -24,10 +22,6 @@ import (
 // operator console) while the person was asked: the Elicitor may say so
 // and return.
 var ErrAnsweredElsewhere = errors.New("the input request was answered elsewhere")
-
-// inputPoll is how often a question being asked looks in the store for an
-// answer given elsewhere.
-const inputPoll = 250 * time.Millisecond
 
 // relay is the store that keeps req while it is asked, or nil: req is a
 // form or URL elicitation asked of the host's own person, and the store
@@ -60,39 +54,22 @@ func (a *asking) elicitOnce(ctx context.Context, elicit Elicitor, inputs store.I
 		a.h.log.Warn("the input request cannot be kept for the console; it is asked here only", "request", id, "error", err)
 		return elicit(ctx, req)
 	}
-	askCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	type reply struct {
-		ans *InputAnswer
-		err error
+	askCtx, settled := watchElsewhere(ctx, ErrAnsweredElsewhere, func(ctx context.Context) (*InputAnswer, bool) {
+		return a.answeredElsewhere(ctx, inputs, id)
+	})
+	ans, err := elicit(askCtx, req)
+	if elsewhere, ok := settled(); ok {
+		return elsewhere, nil
 	}
-	here := make(chan reply, 1)
-	go func() {
-		ans, err := elicit(askCtx, req)
-		here <- reply{ans, err}
-	}()
-	tick := time.NewTicker(inputPoll)
-	defer tick.Stop()
-	for {
-		select {
-		case r := <-here:
-			// Answered here, or the call ended: the console may no longer
-			// answer, unless it answered first.
-			err := inputs.WithdrawInput(context.WithoutCancel(ctx), id)
-			if errors.Is(err, store.ErrConflict) && ctx.Err() == nil {
-				if ans, ok := a.answeredElsewhere(ctx, inputs, id); ok {
-					return ans, nil
-				}
-			}
-			return r.ans, r.err
-		case <-tick.C:
-			if ans, ok := a.answeredElsewhere(ctx, inputs, id); ok {
-				cancel(ErrAnsweredElsewhere)
-				<-here
-				return ans, nil
-			}
+	// Answered here, or the call ended: the console may no longer answer,
+	// unless it answered first.
+	werr := inputs.WithdrawInput(context.WithoutCancel(ctx), id)
+	if errors.Is(werr, store.ErrConflict) && ctx.Err() == nil {
+		if elsewhere, ok := a.answeredElsewhere(ctx, inputs, id); ok {
+			return elsewhere, nil
 		}
 	}
+	return ans, err
 }
 
 // answeredElsewhere is the answer given to the request id elsewhere, if
@@ -194,11 +171,15 @@ func AnswerInput(ctx context.Context, st store.Store, id string, ans *InputAnswe
 		if len(ans.Content) > 0 {
 			return fmt.Errorf("%w: a link is accepted, declined or cancelled, with nothing filled in", ErrAnswerDoesNotFit)
 		}
-		if _, err = CheckAnswer(nil, ans); err != nil {
-			return fmt.Errorf("%w: %v", ErrAnswerDoesNotFit, err)
-		}
-	} else if content, err = CheckAnswer(a.Schema, ans); err != nil {
-		return fmt.Errorf("%w: %s", ErrAnswerDoesNotFit, strings.TrimPrefix(err.Error(), ErrAnswerDoesNotFit.Error()+": "))
+		_, err = CheckAnswer(nil, ans)
+	} else {
+		content, err = CheckAnswer(a.Schema, ans)
+	}
+	if err != nil && !errors.Is(err, ErrAnswerDoesNotFit) {
+		err = fmt.Errorf("%w: %v", ErrAnswerDoesNotFit, err)
+	}
+	if err != nil {
+		return err
 	}
 	raw, err := json.Marshal(struct {
 		Action  string         `json:"action"`
