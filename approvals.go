@@ -361,6 +361,21 @@ type Actor struct {
 	Source string
 }
 
+// RecordSignIn writes to st's audit trail that the person as names signed
+// in to (in) or out of where as.Source says (the console), at issuer, and
+// whether as an operator.
+func RecordSignIn(ctx context.Context, st store.Store, as Actor, in bool, issuer string) error {
+	event := store.EventSignedIn
+	if !in {
+		event = store.EventSignedOut
+	}
+	return withTrail(ctx, st, func(t *auditTrail) error {
+		fields := principalFields(as.sourced(map[string]any{"by": as.By, "issuer": issuer, "operator": as.AllPrincipals}), "", as.Principal)
+		t.w.Append(ctx, store.Event{Event: event, Fields: fields})
+		return nil
+	})
+}
+
 // sourced adds as.Source to fields, when it names one.
 func (as Actor) sourced(fields map[string]any) map[string]any {
 	if as.Source != "" {

@@ -93,6 +93,8 @@ func TestExample(t *testing.T) {
 		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:276"}},
 		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
+			Console: &ServeConsole{ClientID: "airlock-console", ClientSecretEnv: "AIRLOCK_CONSOLE_SECRET", Scopes: []string{"profile"},
+				Operators: []ConsoleOperator{{Tenant: "acme", User: "alice"}}},
 			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute, MetricsTokenEnv: "AIRLOCK_METRICS_TOKEN"},
 		Agent: Agent{Provider: ProviderOpenAI, Model: "qwen3:8b", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: DefaultOpenAIKeyEnv,
 			System: "You work in this repository through its tools. Say what you changed.", MaxSteps: DefaultAgentMaxSteps, MaxToolsInPrompt: DefaultMaxToolsInPrompt},
@@ -133,7 +135,7 @@ func TestExampleIsComplete(t *testing.T) {
 	var keys []string
 	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
 		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys,
-		oauthKeys, tenancyKeys, egressKeys, serveKeys, serveAuthKeys, storeKeys, agentKeys} {
+		oauthKeys, tenancyKeys, egressKeys, serveKeys, serveAuthKeys, serveConsoleKeys, storeKeys, agentKeys} {
 		keys = append(keys, ks.known...)
 	}
 	for _, key := range keys {

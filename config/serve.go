@@ -17,13 +17,15 @@ const (
 )
 
 var serveKeys = keySet{
-	known: []string{"auth", "allowed_origins", "max_sessions", "session_idle_timeout", "metrics_token_env"},
+	known: []string{"auth", "console", "allowed_origins", "max_sessions", "session_idle_timeout", "metrics_token_env"},
 	elsewhere: map[string]string{
 		"servers": "at the top level", "limits": "at the top level", "tenancy": "at the top level",
 	},
 }
 
 var serveAuthKeys = keySet{known: []string{"issuer", "resource", "scopes", "tenant_claim", "user_claim"}}
+
+var serveConsoleKeys = keySet{known: []string{"client_id", "client_secret_env", "scopes", "operators"}}
 
 // Serve is serve:, the settings of the gateway (airlock serve). Its zero
 // value is the defaults.
@@ -33,6 +35,9 @@ type Serve struct {
 	// claims say whom its calls are made for. Nil means no inbound
 	// authentication (loopback only, acting for tenancy:).
 	Auth *ServeAuth
+	// Console is the operator console's sign-in (airlock serve --console
+	// with Auth): people sign in at Auth.Issuer. Nil without serve.console.
+	Console *ServeConsole
 	// AllowedOrigins are the browser origins (scheme://host[:port], lower
 	// case) whose requests the HTTP endpoint accepts, with CORS answered
 	// for exactly them. Empty allows none: only requests without an Origin
@@ -75,6 +80,32 @@ type ServeAuth struct {
 	UserClaim string
 }
 
+// ServeConsole is serve.console: how the operator console of a gateway
+// with serve.auth signs people in. It is an OpenID Connect relying party
+// of serve.auth.issuer (authorization code with PKCE); the ID token's
+// claims (or, for a claim it lacks, the userinfo answer) name the tenant
+// and user by serve.auth's tenant_claim and user_claim, as an access
+// token's do for the gateway.
+type ServeConsole struct {
+	// ClientID is the console's client, registered at the issuer with the
+	// redirect URI https://HOST/console/callback (HOST: serve.auth.resource's,
+	// or the loopback address an operator reaches the gateway by).
+	ClientID string
+	// ClientSecretEnv names the host variable holding the client's secret;
+	// empty: a public client (PKCE only).
+	ClientSecretEnv string
+	// Scopes are asked for besides openid.
+	Scopes []string
+	// Operators may act for every tenant and user, as airlock console
+	// --all-principals does: each is tenant/user, or a user of tenancy's
+	// tenant.
+	Operators []ConsoleOperator
+}
+
+// A ConsoleOperator names a person who signs in to the console as an
+// operator. Tenant "" is tenancy's tenant.
+type ConsoleOperator struct{ Tenant, User string }
+
 // serve reads serve:.
 func (r *yamlReader) serve(p pair, s *Serve) {
 	f, ok := r.fields(p.val, "serve", serveKeys)
@@ -83,6 +114,12 @@ func (r *yamlReader) serve(p pair, s *Serve) {
 	}
 	if kp, ok := f["auth"]; ok {
 		s.Auth = r.serveAuth(kp)
+	}
+	if kp, ok := f["console"]; ok {
+		s.Console = r.serveConsole(kp)
+		if _, auth := f["auth"]; !auth {
+			r.errorf(kp.line, "serve.console", "is the console's sign-in at serve.auth.issuer: set serve.auth too, or remove serve.console (without serve.auth the console is for loopback, as whoever runs airlock)")
+		}
 	}
 	if kp, ok := f["allowed_origins"]; ok {
 		if items, ok := r.list(kp.val, "serve.allowed_origins", ""); ok {
@@ -156,6 +193,62 @@ func (r *yamlReader) serveAuth(p pair) *ServeAuth {
 	claim("tenant_claim", &a.TenantClaim)
 	claim("user_claim", &a.UserClaim)
 	return a
+}
+
+// serveConsole reads serve.console.
+func (r *yamlReader) serveConsole(p pair) *ServeConsole {
+	const path = "serve.console"
+	f, ok := r.fields(p.val, path, serveConsoleKeys)
+	if !ok {
+		return nil
+	}
+	c := &ServeConsole{}
+	if kp, ok := f["client_id"]; !ok {
+		r.errorf(p.line, path+".client_id", "is required: the console's client id, registered at serve.auth.issuer with the redirect URI https://HOST/console/callback")
+	} else if v, ok := r.text(kp.val, path+".client_id"); ok {
+		if strings.TrimSpace(v) == "" || strings.ContainsFunc(v, unicode.IsControl) {
+			r.errorf(resolve(kp.val).Line, path+".client_id", "must be the client id the issuer gave the console, not empty and without control characters")
+		} else {
+			c.ClientID = v
+		}
+	}
+	if kp, ok := f["client_secret_env"]; ok {
+		if v, ok := r.text(kp.val, path+".client_secret_env"); ok {
+			if msg := checkSecretEnvName(v); msg != "" {
+				r.errorf(resolve(kp.val).Line, path+".client_secret_env", "%s", msg)
+			} else {
+				c.ClientSecretEnv = v
+			}
+		}
+	}
+	if kp, ok := f["scopes"]; ok {
+		c.Scopes = r.scopes(kp.val, path+".scopes")
+	}
+	if kp, ok := f["operators"]; ok {
+		if items, ok := r.list(kp.val, path+".operators", ""); ok {
+			for it, v := range r.texts(items) {
+				op, msg := parseOperator(v)
+				if msg != "" {
+					r.errorf(it.line, it.path, "%s", msg)
+					continue
+				}
+				c.Operators = append(c.Operators, op)
+			}
+		}
+	}
+	return c
+}
+
+// parseOperator reads an operator as tenant/user or user.
+func parseOperator(v string) (ConsoleOperator, string) {
+	tenant, user, both := strings.Cut(v, "/")
+	if !both {
+		tenant, user = "", v
+	}
+	if both && CheckPrincipal("tenant", tenant) != nil || CheckPrincipal("user", user) != nil {
+		return ConsoleOperator{}, fmt.Sprintf("%s is not an operator: give tenant/user or user, each 1 to 128 letters, digits, ., _, @, + or -", show(v))
+	}
+	return ConsoleOperator{Tenant: tenant, User: user}, ""
 }
 
 // checkClaim checks the name of a token claim: any JSON member name a

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -42,6 +43,12 @@ func TestParseServe(t *testing.T) {
 		Scopes: []string{"mcp:tools", "airlock:call"}, TenantClaim: "https://example.com/tenant", UserClaim: "email"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Serve with every auth key mismatch (-want +got):\n%s", diff)
+	}
+	got = serve("serve:\n  auth: {issuer: https://id.example.com, resource: https://airlock.example.com/mcp}\n" +
+		"  console: {client_id: airlock-console, operators: [acme/alice, bob]}\n")
+	if c := got.Console; c == nil || c.ClientID != "airlock-console" || c.ClientSecretEnv != "" ||
+		!slices.Equal(c.Operators, []ConsoleOperator{{Tenant: "acme", User: "alice"}, {User: "bob"}}) {
+		t.Errorf("serve.console = %+v", c)
 	}
 	// In development mode, plain http to loopback with a port.
 	got = serve("development: true\nserve:\n  auth: {issuer: \"http://127.0.0.1:9000\", resource: \"http://localhost:8080/mcp\"}\n")
@@ -87,6 +94,17 @@ func TestParseServeErrors(t *testing.T) {
 		{"bad numbers", server + "serve:\n  max_sessions: 0\n  session_idle_timeout: 0s\n", []string{
 			"airlock.yaml:6: serve.max_sessions: must be a whole number of sessions from 1 to 1000000",
 			`airlock.yaml:7: serve.session_idle_timeout: "0s" must be longer than zero`}},
+		{"console without auth", server + "serve:\n  console: {client_id: c}\n", []string{
+			"airlock.yaml:6: serve.console: is the console's sign-in at serve.auth.issuer: set serve.auth too, or remove serve.console (without serve.auth the console is for loopback, as whoever runs airlock)"}},
+		{"console keys", server + "serve:\n  auth: {issuer: \"https://id.example.com\", resource: \"https://a.example.com/mcp\"}\n  console:\n" +
+			"    client_secret_env: \"my secret\"\n    scopes: []\n    operators: [acme/, \"a b\", ok, t/u/v]\n    redirect: x\n", []string{
+			"airlock.yaml:7: serve.console.client_id: is required: the console's client id, registered at serve.auth.issuer with the redirect URI https://HOST/console/callback",
+			"airlock.yaml:8: serve.console.client_secret_env: is not the name of an environment variable (letters, digits and _, not starting with a digit): name the variable that holds the secret; the secret itself never goes in this file",
+			"airlock.yaml:9: serve.console.scopes: must list at least one scope, such as [mcp:issues.read]",
+			`airlock.yaml:10: serve.console.operators[0]: "acme/" is not an operator: give tenant/user or user, each 1 to 128 letters, digits, ., _, @, + or -`,
+			`airlock.yaml:10: serve.console.operators[1]: "a b" is not an operator: give tenant/user or user, each 1 to 128 letters, digits, ., _, @, + or -`,
+			`airlock.yaml:10: serve.console.operators[3]: "t/u/v" is not an operator: give tenant/user or user, each 1 to 128 letters, digits, ., _, @, + or -`,
+			"airlock.yaml:11: serve.console.redirect: unknown key: expected one of client_id, client_secret_env, scopes, operators"}},
 		{"bad metrics token variable", server + "serve:\n  metrics_token_env: 1TOKEN\n", []string{
 			`airlock.yaml:6: serve.metrics_token_env: is not the name of an environment variable (letters, digits and _, not starting with a digit): name the variable that holds the secret; the secret itself never goes in this file`}},
 	}

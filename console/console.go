@@ -77,6 +77,11 @@ type Options struct {
 	// Poll is how often a live page's stream looks for changes (default
 	// 500 ms).
 	Poll time.Duration
+	// SignIn, when set, signs people in with OpenID Connect: each acts
+	// for the tenant and user their ID token names (Actor is then only
+	// the default tenant), and the console answers for the host of
+	// SignIn.Resource too.
+	SignIn *SignIn
 }
 
 // A Console serves the operator console under Prefix.
@@ -88,6 +93,7 @@ type Console struct {
 	mux     *http.ServeMux
 	host    atomic.Pointer[airlock.Host]
 	streams atomic.Int64 // live event streams open
+	signin  *signins     // nil: everyone acts as Options.Actor
 }
 
 //go:embed templates/*.html
@@ -101,7 +107,14 @@ func New(opts Options) (*Console, error) {
 	if opts.Store == nil || opts.Config == nil {
 		return nil, errors.New("console: a store and a configuration are required")
 	}
-	if !opts.Actor.AllPrincipals && (opts.Actor.Principal.Tenant == "" || opts.Actor.Principal.User == "") {
+	var signin *signins
+	if opts.SignIn != nil {
+		var err error
+		if signin, err = newSignins(*opts.SignIn); err != nil {
+			return nil, err
+		}
+		opts.Hosts = append(slices.Clone(opts.Hosts), signin.host)
+	} else if !opts.Actor.AllPrincipals && (opts.Actor.Principal.Tenant == "" || opts.Actor.Principal.User == "") {
 		return nil, errors.New("console: no tenant and user to act for: set tenancy: in the configuration, or act for every principal")
 	}
 	opts.Actor.Source = "console"
@@ -117,7 +130,7 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %v", err)
 	}
-	c := &Console{opts: opts, log: opts.Logger, key: key, pages: pages}
+	c := &Console{opts: opts, log: opts.Logger, key: key, pages: pages, signin: signin}
 	if opts.Host != nil {
 		c.host.Store(opts.Host)
 	}
@@ -147,6 +160,9 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"audit", c.live("audit", c.audit))
 	m.HandleFunc("GET "+Prefix+"audit/verify", c.verify)
 	m.HandleFunc("GET "+Prefix+"events", c.events)
+	if c.signin != nil {
+		c.signinRoutes(m)
+	}
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "There is no such page in the console.")
 	})
@@ -166,7 +182,19 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "host not allowed: the console answers only requests for localhost, 127.0.0.1 or [::1]"+c.hostsNamed(), http.StatusMisdirectedRequest)
 		return
 	}
+	if c.signin != nil && !unguarded(r.URL.Path) {
+		var ok bool
+		if r, ok = c.gate(w, r); !ok {
+			return
+		}
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// unguarded reports whether a path is served without a sign-in: the embedded
+// assets and the sign-in itself.
+func unguarded(path string) bool {
+	return strings.HasPrefix(path, Prefix+"static/") || path == loginPath || path == callbackPath
 }
 
 // cached lets browsers keep the embedded assets for a day.
@@ -180,11 +208,7 @@ func cached(next http.Handler) http.Handler {
 // hostAllowed reports whether a request's Host header names a loopback
 // host or one of Options.Hosts.
 func (c *Console) hostAllowed(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	host := hostOnly(hostport)
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
@@ -214,7 +238,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) string {
 	rand.Read(b)
 	id := hex.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: Prefix, HttpOnly: true,
-		Secure: c.opts.Secure, SameSite: http.SameSiteStrictMode})
+		Secure: c.opts.Secure || c.signin != nil && c.signin.secure(r), SameSite: http.SameSiteStrictMode})
 	return id
 }
 
@@ -275,8 +299,13 @@ func sameOrigin(origin string, r *http.Request) bool {
 	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, r.Host)
 }
 
-// actor is whom a request acts as.
-func (c *Console) actor(*http.Request) airlock.Actor { return c.opts.Actor }
+// actor is whom a request acts as: the signed-in person, or Options.Actor.
+func (c *Console) actor(r *http.Request) airlock.Actor {
+	if as, ok := r.Context().Value(actorKey{}).(airlock.Actor); ok {
+		return as
+	}
+	return c.opts.Actor
+}
 
 // ctx bounds what one page asks of the store.
 func pageContext(r *http.Request) (context.Context, context.CancelFunc) {

@@ -24,6 +24,7 @@ type page struct {
 	Title  string
 	Viewer string
 	All    bool // the viewer acts for every principal
+	Signed bool // the viewer signed in (and may sign out)
 	CSRF   string
 	Flash  string
 	Error  string
@@ -37,7 +38,7 @@ type page struct {
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
 	as := c.actor(r)
 	p := page{Name: name, Title: title, Viewer: as.Principal.Tenant + "/" + as.Principal.User, All: as.AllPrincipals,
-		CSRF: c.csrfToken(c.session(w, r)), Flash: printable(r.URL.Query().Get("done"), 300), Self: r.URL.RequestURI(),
+		Signed: c.signin != nil, CSRF: c.csrfToken(c.session(w, r)), Flash: printable(r.URL.Query().Get("done"), 300), Self: r.URL.RequestURI(),
 		Now: time.Now(), Data: data}
 	p.Stream, _ = r.Context().Value(streamKey{}).(string)
 	if as.AllPrincipals {

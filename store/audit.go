@@ -38,6 +38,8 @@ const (
 	EventRecoveryOperator  = "recovery_operator"
 	EventInputAnswered     = "input_answered" // a person answered a server's question elsewhere (the console)
 	EventInputOperator     = "input_operator" // a person acted on any principal's question (--all-principals)
+	EventSignedIn          = "signed_in"      // a person signed in to the console (serve.console)
+	EventSignedOut         = "signed_out"     // a person signed out of the console
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -26,6 +27,51 @@ func consoleOptions(o *options, cfg *config.Config, logger *slog.Logger) console
 	return console.Options{Config: cfg, StateDir: state, Logger: logger,
 		Actor:   airlock.Actor{Principal: airlock.ConfigPrincipal(cfg), By: whoami(), AllPrincipals: o.allPrincipals},
 		RunLive: func(id string) bool { return runLive(state, id) }}
+}
+
+// checkConsoleSignIn checks, before anything starts, that serve --console
+// can sign people in when serve.auth is set: serve.console names the
+// console's client, and operators are named there, not by a flag.
+func checkConsoleSignIn(o *options, cfg *config.Config) error {
+	if cfg.Serve.Auth == nil {
+		return nil
+	}
+	if cfg.Serve.Console == nil {
+		return usageError("serve --console with serve.auth needs serve.console: the console's client at %s (client_id, registered with the redirect URI https://HOST/console/callback), so that people sign in there; see docs/console.md", cfg.Serve.Auth.Issuer)
+	}
+	if o.allPrincipals {
+		return usageError("serve --console --all-principals with serve.auth would make everyone who signs in an operator: name the operators in serve.console.operators instead")
+	}
+	_, err := consoleSignIn(cfg, os.LookupEnv)
+	return err
+}
+
+// consoleSignIn is the console's sign-in of serve.console, at serve.auth's
+// issuer, with the client secret read from the host variable it names;
+// nil without serve.auth.
+func consoleSignIn(cfg *config.Config, lookup func(string) (string, bool)) (*console.SignIn, error) {
+	a, c := cfg.Serve.Auth, cfg.Serve.Console
+	if a == nil || c == nil {
+		return nil, nil
+	}
+	tenant := airlock.ConfigPrincipal(cfg).Tenant
+	si := &console.SignIn{Issuer: a.Issuer, ClientID: c.ClientID, Scopes: c.Scopes, TenantClaim: a.TenantClaim,
+		UserClaim: a.UserClaim, DefaultTenant: tenant, Resource: a.Resource}
+	if c.ClientSecretEnv != "" {
+		v, ok := lookup(c.ClientSecretEnv)
+		if !ok || v == "" {
+			return nil, usageError("serve.console.client_secret_env names %s, which is not set: set it to the console's client secret, or remove client_secret_env for a public client", c.ClientSecretEnv)
+		}
+		si.ClientSecret = v
+	}
+	for _, op := range c.Operators {
+		p := airlock.Principal{Tenant: op.Tenant, User: op.User}
+		if p.Tenant == "" {
+			p.Tenant = tenant
+		}
+		si.Operators = append(si.Operators, p)
+	}
+	return si, nil
 }
 
 // console serves the operator console on loopback until interrupted. The

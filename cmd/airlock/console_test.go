@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 )
 
 // pendingApproval returns the id of the one pending approval request that
@@ -381,4 +383,84 @@ func TestConsoleInChromium(t *testing.T) {
 	op := startConsole(t, dir, "--all-principals")
 	browse(t, ctx, "the operator's approvals page", chromedp.Navigate(op+"/console/approvals"),
 		chromedp.WaitVisible(chromedp.CSS("#"+otherID)))
+}
+
+// TestConsoleSignInChromium: with serve.auth, airlock serve --console
+// signs people in at the OpenID provider (a real one, on loopback) before
+// it shows anything. Signed in as alice, the browser sees acme/alice's
+// waiting shell call and not globex's request, and the approval releases
+// the shell; signed out, the console sends the browser to sign in again;
+// carol, an operator by serve.console.operators, sees globex's request.
+func TestConsoleSignInChromium(t *testing.T) {
+	idp := oauthtest.New(t, &oauthtest.Options{ClientID: "airlock-console", RedirectURIs: []string{"http://127.0.0.1/console/callback"},
+		OptionalResource: true, Tenant: "acme", People: []oauthtest.Person{{Name: "carol", Password: "carols-pass", Tenant: "acme"}}})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, "[greet]")+fmt.Sprintf(`development: true
+tenancy: {tenant: "${CONSOLE_TENANT}", user: "${CONSOLE_USER}"}
+serve:
+  auth: {issuer: %q, resource: "https://airlock.test/mcp", tenant_claim: tenant}
+  console: {client_id: airlock-console, operators: [acme/carol]}
+`, idp.URL))
+	t.Setenv("CONSOLE_TENANT", "acme")
+	t.Setenv("CONSOLE_USER", "alice")
+	globex := []string{"CONSOLE_TENANT=globex", "CONSOLE_USER=bob"}
+	runCLIEnv(t, dir, globex, "", "call", "w__greet", "--args", `{"name":"eve"}`).want(t, 5)
+	bobs := pendingApproval(t, dir, globex...)
+
+	url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--console")
+	base := strings.TrimSuffix(url, "/mcp")
+	p := onPTY(t, dir, "shell")
+	p.expect("airlock> ")
+	p.send(`call w__greet {"name":"ada"}` + "\r")
+	p.expect("Approve this call? [y/N/always] ")
+	alices := pendingApproval(t, dir)
+
+	ctx := newBrowser(t)
+	signIn := func(user, password string) {
+		t.Helper()
+		browse(t, ctx, "the provider's sign-in page for "+user,
+			chromedp.Navigate(base+"/console/approvals"),
+			chromedp.WaitVisible(chromedp.CSS(`input[name="username"]`)))
+		if loc := read(t, ctx, "where the browser is", chromedp.Location()); !strings.HasPrefix(loc, idp.URL+"/login") {
+			t.Fatalf("signed out, the console sent the browser to %s, not to the provider", loc)
+		}
+		browse(t, ctx, "sign in as "+user,
+			chromedp.SendKeys(chromedp.CSS(`input[name="username"]`), user),
+			chromedp.SendKeys(chromedp.CSS(`input[name="password"]`), password),
+			chromedp.Submit(chromedp.CSS(`input[name="password"]`)),
+			chromedp.WaitVisible(chromedp.CSS("header .viewer")))
+	}
+	signIn("alice", oauthtest.Password)
+	browse(t, ctx, "alice's approvals", chromedp.WaitVisible(chromedp.CSS("#"+alices)))
+	html := read(t, ctx, "the page", chromedp.OuterHTML(chromedp.CSS("html")))
+	if !strings.Contains(html, "acting for acme/alice") || strings.Contains(html, bobs) {
+		t.Errorf("alice's approvals page (acting for acme/alice, without %s):\n%s", bobs, html)
+	}
+	screenshot(t, ctx, "signed-in")
+	browse(t, ctx, "approve", chromedp.Click(chromedp.CSS("#"+alices+" button.approve")),
+		chromedp.WaitVisible(chromedp.CSS("p.flash")))
+	p.expect("answered elsewhere")
+	p.expect("hello ada")
+	p.expect("airlock> ")
+
+	browse(t, ctx, "sign out", chromedp.Click(chromedp.CSS("form.signout button")),
+		chromedp.WaitVisible(chromedp.CSS("a#next")))
+	if msg := read(t, ctx, "the page", chromedp.Text(chromedp.CSS("p.flash"))); !strings.Contains(msg, "signed out") {
+		t.Errorf("after the sign-out: %q", msg)
+	}
+	signIn("carol", "carols-pass")
+	browse(t, ctx, "the operator's approvals", chromedp.WaitVisible(chromedp.CSS("#"+bobs)))
+	if v := read(t, ctx, "the viewer", chromedp.Text(chromedp.CSS("header .viewer"))); !strings.Contains(v, "operator") {
+		t.Errorf("carol's console says %q", v)
+	}
+
+	trail := runCLI(t, dir, "", "audit", "--json").want(t, 0).stdout
+	for _, want := range []string{`"event":"signed_in"[^\n]*"user":"alice"`, `"event":"signed_out"[^\n]*"user":"alice"`,
+		`"event":"approval_granted"[^\n]*"by":"alice"[^\n]*"source":"console"`, `"event":"signed_in"[^\n]*"operator":true[^\n]*"user":"carol"`} {
+		if !regexp.MustCompile(want).MatchString(trail) {
+			t.Errorf("the audit trail has no line matching %s:\n%s", want, trail)
+		}
+	}
+	p.send("\x04")
+	p.exit()
 }

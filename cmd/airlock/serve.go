@@ -58,6 +58,16 @@ func (e *env) serve(o *options, _ []string) error {
 		}
 	}
 
+	if o.console {
+		// The console's sign-in is checked before anything starts.
+		cfg, err := e.loadConfig(&o.common)
+		if err != nil {
+			return err
+		}
+		if err := checkConsoleSignIn(o, cfg); err != nil {
+			return err
+		}
+	}
 	if path := os.Getenv(cpuProfileEnv); path != "" {
 		stop, err := cpuProfile(path)
 		if err != nil {
@@ -97,9 +107,6 @@ func (e *env) serve(o *options, _ []string) error {
 			opts.Metrics, gopts.Metrics, gopts.Measures, gopts.MetricsToken = m, m.Handler(), m, token
 		}
 		if o.console {
-			if cfg.Serve.Auth != nil {
-				return usageError("serve --console with serve.auth: the console's sign-in is not built yet; run airlock console on the gateway's machine (loopback) instead")
-			}
 			// The console is made on the host's store once it is open,
 			// before anything is served.
 			gopts.PagesPrefix = console.Prefix
@@ -123,6 +130,9 @@ func (e *env) serve(o *options, _ []string) error {
 	if o.console {
 		co := consoleOptions(o, s.cfg, s.h.Logger())
 		co.Store, co.Host = s.h.Store(), s.h
+		if co.SignIn, err = consoleSignIn(s.cfg, os.LookupEnv); err != nil {
+			return err
+		}
 		if pages, err = console.New(co); err != nil {
 			return usageError("%v", err)
 		}
@@ -148,6 +158,9 @@ func (e *env) serve(o *options, _ []string) error {
 	fmt.Fprintf(e.stderr, "airlock: serving MCP at http://%s%s (Ctrl-C or SIGTERM to stop)\n", ln.Addr(), gateway.Endpoint)
 	if pages != nil {
 		fmt.Fprintf(e.stderr, "airlock: console at http://%s%s\n", ln.Addr(), console.Prefix)
+		if auth != nil {
+			fmt.Fprintf(e.stderr, "airlock: people sign in to the console at %s as client %s\n", auth.Issuer, s.cfg.Serve.Console.ClientID)
+		}
 	}
 	if auth != nil {
 		fmt.Fprintf(e.stderr, "airlock: each call is made for the caller its access token names (tokens of %s for %s)\n", auth.Issuer, auth.Resource)

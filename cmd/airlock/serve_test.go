@@ -69,6 +69,31 @@ func TestServeUsage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".airlock")); err == nil {
 		t.Error("a refused serve started the host (the state directory exists)")
 	}
+
+	// The console with serve.auth: its sign-in must be configured, and
+	// operators are named in it, not by a flag.
+	const auth = "development: true\nserve:\n  auth: {issuer: \"http://127.0.0.1:9\", resource: \"https://airlock.test/mcp\"}\n"
+	noConsole := filepath.Join(dir, "noconsole.yaml")
+	writeFile(t, noConsole, readFile(t, cfg)+auth)
+	secret := filepath.Join(dir, "secret.yaml")
+	writeFile(t, secret, readFile(t, cfg)+auth+"  console: {client_id: c, client_secret_env: AIRLOCK_TEST_UNSET_SECRET}\n")
+	for _, tt := range []struct {
+		name, cfg string
+		args      []string
+		want      string
+	}{
+		{"no serve.console", noConsole, nil, "serve --console with serve.auth needs serve.console: the console's client at http://127.0.0.1:9 (client_id, registered with the redirect URI https://HOST/console/callback)"},
+		{"--all-principals", secret, []string{"--all-principals"}, "would make everyone who signs in an operator: name the operators in serve.console.operators instead"},
+		{"an unset secret", secret, nil, "serve.console.client_secret_env names AIRLOCK_TEST_UNSET_SECRET, which is not set"},
+	} {
+		r := runCLI(t, dir, "", append([]string{"serve", "--http", "127.0.0.1:0", "--console", "--config", tt.cfg}, tt.args...)...).want(t, 2)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%s: stderr = %q, want it to contain %q", tt.name, r.stderr, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".airlock")); err == nil {
+		t.Error("a refused serve --console started the host (the state directory exists)")
+	}
 }
 
 // TestServeStdio runs the gateway as an MCP client runs a stdio server,

@@ -61,6 +61,21 @@ type Options struct {
 	// NoOfflineAccess leaves offline_access out of the scopes the
 	// server's metadata lists as supported.
 	NoOfflineAccess bool
+	// OptionalResource lets authorization and token requests name no
+	// resource, as an OpenID Connect sign-in does: its tokens are for the
+	// client.
+	OptionalResource bool
+	// People are users the login page accepts besides [User], each with
+	// a tenant of their own (in place of Tenant) for the "tenant" claim.
+	People []Person
+	// TenantInUserinfoOnly leaves the "tenant" claim out of ID tokens: the
+	// userinfo endpoint still answers it.
+	TenantInUserinfoOnly bool
+}
+
+// A Person is a user the login page accepts.
+type Person struct {
+	Name, Password, Tenant string
 }
 
 // ServiceClient is a client registered for the client credentials grant
@@ -110,9 +125,13 @@ func New(t testing.TB, opts *Options) *Server {
 	}
 	st := &storage{
 		key: key, keyID: "k1", clientID: o.ClientID, redirect: o.RedirectURIs, tenant: o.Tenant, withhold: o.Withhold, service: o.Service,
-		users: map[string]string{User: Password}, ttl: o.AccessTokenTTL,
+		users: map[string]string{User: Password}, tenants: map[string]string{}, ttl: o.AccessTokenTTL,
+		optionalResource: o.OptionalResource, userinfoOnly: o.TenantInUserinfoOnly,
 		requests: map[string]*authRequest{}, codes: map[string]string{},
 		refresh: map[string]*refreshGrant{}, revokedR: map[string]bool{}, revoked: map[string]bool{},
+	}
+	for _, p := range o.People {
+		st.users[p.Name], st.tenants[p.Name] = p.Password, p.Tenant
 	}
 	mux := http.NewServeMux()
 	s := &Server{storage: st, mux: mux}

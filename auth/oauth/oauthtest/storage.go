@@ -30,7 +30,11 @@ type storage struct {
 	tenant   string
 	withhold []string
 	users    map[string]string // subject → password
-	service  *ServiceClient
+	tenants  map[string]string // subject → tenant, in place of tenant
+	// optionalResource lets requests name no resource; userinfoOnly
+	// keeps the tenant out of ID tokens.
+	optionalResource, userinfoOnly bool
+	service                        *ServiceClient
 	// assertions verifies the service client's assertions.
 	assertions *op.JWTProfileVerifier
 
@@ -77,10 +81,15 @@ type authRequest struct {
 	authTime time.Time
 }
 
-func (a *authRequest) GetID() string          { return a.id }
-func (a *authRequest) GetACR() string         { return "" }
-func (a *authRequest) GetAMR() []string       { return []string{"pwd"} }
-func (a *authRequest) GetAudience() []string  { return []string{a.resource} }
+func (a *authRequest) GetID() string    { return a.id }
+func (a *authRequest) GetACR() string   { return "" }
+func (a *authRequest) GetAMR() []string { return []string{"pwd"} }
+func (a *authRequest) GetAudience() []string {
+	if a.resource == "" {
+		return nil // the client's, which the provider adds
+	}
+	return []string{a.resource}
+}
 func (a *authRequest) GetAuthTime() time.Time { return a.authTime }
 func (a *authRequest) GetClientID() string    { return a.req.ClientID }
 func (a *authRequest) GetNonce() string       { return a.req.Nonce }
@@ -137,6 +146,9 @@ func resourceFrom(ctx context.Context) []string {
 
 func (s *storage) oneResource(ctx context.Context) (string, error) {
 	r := resourceFrom(ctx)
+	if len(r) == 0 && s.optionalResource {
+		return "", nil
+	}
 	if len(r) != 1 || r[0] == "" {
 		s.stats.MissingResource++
 		return "", oidc.ErrInvalidRequest().WithDescription("exactly one resource parameter is required")
@@ -324,12 +336,29 @@ func (s *storage) AuthorizeClientIDSecret(_ context.Context, id, secret string) 
 	return errors.New("no confidential clients")
 }
 
-func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
+// tenantOf is the tenant of subject's tokens.
+func (s *storage) tenantOf(subject string) string {
+	if t, ok := s.tenants[subject]; ok {
+		return t
+	}
+	return s.tenant
+}
+
+// SetUserinfoFromScopes adds the tenant to ID tokens (unless only the
+// userinfo endpoint may say it).
+func (s *storage) SetUserinfoFromScopes(_ context.Context, ui *oidc.UserInfo, subject, _ string, _ []string) error {
+	ui.Subject = subject
+	if t := s.tenantOf(subject); t != "" && !s.userinfoOnly {
+		ui.AppendClaims("tenant", t)
+	}
 	return nil
 }
 
 func (s *storage) SetUserinfoFromToken(_ context.Context, ui *oidc.UserInfo, _, subject, _ string) error {
 	ui.Subject = subject
+	if t := s.tenantOf(subject); t != "" {
+		ui.AppendClaims("tenant", t)
+	}
 	return nil
 }
 
@@ -339,10 +368,10 @@ func (s *storage) SetIntrospectionFromToken(context.Context, *oidc.Introspection
 
 // GetPrivateClaimsFromScopes adds the granted scopes (the provider puts
 // none in JWT access tokens) and the tenant.
-func (s *storage) GetPrivateClaimsFromScopes(_ context.Context, _, _ string, scopes []string) (map[string]any, error) {
+func (s *storage) GetPrivateClaimsFromScopes(_ context.Context, subject, _ string, scopes []string) (map[string]any, error) {
 	claims := map[string]any{"scope": strings.Join(scopes, " ")}
-	if s.tenant != "" {
-		claims["tenant"] = s.tenant
+	if t := s.tenantOf(subject); t != "" {
+		claims["tenant"] = t
 	}
 	return claims, nil
 }

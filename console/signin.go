@@ -1,0 +1,476 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/client/rp"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+)
+
+// SignIn makes the console sign people in with OpenID Connect before it
+// shows them anything: the console is a relying party of Issuer
+// (authorization code with PKCE S256, a nonce, and state bound to the
+// browser by a cookie). Whom a person acts for comes from the verified ID
+// token, by the claims the gateway reads from access tokens (TenantClaim,
+// UserClaim), or, for a claim the ID token lacks, from the userinfo
+// endpoint; operators act for every tenant and user.
+//
+// A signed-in person has a session kept in this process for SessionTTL:
+// its cookie (HttpOnly, SameSite=Strict, Secure when the console is
+// reached over https) names it and nothing else. Each replica of a
+// gateway keeps its own sessions, so a person moved to another replica
+// signs in again (at a provider that remembers them, without typing).
+type SignIn struct {
+	// Issuer is the OpenID provider (serve.auth.issuer).
+	Issuer string
+	// ClientID and ClientSecret are the console's client at the issuer;
+	// no secret: a public client.
+	ClientID, ClientSecret string
+	// Scopes are asked for besides openid.
+	Scopes []string
+	// TenantClaim names the claim holding the tenant; empty: everyone is
+	// of DefaultTenant.
+	TenantClaim string
+	// UserClaim names the claim holding the user name; empty: sub.
+	UserClaim string
+	// DefaultTenant is the tenant of people without TenantClaim, and of
+	// operators named without a tenant.
+	DefaultTenant string
+	// Operators act for every tenant and user.
+	Operators []airlock.Principal
+	// Resource is the gateway's own URL (serve.auth.resource): the console
+	// answers requests that name its host, and its redirect URI under that
+	// host uses its scheme (a proxy in front terminates TLS).
+	Resource string
+	// HTTPClient reaches the issuer; nil: one with a 10 s timeout.
+	HTTPClient *http.Client
+	// SessionTTL is how long a sign-in lasts (default 8 h).
+	SessionTTL time.Duration
+}
+
+// Paths of the sign-in, under Prefix.
+const (
+	loginPath    = Prefix + "login"
+	callbackPath = Prefix + "callback"
+	logoutPath   = Prefix + "logout"
+)
+
+const (
+	loginCookie     = "airlock_console_login" // the state of a sign-in under way
+	loginTTL        = 10 * time.Minute        // how long a sign-in may take at the provider
+	maxPending      = 1024                    // sign-ins under way at once
+	maxSessions     = 10000                   // people signed in at once
+	defaultSessions = 8 * time.Hour
+)
+
+// signins is the console's sign-in state: the provider, once found, the
+// sign-ins under way (by state) and the sessions (by cookie value).
+type signins struct {
+	cfg   SignIn
+	host  string // Resource's host
+	https bool   // Resource's scheme is https
+
+	mu       sync.Mutex
+	party    rp.RelyingParty
+	pending  map[string]pendingLogin
+	sessions map[string]session
+}
+
+type pendingLogin struct {
+	verifier, nonce, next, redirect string
+	expires                         time.Time
+}
+
+type session struct {
+	actor   airlock.Actor
+	expires time.Time
+}
+
+func newSignins(cfg SignIn) (*signins, error) {
+	if cfg.Issuer == "" || cfg.ClientID == "" {
+		return nil, errors.New("console: the sign-in needs an issuer and a client id")
+	}
+	u, err := url.Parse(cfg.Resource)
+	if err != nil || u.Hostname() == "" {
+		return nil, fmt.Errorf("console: the sign-in needs the gateway's URL (serve.auth.resource), not %q", cfg.Resource)
+	}
+	if cfg.UserClaim == "" {
+		cfg.UserClaim = "sub"
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = defaultSessions
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return &signins{cfg: cfg, host: u.Hostname(), https: u.Scheme == "https",
+		pending: map[string]pendingLogin{}, sessions: map[string]session{}}, nil
+}
+
+// provider returns the relying party, discovering the issuer's endpoints
+// the first time; a failed discovery is tried again at the next sign-in.
+func (s *signins) provider(ctx context.Context) (rp.RelyingParty, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.party != nil {
+		return s.party, nil
+	}
+	scopes := append([]string{oidc.ScopeOpenID}, slices.DeleteFunc(slices.Clone(s.cfg.Scopes), func(sc string) bool { return sc == oidc.ScopeOpenID })...)
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	party, err := rp.NewRelyingPartyOIDC(ctx, s.cfg.Issuer, s.cfg.ClientID, s.cfg.ClientSecret, "", scopes,
+		rp.WithHTTPClient(s.cfg.HTTPClient),
+		rp.WithVerifierOpts(rp.WithNonce(func(ctx context.Context) string {
+			n, _ := ctx.Value(nonceKey{}).(string)
+			return n
+		})))
+	if err != nil {
+		return nil, err
+	}
+	s.party = party
+	return party, nil
+}
+
+type nonceKey struct{}
+
+// secure reports whether the browser reaches the console over https: TLS
+// here, or the resource's host when the resource is https (TLS ends at a
+// proxy in front).
+func (s *signins) secure(r *http.Request) bool {
+	return r.TLS != nil || s.https && strings.EqualFold(hostOnly(r.Host), s.host)
+}
+
+// redirectURI is where the provider sends the browser back: the host the
+// browser named (checked already), on the console's callback.
+func (s *signins) redirectURI(r *http.Request) string {
+	scheme := "http"
+	if s.secure(r) {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + callbackPath
+}
+
+// current returns the session the request's cookie names, if it is one
+// of this console's and has not ended.
+func (s *signins) current(r *http.Request) (string, session, bool) {
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil || !validSession(ck.Value) {
+		return "", session{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.sessions[ck.Value]
+	if ok && time.Now().After(se.expires) {
+		delete(s.sessions, ck.Value)
+		ok = false
+	}
+	return ck.Value, se, ok
+}
+
+// prune forgets the sign-ins and sessions that have ended; s.mu is held.
+func (s *signins) prune(now time.Time) {
+	for k, p := range s.pending {
+		if now.After(p.expires) {
+			delete(s.pending, k)
+		}
+	}
+	for k, se := range s.sessions {
+		if now.After(se.expires) {
+			delete(s.sessions, k)
+		}
+	}
+}
+
+func randomHex() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// gate lets a request through only with a session, and says whom it acts
+// for; without one, a page is sent to sign in first (and comes back), an
+// event stream or an action is refused.
+func (c *Console) gate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	_, se, ok := c.signin.current(r)
+	if ok {
+		return r.WithContext(context.WithValue(r.Context(), actorKey{}, se.actor)), true
+	}
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == Prefix+"events":
+		http.Error(w, "sign in to the console first", http.StatusUnauthorized)
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		http.Redirect(w, r, loginPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+	default:
+		c.gatePage(w, r, http.StatusForbidden, "Signed out", "Your sign-in has ended, so nothing was done: sign in again and repeat what you were doing.", "", loginPath)
+	}
+	return r, false
+}
+
+type actorKey struct{}
+
+// signinRoutes adds the sign-in's pages to m.
+func (c *Console) signinRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET "+loginPath, c.login)
+	m.HandleFunc("GET "+callbackPath, c.callback)
+	m.HandleFunc("POST "+logoutPath, c.logout)
+}
+
+// login starts a sign-in at the provider: a state, a PKCE verifier and a
+// nonce kept here, the state also in a cookie of the browser's.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	s := c.signin
+	next := safeNext(r.URL.Query().Get("next"))
+	if _, _, ok := s.current(r); ok {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	party, err := s.provider(r.Context())
+	if err != nil {
+		c.log.Warn("console: the sign-in provider cannot be reached", "issuer", s.cfg.Issuer, "error", err)
+		c.gatePage(w, r, http.StatusBadGateway, "Cannot sign in",
+			"The sign-in provider "+s.cfg.Issuer+" cannot be reached or is not an OpenID provider: "+printable(err.Error(), 300)+". Try again once it is up.", "", r.URL.RequestURI())
+		return
+	}
+	state, p := randomHex(), pendingLogin{verifier: randomHex(), nonce: randomHex(), next: next,
+		redirect: s.redirectURI(r), expires: time.Now().Add(loginTTL)}
+	s.mu.Lock()
+	s.prune(time.Now())
+	full := len(s.pending) >= maxPending
+	if !full {
+		s.pending[state] = p
+	}
+	s.mu.Unlock()
+	if full {
+		c.gatePage(w, r, http.StatusServiceUnavailable, "Cannot sign in", "Too many sign-ins are under way at once: try again in a few minutes.", "", r.URL.RequestURI())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: state, Path: Prefix, MaxAge: int(loginTTL / time.Second),
+		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
+	to := rp.AuthURL(state, party, rp.WithCodeChallenge(oidc.NewSHACodeChallenge(p.verifier)),
+		func() []oauth2.AuthCodeOption {
+			return []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("nonce", p.nonce), oauth2.SetAuthURLParam("redirect_uri", p.redirect)}
+		})
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// callback finishes a sign-in: the state must be the one this browser
+// started, the code is exchanged with its verifier, the ID token checked
+// (signature, issuer, audience, expiry, nonce), and whom the person acts
+// for read from its claims.
+func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
+	s := c.signin
+	q := r.URL.Query()
+	state := q.Get("state")
+	ck, err := r.Cookie(loginCookie)
+	s.mu.Lock()
+	p, ok := s.pending[state]
+	if ok && err == nil && ck.Value == state {
+		delete(s.pending, state)
+	} else {
+		ok = false
+	}
+	s.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
+	if !ok || time.Now().After(p.expires) {
+		c.gatePage(w, r, http.StatusBadRequest, "Cannot sign in",
+			"This sign-in was not started in this browser, was finished already, or took longer than 10 minutes: sign in again.", "", loginPath)
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		msg := "The sign-in provider refused the sign-in: " + printable(e, 100)
+		if d := q.Get("error_description"); d != "" {
+			msg += ": " + printable(d, 300)
+		}
+		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", msg+".", "", loginPath+"?next="+url.QueryEscape(p.next))
+		return
+	}
+	party, err := s.provider(r.Context())
+	if err != nil {
+		c.gatePage(w, r, http.StatusBadGateway, "Cannot sign in", "The sign-in provider "+s.cfg.Issuer+" cannot be reached: "+printable(err.Error(), 300)+".", "", loginPath)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), nonceKey{}, p.nonce), 15*time.Second)
+	defer cancel()
+	tokens, err := rp.CodeExchange[*oidc.IDTokenClaims](ctx, q.Get("code"), party, rp.WithCodeVerifier(p.verifier),
+		func() []oauth2.AuthCodeOption {
+			return []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("redirect_uri", p.redirect)}
+		})
+	if err != nil {
+		c.log.Warn("console: a sign-in failed", "issuer", s.cfg.Issuer, "error", err)
+		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", "The sign-in could not be completed: "+printable(err.Error(), 300)+".", "", loginPath+"?next="+url.QueryEscape(p.next))
+		return
+	}
+	who, err := s.principal(ctx, party, tokens)
+	if err != nil {
+		c.log.Warn("console: a sign-in names no one the console can act for", "issuer", s.cfg.Issuer, "error", err)
+		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", sentence(printable(err.Error(), 400))+".", "", "")
+		return
+	}
+	as := airlock.Actor{Principal: who, By: who.User, AllPrincipals: s.operator(who), Source: "console"}
+	id := randomHex()
+	now := time.Now()
+	s.mu.Lock()
+	s.prune(now)
+	full := len(s.sessions) >= maxSessions
+	if !full {
+		s.sessions[id] = session{actor: as, expires: now.Add(s.cfg.SessionTTL)}
+	}
+	s.mu.Unlock()
+	if full {
+		c.gatePage(w, r, http.StatusServiceUnavailable, "Cannot sign in", "Too many people are signed in to this console: try again later.", "", "")
+		return
+	}
+	if err := airlock.RecordSignIn(r.Context(), c.opts.Store, as, true, s.cfg.Issuer); err != nil {
+		c.log.Warn("console: a sign-in is not in the audit trail", "error", err)
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: Prefix, MaxAge: int(s.cfg.SessionTTL / time.Second),
+		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+	// The browser came here from the provider's site, so it would not
+	// send the SameSite=Strict cookie on a redirect; this page goes on
+	// from the console's own site.
+	c.gatePage(w, r, http.StatusOK, "Signed in", "Signed in as "+who.Tenant+"/"+who.User+".", p.next, p.next)
+}
+
+// principal reads whom a verified sign-in acts for.
+func (s *signins) principal(ctx context.Context, party rp.RelyingParty, tokens *oidc.Tokens[*oidc.IDTokenClaims]) (airlock.Principal, error) {
+	claims := tokens.IDTokenClaims
+	var info *oidc.UserInfo
+	claim := func(name, key string) (string, error) {
+		v, ok := stringClaim(claims.Claims, claims.Subject, name)
+		if !ok && party.UserinfoEndpoint() != "" && tokens.AccessToken != "" {
+			if info == nil {
+				ui, err := rp.Userinfo[*oidc.UserInfo](ctx, tokens.AccessToken, tokens.TokenType, claims.Subject, party)
+				if err != nil {
+					return "", fmt.Errorf("the ID token has no claim %s (serve.auth.%s), and the userinfo endpoint did not answer: %v", name, key, err)
+				}
+				info = ui
+			}
+			v, ok = stringClaim(info.Claims, info.Subject, name)
+		}
+		if !ok {
+			return "", fmt.Errorf("your sign-in names no %s: the provider must put the claim %s (serve.auth.%s) in the console's ID tokens or userinfo, as it does in access tokens", strings.TrimSuffix(key, "_claim"), name, key)
+		}
+		return v, nil
+	}
+	who := airlock.Principal{Tenant: s.cfg.DefaultTenant}
+	var err error
+	if s.cfg.TenantClaim != "" {
+		if who.Tenant, err = claim(s.cfg.TenantClaim, "tenant_claim"); err != nil {
+			return who, err
+		}
+	}
+	if who.User, err = claim(s.cfg.UserClaim, "user_claim"); err != nil {
+		return who, err
+	}
+	for what, v := range map[string]string{"tenant": who.Tenant, "user": who.User} {
+		if config.CheckPrincipal(what, v) != nil {
+			return who, fmt.Errorf("your sign-in names the %s %q, which the console cannot act for: it must be 1 to 128 letters, digits, ., _, @, + or -", what, printable(v, 140))
+		}
+	}
+	return who, nil
+}
+
+// stringClaim returns claims[name] when it is a non-empty string (sub
+// also from the subject the library read).
+func stringClaim(claims map[string]any, subject, name string) (string, bool) {
+	if v, ok := claims[name].(string); ok && v != "" {
+		return v, true
+	}
+	if name == "sub" && subject != "" {
+		return subject, true
+	}
+	return "", false
+}
+
+func (s *signins) operator(who airlock.Principal) bool {
+	return slices.Contains(s.cfg.Operators, who)
+}
+
+// logout ends the session (an action: its CSRF token is checked).
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if err := c.checkAction(w, r); err != nil {
+		c.refuse(w, r, err)
+		return
+	}
+	s := c.signin
+	id, se, ok := s.current(r)
+	if ok {
+		s.mu.Lock()
+		delete(s.sessions, id)
+		s.mu.Unlock()
+		if err := airlock.RecordSignIn(r.Context(), c.opts.Store, se.actor, false, s.cfg.Issuer); err != nil {
+			c.log.Warn("console: a sign-out is not in the audit trail", "error", err)
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+	c.gatePage(w, r, http.StatusOK, "Signed out", "You are signed out of the console. The provider may still remember you: sign out there too on a shared computer.", "", loginPath)
+}
+
+// safeNext is where a sign-in returns to: a console page, never another
+// site or the sign-in itself.
+func safeNext(next string) string {
+	const home = Prefix + "approvals"
+	u, err := url.Parse(next)
+	if err != nil || next == "" || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, Prefix) ||
+		strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(u.Path, loginPath) || strings.HasPrefix(u.Path, callbackPath) ||
+		u.Path == Prefix+"events" || strings.HasPrefix(u.Path, Prefix+"static/") {
+		return home
+	}
+	return u.RequestURI()
+}
+
+// gateData is what the sign-in's pages show: where to go on (a link, and
+// a refresh to it when Refresh is set).
+type gateData struct {
+	Refresh, Link string
+}
+
+// gatePage writes one of the sign-in's pages.
+func (c *Console) gatePage(w http.ResponseWriter, r *http.Request, status int, title, msg, refresh, link string) {
+	p := page{Name: "gate", Title: title, Now: time.Now(), Data: gateData{Refresh: refresh, Link: link}}
+	if status >= 400 {
+		p.Error = msg
+	} else {
+		p.Flash = msg
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := c.pages.ExecuteTemplate(w, "gate", p); err != nil {
+		c.log.Error("console page failed", "page", "gate", "error", err)
+	}
+}
+
+// sentence starts s with a capital letter.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// hostOnly is the host of a Host header, without port or brackets.
+func hostOnly(hostport string) string {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+}
