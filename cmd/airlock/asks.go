@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/airlockhq/airlock"
 )
@@ -24,6 +25,35 @@ import (
 // and the call's result says what was asked, and declines it.
 func declineAll(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) {
 	return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: "no terminal to ask a person on"}, nil
+}
+
+// maxAnswerWait bounds --answer-wait.
+const maxAnswerWait = 24 * time.Hour
+
+// answerElsewhere is the Elicitor where nobody is at a terminal but a
+// person may answer in the console (--answer-wait d): the host keeps a
+// form or a link in the store while it is asked, and takes the console's
+// answer as soon as it is given; nobody answering within d declines it.
+// Sampling, which the console does not show, is declined at once.
+func answerElsewhere(out io.Writer, d time.Duration) airlock.Elicitor {
+	return func(ctx context.Context, req *airlock.InputRequest) (*airlock.InputAnswer, error) {
+		if req.Kind != airlock.InputElicitation {
+			return declineAll(ctx, req)
+		}
+		fmt.Fprintf(out, "airlock: server %s asks a person during %s; answer it in the console (airlock console, the inputs page) within %s\n", req.Server, req.Tool, d)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), airlock.ErrAnsweredElsewhere) {
+				fmt.Fprintln(out, "airlock: answered in the console")
+			}
+			return nil, context.Cause(ctx)
+		case <-t.C:
+			fmt.Fprintf(out, "airlock: nobody answered in the console within %s: the question is declined\n", d)
+			return &airlock.InputAnswer{Action: airlock.AnswerDecline, Reason: fmt.Sprintf("nobody answered in the console within %s (--answer-wait)", d)}, nil
+		}
+	}
 }
 
 // elicit asks the person at the terminal a server's question: a form,

@@ -74,11 +74,12 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 			traceFlag(fs, o)
 		},
 		run: (*env).tools},
-	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--progress] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
+	{name: "call", usage: "airlock call NAME [--args JSON|@FILE|-] [--json] [--progress] [--answer-wait DURATION] [--task ID] [--trace FILE] [--config FILE] [--state DIR]",
 		args: []string{"NAME"}, takes: "exactly one tool name (see airlock tools)", got: gotCount, task: true,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.callArgs, "args", "", "arguments: JSON text, @FILE, or - for stdin")
 			fs.BoolVar(&o.progress, "progress", false, "show the server's progress notifications on stderr, one line each (a bar on a terminal without it)")
+			answerWaitFlag(fs, o)
 			traceFlag(fs, o)
 		},
 		run: (*env).call},
@@ -125,6 +126,7 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 			fs.IntVar(&o.run.maxSteps, "max-steps", 0, "at most this many model steps (default: agent.max_steps, else 50)")
 			fs.BoolVar(&o.run.yesReads, "yes-reads", false, "approve, without asking, the calls policy asks about of tools local policy calls reads")
 			fs.StringVar(&o.run.resume, "resume", "", "go on with this run (see airlock runs): after an approval, a crash or an interruption")
+			answerWaitFlag(fs, o)
 		},
 		run: (*env).run},
 	{name: "runs", usage: runsUsage,
@@ -266,6 +268,13 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 // than one server may serve.
 func serverFlag(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.server, "server", "", "the server, when more than one may serve the resource or lists the template (default: the one that does)")
+}
+
+// answerWaitFlag defines --answer-wait, for a command that may run with
+// nobody at a terminal.
+func answerWaitFlag(fs *flag.FlagSet, o *options) {
+	fs.DurationVar(&o.answerWait, "answer-wait", 0,
+		"with no terminal to ask on, a server's question waits this long for an answer in the console (airlock console), such as 10m, before it is declined (default: declined at once)")
 }
 
 // allFlag defines --all, for a list of more than what awaits a person.

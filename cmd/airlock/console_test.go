@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/airlockhq/airlock/agent/agenttest"
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 )
 
@@ -407,8 +411,8 @@ serve:
 	runCLIEnv(t, dir, globex, "", "call", "w__greet", "--args", `{"name":"eve"}`).want(t, 5)
 	bobs := pendingApproval(t, dir, globex...)
 
-	url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--console")
-	base := strings.TrimSuffix(url, "/mcp")
+	endpoint, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--console")
+	base := strings.TrimSuffix(endpoint, "/mcp")
 	p := onPTY(t, dir, "shell")
 	p.expect("airlock> ")
 	p.send(`call w__greet {"name":"ada"}` + "\r")
@@ -463,4 +467,145 @@ serve:
 	}
 	p.send("\x04")
 	p.exit()
+}
+
+// consoleClient is a browser's session of the console at base, for
+// tests that act without Chromium: a cookie jar, the page's CSRF token,
+// and the console's own Origin on every form.
+type consoleClient struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newConsoleClient(t *testing.T, base string) *consoleClient {
+	jar, _ := cookiejar.New(nil)
+	return &consoleClient{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// waitFor loads page until re matches it, and returns the match and the
+// page's CSRF token.
+func (cc *consoleClient) waitFor(page string, re *regexp.Regexp) ([]string, string) {
+	cc.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := cc.c.Get(cc.base + page)
+		if err != nil {
+			cc.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := re.FindStringSubmatch(string(b)); m != nil {
+			csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(string(b))
+			if csrf == nil {
+				cc.t.Fatalf("%s has no CSRF token:\n%s", page, b)
+			}
+			return m, csrf[1]
+		}
+		if time.Now().After(deadline) {
+			cc.t.Fatalf("%s never matched %s:\n%s", page, re, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// post sends a form from the console's own page and wants the redirect
+// back with a message.
+func (cc *consoleClient) post(path string, form url.Values) {
+	cc.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, cc.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", cc.base)
+	resp, err := cc.c.Do(req)
+	if err != nil {
+		cc.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=") {
+		cc.t.Fatalf("POST %s: %s %s\n%s", path, resp.Status, resp.Header.Get("Location"), b)
+	}
+}
+
+var inputArticle = regexp.MustCompile(`<article class="card input" id="([^"]+)"`)
+
+// TestConsoleAnswersWithoutATerminal: a call and an agent run with nobody
+// at a terminal (--answer-wait) keep a server's question for the console,
+// and go on with the answer given there; nobody answering declines it
+// after the wait. An agent run on a terminal that waits for an approval
+// is released by the console's approval.
+func TestConsoleAnswersWithoutATerminal(t *testing.T) {
+	dir := consoleDir(t, "unused-secret-value")
+	base := startConsole(t, dir)
+	cc := newConsoleClient(t, base)
+
+	// A call in the background, answered in the console.
+	var stdout, stderr strings.Builder
+	call := exec.Command(airlockBin, "call", "w__ask_form", "--args", "{}", "--answer-wait", "1m")
+	call.Dir, call.Stdout, call.Stderr = dir, &stdout, &stderr
+	if err := call.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m, token := cc.waitFor("/console/inputs", inputArticle)
+	cc.post("/console/inputs/"+m[1]+"/answer", url.Values{"csrf": {token}, "action": {"accept"},
+		"f.colour": {"green"}, "f.count": {"4"}, "f.name": {"Grace"}})
+	if err := call.Wait(); err != nil {
+		t.Fatalf("the call answered in the console: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, `"colour":"green"`) || !strings.Contains(out, `"name":"Grace"`) {
+		t.Errorf("the call's result after the console's answer:\n%s", out)
+	}
+	if !strings.Contains(stderr.String(), "answer it in the console") || !strings.Contains(stderr.String(), "answered in the console") {
+		t.Errorf("the call's stderr does not say where to answer, or that it was:\n%s", stderr.String())
+	}
+
+	// Nobody answers: declined after the wait.
+	r := runCLI(t, dir, "", "call", "w__ask_form", "--args", "{}", "--answer-wait", "1s")
+	if !strings.Contains(r.stdout+r.stderr, "nobody answered in the console within 1s") {
+		t.Errorf("a question nobody answered: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, dir, "", "call", "w__ask_form", "--answer-wait", "-1s"); r.code != 2 || !strings.Contains(r.stderr, "give a duration from 1s to 24h") {
+		t.Errorf("--answer-wait -1s: exit %d, %s", r.code, r.stderr)
+	}
+
+	// An agent run in the background: its model's call asks, the console
+	// answers, and the model is told the answer.
+	m1 := agenttest.New(t,
+		agenttest.Step{Calls: []agenttest.Call{{Name: "w__ask_form", Args: `{}`}}},
+		agenttest.Step{Text: "Thanks, Lin."})
+	stdout.Reset()
+	stderr.Reset()
+	run := exec.Command(airlockBin, append(append([]string{"run"}, modelFlags(m1, "openai")...), "--answer-wait", "1m", "ask who I am")...)
+	run.Dir, run.Stdout, run.Stderr = dir, &stdout, &stderr
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	m, token = cc.waitFor("/console/inputs", inputArticle)
+	cc.post("/console/inputs/"+m[1]+"/answer", url.Values{"csrf": {token}, "action": {"accept"},
+		"f.colour": {"red"}, "f.count": {"1"}, "f.name": {"Lin"}})
+	if err := run.Wait(); err != nil {
+		t.Fatalf("the run answered in the console: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if reqs := m1.Requests(); len(reqs) != 2 || !strings.Contains(strings.Join(reqs[1].ToolResults(), "\n"), `"name":"Lin"`) {
+		t.Errorf("the model was not told the console's answer: %d requests", len(reqs))
+	}
+
+	// An agent run on a terminal waits at its approval prompt; the
+	// console's approval releases it.
+	m2 := agenttest.New(t,
+		agenttest.Step{Calls: []agenttest.Call{{Name: "w__greet", Args: `{"name":"ada"}`}}},
+		agenttest.Step{Text: "Greeted."})
+	p := onPTY(t, dir, append(append([]string{"run"}, modelFlags(m2, "openai")...), "greet ada")...)
+	p.expect("Approve this call? [y/N/always] ")
+	m, token = cc.waitFor("/console/approvals", regexp.MustCompile(`<article class="card approval" id="(apr_[0-9a-zA-Z_]+)"`))
+	cc.post("/console/approvals/"+m[1]+"/approve", url.Values{"csrf": {token}, "note": {"from the console"}})
+	p.expect("answered elsewhere")
+	p.expect("Greeted.")
+	if code, out := p.exit(); code != 0 {
+		t.Errorf("the run released by the console: exit %d\n%s", code, out)
+	}
+	if reqs := m2.Requests(); len(reqs) != 2 || !strings.Contains(strings.Join(reqs[1].ToolResults(), "\n"), "hello ada") {
+		t.Errorf("the model was not told the greeting: %d requests", len(reqs))
+	}
 }

@@ -17,6 +17,9 @@ type common struct {
 	verbose bool
 	task    string
 	trace   string // --trace FILE: the wire trace (tools, call, shell, status)
+	// answerWait is call's and run's --answer-wait: with no terminal to
+	// ask on, how long a server's question waits for the console.
+	answerWait time.Duration
 }
 
 // options are the flags of one command line: the host flags, and those of

@@ -219,6 +219,9 @@ func (e *env) hostOf(c *common, cfg *config.Config) (*airlock.Host, *config.Conf
 // startHost starts every host server of cfg, showing progress on a
 // terminal, and returns the host and the configuration it runs.
 func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.Config, error) {
+	if c.answerWait < 0 || c.answerWait > maxAnswerWait {
+		return nil, nil, usageError("--answer-wait %s: give a duration from 1s to 24h, such as 10m", c.answerWait)
+	}
 	var err error
 	state := stateDir(c, cfg)
 	if cfg, err = protectOwnFiles(cfg, state); err != nil {
@@ -233,7 +236,11 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 	// server whose tools depend on it lists the same ones whatever the
 	// command; where nobody can be asked, its questions are declined.
 	elicit := e.elicit
-	if elicit == nil {
+	switch {
+	case elicit != nil:
+	case c.answerWait > 0:
+		elicit = answerElsewhere(e.stderr, c.answerWait)
+	default:
 		elicit = declineAll
 	}
 	opts := &airlock.Options{StateDir: state, Logger: logger, Version: version(), Approver: e.approver, Auth: e.stepUps,

@@ -16,7 +16,7 @@ import (
 	"github.com/airlockhq/airlock/store"
 )
 
-const runUsage = "airlock run [--provider openai|anthropic] [--model NAME] [--base-url URL] [--max-steps N] [--yes-reads] [--json] [--task ID] " +
+const runUsage = "airlock run [--provider openai|anthropic] [--model NAME] [--base-url URL] [--max-steps N] [--yes-reads] [--answer-wait DURATION] [--json] [--task ID] " +
 	"[--config FILE] [--state DIR] PROMPT|-|@FILE | run --resume RUN_ID [...]"
 
 // runFlags are the flags of airlock run.
