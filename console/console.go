@@ -107,10 +107,12 @@ func New(opts Options) (*Console, error) {
 	if opts.Store == nil || opts.Config == nil {
 		return nil, errors.New("console: a store and a configuration are required")
 	}
+	key := make([]byte, 32)
+	rand.Read(key)
 	var signin *signins
 	if opts.SignIn != nil {
 		var err error
-		if signin, err = newSignins(*opts.SignIn); err != nil {
+		if signin, err = newSignins(*opts.SignIn, key); err != nil {
 			return nil, err
 		}
 		opts.Hosts = append(slices.Clone(opts.Hosts), signin.host)
@@ -124,8 +126,6 @@ func New(opts Options) (*Console, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = 500 * time.Millisecond
 	}
-	key := make([]byte, 32)
-	rand.Read(key)
 	pages, err := template.New("").Funcs(funcs).ParseFS(templates, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console: %v", err)

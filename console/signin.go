@@ -2,8 +2,15 @@ package console
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -73,27 +80,56 @@ const (
 const (
 	loginCookie     = "airlock_console_login" // the state of a sign-in under way
 	loginTTL        = 10 * time.Minute        // how long a sign-in may take at the provider
-	maxPending      = 1024                    // sign-ins under way at once
 	maxSessions     = 10000                   // people signed in at once
 	defaultSessions = 8 * time.Hour
 )
 
-// signins is the console's sign-in state: the provider, once found, the
-// sign-ins under way (by state) and the sessions (by cookie value).
+// signins is the console's sign-in state: the provider, once found, and
+// the sessions (by cookie value). A sign-in under way is kept by the
+// browser alone, sealed in its login cookie, so that no number of
+// sign-ins started and left keeps anyone else from signing in.
 type signins struct {
 	cfg   SignIn
-	host  string // Resource's host
-	https bool   // Resource's scheme is https
+	host  string      // Resource's host
+	https bool        // Resource's scheme is https
+	seal  cipher.AEAD // seals the login cookie
 
 	mu       sync.Mutex
 	party    rp.RelyingParty
-	pending  map[string]pendingLogin
 	sessions map[string]session
 }
 
+// A pendingLogin is a sign-in under way, as its login cookie holds it.
 type pendingLogin struct {
-	verifier, nonce, next, redirect string
-	expires                         time.Time
+	State    string    `json:"s"`
+	Verifier string    `json:"v"`
+	Nonce    string    `json:"n"`
+	Next     string    `json:"x"`
+	Redirect string    `json:"r"`
+	Expires  time.Time `json:"e"`
+}
+
+// sealLogin is p as the login cookie's value.
+func (s *signins) sealLogin(p pendingLogin) string {
+	plain, _ := json.Marshal(p)
+	nonce := make([]byte, s.seal.NonceSize())
+	rand.Read(nonce)
+	return base64.RawURLEncoding.EncodeToString(s.seal.Seal(nonce, nonce, plain, []byte(loginCookie)))
+}
+
+// openLogin is the sign-in a login cookie's value holds, if this console
+// sealed it.
+func (s *signins) openLogin(v string) (pendingLogin, bool) {
+	var p pendingLogin
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(raw) < s.seal.NonceSize() {
+		return p, false
+	}
+	plain, err := s.seal.Open(nil, raw[:s.seal.NonceSize()], raw[s.seal.NonceSize():], []byte(loginCookie))
+	if err != nil || json.Unmarshal(plain, &p) != nil {
+		return p, false
+	}
+	return p, true
 }
 
 type session struct {
@@ -101,7 +137,7 @@ type session struct {
 	expires time.Time
 }
 
-func newSignins(cfg SignIn) (*signins, error) {
+func newSignins(cfg SignIn, key []byte) (*signins, error) {
 	if cfg.Issuer == "" || cfg.ClientID == "" {
 		return nil, errors.New("console: the sign-in needs an issuer and a client id")
 	}
@@ -119,8 +155,19 @@ func newSignins(cfg SignIn) (*signins, error) {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
-	return &signins{cfg: cfg, host: u.Hostname(), https: u.Scheme == "https",
-		pending: map[string]pendingLogin{}, sessions: map[string]session{}}, nil
+	sealKey, err := hkdf.Key(sha256.New, key, nil, "airlock console login cookie", 32)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(sealKey)
+	if err != nil {
+		return nil, err
+	}
+	seal, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &signins{cfg: cfg, host: u.Hostname(), https: u.Scheme == "https", seal: seal, sessions: map[string]session{}}, nil
 }
 
 // provider returns the relying party, discovering the issuer's endpoints
@@ -183,13 +230,8 @@ func (s *signins) current(r *http.Request) (string, session, bool) {
 	return ck.Value, se, ok
 }
 
-// prune forgets the sign-ins and sessions that have ended; s.mu is held.
+// prune forgets the sessions that have ended; s.mu is held.
 func (s *signins) prune(now time.Time) {
-	for k, p := range s.pending {
-		if now.After(p.expires) {
-			delete(s.pending, k)
-		}
-	}
 	for k, se := range s.sessions {
 		if now.After(se.expires) {
 			delete(s.sessions, k)
@@ -232,7 +274,7 @@ func (c *Console) signinRoutes(m *http.ServeMux) {
 }
 
 // login starts a sign-in at the provider: a state, a PKCE verifier and a
-// nonce kept here, the state also in a cookie of the browser's.
+// nonce, sealed in a cookie of the browser's.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	s := c.signin
 	next := safeNext(r.URL.Query().Get("next"))
@@ -247,24 +289,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			"The sign-in provider "+s.cfg.Issuer+" cannot be reached or is not an OpenID provider: "+printable(err.Error(), 300)+". Try again once it is up.", "", r.URL.RequestURI())
 		return
 	}
-	state, p := randomHex(), pendingLogin{verifier: randomHex(), nonce: randomHex(), next: next,
-		redirect: s.redirectURI(r), expires: time.Now().Add(loginTTL)}
-	s.mu.Lock()
-	s.prune(time.Now())
-	full := len(s.pending) >= maxPending
-	if !full {
-		s.pending[state] = p
-	}
-	s.mu.Unlock()
-	if full {
-		c.gatePage(w, r, http.StatusServiceUnavailable, "Cannot sign in", "Too many sign-ins are under way at once: try again in a few minutes.", "", r.URL.RequestURI())
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: state, Path: Prefix, MaxAge: int(loginTTL / time.Second),
+	p := pendingLogin{State: randomHex(), Verifier: randomHex(), Nonce: randomHex(), Next: next,
+		Redirect: s.redirectURI(r), Expires: time.Now().Add(loginTTL)}
+	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: s.sealLogin(p), Path: Prefix, MaxAge: int(loginTTL / time.Second),
 		HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
-	to := rp.AuthURL(state, party, rp.WithCodeChallenge(oidc.NewSHACodeChallenge(p.verifier)),
+	to := rp.AuthURL(p.State, party, rp.WithCodeChallenge(oidc.NewSHACodeChallenge(p.Verifier)),
 		func() []oauth2.AuthCodeOption {
-			return []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("nonce", p.nonce), oauth2.SetAuthURLParam("redirect_uri", p.redirect)}
+			return []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("nonce", p.Nonce), oauth2.SetAuthURLParam("redirect_uri", p.Redirect)}
 		})
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, to, http.StatusSeeOther)
@@ -277,18 +308,16 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 	s := c.signin
 	q := r.URL.Query()
-	state := q.Get("state")
+	var p pendingLogin
 	ck, err := r.Cookie(loginCookie)
-	s.mu.Lock()
-	p, ok := s.pending[state]
-	if ok && err == nil && ck.Value == state {
-		delete(s.pending, state)
-	} else {
-		ok = false
+	ok := err == nil
+	if ok {
+		p, ok = s.openLogin(ck.Value)
 	}
-	s.mu.Unlock()
+	ok = ok && q.Get("state") != "" && subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(p.State)) == 1
+	// The cookie is spent whatever comes of it.
 	http.SetCookie(w, &http.Cookie{Name: loginCookie, Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteLaxMode})
-	if !ok || time.Now().After(p.expires) {
+	if !ok || time.Now().After(p.Expires) {
 		c.gatePage(w, r, http.StatusBadRequest, "Cannot sign in",
 			"This sign-in was not started in this browser, was finished already, or took longer than 10 minutes: sign in again.", "", loginPath)
 		return
@@ -298,7 +327,7 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 		if d := q.Get("error_description"); d != "" {
 			msg += ": " + printable(d, 300)
 		}
-		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", msg+".", "", loginPath+"?next="+url.QueryEscape(p.next))
+		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", msg+".", "", loginPath+"?next="+url.QueryEscape(p.Next))
 		return
 	}
 	party, err := s.provider(r.Context())
@@ -306,15 +335,15 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 		c.gatePage(w, r, http.StatusBadGateway, "Cannot sign in", "The sign-in provider "+s.cfg.Issuer+" cannot be reached: "+printable(err.Error(), 300)+".", "", loginPath)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), nonceKey{}, p.nonce), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), nonceKey{}, p.Nonce), 15*time.Second)
 	defer cancel()
-	tokens, err := rp.CodeExchange[*oidc.IDTokenClaims](ctx, q.Get("code"), party, rp.WithCodeVerifier(p.verifier),
+	tokens, err := rp.CodeExchange[*oidc.IDTokenClaims](ctx, q.Get("code"), party, rp.WithCodeVerifier(p.Verifier),
 		func() []oauth2.AuthCodeOption {
-			return []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("redirect_uri", p.redirect)}
+			return []oauth2.AuthCodeOption{oauth2.SetAuthURLParam("redirect_uri", p.Redirect)}
 		})
 	if err != nil {
 		c.log.Warn("console: a sign-in failed", "issuer", s.cfg.Issuer, "error", err)
-		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", "The sign-in could not be completed: "+printable(err.Error(), 300)+".", "", loginPath+"?next="+url.QueryEscape(p.next))
+		c.gatePage(w, r, http.StatusForbidden, "Cannot sign in", "The sign-in could not be completed: "+printable(err.Error(), 300)+".", "", loginPath+"?next="+url.QueryEscape(p.Next))
 		return
 	}
 	who, err := s.principal(ctx, party, tokens)
@@ -345,7 +374,7 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 	// The browser came here from the provider's site, so it would not
 	// send the SameSite=Strict cookie on a redirect; this page goes on
 	// from the console's own site.
-	c.gatePage(w, r, http.StatusOK, "Signed in", "Signed in as "+who.Tenant+"/"+who.User+".", p.next, p.next)
+	c.gatePage(w, r, http.StatusOK, "Signed in", "Signed in as "+who.Tenant+"/"+who.User+".", p.Next, p.Next)
 }
 
 // principal reads whom a verified sign-in acts for.

@@ -269,6 +269,14 @@ func TestSignInRefusals(t *testing.T) {
 		t.Errorf("a callback used twice: %d", code)
 	}
 
+	// A login cookie this console did not seal.
+	f.fresh()
+	u, _ := url.Parse(f.srv.URL)
+	f.client.Jar.SetCookies(u, []*http.Cookie{{Name: "airlock_console_login", Value: "forged", Path: "/console/"}})
+	if code, _ := f.get("/console/callback?state=forged&code=x"); code != http.StatusBadRequest {
+		t.Errorf("a forged login cookie: %d", code)
+	}
+
 	// The provider refuses: the state is this browser's.
 	f.fresh()
 	auth = f.startSignIn("/console/approvals")
