@@ -249,7 +249,7 @@ func (h *Host) connect(ctx context.Context, s *server) (*upstream.Conn, []*catal
 	}
 	tools, derr := h.discover(ctx, s, conn)
 	if derr != nil {
-		s.abandoned.stop(func() { conn.Close() })
+		s.abandoned.stop(func() { conn.Abandon() })
 		return nil, nil, derr
 	}
 	return conn, tools, nil

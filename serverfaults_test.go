@@ -119,15 +119,45 @@ func TestHandshakeTimeoutIsConnectTimeout(t *testing.T) {
 	}
 }
 
+// TestStartFailureIgnoringSIGTERM: a server that never answers and
+// ignores both the end of stdin and SIGTERM fails after connect_timeout,
+// and the host's Close does not wait the grace twice before it kills it:
+// it was given no work to finish.
+func TestStartFailureIgnoringSIGTERM(t *testing.T) {
+	srv := testServer(t, "mute", "silent")
+	srv.Env[envIgnoreTerm] = "1"
+	h, _ := openTimed(t, srv)
+	pid := serverPID(t, srv)
+	began := time.Now()
+	if err := h.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if took := time.Since(began); took >= stopGrace {
+		t.Errorf("Close took %s: it waited the %s grace after SIGTERM for a server whose start failed", took.Round(time.Millisecond), stopGrace)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("after Close, the server (pid %d) is still there: %v", pid, err)
+	}
+}
+
 // TestDiscoveryTimeoutIsConnectTimeout: the same for a server that answers
 // the handshake but never tools/list.
 func TestDiscoveryTimeoutIsConnectTimeout(t *testing.T) {
 	srv := rawServer(t, "mute", map[string]string{"initialize": legacyInit, "tools/list": "ignore"})
 	srv.Env[envStubborn] = "1"
 	srv.ProbeTimeout = 200 * time.Millisecond
-	_, e := openTimed(t, srv)
+	h, e := openTimed(t, srv)
 	if want := "server mute: discovery did not finish within 2s (connect_timeout)"; e.Msg != want {
 		t.Errorf("error = %q, want %q", e.Msg, want)
+	}
+	// It answered the handshake, but no call was made on it: it is not
+	// given the grace to finish any either.
+	began := time.Now()
+	if err := h.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if took := time.Since(began); took >= stopGrace {
+		t.Errorf("Close took %s: it waited the %s grace for a server whose discovery failed", took.Round(time.Millisecond), stopGrace)
 	}
 }
 

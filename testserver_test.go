@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,8 @@ const (
 	envRaw  = "AIRLOCK_TEST_RAW"  // for mode "raw": method → result JSON, or "ignore"
 	// envStubborn makes modes "escaper" and "raw" ignore the end of stdin.
 	envStubborn = "AIRLOCK_TEST_STUBBORN"
+	// envIgnoreTerm makes mode "silent" ignore SIGTERM.
+	envIgnoreTerm = "AIRLOCK_TEST_IGNORE_TERM"
 	// envAsk lists the requests mode "raw" sends the client.
 	envAsk = "AIRLOCK_TEST_ASK"
 	// envKind says what a leftover is: in the group, setsid, or a daemon.
@@ -70,7 +73,11 @@ func serveTestServer(mode string) {
 		time.Sleep(time.Hour)
 	case "silent":
 		// Never answers, and keeps running when stdin closes: stopping
-		// it takes the grace period, then SIGTERM.
+		// it takes the grace period, then SIGTERM. With
+		// AIRLOCK_TEST_IGNORE_TERM set, it ignores SIGTERM too.
+		if os.Getenv(envIgnoreTerm) != "" {
+			signal.Ignore(syscall.SIGTERM)
+		}
 		mark(fmt.Sprintf("pid %d", os.Getpid()))
 		fmt.Fprintln(os.Stderr, "loading the index with API_KEY="+os.Getenv("API_KEY"))
 		time.Sleep(time.Hour)

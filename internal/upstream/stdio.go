@@ -39,13 +39,15 @@ type process struct {
 	stderrDone chan struct{} // closed once stderr is drained
 
 	// stdinGrace, when set, is how long closing waits after closing stdin
-	// before SIGTERM, in place of the grace: a server whose start failed
-	// was given no work to finish.
+	// before SIGTERM, and after SIGTERM before SIGKILL, in place of the
+	// grace: a server whose start failed was given no work to finish.
 	stdinGrace time.Duration
 }
 
 // abandonedGrace is how long a server whose start failed has to exit on
-// its own once its stdin is closed, before SIGTERM.
+// its own once its stdin is closed, before SIGTERM, and then before
+// SIGKILL: it was given no work to finish, so a server that ignores both
+// is not waited for the whole grace twice.
 const abandonedGrace = 100 * time.Millisecond
 
 // newProcess prepares the state of a process that has not started yet.
@@ -131,6 +133,14 @@ func (c *Conn) abandon(stopLater func(stop func())) string {
 	}
 	c.Close()
 	return c.stderrTail()
+}
+
+// Abandon closes a connection the host gives up on before any call was
+// made on it (its discovery failed): a stdio server has abandonedGrace,
+// not the grace, to exit at each step of closing.
+func (c *Conn) Abandon() error {
+	c.stdinGrace = abandonedGrace
+	return c.Close()
 }
 
 func (c *Conn) spawn(path string, env []string) error {
@@ -233,16 +243,16 @@ func (c *Conn) closeProcess() error {
 	}()
 
 	var errs []error
-	first := c.grace
+	first, term := c.grace, c.grace
 	if c.stdinGrace > 0 {
-		first = c.stdinGrace
+		first, term = c.stdinGrace, c.stdinGrace
 	}
 	if !c.waitExit(first) {
 		c.log.Warn("server did not exit after stdin closed; sending SIGTERM")
 		if err := signalGroup(c.pgid, syscall.SIGTERM); err != nil {
 			errs = append(errs, err)
 		}
-		if !c.waitExit(c.grace) {
+		if !c.waitExit(term) {
 			c.log.Warn("server did not exit after SIGTERM; sending SIGKILL")
 			if err := signalGroup(c.pgid, syscall.SIGKILL); err != nil {
 				errs = append(errs, err)
