@@ -216,3 +216,53 @@ func TestWriterCloseBounded(t *testing.T) {
 		t.Errorf("log does not report the refused batch:\n%s", logs.String())
 	}
 }
+
+// TestWriterBoundsTheUnwritten: what a process killed outright would lose
+// is bounded. With a linger far longer than the test, FlushAt events
+// queued are written at once, without Close, while fewer wait for the
+// linger; with the real linger, a lone event is written without Close.
+func TestWriterBoundsTheUnwritten(t *testing.T) {
+	restore := audit.SetLinger(time.Hour)
+	t.Cleanup(restore)
+	trail := openTrail(t)
+	w := audit.New(trail, nil)
+	events := make([]store.Event, audit.FlushAt-1)
+	for i := range events {
+		events[i] = store.Event{Event: "e", DurationMS: int64(i)}
+	}
+	w.Append(t.Context(), events...)
+	// Nothing can write these but the linger (an hour) or Close.
+	time.Sleep(300 * time.Millisecond)
+	if n := len(stored(t, trail)); n > 1 {
+		// The writer may have taken the first event before the rest
+		// arrived, and written it alone at the count: never more.
+		t.Fatalf("%d events of %d were written before the linger or flushAt", n, len(events))
+	}
+	w.Append(t.Context(), store.Event{Event: "e", DurationMS: int64(len(events))})
+	waitStored(t, trail, audit.FlushAt)
+	closeWriter(t, w)
+	restore()
+
+	trail = openTrail(t)
+	w = audit.New(trail, nil)
+	defer closeWriter(t, w)
+	w.Append(t.Context(), store.Event{Event: "lone"})
+	waitStored(t, trail, 1)
+}
+
+// waitStored waits (10 s at most, far past any linger) until the trail
+// holds n events.
+func waitStored(t *testing.T, trail store.Audit, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := len(stored(t, trail))
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the trail holds %d events after 10 s without Close, want %d", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -34,8 +34,11 @@ type Options struct {
 
 // A Writer writes events to a trail in the background, in order. Events
 // queue up to a bound (past it Append waits) and are written in batches,
-// each with one store.Audit.Append. Its methods are safe for concurrent
-// use; Close stops its goroutine.
+// each with one store.Audit.Append. A batch is written 200 ms after its
+// first event was appended, or as soon as 100 events wait, whichever
+// comes first, and Append waits when 100 more are queued behind a write:
+// a process killed outright loses at most that. Its methods are safe for
+// concurrent use; Close writes what is queued and stops its goroutine.
 //
 // A batch the trail refuses (its database is down) is held and written
 // again, after a pause that grows from 100 ms to 5 s (jittered), before
@@ -56,8 +59,8 @@ type Writer struct {
 	now   func() time.Time
 	prep  preparer
 	queue chan store.Event
-	// full wakes the writer before its linger is over when a batch is
-	// queued; it holds one wake-up at most. closing is closed with the
+	// full wakes the writer before its linger is over when flushAt events
+	// are queued; it holds one wake-up at most. closing is closed with the
 	// queue: the writer lingers no more. abandon is closed when a Close
 	// gives up waiting: the writer stops writing again what fails.
 	full        chan struct{}
@@ -83,15 +86,27 @@ type wrapper interface {
 	Unwrap() store.Audit
 }
 
+// What a process killed outright (kill -9, a crash, power loss) leaves
+// unwritten is bounded: while the trail keeps up, the events of the last
+// linger (and of the write under way), or flushAt events, whichever is
+// less; when events come faster than the trail takes them, Append waits
+// once queueLen are queued behind the batch being written, so that no
+// more than batchLen + queueLen are ever unwritten, a few milliseconds of
+// events at that rate. (While the trail is down, the backlog holds more:
+// see Writer.)
 const (
-	queueLen = 4096
-	batchLen = 512
-	// linger is how long the writer waits for more events before it
-	// writes a batch: one sync per many calls instead of one per call.
-	linger = 200 * time.Millisecond
+	queueLen = 100
+	batchLen = 100
+	// flushAt is how many events waiting end the linger.
+	flushAt = 100
 	// writeTimeout bounds the write of one batch.
 	writeTimeout = 30 * time.Second
 )
+
+// linger is how long the writer waits for more events before it writes a
+// batch: one sync per many calls instead of one per call. A variable for
+// the package's tests only.
+var linger = 200 * time.Millisecond
 
 // New starts a Writer that writes to dst.
 func New(dst store.Audit, opts *Options) *Writer {
@@ -139,7 +154,7 @@ func (w *Writer) Append(ctx context.Context, events ...store.Event) {
 		w.pending.Add(1)
 		w.queue <- e
 	}
-	if len(w.queue) >= batchLen {
+	if w.pending.Load() >= flushAt {
 		w.wake()
 	}
 }
@@ -203,9 +218,9 @@ func (w *Writer) gather() bool {
 	}
 	w.hold(e)
 	// Take what else arrives within the linger, up to a batch. The
-	// writer sleeps through it rather than waking for each event: a full
-	// batch, or Close, wakes it early.
-	if len(w.in) < batchLen-1 {
+	// writer sleeps through it rather than waking for each event:
+	// flushAt events, or Close, wake it early.
+	if len(w.in) < flushAt-1 {
 		w.timer.Reset(linger)
 		select {
 		case <-w.timer.C:
