@@ -46,6 +46,9 @@ func openReplicas(t *testing.T, w *oauthWorld) (hosts [2]*airlock.Host, told *[2
 		t.Cleanup(func() { h.Close() })
 		hosts[i] = h
 	}
+	// Each replica listens from a goroutine of its own: one that has yet
+	// to would not hear what the test does next.
+	testenv.WaitListening(t, w.cfg.Store.URL, "catalog", len(hosts))
 	return hosts, told
 }
 
