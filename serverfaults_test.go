@@ -104,15 +104,25 @@ func TestHandshakeTimeoutIsConnectTimeout(t *testing.T) {
 	if !strings.Contains(e.Msg, "its stderr ended with:\n    loading the index with API_KEY=[REDACTED:secret]") {
 		t.Errorf("error = %q, want what the server wrote on stderr before the host gave up, its secret redacted", e.Msg)
 	}
-	pid := serverPID(t, srv)
+	// A server whose start failed was given no work: it is not given the
+	// grace to finish any after its stdin closes, but SIGTERM soon after.
+	closeAbandoned(t, h, serverPID(t, srv), "to exit on its own")
+}
+
+// closeAbandoned closes h, whose one server (process pid) failed to
+// start, and wants the server gone without the host waiting the stop
+// grace for it to do what (it was given no work).
+func closeAbandoned(t *testing.T, h *airlock.Host, pid int, what string) {
+	t.Helper()
 	began := time.Now()
 	if err := h.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
-	// A server whose start failed was given no work: it is not given the
-	// grace to finish any after its stdin closes, but SIGTERM soon after.
 	if took := time.Since(began); took >= stopGrace {
-		t.Errorf("Close took %s: it waited the %s grace for a server whose start failed to exit on its own", took.Round(time.Millisecond), stopGrace)
+		t.Errorf("Close took %s: it waited the %s grace for a server whose start failed %s", took.Round(time.Millisecond), stopGrace, what)
+	}
+	if pid == 0 {
+		return
 	}
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 		t.Errorf("after Close, the server (pid %d) is still there: %v", pid, err)
@@ -127,17 +137,7 @@ func TestStartFailureIgnoringSIGTERM(t *testing.T) {
 	srv := testServer(t, "mute", "silent")
 	srv.Env[envIgnoreTerm] = "1"
 	h, _ := openTimed(t, srv)
-	pid := serverPID(t, srv)
-	began := time.Now()
-	if err := h.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if took := time.Since(began); took >= stopGrace {
-		t.Errorf("Close took %s: it waited the %s grace after SIGTERM for a server whose start failed", took.Round(time.Millisecond), stopGrace)
-	}
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("after Close, the server (pid %d) is still there: %v", pid, err)
-	}
+	closeAbandoned(t, h, serverPID(t, srv), "to exit after SIGTERM")
 }
 
 // TestDiscoveryTimeoutIsConnectTimeout: the same for a server that answers
@@ -152,13 +152,7 @@ func TestDiscoveryTimeoutIsConnectTimeout(t *testing.T) {
 	}
 	// It answered the handshake, but no call was made on it: it is not
 	// given the grace to finish any either.
-	began := time.Now()
-	if err := h.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-	if took := time.Since(began); took >= stopGrace {
-		t.Errorf("Close took %s: it waited the %s grace for a server whose discovery failed", took.Round(time.Millisecond), stopGrace)
-	}
+	closeAbandoned(t, h, 0, "(its discovery) to exit")
 }
 
 // TestCrashShowsTheServersLastWords: a call whose server dies under it

@@ -133,13 +133,7 @@ func (r *yamlReader) serve(p pair, s *Serve) {
 	}
 	r.timeoutKey(f, "serve", "session_idle_timeout", &s.SessionIdleTimeout)
 	if kp, ok := f["metrics_token_env"]; ok {
-		if v, ok := r.text(kp.val, "serve.metrics_token_env"); ok {
-			if msg := checkSecretEnvName(v); msg != "" {
-				r.errorf(resolve(kp.val).Line, "serve.metrics_token_env", "%s", msg)
-			} else {
-				s.MetricsTokenEnv = v
-			}
-		}
+		s.MetricsTokenEnv = r.secretEnvName(kp, "serve.metrics_token_env")
 	}
 }
 
@@ -203,23 +197,22 @@ func (r *yamlReader) serveConsole(p pair) *ServeConsole {
 		return nil
 	}
 	c := &ServeConsole{}
+	const required = "is required: the console's client id, registered at serve.auth.issuer with the redirect URI https://HOST/console/callback"
 	if kp, ok := f["client_id"]; !ok {
-		r.errorf(p.line, path+".client_id", "is required: the console's client id, registered at serve.auth.issuer with the redirect URI https://HOST/console/callback")
+		r.errorf(p.line, path+".client_id", required)
 	} else if v, ok := r.text(kp.val, path+".client_id"); ok {
-		if strings.TrimSpace(v) == "" || strings.ContainsFunc(v, unicode.IsControl) {
-			r.errorf(resolve(kp.val).Line, path+".client_id", "must be the client id the issuer gave the console, not empty and without control characters")
+		msg := checkClientID(v)
+		if v == "" {
+			msg = required
+		}
+		if msg != "" {
+			r.errorf(resolve(kp.val).Line, path+".client_id", "%s", msg)
 		} else {
 			c.ClientID = v
 		}
 	}
 	if kp, ok := f["client_secret_env"]; ok {
-		if v, ok := r.text(kp.val, path+".client_secret_env"); ok {
-			if msg := checkSecretEnvName(v); msg != "" {
-				r.errorf(resolve(kp.val).Line, path+".client_secret_env", "%s", msg)
-			} else {
-				c.ClientSecretEnv = v
-			}
-		}
+		c.ClientSecretEnv = r.secretEnvName(kp, path+".client_secret_env")
 	}
 	if kp, ok := f["scopes"]; ok {
 		c.Scopes = r.scopes(kp.val, path+".scopes")
@@ -237,6 +230,20 @@ func (r *yamlReader) serveConsole(p pair) *ServeConsole {
 		}
 	}
 	return c
+}
+
+// secretEnvName reads the name of a host variable that holds a secret
+// the gateway reads when it needs it (not when the file is loaded).
+func (r *yamlReader) secretEnvName(p pair, path string) string {
+	v, ok := r.text(p.val, path)
+	if !ok {
+		return ""
+	}
+	if msg := checkSecretEnvName(v); msg != "" {
+		r.errorf(resolve(p.val).Line, path, "%s", msg)
+		return ""
+	}
+	return v
 }
 
 // parseOperator reads an operator as tenant/user or user.
