@@ -3,8 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
+	"io/fs"
+	"os"
+	"slices"
 	"sync"
+	"time"
 )
 
 // A committer commits the journal's writes (Begin and End) in groups: the
@@ -17,12 +22,27 @@ import (
 //
 // It owns no goroutine: the caller at the head of the queue commits the
 // group, then hands the queue to the next waiting caller, if any.
+//
+// A relaxed write (an outcome: doRelaxed) needs no sync of its own. A
+// group of relaxed writes only is committed with synchronous=NORMAL: to
+// the WAL, without an fsync; the next group that has a durable write syncs
+// the WAL, and with it everything before, and if none comes within
+// relaxedSync the committer syncs the WAL itself. A crash (a power loss:
+// a killed process loses nothing the WAL has) in that window loses
+// outcomes only, never an intent: their calls read unknown, as calls
+// whose answer never came, and are never sent again.
 type committer struct {
-	db *sql.DB // the DB's one write connection
+	db  *sql.DB // the DB's one write connection
+	wal string  // the path of the database's WAL file
 
 	mu    sync.Mutex
 	busy  bool       // a group is committing
 	queue []*pending // writes waiting for the next group, in order
+	// unsynced is set by a relaxed group's commit and cleared by a
+	// durable one's, or by syncWAL; armed says syncWAL is due.
+	unsynced, armed bool
+	timer           *time.Timer
+	closed          bool
 	// stmts are the statements writes run (the journal's, and the audit
 	// trail's inserts), prepared once (prepare): to prepare a statement
 	// costs more than to run it, and there is one connection to write on.
@@ -32,10 +52,11 @@ type committer struct {
 
 // A pending write waits in the queue for its group's commit.
 type pending struct {
-	apply func(ctx context.Context, tx *sql.Tx) error
-	err   error         // the write's outcome, set before done is closed
-	done  chan struct{} // closed when the write is committed or has failed
-	lead  chan struct{} // told when this write is to commit the next group
+	apply   func(ctx context.Context, tx *sql.Tx) error
+	relaxed bool          // needs no sync of its own (doRelaxed)
+	err     error         // the write's outcome, set before done is closed
+	done    chan struct{} // closed when the write is committed or has failed
+	lead    chan struct{} // told when this write is to commit the next group
 }
 
 const (
@@ -44,6 +65,8 @@ const (
 	// groupTimeout bounds the commit of one group: it may wait for
 	// another process's write for up to busyTimeout.
 	groupTimeout = 3 * busyTimeout
+	// relaxedSync bounds how long a relaxed write stays unsynced.
+	relaxedSync = 20 * time.Millisecond
 )
 
 // prepare prepares queries on db, for exec. A statement that cannot be
@@ -66,10 +89,67 @@ func (c *committer) exec(ctx context.Context, tx *sql.Tx, query string, args ...
 	return tx.ExecContext(ctx, query, args...)
 }
 
-// close closes the prepared statements, before the DB's connection.
+// close syncs what relaxed writes left unsynced and closes the prepared
+// statements, before the DB's connection.
 func (c *committer) close() {
+	c.mu.Lock()
+	c.closed = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.armed = false
+	c.mu.Unlock()
+	c.syncWAL()
 	for _, st := range c.stmts {
 		st.Close()
+	}
+}
+
+// relaxedCommitted notes a relaxed group's commit: the WAL is synced
+// within relaxedSync, unless a durable group does it first.
+func (c *committer) relaxedCommitted() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unsynced = true
+	if c.armed || c.closed {
+		return
+	}
+	c.armed = true
+	if c.timer == nil {
+		c.timer = time.AfterFunc(relaxedSync, c.syncDue)
+	} else {
+		c.timer.Reset(relaxedSync)
+	}
+}
+
+func (c *committer) syncDue() {
+	c.mu.Lock()
+	c.armed = false
+	c.mu.Unlock()
+	c.syncWAL()
+}
+
+// syncWAL syncs the WAL file when a relaxed commit left it unsynced. A WAL
+// that is gone was checkpointed into the database, which SQLite synced.
+func (c *committer) syncWAL() {
+	c.mu.Lock()
+	if !c.unsynced {
+		c.mu.Unlock()
+		return
+	}
+	c.unsynced = false
+	c.mu.Unlock()
+	f, err := os.OpenFile(c.wal, os.O_RDWR, 0)
+	if err == nil {
+		err = f.Sync()
+		f.Close()
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Tried again by the next relaxed commit, or made good by the
+		// next durable one.
+		c.mu.Lock()
+		c.unsynced = true
+		c.mu.Unlock()
 	}
 }
 
@@ -85,7 +165,18 @@ func (r refusal) Unwrap() error { return r.error }
 // could not be written. apply runs inside the group's transaction and must
 // touch only its own rows.
 func (c *committer) do(apply func(ctx context.Context, tx *sql.Tx) error) error {
-	p := &pending{apply: apply, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	return c.enqueue(&pending{apply: apply})
+}
+
+// doRelaxed is do for a write that needs no sync of its own: its group,
+// when every write of it is relaxed, is committed without one (see
+// committer).
+func (c *committer) doRelaxed(apply func(ctx context.Context, tx *sql.Tx) error) error {
+	return c.enqueue(&pending{apply: apply, relaxed: true})
+}
+
+func (c *committer) enqueue(p *pending) error {
+	p.done, p.lead = make(chan struct{}), make(chan struct{}, 1)
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
 	if c.busy {
@@ -135,7 +226,25 @@ func (c *committer) commit(group []*pending) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	tx, err := c.db.BeginTx(ctx, nil)
+	relaxed := !slices.ContainsFunc(group, func(p *pending) bool { return !p.relaxed })
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer conn.Close()
+	if relaxed {
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+			relaxed = false // committed with the sync, then
+		} else {
+			defer func() {
+				if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+					conn.Raw(func(any) error { return driver.ErrBadConn }) // never reused relaxed
+				}
+			}()
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)
 		return
@@ -155,5 +264,13 @@ func (c *committer) commit(group []*pending) {
 	}
 	if err := tx.Commit(); err != nil {
 		fail(err)
+		return
+	}
+	if relaxed {
+		c.relaxedCommitted()
+	} else {
+		c.mu.Lock()
+		c.unsynced = false // this commit's sync covers the WAL before it
+		c.mu.Unlock()
 	}
 }

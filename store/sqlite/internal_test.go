@@ -57,6 +57,61 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
+// TestRelaxedOutcomes: an outcome is committed without a sync of its own
+// (the writer's setting is FULL again after it), is read back at once,
+// and the WAL it left unsynced is synced within relaxedSync; an intent's
+// commit syncs it at once.
+func TestRelaxedOutcomes(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	j := db.Journal()
+	unsynced := func() bool {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return db.group.unsynced
+	}
+	in := store.Intent{ID: "int_1", CallID: "call_1", Server: "w", Tool: "w__write", RemoteTool: "write", ArgsHash: "sha256:x",
+		Effect: "write", Tenant: "acme", User: "ada"}
+	if err := j.Begin(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if unsynced() {
+		t.Error("an intent's commit left the WAL unsynced")
+	}
+	if err := j.End(t.Context(), "int_1", store.OutcomeSucceeded, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := j.Get(t.Context(), "int_1"); err != nil || got.Status != store.OutcomeSucceeded {
+		t.Errorf("read back at once: %+v, %v", got, err)
+	}
+	var sync string
+	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
+		t.Errorf("after an outcome, PRAGMA synchronous = %q (%v), want 2 (FULL)", sync, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for unsynced() {
+		if time.Now().After(deadline) {
+			t.Fatal("the WAL is still unsynced 5 s after an outcome")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// An intent after an outcome syncs both.
+	in.ID, in.CallID = "int_2", "call_2"
+	if err := j.End(t.Context(), "int_1", store.OutcomeSucceeded, ""); err == nil {
+		t.Error("a second outcome of one intent was taken")
+	}
+	if err := j.Begin(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if unsynced() {
+		t.Error("an intent's commit after an outcome left the WAL unsynced")
+	}
+}
+
 // TestMigrateKeepsApprovals: a database of schema version 2 (approvals
 // without a target) opens, and its requests keep working: listed by
 // principal, decided and consumed only by the principal they were asked

@@ -4,16 +4,20 @@
 // Durability and concurrency:
 //
 //   - The database is in WAL mode with synchronous=FULL on every connection
-//     that writes, so every commit (journal intents and outcomes, and also
-//     approval use and audit events) is synced to disk before it returns.
-//     FULL is set connection-wide rather than per statement: a consumed
-//     grant must survive a power loss as surely as an intent, and the store
-//     writes a handful of rows per call.
+//     that writes, so every commit (journal intents, and also approval use
+//     and audit events) is synced to disk before it returns. FULL is set
+//     connection-wide rather than per statement: a consumed grant must
+//     survive a power loss as surely as an intent, and the store writes a
+//     handful of rows per call.
 //   - The journal's intents and outcomes are committed in groups
 //     (group.go): those that arrive while a commit is in progress are
 //     committed together, in one transaction with one sync, and each
-//     Begin and End returns only once its own row is on disk. A write
-//     that finds no commit in progress is committed at once.
+//     Begin returns only once its own row is on disk. A write that finds
+//     no commit in progress is committed at once. An outcome (End) needs
+//     no sync of its own: a group of outcomes only is committed to the WAL
+//     without one, and is synced by the next intent's commit or within
+//     20 ms; a power loss in that window leaves intents open, which read
+//     as unknown, never as sent again.
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
@@ -119,7 +123,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	r.SetMaxOpenConns(readers)
-	db := &DB{w: w, r: r, path: path, group: committer{db: w}}
+	db := &DB{w: w, r: r, path: path, group: committer{db: w, wal: path + "-wal"}}
 	if err := db.migrateRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
