@@ -82,6 +82,11 @@ type Options struct {
 	// the default tenant), and the console answers for the host of
 	// SignIn.Resource too.
 	SignIn *SignIn
+	// Key, at least 32 bytes, signs the sessions' CSRF tokens and seals
+	// sign-ins under way: the same on every replica of a gateway, so that
+	// any of them takes a form or a sign-in another one served. Nil: a
+	// key of this process.
+	Key []byte
 }
 
 // A Console serves the operator console under Prefix.
@@ -107,12 +112,15 @@ func New(opts Options) (*Console, error) {
 	if opts.Store == nil || opts.Config == nil {
 		return nil, errors.New("console: a store and a configuration are required")
 	}
-	key := make([]byte, 32)
-	rand.Read(key)
+	key := opts.Key
+	if len(key) < 32 {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
 	var signin *signins
 	if opts.SignIn != nil {
 		var err error
-		if signin, err = newSignins(*opts.SignIn, key); err != nil {
+		if signin, err = newSignins(*opts.SignIn, key, opts.Store); err != nil {
 			return nil, err
 		}
 		opts.Hosts = append(slices.Clone(opts.Hosts), signin.host)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
 )
 
 // SignIn makes the console sign people in with OpenID Connect before it
@@ -37,11 +38,12 @@ import (
 // UserClaim), or, for a claim the ID token lacks, from the userinfo
 // endpoint; operators act for every tenant and user.
 //
-// A signed-in person has a session kept in this process for SessionTTL:
-// its cookie (HttpOnly, SameSite=Strict, Secure when the console is
-// reached over https) names it and nothing else. Each replica of a
-// gateway keeps its own sessions, so a person moved to another replica
-// signs in again (at a provider that remembers them, without typing).
+// A signed-in person has a session for SessionTTL, or until unused for
+// SessionIdle: its cookie (HttpOnly, SameSite=Strict, Secure when the
+// console is reached over https) names it and nothing else. With a store
+// that keeps sessions for replicas (PostgreSQL), every replica of a
+// gateway takes it and a sign-out ends it on all of them; Options.Key,
+// the same on every replica, makes their CSRF tokens and sign-ins agree.
 type SignIn struct {
 	// Issuer is the OpenID provider (serve.auth.issuer).
 	Issuer string
@@ -66,8 +68,9 @@ type SignIn struct {
 	Resource string
 	// HTTPClient reaches the issuer; nil: one with a 10 s timeout.
 	HTTPClient *http.Client
-	// SessionTTL is how long a sign-in lasts (default 8 h).
-	SessionTTL time.Duration
+	// SessionTTL is how long a sign-in lasts (default 8 h), and
+	// SessionIdle how long it lasts unused (default 30 min).
+	SessionTTL, SessionIdle time.Duration
 }
 
 // Paths of the sign-in, under Prefix.
@@ -80,23 +83,24 @@ const (
 const (
 	loginCookie     = "airlock_console_login" // the state of a sign-in under way
 	loginTTL        = 10 * time.Minute        // how long a sign-in may take at the provider
-	maxSessions     = 10000                   // people signed in at once
 	defaultSessions = 8 * time.Hour
+	defaultIdle     = 30 * time.Minute
 )
 
 // signins is the console's sign-in state: the provider, once found, and
-// the sessions (by cookie value). A sign-in under way is kept by the
-// browser alone, sealed in its login cookie, so that no number of
-// sign-ins started and left keeps anyone else from signing in.
+// the sessions. A sign-in under way is kept by the browser alone, sealed
+// in its login cookie (under a key the replicas of a gateway share), so
+// that no number of sign-ins started and left keeps anyone else from
+// signing in, and the provider may send the browser back to any replica.
 type signins struct {
-	cfg   SignIn
-	host  string      // Resource's host
-	https bool        // Resource's scheme is https
-	seal  cipher.AEAD // seals the login cookie
+	cfg      SignIn
+	host     string      // Resource's host
+	https    bool        // Resource's scheme is https
+	seal     cipher.AEAD // seals the login cookie
+	sessions *consoleSessions
 
-	mu       sync.Mutex
-	party    rp.RelyingParty
-	sessions map[string]session
+	mu    sync.Mutex
+	party rp.RelyingParty
 }
 
 // A pendingLogin is a sign-in under way, as its login cookie holds it.
@@ -132,12 +136,7 @@ func (s *signins) openLogin(v string) (pendingLogin, bool) {
 	return p, true
 }
 
-type session struct {
-	actor   airlock.Actor
-	expires time.Time
-}
-
-func newSignins(cfg SignIn, key []byte) (*signins, error) {
+func newSignins(cfg SignIn, key []byte, st store.Store) (*signins, error) {
 	if cfg.Issuer == "" || cfg.ClientID == "" {
 		return nil, errors.New("console: the sign-in needs an issuer and a client id")
 	}
@@ -150,6 +149,9 @@ func newSignins(cfg SignIn, key []byte) (*signins, error) {
 	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = defaultSessions
+	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = defaultIdle
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second,
@@ -167,7 +169,8 @@ func newSignins(cfg SignIn, key []byte) (*signins, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signins{cfg: cfg, host: u.Hostname(), https: u.Scheme == "https", seal: seal, sessions: map[string]session{}}, nil
+	return &signins{cfg: cfg, host: u.Hostname(), https: u.Scheme == "https", seal: seal,
+		sessions: newConsoleSessions(st, cfg.SessionIdle, cfg.SessionTTL)}, nil
 }
 
 // provider returns the relying party, discovering the issuer's endpoints
@@ -213,30 +216,15 @@ func (s *signins) redirectURI(r *http.Request) string {
 	return scheme + "://" + r.Host + callbackPath
 }
 
-// current returns the session the request's cookie names, if it is one
-// of this console's and has not ended.
-func (s *signins) current(r *http.Request) (string, session, bool) {
+// current returns the session the request's cookie names, and whom it
+// acts for, if it is one of this console's and has not ended.
+func (s *signins) current(r *http.Request) (string, airlock.Actor, bool) {
 	ck, err := r.Cookie(sessionCookie)
 	if err != nil || !validSession(ck.Value) {
-		return "", session{}, false
+		return "", airlock.Actor{}, false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	se, ok := s.sessions[ck.Value]
-	if ok && time.Now().After(se.expires) {
-		delete(s.sessions, ck.Value)
-		ok = false
-	}
-	return ck.Value, se, ok
-}
-
-// prune forgets the sessions that have ended; s.mu is held.
-func (s *signins) prune(now time.Time) {
-	for k, se := range s.sessions {
-		if now.After(se.expires) {
-			delete(s.sessions, k)
-		}
-	}
+	as, ok := s.sessions.use(r.Context(), ck.Value)
+	return ck.Value, as, ok
 }
 
 func randomHex() string {
@@ -249,9 +237,9 @@ func randomHex() string {
 // for; without one, a page is sent to sign in first (and comes back), an
 // event stream or an action is refused.
 func (c *Console) gate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	_, se, ok := c.signin.current(r)
+	_, as, ok := c.signin.current(r)
 	if ok {
-		return r.WithContext(context.WithValue(r.Context(), actorKey{}, se.actor)), true
+		return r.WithContext(context.WithValue(r.Context(), actorKey{}, as)), true
 	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == Prefix+"events":
@@ -354,15 +342,13 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	as := airlock.Actor{Principal: who, By: who.User, AllPrincipals: s.operator(who), Source: "console"}
 	id := randomHex()
-	now := time.Now()
-	s.mu.Lock()
-	s.prune(now)
-	full := len(s.sessions) >= maxSessions
-	if !full {
-		s.sessions[id] = session{actor: as, expires: now.Add(s.cfg.SessionTTL)}
-	}
-	s.mu.Unlock()
-	if full {
+	opened, err := s.sessions.open(r.Context(), id, as)
+	switch {
+	case err != nil:
+		c.log.Warn("console: a session cannot be kept", "error", err)
+		c.gatePage(w, r, http.StatusServiceUnavailable, "Cannot sign in", "The session cannot be kept in the store: "+printable(err.Error(), 300)+". Try again.", "", loginPath)
+		return
+	case !opened:
 		c.gatePage(w, r, http.StatusServiceUnavailable, "Cannot sign in", "Too many people are signed in to this console: try again later.", "", "")
 		return
 	}
@@ -439,12 +425,14 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := c.signin
-	id, se, ok := s.current(r)
+	id, as, ok := s.current(r)
 	if ok {
-		s.mu.Lock()
-		delete(s.sessions, id)
-		s.mu.Unlock()
-		if err := airlock.RecordSignIn(r.Context(), c.opts.Store, se.actor, false, s.cfg.Issuer); err != nil {
+		if err := s.sessions.end(r.Context(), id); err != nil {
+			c.log.Warn("console: a session cannot be ended", "error", err)
+			c.gatePage(w, r, http.StatusServiceUnavailable, "Not signed out", "The session cannot be ended in the store: "+printable(err.Error(), 300)+". Try again.", "", "")
+			return
+		}
+		if err := airlock.RecordSignIn(r.Context(), c.opts.Store, as, false, s.cfg.Issuer); err != nil {
 			c.log.Warn("console: a sign-out is not in the audit trail", "error", err)
 		}
 	}

@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -15,7 +16,9 @@ import (
 	"github.com/airlockhq/airlock/auth/oauth/oauthtest"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/console"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/postgres"
 	"github.com/airlockhq/airlock/store/sqlite"
 )
 
@@ -46,11 +49,17 @@ func signedFixture(t *testing.T, issuer string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return signedOn(t, issuer, st, nil)
+}
+
+// signedOn is a console on st, with key, that signs people in at issuer.
+func signedOn(t *testing.T, issuer string, st store.Store, key []byte) *fixture {
+	t.Helper()
 	cfg, err := config.Parse([]byte("servers:\n  - {id: w, command: \"true\", allowed_tools: [greet]}\n"), "airlock.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Options{Store: st, Config: cfg, StateDir: t.TempDir(), Poll: 50 * time.Millisecond,
+	c, err := console.New(console.Options{Store: st, Config: cfg, StateDir: t.TempDir(), Poll: 50 * time.Millisecond, Key: key,
 		SignIn: &console.SignIn{Issuer: issuer, ClientID: consoleClient, TenantClaim: "tenant", DefaultTenant: "acme",
 			Operators: []airlock.Principal{{Tenant: "acme", User: "carol"}}, Resource: "https://airlock.test/mcp"}})
 	if err != nil {
@@ -336,3 +345,55 @@ func queryOf(t *testing.T, raw string) url.Values {
 	}
 	return u.Query()
 }
+
+// TestSignInAcrossReplicas: two consoles on one PostgreSQL store with one
+// key, as two replicas of a gateway: a sign-in started on one finishes on
+// the other, its session and its forms are taken by both, and a sign-out
+// on one ends it on both.
+func TestSignInAcrossReplicas(t *testing.T) {
+	dbURL := testenv.PostgresDatabase(t)
+	auditKey := filepath.Join(t.TempDir(), "audit.key")
+	open := func() store.Store {
+		db, err := postgres.Open(t.Context(), dbURL, auditKey, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	idp := provider(t, oauthtest.Options{Tenant: "acme"})
+	key := make([]byte, 32)
+	rand.Read(key)
+	a, b := signedOn(t, idp.URL, open(), key), signedOn(t, idp.URL, open(), key)
+	b.client = a.client // one browser
+	a.ask("apr_alice", airlock.Principal{Tenant: "acme", User: "alice"})
+
+	auth := a.startSignIn("/console/approvals")
+	back, err := idp.Authorize(t.Context(), auth, "alice", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := b.get(strings.TrimPrefix(back, a.srv.URL)); code != 200 || !strings.Contains(body, "Signed in as acme/alice") {
+		t.Fatalf("a sign-in started on a, finished on b: %d\n%s", code, body)
+	}
+	// The cookies are the browser's, for 127.0.0.1 whatever the port.
+	if code, body := a.get("/console/approvals"); code != 200 || !strings.Contains(body, "apr_alice") {
+		t.Errorf("a, with b's session: %d\n%s", code, body)
+	}
+	token := b.token("/console/approvals")
+	if code, loc := a.post("/console/approvals/apr_alice/deny", url0(token)); code != http.StatusSeeOther {
+		t.Errorf("a takes b's form: %d %s", code, loc)
+	}
+	u, _ := url.Parse(a.srv.URL)
+	kept := a.client.Jar.Cookies(u)
+	if code, body := b.post("/console/logout", url0(token)); code != 200 || !strings.Contains(body, "signed out") {
+		t.Fatalf("sign out on b: %d\n%s", code, body)
+	}
+	a.fresh()
+	a.client.Jar.SetCookies(u, kept) // a copy of the session's cookie
+	if code, _ := a.location("/console/approvals"); code != http.StatusSeeOther {
+		t.Errorf("a after the sign-out on b: %d, want 303 to the sign-in", code)
+	}
+}
+
+func url0(token string) url.Values { return url.Values{"csrf": {token}} }

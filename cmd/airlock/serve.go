@@ -79,6 +79,7 @@ func (e *env) serve(o *options, _ []string) error {
 	var g *gateway.Gateway
 	var pages *console.Console // with --console
 	var auth *config.ServeAuth // inbound authentication, over HTTP
+	var consoleKey []byte      // the console's key, shared by the replicas
 	e.hostOptions = func(cfg *config.Config, opts *airlock.Options) error {
 		gopts := &gateway.Options{Logger: opts.Logger, Version: version(), Serve: cfg.Serve,
 			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes)}
@@ -99,6 +100,9 @@ func (e *env) serve(o *options, _ []string) error {
 				return err
 			}
 			gopts.StateKey = key
+			if consoleKey, err = hkdf.Key(sha256.New, key, nil, "airlock console", 32); err != nil {
+				return err
+			}
 			token, err := metricsToken(cfg.Serve.MetricsTokenEnv, os.LookupEnv)
 			if err != nil {
 				return err
@@ -129,9 +133,12 @@ func (e *env) serve(o *options, _ []string) error {
 	}
 	if o.console {
 		co := consoleOptions(o, s.cfg, s.h.Logger())
-		co.Store, co.Host = s.h.Store(), s.h
+		co.Store, co.Host, co.Key = s.h.Store(), s.h, consoleKey
 		if co.SignIn, err = consoleSignIn(s.cfg, os.LookupEnv); err != nil {
 			return err
+		}
+		if co.SignIn != nil {
+			co.SignIn.SessionIdle = s.cfg.Serve.SessionIdleTimeout
 		}
 		if pages, err = console.New(co); err != nil {
 			return usageError("%v", err)
