@@ -441,11 +441,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 // safeNext is where a sign-in returns to: a console page, never another
-// site or the sign-in itself.
+// site or the sign-in itself, and at most 1 KiB of it.
 func safeNext(next string) string {
 	const home = Prefix + "approvals"
 	u, err := url.Parse(next)
-	if err != nil || next == "" || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, Prefix) ||
+	// The login cookie holds it: a browser keeps no cookie over 4 KB.
+	if err != nil || next == "" || len(next) > 1024 || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, Prefix) ||
 		strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(u.Path, loginPath) || strings.HasPrefix(u.Path, callbackPath) ||
 		u.Path == Prefix+"events" || strings.HasPrefix(u.Path, Prefix+"static/") {
 		return home
