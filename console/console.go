@@ -242,9 +242,7 @@ func (c *Console) session(w http.ResponseWriter, r *http.Request) string {
 	if ck, err := r.Cookie(sessionCookie); err == nil && validSession(ck.Value) {
 		return ck.Value
 	}
-	b := make([]byte, 32)
-	rand.Read(b)
-	id := hex.EncodeToString(b)
+	id := randomHex()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: Prefix, HttpOnly: true,
 		Secure: c.opts.Secure || c.signin != nil && c.signin.secure(r), SameSite: http.SameSiteStrictMode})
 	return id

@@ -29,6 +29,12 @@ type localSession struct {
 	expires, usedAt time.Time
 }
 
+// ended reports whether the session is over at now: past its ttl, or
+// unused for idle.
+func (se localSession) ended(now time.Time, idle time.Duration) bool {
+	return now.After(se.expires) || now.Sub(se.usedAt) > idle
+}
+
 // sessionRecord is a session as the store keeps it (store.Session.State).
 type sessionRecord struct {
 	Tenant   string    `json:"tenant"`
@@ -64,7 +70,7 @@ func (s *consoleSessions) open(ctx context.Context, id string, as airlock.Actor)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, se := range s.local {
-		if now.After(se.expires) || now.Sub(se.usedAt) > s.idle {
+		if se.ended(now, s.idle) {
 			delete(s.local, k)
 		}
 	}
@@ -101,7 +107,7 @@ func (s *consoleSessions) use(ctx context.Context, id string) (airlock.Actor, bo
 	if !ok {
 		return airlock.Actor{}, false
 	}
-	if now.After(se.expires) || now.Sub(se.usedAt) > s.idle {
+	if se.ended(now, s.idle) {
 		delete(s.local, id)
 		return airlock.Actor{}, false
 	}

@@ -39,6 +39,17 @@ func (e *env) serve(o *options, _ []string) error {
 	case o.allPrincipals && !o.console:
 		return usageError("serve --all-principals is for the console's viewers: add --console")
 	}
+	// What the configuration must allow is checked before anything
+	// starts: listening beyond this machine (only with inbound
+	// authentication), and the console's sign-in.
+	var cfg *config.Config
+	checked := func() (*config.Config, error) {
+		var err error
+		if cfg == nil {
+			cfg, err = e.loadConfig(&o.common)
+		}
+		return cfg, err
+	}
 	if o.httpAddr != "" {
 		tuneGC(os.Getenv)
 		host, err := serveHost(o.httpAddr)
@@ -46,9 +57,7 @@ func (e *env) serve(o *options, _ []string) error {
 			return err
 		}
 		if host == "" || !egress.IsLoopbackHost(host) {
-			// Only inbound authentication lets the gateway listen
-			// beyond this machine; it is checked before anything starts.
-			cfg, err := e.loadConfig(&o.common)
+			cfg, err := checked()
 			if err != nil {
 				return err
 			}
@@ -57,10 +66,8 @@ func (e *env) serve(o *options, _ []string) error {
 			}
 		}
 	}
-
 	if o.console {
-		// The console's sign-in is checked before anything starts.
-		cfg, err := e.loadConfig(&o.common)
+		cfg, err := checked()
 		if err != nil {
 			return err
 		}
