@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 type approvals struct{ db *DB }
@@ -41,34 +41,13 @@ const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= $
 const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
 	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
 
-func scanApproval(row pgx.CollectableRow) (store.Approval, error) {
-	var (
-		ap                store.Approval
-		created, expires  time.Time
-		decidedAt, usedAt *time.Time
-		status            string
-	)
-	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &ap.Definition, &status, &created, &expires,
-		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
-	if err != nil {
-		return store.Approval{}, err
-	}
-	ap.Status = store.ApprovalStatus(status)
-	ap.CreatedAt = created.UTC()
-	ap.ExpiresAt = expires.UTC()
-	ap.DecidedAt = utc(decidedAt)
-	ap.UsedAt = utc(usedAt)
-	return ap, nil
-}
+func scanApproval(row pgx.CollectableRow) (store.Approval, error) { return sqlrow.Approval(row, utc) }
 
 func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
 	rows, err := a.db.pool.Query(ctx, `SELECT `+approvalColumns+` FROM approvals WHERE id = $2`, now(), id)
 	ap, err := one(rows, err, scanApproval)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Approval{}, fmt.Errorf("approval %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("approval %s: cannot read the store: %w", id, err)
+		return store.Approval{}, found(err, "approval "+id, "approval "+id+": cannot read the store")
 	}
 	return ap, nil
 }
@@ -121,11 +100,8 @@ WHERE status = 'granted' AND seq = (
 RETURNING `+approvalColumns,
 		store.UTC(at), digest, tenant, user)
 	ap, err := one(rows, err, scanApproval)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Approval{}, fmt.Errorf("no usable grant for this action: %w", store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("use approval: cannot write the store: %w", err)
+		return store.Approval{}, found(err, "no usable grant for this action", "use approval: cannot write the store")
 	}
 	return ap, nil
 }
@@ -137,11 +113,8 @@ WHERE digest = $2 AND tenant = $3 AND user_name = $4 AND status = 'denied' AND d
 ORDER BY decided_at DESC, seq DESC LIMIT 1`,
 		now(), digest, tenant, user, store.UTC(since))
 	ap, err := one(rows, err, scanApproval)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Approval{}, fmt.Errorf("no denial of this action: %w", store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("denials: cannot read the store: %w", err)
+		return store.Approval{}, found(err, "no denial of this action", "denials: cannot read the store")
 	}
 	return ap, nil
 }
@@ -169,17 +142,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 
 const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
 
-func scanRule(row pgx.CollectableRow) (store.AllowRule, error) {
-	var (
-		r       store.AllowRule
-		created time.Time
-	)
-	if err := row.Scan(&r.ID, &r.Server, &r.Tool, &r.Definition, &r.Tenant, &r.User, &created, &r.CreatedBy, &r.Approval); err != nil {
-		return store.AllowRule{}, err
-	}
-	r.CreatedAt = created.UTC()
-	return r, nil
-}
+func scanRule(row pgx.CollectableRow) (store.AllowRule, error) { return sqlrow.Rule(row, utc) }
 
 func (a approvals) Rule(ctx context.Context, id string) (store.AllowRule, error) {
 	return a.oneRule(ctx, "rule "+id, `id = $1`, id)
@@ -193,11 +156,8 @@ func (a approvals) Remembered(ctx context.Context, definition, tenant, user stri
 func (a approvals) oneRule(ctx context.Context, what, where string, args ...any) (store.AllowRule, error) {
 	rows, err := a.db.pool.Query(ctx, `SELECT `+ruleColumns+` FROM allow_rules WHERE `+where, args...)
 	r, err := one(rows, err, scanRule)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.AllowRule{}, fmt.Errorf("%s: %w", what, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.AllowRule{}, fmt.Errorf("%s: cannot read the store: %w", what, err)
+		return store.AllowRule{}, found(err, what, what+": cannot read the store")
 	}
 	return r, nil
 }

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 type audit struct{ db *DB }
@@ -170,22 +170,7 @@ SELECT `+eventColumns+` FROM (
 // eventColumns are the columns scanEvent reads, in its order.
 const eventColumns = `time, event, server, tool, snapshot, class, duration_ms, fields`
 
-func scanEvent(row pgx.CollectableRow) (store.Event, error) {
-	var (
-		e      store.Event
-		fields *string
-	)
-	if err := row.Scan(&e.Time, &e.Event, &e.Server, &e.Tool, &e.Snapshot, &e.Class, &e.DurationMS, &fields); err != nil {
-		return store.Event{}, err
-	}
-	e.Time = e.Time.UTC()
-	if fields != nil {
-		if err := json.Unmarshal([]byte(*fields), &e.Fields); err != nil {
-			return store.Event{}, fmt.Errorf("event %s has malformed fields: %w", e.Event, err)
-		}
-	}
-	return e, nil
-}
+func scanEvent(row pgx.CollectableRow) (store.Event, error) { return sqlrow.Event(row, utc) }
 
 // Verify reads the head and the events in one read-only, repeatable-read
 // transaction, which sees the trail as one commit left it while replicas
@@ -211,36 +196,7 @@ FROM events ORDER BY seq`)
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
 	defer rows.Close()
-	entries := func(yield func(store.ChainEntry, error) bool) {
-		for rows.Next() {
-			var (
-				c      store.ChainEntry
-				fields *string
-				n      *int64
-				l      store.ChainLink
-			)
-			if err := rows.Scan(&c.Seq, &c.Event.Time, &c.Event.Event, &c.Event.Server, &c.Event.Tool, &c.Event.Snapshot,
-				&c.Event.Class, &c.Event.DurationMS, &fields, &n, &l.Prev, &l.Sum); err != nil {
-				yield(c, err)
-				return
-			}
-			c.Event.Time = c.Event.Time.UTC()
-			if fields != nil {
-				c.Fields = []byte(*fields)
-			}
-			if n != nil {
-				l.N = *n
-				c.Link = &l
-			}
-			if !yield(c, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(store.ChainEntry{}, err)
-		}
-	}
-	r, err := store.VerifyChain(key, entries, head)
+	r, err := store.VerifyChain(key, sqlrow.ChainEntries(rows, utc), head)
 	if errors.Is(err, store.ErrNoChainKey) {
 		return r, fmt.Errorf("verify the audit trail: %w: put the audit key file back (the file every replica is given), from a backup; without it no link can be checked", err)
 	}

@@ -3,13 +3,12 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // Input requests are rows of the table inputs: the request as JSON (ask),
@@ -47,41 +46,14 @@ VALUES ($1, 'pending', $2, $3, $4, COALESCE($5, now()))`, a.ID, a.Tenant, a.User
 
 const inputColumns = `ask, status, answer, answered_by, created_at, settled_at`
 
-func scanInput(row pgx.CollectableRow) (store.InputAsk, error) {
-	var ask, answer []byte
-	var status string
-	var by *string
-	var created time.Time
-	var settled *time.Time
-	if err := row.Scan(&ask, &status, &answer, &by, &created, &settled); err != nil {
-		return store.InputAsk{}, err
-	}
-	var a store.InputAsk
-	if err := json.Unmarshal(ask, &a); err != nil {
-		return store.InputAsk{}, fmt.Errorf("input request: %w", err)
-	}
-	a.Status, a.CreatedAt = store.InputStatus(status), created.UTC()
-	if len(answer) > 0 {
-		a.Answer = answer
-	}
-	if by != nil {
-		a.AnsweredBy = *by
-	}
-	if settled != nil {
-		a.SettledAt = settled.UTC()
-	}
-	return a, nil
-}
+func scanInput(row pgx.CollectableRow) (store.InputAsk, error) { return sqlrow.Input(row, utc) }
 
 // InputAsk returns one input request; see store.Inputs.
 func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
 	rows, err := db.pool.Query(ctx, `SELECT `+inputColumns+` FROM inputs WHERE id = $1`, id)
 	a, err := one(rows, err, scanInput)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.InputAsk{}, fmt.Errorf("read input request %s: %w", id, err)
+		return store.InputAsk{}, found(err, "input request "+id, "read input request "+id)
 	}
 	return a, nil
 }

@@ -2,14 +2,13 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // recoveredDetail is the detail of an intent that RecoverOpen ended.
@@ -124,36 +123,7 @@ const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, argume
 	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
 	late_answer, late_answer_at`
 
-func scanRecord(row pgx.CollectableRow) (store.Record, error) {
-	var (
-		r                          store.Record
-		args                       string
-		created                    time.Time
-		outcome, resolved          *string
-		endedAt, resolveAt, lateAt *time.Time
-	)
-	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &args, &r.Snapshot, &r.Effect,
-		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
-		&r.ResolvedBy, &resolveAt, &r.LateAnswer, &lateAt)
-	if err != nil {
-		return store.Record{}, err
-	}
-	if args != "" {
-		r.Arguments = json.RawMessage(args)
-	}
-	r.CreatedAt = created.UTC()
-	r.Status = store.OutcomeOpen
-	if outcome != nil {
-		r.Status = store.Outcome(*outcome)
-	}
-	r.EndedAt = utc(endedAt)
-	if resolved != nil {
-		r.Resolved, r.Resolution = true, store.Resolution(*resolved)
-	}
-	r.ResolvedAt = utc(resolveAt)
-	r.LateAnswerAt = utc(lateAt)
-	return r, nil
-}
+func scanRecord(row pgx.CollectableRow) (store.Record, error) { return sqlrow.Record(row, utc) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
 	which, arg := `($1 OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
@@ -180,11 +150,8 @@ LIMIT $4`,
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 	rows, err := j.db.pool.Query(ctx, `SELECT `+recordColumns+` FROM intents WHERE id = $1`, id)
 	r, err := one(rows, err, scanRecord)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Record{}, fmt.Errorf("record %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Record{}, fmt.Errorf("record %s: cannot read the journal: %w", id, err)
+		return store.Record{}, found(err, "record "+id, "record "+id+": cannot read the journal")
 	}
 	return r, nil
 }

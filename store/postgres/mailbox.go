@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -44,11 +43,8 @@ VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')`, box
 func (db *DB) Collect(ctx context.Context, box string) ([]byte, error) {
 	var data []byte
 	err := db.pool.QueryRow(ctx, `DELETE FROM gateway_mail WHERE box = $1 AND expires_at > clock_timestamp() RETURNING data`, box).Scan(&data)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("mailbox: %w", store.ErrNotFound)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("collect a message: %w", err)
+		return nil, found(err, "mailbox", "collect a message")
 	}
 	return data, nil
 }

@@ -65,6 +65,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // connectTimeout bounds each attempt to connect when the URL sets no
@@ -404,12 +405,12 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// utc returns *t as the store returns times, or the zero time for NULL.
-func utc(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
+// utc returns t, as the driver reads a time, as the store returns times.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// found is sqlrow.Found for this driver: no row is store.ErrNotFound.
+func found(err error, missing, failed string) error {
+	return sqlrow.Found(err, pgx.ErrNoRows, missing, failed)
 }
 
 // now is the current time as the store keeps it.

@@ -2,12 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // Runs are rows of the table runs, one per run id. SaveRun is one INSERT …
@@ -99,11 +99,8 @@ func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error)
 		}
 		return r, err
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.RunRecord{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.RunRecord{}, fmt.Errorf("read run %s: %w", id, err)
+		return store.RunRecord{}, found(err, "run "+id, "read run "+id)
 	}
 	return r, nil
 }
@@ -127,10 +124,5 @@ LIMIT $3`,
 // scanRun reads the columns runColumns names, then into extra any that
 // follow them.
 func scanRun(row pgx.CollectableRow, extra ...any) (store.RunRecord, error) {
-	var r store.RunRecord
-	err := row.Scan(append([]any{&r.ID, &r.Status, &r.Tenant, &r.User, &r.Provider, &r.Model, &r.Task, &r.Title,
-		&r.Steps, &r.ToolCalls, &r.InputTokens, &r.OutputTokens, &r.Snapshot, &r.Error, &r.CreatedAt, &r.UpdatedAt},
-		extra...)...)
-	r.CreatedAt, r.UpdatedAt = r.CreatedAt.UTC(), r.UpdatedAt.UTC()
-	return r, err
+	return sqlrow.Run(row, utc, extra...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -54,11 +53,8 @@ func (db *DB) Session(ctx context.Context, id string, idle time.Duration) (store
 SELECT owner, state, seen_at FROM gateway_sessions
 WHERE id = $1 AND ($2::bigint <= 0 OR seen_at > clock_timestamp() - $2::bigint * interval '1 microsecond')`,
 		sessionKey(id), idle.Microseconds()).Scan(&s.Owner, &state, &s.SeenAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.Session{}, fmt.Errorf("session: %w", store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Session{}, fmt.Errorf("read the session: %w", err)
+		return store.Session{}, found(err, "session", "read the session")
 	}
 	s.State, s.SeenAt = []byte(state), s.SeenAt.UTC()
 	return s, nil

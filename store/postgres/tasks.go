@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // Tasks are rows of the table tasks, one per task id. HoldTask is one
@@ -92,11 +93,5 @@ func (db *DB) TaskRecords(ctx context.Context) ([]store.TaskRecord, error) {
 }
 
 func scanTasks(rows pgx.Rows) ([]store.TaskRecord, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TaskRecord, error) {
-		var t store.TaskRecord
-		err := row.Scan(&t.ID, &t.Holder, &t.Host, &t.StateDir, &t.Repo, &t.Branch, &t.Base, &t.Status,
-			&t.Tenant, &t.User, &t.CreatedAt, &t.UpdatedAt)
-		t.CreatedAt, t.UpdatedAt = t.CreatedAt.UTC(), t.UpdatedAt.UTC()
-		return t, err
-	})
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TaskRecord, error) { return sqlrow.Task(row, utc) })
 }

@@ -2,11 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/airlockhq/airlock/store"
 )
@@ -23,11 +20,8 @@ func (c toolLists) Get(ctx context.Context, key string, now time.Time) (store.To
 	)
 	err := c.db.pool.QueryRow(ctx, `SELECT key, tools, hash, fetched_at, expires_at FROM tool_lists WHERE key = $1`, key).
 		Scan(&l.Key, &tools, &l.Hash, &l.FetchedAt, &expiresAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return store.ToolList{}, fmt.Errorf("tool list %s: %w", key, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.ToolList{}, fmt.Errorf("read the tool list cache: %w", err)
+		return store.ToolList{}, found(err, "tool list "+key, "read the tool list cache")
 	}
 	l.Tools, l.FetchedAt = []byte(tools), l.FetchedAt.UTC()
 	if expiresAt != nil {

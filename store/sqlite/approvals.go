@@ -2,12 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 type approvals struct{ db *DB }
@@ -39,34 +38,13 @@ const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= ?
 const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
 	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
 
-func scanApproval(row scanner) (store.Approval, error) {
-	var (
-		ap                store.Approval
-		created, expires  int64
-		decidedAt, usedAt sql.NullInt64
-		status            string
-	)
-	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &ap.Definition, &status, &created, &expires,
-		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
-	if err != nil {
-		return store.Approval{}, err
-	}
-	ap.Status = store.ApprovalStatus(status)
-	ap.CreatedAt = fromMicros(created)
-	ap.ExpiresAt = fromMicros(expires)
-	ap.DecidedAt = fromNullMicros(decidedAt)
-	ap.UsedAt = fromNullMicros(usedAt)
-	return ap, nil
-}
+func scanApproval(row scanner) (store.Approval, error) { return sqlrow.Approval(row, fromMicros) }
 
 func (a approvals) Get(ctx context.Context, id string) (store.Approval, error) {
 	ap, err := scanApproval(a.db.r.QueryRowContext(ctx,
 		`SELECT `+approvalColumns+` FROM approvals WHERE id = ?2`, micros(now()), id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Approval{}, fmt.Errorf("approval %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("approval %s: cannot read the store: %w", id, err)
+		return store.Approval{}, found(err, "approval "+id, "approval "+id+": cannot read the store")
 	}
 	return ap, nil
 }
@@ -116,11 +94,8 @@ WHERE seq = (
 	ORDER BY created_at, seq LIMIT 1)
 RETURNING `+approvalColumns,
 		micros(at), digest, tenant, user))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Approval{}, fmt.Errorf("no usable grant for this action: %w", store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("use approval: cannot write the store: %w", err)
+		return store.Approval{}, found(err, "no usable grant for this action", "use approval: cannot write the store")
 	}
 	return ap, nil
 }
@@ -131,11 +106,8 @@ SELECT `+approvalColumns+` FROM approvals
 WHERE digest = ?2 AND tenant = ?3 AND user_name = ?4 AND status = 'denied' AND decided_at >= ?5
 ORDER BY decided_at DESC, seq DESC LIMIT 1`,
 		micros(now()), digest, tenant, user, micros(since)))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Approval{}, fmt.Errorf("no denial of this action: %w", store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Approval{}, fmt.Errorf("denials: cannot read the store: %w", err)
+		return store.Approval{}, found(err, "no denial of this action", "denials: cannot read the store")
 	}
 	return ap, nil
 }
@@ -163,17 +135,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 
 const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
 
-func scanRule(row scanner) (store.AllowRule, error) {
-	var (
-		r       store.AllowRule
-		created int64
-	)
-	if err := row.Scan(&r.ID, &r.Server, &r.Tool, &r.Definition, &r.Tenant, &r.User, &created, &r.CreatedBy, &r.Approval); err != nil {
-		return store.AllowRule{}, err
-	}
-	r.CreatedAt = fromMicros(created)
-	return r, nil
-}
+func scanRule(row scanner) (store.AllowRule, error) { return sqlrow.Rule(row, fromMicros) }
 
 func (a approvals) Rule(ctx context.Context, id string) (store.AllowRule, error) {
 	return a.oneRule(ctx, "rule "+id, `id = ?`, id)
@@ -186,11 +148,8 @@ func (a approvals) Remembered(ctx context.Context, definition, tenant, user stri
 // oneRule returns the rule where selects; what names it in errors.
 func (a approvals) oneRule(ctx context.Context, what, where string, args ...any) (store.AllowRule, error) {
 	r, err := scanRule(a.db.r.QueryRowContext(ctx, `SELECT `+ruleColumns+` FROM allow_rules WHERE `+where, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.AllowRule{}, fmt.Errorf("%s: %w", what, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.AllowRule{}, fmt.Errorf("%s: cannot read the store: %w", what, err)
+		return store.AllowRule{}, found(err, what, what+": cannot read the store")
 	}
 	return r, nil
 }

@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 type audit struct{ db *DB }
@@ -200,19 +200,9 @@ func scanEvents(rows *sql.Rows) ([]store.Event, error) {
 	defer rows.Close()
 	var out []store.Event
 	for rows.Next() {
-		var (
-			e      store.Event
-			t      int64
-			fields sql.NullString
-		)
-		if err := rows.Scan(&t, &e.Event, &e.Server, &e.Tool, &e.Snapshot, &e.Class, &e.DurationMS, &fields); err != nil {
+		e, err := sqlrow.Event(rows, fromMicros)
+		if err != nil {
 			return nil, fmt.Errorf("read the audit trail: %w", err)
-		}
-		e.Time = fromMicros(t)
-		if fields.Valid {
-			if err := json.Unmarshal([]byte(fields.String), &e.Fields); err != nil {
-				return nil, fmt.Errorf("read the audit trail: event %s has malformed fields: %w", e.Event, err)
-			}
 		}
 		out = append(out, e)
 	}
@@ -245,37 +235,7 @@ FROM events ORDER BY seq`)
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
 	defer rows.Close()
-	entries := func(yield func(store.ChainEntry, error) bool) {
-		for rows.Next() {
-			var (
-				c      store.ChainEntry
-				t      int64
-				fields sql.NullString
-				n      sql.NullInt64
-				l      store.ChainLink
-			)
-			if err := rows.Scan(&c.Seq, &t, &c.Event.Event, &c.Event.Server, &c.Event.Tool, &c.Event.Snapshot, &c.Event.Class,
-				&c.Event.DurationMS, &fields, &n, &l.Prev, &l.Sum); err != nil {
-				yield(c, err)
-				return
-			}
-			c.Event.Time = fromMicros(t)
-			if fields.Valid {
-				c.Fields = []byte(fields.String)
-			}
-			if n.Valid {
-				l.N = n.Int64
-				c.Link = &l
-			}
-			if !yield(c, nil) {
-				return
-			}
-		}
-		if err := rows.Err(); err != nil {
-			yield(store.ChainEntry{}, err)
-		}
-	}
-	r, err := store.VerifyChain(key, entries, head)
+	r, err := store.VerifyChain(key, sqlrow.ChainEntries(rows, fromMicros), head)
 	if errors.Is(err, store.ErrNoChainKey) {
 		return r, fmt.Errorf("verify the audit trail: %w: put %s back beside the database, from a backup; without it no link can be checked", err, keyFile)
 	}

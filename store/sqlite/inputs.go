@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // Input requests are rows of the table inputs: the request as JSON (ask),
@@ -50,27 +51,7 @@ func (db *DB) AskInput(ctx context.Context, a store.InputAsk) error {
 
 const inputColumns = `ask, status, answer, answered_by, created_at, settled_at`
 
-func scanInput(row interface{ Scan(...any) error }) (store.InputAsk, error) {
-	var ask, status string
-	var answer, by sql.NullString
-	var created int64
-	var settled sql.NullInt64
-	if err := row.Scan(&ask, &status, &answer, &by, &created, &settled); err != nil {
-		return store.InputAsk{}, err
-	}
-	var a store.InputAsk
-	if err := json.Unmarshal([]byte(ask), &a); err != nil {
-		return store.InputAsk{}, fmt.Errorf("input request: %w", err)
-	}
-	a.Status, a.AnsweredBy, a.CreatedAt = store.InputStatus(status), by.String, fromMicros(created)
-	if answer.Valid {
-		a.Answer = json.RawMessage(answer.String)
-	}
-	if settled.Valid {
-		a.SettledAt = fromMicros(settled.Int64)
-	}
-	return a, nil
-}
+func scanInput(row scanner) (store.InputAsk, error) { return sqlrow.Input(row, fromMicros) }
 
 // InputAsk returns one input request; see store.Inputs.
 func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {

@@ -3,12 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // recoveredDetail is the detail of an intent that RecoverOpen ended.
@@ -137,35 +137,7 @@ const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, argume
 	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
 	late_answer, late_answer_at`
 
-func scanRecord(row scanner) (store.Record, error) {
-	var (
-		r                          store.Record
-		args                       string
-		created                    int64
-		outcome, resolved          sql.NullString
-		endedAt, resolveAt, lateAt sql.NullInt64
-	)
-	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &args, &r.Snapshot, &r.Effect,
-		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
-		&r.ResolvedBy, &resolveAt, &r.LateAnswer, &lateAt)
-	if err != nil {
-		return store.Record{}, err
-	}
-	if args != "" {
-		r.Arguments = json.RawMessage(args)
-	}
-	r.CreatedAt = fromMicros(created)
-	r.Status = store.OutcomeOpen
-	if outcome.Valid {
-		r.Status = store.Outcome(outcome.String)
-	}
-	r.EndedAt = fromNullMicros(endedAt)
-	r.Resolved = resolved.Valid
-	r.Resolution = store.Resolution(resolved.String)
-	r.ResolvedAt = fromNullMicros(resolveAt)
-	r.LateAnswerAt = fromNullMicros(lateAt)
-	return r, nil
-}
+func scanRecord(row scanner) (store.Record, error) { return sqlrow.Record(row, fromMicros) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
 	which, arg := `(? OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
@@ -190,11 +162,8 @@ LIMIT ?`,
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 	r, err := scanRecord(j.db.r.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM intents WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.Record{}, fmt.Errorf("record %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.Record{}, fmt.Errorf("record %s: cannot read the journal: %w", id, err)
+		return store.Record{}, found(err, "record "+id, "record "+id+": cannot read the journal")
 	}
 	return r, nil
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // Runs are rows of the table runs, one per run id. SaveRun is one INSERT …
@@ -115,11 +115,8 @@ func saveRunArgs(r store.RunRecord) ([]any, error) {
 func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error) {
 	var checkpoint []byte
 	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runColumns+`, checkpoint FROM runs WHERE id = ?`, id), &checkpoint)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.RunRecord{}, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.RunRecord{}, fmt.Errorf("read run %s: %w", id, err)
+		return store.RunRecord{}, found(err, "run "+id, "read run "+id)
 	}
 	if len(checkpoint) > 0 {
 		r.Checkpoint = checkpoint
@@ -145,12 +142,5 @@ LIMIT ?3`,
 // scanRun reads the columns runColumns names, then into extra any that
 // follow them.
 func scanRun(row scanner, extra ...any) (store.RunRecord, error) {
-	var (
-		r                store.RunRecord
-		created, updated int64
-	)
-	err := row.Scan(append([]any{&r.ID, &r.Status, &r.Tenant, &r.User, &r.Provider, &r.Model, &r.Task, &r.Title,
-		&r.Steps, &r.ToolCalls, &r.InputTokens, &r.OutputTokens, &r.Snapshot, &r.Error, &created, &updated}, extra...)...)
-	r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return r, err
+	return sqlrow.Run(row, fromMicros, extra...)
 }

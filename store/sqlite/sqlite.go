@@ -58,6 +58,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // busyTimeout is how long a write waits for another process's write to
@@ -277,13 +278,6 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func fromMicros(n int64) time.Time { return time.UnixMicro(n).UTC() }
 
-func fromNullMicros(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return fromMicros(n.Int64)
-}
-
 // now is the current time as the store keeps it.
 func now() time.Time { return store.UTC(time.Now()) }
 
@@ -294,4 +288,9 @@ func limit(n int) int {
 		return -1
 	}
 	return n
+}
+
+// found is sqlrow.Found for this driver: no row is store.ErrNotFound.
+func found(err error, missing, failed string) error {
+	return sqlrow.Found(err, sql.ErrNoRows, missing, failed)
 }

@@ -2,12 +2,12 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // Tasks are rows of the table tasks, one per task id. HoldTask reads the
@@ -98,22 +98,10 @@ func (db *DB) TaskRecords(ctx context.Context) ([]store.TaskRecord, error) {
 
 func taskRecord(ctx context.Context, q querier, id string) (store.TaskRecord, error) {
 	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.TaskRecord{}, fmt.Errorf("task %s: %w", id, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.TaskRecord{}, fmt.Errorf("read task %s: %w", id, err)
+		return store.TaskRecord{}, found(err, "task "+id, "read task "+id)
 	}
 	return t, nil
 }
 
-func scanTask(row interface{ Scan(...any) error }) (store.TaskRecord, error) {
-	var (
-		t                store.TaskRecord
-		created, updated int64
-	)
-	err := row.Scan(&t.ID, &t.Holder, &t.Host, &t.StateDir, &t.Repo, &t.Branch, &t.Base, &t.Status,
-		&t.Tenant, &t.User, &created, &updated)
-	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return t, err
-}
+func scanTask(row scanner) (store.TaskRecord, error) { return sqlrow.Task(row, fromMicros) }

@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -25,11 +23,8 @@ func (c toolLists) Get(ctx context.Context, key string, now time.Time) (store.To
 	)
 	err := c.db.r.QueryRowContext(ctx, `SELECT key, tools, hash, fetched_at, expires_at FROM tool_lists WHERE key = ?`, key).
 		Scan(&l.Key, &tools, &l.Hash, &fetched, &expiresAt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ToolList{}, fmt.Errorf("tool list %s: %w", key, store.ErrNotFound)
-	}
 	if err != nil {
-		return store.ToolList{}, fmt.Errorf("read the tool list cache: %w", err)
+		return store.ToolList{}, found(err, "tool list "+key, "read the tool list cache")
 	}
 	l.Tools, l.FetchedAt = []byte(tools), fromMicros(fetched)
 	if expiresAt != 0 {
