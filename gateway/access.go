@@ -49,9 +49,8 @@ func (g *Gateway) read(at func(uri string) target) mcp.ResourceHandler {
 		rel.onto(&rd.Progress, &rd.Log, &rd.LogLevel)
 		r := g.host.Load().ReadResource(withQuestion(ctx, q), snap, rd)
 		rel.close()
-		noteRound(ctx, q)
-		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
-			return as[*mcp.ReadResourceResult](g.ask(ex, q), nil)
+		if asked, ok := g.askedOf(ctx, ex, q, r); ok {
+			return as[*mcp.ReadResourceResult](asked, nil)
 		}
 		if r.Status != airlock.OK {
 			return nil, g.refused(ctx, who, r, req.Params.URI)
@@ -118,9 +117,8 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 		return r
 	}
 	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
-		noteRound(ctx, q)
-		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
-			return g.ask(ex, q), nil
+		if asked, ok := g.askedOf(ctx, ex, q, r); ok {
+			return asked, nil
 		}
 		if r.Status != airlock.OK {
 			return nil, g.refused(ctx, who, r, "")
@@ -134,7 +132,7 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 	// A get offers its server what the client declared, of what the
 	// gateway relays during one.
 	a := askingOf(ex)
-	pg.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling, Roots: a.roots}
+	pg.Offers = a.offers()
 	return as[*mcp.GetPromptResult](g.runAsking(ctx, ex, who, a, run, finish))
 }
 

@@ -117,6 +117,17 @@ func (g *Gateway) unasked(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// askedOf ends a round of the request ex: it records what the request did
+// with its question q, and, when the pipeline wants an approval the
+// client can be asked for, returns the question to end the request with.
+func (g *Gateway) askedOf(ctx context.Context, ex *exchange, q *question, r *airlock.Result) (mcp.Result, bool) {
+	noteRound(ctx, q)
+	if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
+		return g.ask(ex, q), true
+	}
+	return nil, false
+}
+
 // noteRound records in ctx's round what call did with its question.
 func noteRound(ctx context.Context, q *question) {
 	r, _ := ctx.Value(roundKey{}).(*round)

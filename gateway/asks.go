@@ -61,6 +61,12 @@ func askingOf(ex *exchange) asking {
 // any reports whether the client can be asked anything.
 func (a asking) any() bool { return a.form || a.url || a.sampling || a.roots }
 
+// offers is what a request offers its server of what the client declared,
+// of what the gateway relays during one.
+func (a asking) offers() *airlock.ClientFeatures {
+	return &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling, Roots: a.roots}
+}
+
 // modern reports whether ex came from a 2026-07-28 client: its _meta
 // names the protocol version, or its session negotiated it.
 func (ex *exchange) modern() bool {

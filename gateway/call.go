@@ -68,9 +68,8 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		return r
 	}
 	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
-		noteRound(ctx, q)
-		if r.Status == airlock.ApprovalRequired && q.answer == nil && q.asked != nil {
-			return g.ask(ex, q), nil
+		if asked, ok := g.askedOf(ctx, ex, q, r); ok {
+			return asked, nil
 		}
 		res, err := result(ctx, p.Name, r)
 		g.withHint(who, res, r)
@@ -80,7 +79,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	// can be asked (asks.go); a 2026-07-28 server hears with the call
 	// what it may ask.
 	a := askingOf(ex)
-	c.Offers = &airlock.ClientFeatures{Elicitation: a.form, ElicitURL: a.url, Sampling: a.sampling, Roots: a.roots}
+	c.Offers = a.offers()
 	return as[*mcp.CallToolResult](g.runAsking(ctx, ex, who, a, run, finish))
 }
 
