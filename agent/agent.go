@@ -111,21 +111,11 @@ func New(o Options) (*Agent, error) {
 	if o.System == "" {
 		o.System = DefaultSystem
 	}
-	if o.MaxSteps <= 0 {
-		o.MaxSteps = DefaultMaxSteps
-	}
-	if o.MaxToolsInPrompt <= 0 {
-		o.MaxToolsInPrompt = DefaultMaxToolsInPrompt
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = DefaultParallel
-	}
-	if o.Retries <= 0 {
-		o.Retries = DefaultRetries
-	}
-	if o.MaxRetryWait <= 0 {
-		o.MaxRetryWait = DefaultMaxRetryWait
-	}
+	o.MaxSteps = positiveOr(o.MaxSteps, DefaultMaxSteps)
+	o.MaxToolsInPrompt = positiveOr(o.MaxToolsInPrompt, DefaultMaxToolsInPrompt)
+	o.Parallel = positiveOr(o.Parallel, DefaultParallel)
+	o.Retries = positiveOr(o.Retries, DefaultRetries)
+	o.MaxRetryWait = positiveOr(o.MaxRetryWait, DefaultMaxRetryWait)
 	if o.Principal == (airlock.Principal{}) {
 		o.Principal = o.Host.Principal()
 	}
@@ -133,6 +123,15 @@ func New(o Options) (*Agent, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	return &Agent{o: o, runs: runs}, nil
+}
+
+// positiveOr returns v, or def when v is zero or negative: the options
+// that count something take their default for either.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // An Outcome is where a run stands when Start or Resume returns.

@@ -63,19 +63,20 @@ func (o *ClientOptions) withDefaults() ClientOptions {
 	if o != nil {
 		c = *o
 	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
-	}
-	if c.TLSHandshakeTimeout <= 0 {
-		c.TLSHandshakeTimeout = DefaultTLSHandshakeTimeout
-	}
-	if c.ResponseHeaderTimeout <= 0 {
-		c.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
-	}
-	if c.IdleConnTimeout <= 0 {
-		c.IdleConnTimeout = DefaultIdleConnTimeout
-	}
+	c.ConnectTimeout = positiveOr(c.ConnectTimeout, DefaultConnectTimeout)
+	c.TLSHandshakeTimeout = positiveOr(c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	c.ResponseHeaderTimeout = positiveOr(c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	c.IdleConnTimeout = positiveOr(c.IdleConnTimeout, DefaultIdleConnTimeout)
 	return c
+}
+
+// positiveOr returns d, or def when d is zero or negative: a timeout that
+// is not positive takes its default.
+func positiveOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // ErrRedirect is returned (wrapped in a *url.Error) for a response that
