@@ -89,11 +89,7 @@ func (e *env) console(o *options, _ []string) error {
 	if host == "" || !egress.IsLoopbackHost(host) {
 		return consoleNotLoopback(addr)
 	}
-	cfg, err := e.loadConfig(&o.common)
-	if err != nil {
-		return err
-	}
-	st, err := e.openStoreOf(&o.common, cfg)
+	cfg, st, err := e.configAndStore(&o.common, e.openStoreOf)
 	if err != nil {
 		return err
 	}

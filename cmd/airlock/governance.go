@@ -18,11 +18,22 @@ import (
 
 // openStore opens the state directory's store without starting servers.
 func (e *env) openStore(c *common) (store.Store, error) {
+	_, st, err := e.configAndStore(c, e.openStoreOf)
+	return st, err
+}
+
+// configAndStore loads the configuration and opens the store that open
+// finds in it.
+func (e *env) configAndStore(c *common, open func(*common, *config.Config) (store.Store, error)) (*config.Config, store.Store, error) {
 	cfg, err := e.loadConfig(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return e.openStoreOf(c, cfg)
+	st, err := open(c, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, st, nil
 }
 
 // openStoreOf opens the store cfg names (store.url), or else the one in
@@ -66,11 +77,7 @@ func storeError(err error) error {
 // with --all-principals) in the name of the person running it.
 func asActor(run func(e *env, st store.Store, as airlock.Actor, o *options, pos []string) error) func(*env, *options, []string) error {
 	return func(e *env, o *options, pos []string) error {
-		cfg, err := e.loadConfig(&o.common)
-		if err != nil {
-			return err
-		}
-		st, err := e.openStoreOf(&o.common, cfg)
+		cfg, st, err := e.configAndStore(&o.common, e.openStoreOf)
 		if err != nil {
 			return err
 		}

@@ -197,11 +197,7 @@ func orEmpty(v []json.RawMessage) []json.RawMessage {
 // inRuns runs a runs command on the store the configuration names.
 func inRuns(run func(e *env, cfg *config.Config, runs store.Runs, o *options, pos []string) error) func(*env, *options, []string) error {
 	return func(e *env, o *options, pos []string) error {
-		cfg, err := e.loadConfig(&o.common)
-		if err != nil {
-			return err
-		}
-		st, err := e.openStoreOf(&o.common, cfg)
+		cfg, st, err := e.configAndStore(&o.common, e.openStoreOf)
 		if err != nil {
 			return err
 		}

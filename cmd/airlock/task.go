@@ -71,11 +71,7 @@ type listedTaskJSON struct {
 }
 
 func (e *env) taskList(o *options, _ []string) error {
-	cfg, err := e.loadConfig(&o.common)
-	if err != nil {
-		return err
-	}
-	st, err := e.sharedStore(&o.common, cfg)
+	cfg, st, err := e.configAndStore(&o.common, e.sharedStore)
 	if err != nil {
 		return err
 	}
@@ -151,11 +147,7 @@ var sharedTasksListing = listing[listedTaskJSON]{
 }
 
 func (e *env) taskClose(o *options, pos []string) error {
-	cfg, err := e.loadConfig(&o.common)
-	if err != nil {
-		return err
-	}
-	st, err := e.sharedStore(&o.common, cfg)
+	cfg, st, err := e.configAndStore(&o.common, e.sharedStore)
 	if err != nil {
 		return err
 	}
