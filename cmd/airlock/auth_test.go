@@ -213,7 +213,10 @@ func TestAuthForAnotherUser(t *testing.T) {
 	}
 }
 
-func TestAuthUsage(t *testing.T) {
+// fsWorkdir is a workdir whose airlock.yaml configures one workspace
+// server, fs, with every tool allowed and no OAuth.
+func fsWorkdir(t *testing.T) string {
+	t.Helper()
 	dir := workdir(t)
 	writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
   - id: fs
@@ -221,6 +224,11 @@ func TestAuthUsage(t *testing.T) {
     args: [server, workspace]
     allowed_tools: ["*"]
 `)
+	return dir
+}
+
+func TestAuthUsage(t *testing.T) {
+	dir := fsWorkdir(t)
 	for _, tt := range []struct {
 		args []string
 		want string

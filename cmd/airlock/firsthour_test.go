@@ -56,13 +56,7 @@ policy:
 // TestAuthLoginWithoutOAuthSaysNothingFirst: a login that cannot happen
 // says why, and never first that it waits for a browser.
 func TestAuthLoginWithoutOAuthSaysNothingFirst(t *testing.T) {
-	dir := workdir(t)
-	writeFile(t, filepath.Join(dir, "airlock.yaml"), `servers:
-  - id: fs
-    command: airlock
-    args: [server, workspace]
-    allowed_tools: ["*"]
-`)
+	dir := fsWorkdir(t)
 	for _, server := range []string{"fs", "nope"} {
 		r := runCLI(t, dir, "", "auth", "login", server).want(t, exitUsage)
 		if strings.Contains(r.stderr, "browser") || strings.Contains(r.stderr, "logging in") {
