@@ -118,26 +118,9 @@ func NumberOf(v any) (n Number, ok bool, err error) {
 			return Number{}, true, fmt.Errorf("%v is not a JSON number", x)
 		}
 		lit = strconv.FormatFloat(float64(x), 'g', -1, 32)
-	case int:
-		lit = strconv.FormatInt(int64(x), 10)
-	case int8:
-		lit = strconv.FormatInt(int64(x), 10)
-	case int16:
-		lit = strconv.FormatInt(int64(x), 10)
-	case int32:
-		lit = strconv.FormatInt(int64(x), 10)
-	case int64:
-		lit = strconv.FormatInt(x, 10)
-	case uint:
-		lit = strconv.FormatUint(uint64(x), 10)
-	case uint8:
-		lit = strconv.FormatUint(uint64(x), 10)
-	case uint16:
-		lit = strconv.FormatUint(uint64(x), 10)
-	case uint32:
-		lit = strconv.FormatUint(uint64(x), 10)
-	case uint64:
-		lit = strconv.FormatUint(x, 10)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		// fmt writes an integer in base 10, with a minus sign when negative.
+		lit = fmt.Sprint(x)
 	default:
 		return Number{}, false, nil
 	}
