@@ -10,12 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/airlockhq/airlock/config"
 )
 
 // askingServer is an older (2025-11-25) server whose tool "ask" holds (see
@@ -24,21 +21,13 @@ func askingServer(hold *holds) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "asks", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var in struct{ Who string }
-			json.Unmarshal(req.Params.Arguments, &in)
-			if hold != nil {
-				hold.entered <- in.Who
-				<-hold.talk
-			}
 			action := "error"
-			if r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "who?",
-				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}); err == nil {
-				action = r.Action
-			}
-			if hold != nil {
-				hold.talked <- in.Who
-				<-hold.end
-			}
+			hold.held(req, func() {
+				if r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "who?",
+					RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}}); err == nil {
+					action = r.Action
+				}
+			})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: action}}}, nil
 		})
 	return s
@@ -47,17 +36,7 @@ func askingServer(hold *holds) *mcp.Server {
 // dialOlder connects to s, in memory, speaking 2025-11-25, with opts.
 func dialOlder(t *testing.T, s *mcp.Server, opts *Options) *Conn {
 	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	if _, err := s.Connect(context.Background(), st, nil); err != nil {
-		t.Fatal(err)
-	}
-	srv := &config.Server{ID: "asks", ProtocolVersions: []string{"2025-11-25"}, RequestTimeout: 10 * time.Second,
-		ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second}
-	c, err := Dial(context.Background(), srv, ct, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return dialMemory(t, s, "asks", "2025-11-25", opts)
 }
 
 // TestAskGoesToItsCall: a server's elicitation/create names no call; it

@@ -31,17 +31,11 @@ func logServer(hold *holds) *mcp.Server {
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				var in struct{ Who string }
 				json.Unmarshal(req.Params.Arguments, &in)
-				if hold != nil {
-					hold.entered <- in.Who
-					<-hold.talk
-				}
-				for _, l := range levels {
-					req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: name, Data: string(l) + " from " + in.Who})
-				}
-				if hold != nil {
-					hold.talked <- in.Who
-					<-hold.end
-				}
+				hold.held(req, func() {
+					for _, l := range levels {
+						req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: name, Data: string(l) + " from " + in.Who})
+					}
+				})
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil
 			})
 	}
@@ -59,6 +53,23 @@ func newHolds() *holds {
 	return &holds{entered: make(chan string, 2), talked: make(chan string, 2), talk: make(chan struct{}), end: make(chan struct{})}
 }
 
+// held runs talk for the call req, whose arguments name who makes it,
+// held by h: it sends who on h.entered, waits for h.talk, talks, sends
+// who on h.talked and waits for h.end. A nil h holds nothing.
+func (h *holds) held(req *mcp.CallToolRequest, talk func()) {
+	var in struct{ Who string }
+	json.Unmarshal(req.Params.Arguments, &in)
+	if h != nil {
+		h.entered <- in.Who
+		<-h.talk
+	}
+	talk()
+	if h != nil {
+		h.talked <- in.Who
+		<-h.end
+	}
+}
+
 // together lets two held calls talk while both are in flight, then end.
 func (h *holds) together() {
 	<-h.entered
@@ -71,19 +82,27 @@ func (h *holds) together() {
 
 func dialLogs(t *testing.T, version string, s *mcp.Server) *Conn {
 	t.Helper()
+	c := dialMemory(t, s, "logs", version, nil)
+	t.Cleanup(func() { c.Close() })
+	if got := c.ProtocolVersion(); got != version {
+		t.Fatalf("negotiated %s, want %s", got, version)
+	}
+	return c
+}
+
+// dialMemory connects to s, in memory, as the server id speaking version,
+// with opts.
+func dialMemory(t *testing.T, s *mcp.Server, id, version string, opts *Options) *Conn {
+	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	if _, err := s.Connect(context.Background(), st, nil); err != nil {
 		t.Fatal(err)
 	}
-	srv := &config.Server{ID: "logs", ProtocolVersions: []string{version}, RequestTimeout: 10 * time.Second,
+	srv := &config.Server{ID: id, ProtocolVersions: []string{version}, RequestTimeout: 10 * time.Second,
 		ConnectTimeout: 10 * time.Second, ProbeTimeout: time.Second}
-	c, err := Dial(context.Background(), srv, ct, nil)
+	c, err := Dial(context.Background(), srv, ct, opts)
 	if err != nil {
 		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if got := c.ProtocolVersion(); got != version {
-		t.Fatalf("negotiated %s, want %s", got, version)
 	}
 	return c
 }
