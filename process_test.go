@@ -56,16 +56,7 @@ func groupOf(t *testing.T, pid int) int {
 func TestCloseKillsTheWholeProcessGroup(t *testing.T) {
 	srv := testServer(t, "wrapped", "grandchild")
 	h := open(t, newConfig(t, srv))
-	var grandchild int
-	for _, m := range marks(t, srv) {
-		if pid, ok := strings.CutPrefix(m, "grandchild "); ok {
-			grandchild, _ = strconv.Atoi(pid)
-		}
-	}
-	if grandchild == 0 {
-		t.Fatalf("marks = %v, want the grandchild's pid", marks(t, srv))
-	}
-	pgid := groupOf(t, grandchild)
+	pgid := groupOf(t, markedPID(t, srv, "grandchild", "the grandchild's pid"))
 	if procs, _ := testenv.ProcsInGroup(pgid); len(procs) < 2 {
 		t.Fatalf("group %d has %v, want the server and its grandchild", pgid, procs)
 	}
@@ -93,15 +84,7 @@ func TestCloseEscalatesForAStubbornServer(t *testing.T) {
 	h := open(t, newConfig(t, srv))
 	r := call(t, h, "stubborn__echo", `{"text":"x"}`)
 	wantStatus(t, r, airlock.OK)
-	var pid int
-	for _, m := range marks(t, srv) {
-		if p, ok := strings.CutPrefix(m, "pid "); ok {
-			pid, _ = strconv.Atoi(p)
-		}
-	}
-	if pid == 0 {
-		t.Fatalf("marks = %v, want the server's pid", marks(t, srv))
-	}
+	pid := serverPID(t, srv)
 	done := make(chan error)
 	go func() { done <- h.Close() }()
 	select {
@@ -226,13 +209,21 @@ func TestServerKilledDuringReadAndWrite(t *testing.T) {
 // serverPID reads the pid a stubborn test server recorded.
 func serverPID(t *testing.T, srv config.Server) int {
 	t.Helper()
+	return markedPID(t, srv, "pid", "the server's pid")
+}
+
+// markedPID reads the pid a test server recorded in its mark "name PID";
+// want says what the test wanted, should there be none.
+func markedPID(t *testing.T, srv config.Server, name, want string) int {
+	t.Helper()
 	for _, m := range marks(t, srv) {
-		if p, ok := strings.CutPrefix(m, "pid "); ok {
-			pid, _ := strconv.Atoi(p)
-			return pid
+		if p, ok := strings.CutPrefix(m, name+" "); ok {
+			if pid, _ := strconv.Atoi(p); pid != 0 {
+				return pid
+			}
 		}
 	}
-	t.Fatalf("marks = %v, want the server's pid", marks(t, srv))
+	t.Fatalf("marks = %v, want %s", marks(t, srv), want)
 	return 0
 }
 
