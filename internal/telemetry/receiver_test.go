@@ -14,7 +14,6 @@ import (
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/airlockhq/airlock/internal/testenv"
 )
@@ -107,7 +106,7 @@ func anyValue(v *commonpb.AnyValue) any {
 func serveHTTP(t *testing.T, status int, body string) (*receiver, string) {
 	t.Helper()
 	rc := &receiver{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := testenv.ServeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		var req collogspb.ExportLogsServiceRequest
 		if err := testenv.DecodeOTLP(r, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -122,15 +121,9 @@ func serveHTTP(t *testing.T, status int, body string) (*receiver, string) {
 			return
 		}
 		rc.add(&req)
-		out, _ := proto.Marshal(&collogspb.ExportLogsServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
-	}))
-	t.Cleanup(srv.Close)
-	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
-		t.Fatalf("receiver listens on %s, want loopback", srv.URL)
-	}
-	return rc, srv.URL
+		testenv.AnswerOTLP(w, &collogspb.ExportLogsServiceResponse{})
+	})
+	return rc, url
 }
 
 // serveHanging starts an OTLP/HTTP receiver on 127.0.0.1 that never

@@ -48,22 +48,36 @@ func (rc *TraceReceiver) Spans() []Span {
 func ServeTraces(t testing.TB) (*TraceReceiver, string) {
 	t.Helper()
 	rc := &TraceReceiver{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := ServeReceiver(t, func(w http.ResponseWriter, r *http.Request) {
 		var req coltracepb.ExportTraceServiceRequest
 		if err := DecodeOTLP(r, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		rc.add(&req)
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.Write(out)
-	}))
+		AnswerOTLP(w, &coltracepb.ExportTraceServiceResponse{})
+	})
+	return rc, url + "/v1/traces"
+}
+
+// ServeReceiver starts h on 127.0.0.1, stopped when the test ends, and
+// returns its URL (http://127.0.0.1:PORT).
+func ServeReceiver(t testing.TB, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	if !strings.HasPrefix(srv.URL, "http://127.0.0.1:") {
 		t.Fatalf("receiver listens on %s, want loopback", srv.URL)
 	}
-	return rc, srv.URL + "/v1/traces"
+	return srv.URL
+}
+
+// AnswerOTLP writes resp, the response to an OTLP/HTTP export request, as
+// a collector answers.
+func AnswerOTLP(w http.ResponseWriter, resp proto.Message) {
+	out, _ := proto.Marshal(resp)
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(out)
 }
 
 // DecodeOTLP reads an OTLP/HTTP export request's protobuf body, gzipped
