@@ -126,6 +126,15 @@ func wantStatus(t *testing.T, r *airlock.Result, want airlock.Kind) {
 	}
 }
 
+// wantContent checks that r ended want, with content that contains text.
+func wantContent(t *testing.T, r *airlock.Result, want airlock.Kind, text string) {
+	t.Helper()
+	wantStatus(t, r, want)
+	if !strings.Contains(r.Content, text) {
+		t.Errorf("content = %q, want it to contain %q", r.Content, text)
+	}
+}
+
 func toolNames(snap *airlock.Snapshot) []string {
 	var names []string
 	for _, tool := range snap.Tools() {

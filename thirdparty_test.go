@@ -51,15 +51,9 @@ func TestServerEverything(t *testing.T) {
 	}
 
 	r := call(t, h, "everything__echo", `{"message":"hello from airlock"}`)
-	wantStatus(t, r, airlock.OK)
-	if !strings.Contains(r.Content, "hello from airlock") {
-		t.Errorf("echo content = %q", r.Content)
-	}
+	wantContent(t, r, airlock.OK, "hello from airlock")
 	r = call(t, h, "everything__get-sum", `{"a":2,"b":40}`)
-	wantStatus(t, r, airlock.OK)
-	if !strings.Contains(r.Content, "42") {
-		t.Errorf("get-sum content = %q, want 42", r.Content)
-	}
+	wantContent(t, r, airlock.OK, "42")
 	wantStatus(t, call(t, h, "everything__get-sum", `{"a":"two","b":40}`), airlock.InvalidArguments)
 
 	r = call(t, h, "everything__get-tiny-image", `{}`)
@@ -91,10 +85,7 @@ func TestGoSDKEverythingServer(t *testing.T) {
 				t.Fatalf("server = %+v (%v), want ready on %s", st, st.Err, version)
 			}
 			r := call(t, h, "gosdk__test_simple_text", `{}`)
-			wantStatus(t, r, airlock.OK)
-			if !strings.Contains(r.Content, "This is a simple text response for testing.") {
-				t.Errorf("content = %q", r.Content)
-			}
+			wantContent(t, r, airlock.OK, "This is a simple text response for testing.")
 			r = call(t, h, "gosdk__test_image_content", `{}`)
 			wantStatus(t, r, airlock.OK)
 			if len(r.Artifacts) != 1 || r.Artifacts[0].MediaType != "image/png" {
