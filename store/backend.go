@@ -71,6 +71,32 @@ func (a Approval) Created(now time.Time) (time.Time, error) {
 	return now, nil
 }
 
+// Created returns when Begin records in as created, its CreatedAt or else
+// now, or the error Begin fails with: what Check reports.
+func (in Intent) Created(now time.Time) (time.Time, error) {
+	if err := in.Check(); err != nil {
+		return time.Time{}, fmt.Errorf("begin: %w", err)
+	}
+	return createdOr(in.CreatedAt, now), nil
+}
+
+// Created returns when Remember records r as created, its CreatedAt or
+// else now, or the error Remember fails with: what Check reports.
+func (r AllowRule) Created(now time.Time) (time.Time, error) {
+	if err := r.Check(); err != nil {
+		return time.Time{}, fmt.Errorf("remember: %w", err)
+	}
+	return createdOr(r.CreatedAt, now), nil
+}
+
+// createdOr is created, or now if created is zero.
+func createdOr(created, now time.Time) time.Time {
+	if created.IsZero() {
+		return now
+	}
+	return created
+}
+
 // NotEnded is the error of a Journal.End that found its intent no longer
 // open, given what Get then returned for it.
 func NotEnded(r Record, err error) error {

@@ -25,21 +25,14 @@ INSERT INTO approvals (id, server, tool, digest, summary, target, definition, st
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $11)`,
 		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, store.UTC(created), store.UTC(ap.ExpiresAt),
 		ap.Tenant, ap.User)
-	if isUnique(err) {
-		return fmt.Errorf("create approval %s: the id is taken: %w", ap.ID, store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("create approval %s: cannot write the store: %w", ap.ID, err)
-	}
-	return nil
+	return inserted(err, "create approval "+ap.ID+": the id is taken", "create approval "+ap.ID+": cannot write the store")
 }
 
 // statusAt is an approval's status as of $1: a pending or granted request
 // past its expiry reads as expired.
 const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= $1::timestamptz THEN 'expired' ELSE status END`
 
-const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
-	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
+var approvalColumns = sqlrow.ApprovalColumns(statusAt)
 
 func scanApproval(row pgx.CollectableRow) (store.Approval, error) { return sqlrow.Approval(row, utc) }
 
@@ -120,27 +113,16 @@ ORDER BY decided_at DESC, seq DESC LIMIT 1`,
 }
 
 func (a approvals) Remember(ctx context.Context, r store.AllowRule) error {
-	if err := r.Check(); err != nil {
-		return fmt.Errorf("remember: %w", err)
+	created, err := r.Created(time.Now())
+	if err != nil {
+		return err
 	}
-	created := r.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
-	}
-	_, err := a.db.pool.Exec(ctx, `
+	_, err = a.db.pool.Exec(ctx, `
 INSERT INTO allow_rules (id, server, tool, definition, tenant, user_name, created_at, created_by, approval)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		r.ID, r.Server, r.Tool, r.Definition, r.Tenant, r.User, store.UTC(created), r.CreatedBy, r.Approval)
-	if isUnique(err) {
-		return fmt.Errorf("remember rule %s: its id, or a rule for this tool of %s/%s, is taken: %w", r.ID, r.Tenant, r.User, store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("remember rule %s: cannot write the store: %w", r.ID, err)
-	}
-	return nil
+	return inserted(err, "remember rule "+r.ID+": its id, or a rule for this tool of "+r.Tenant+"/"+r.User+", is taken", "remember rule "+r.ID+": cannot write the store")
 }
-
-const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
 
 func scanRule(row pgx.CollectableRow) (store.AllowRule, error) { return sqlrow.Rule(row, utc) }
 
@@ -154,7 +136,7 @@ func (a approvals) Remembered(ctx context.Context, definition, tenant, user stri
 
 // oneRule returns the rule where selects; what names it in errors.
 func (a approvals) oneRule(ctx context.Context, what, where string, args ...any) (store.AllowRule, error) {
-	rows, err := a.db.pool.Query(ctx, `SELECT `+ruleColumns+` FROM allow_rules WHERE `+where, args...)
+	rows, err := a.db.pool.Query(ctx, `SELECT `+sqlrow.RuleColumns+` FROM allow_rules WHERE `+where, args...)
 	r, err := one(rows, err, scanRule)
 	if err != nil {
 		return store.AllowRule{}, found(err, what, what+": cannot read the store")
@@ -164,7 +146,7 @@ func (a approvals) oneRule(ctx context.Context, what, where string, args ...any)
 
 func (a approvals) Rules(ctx context.Context, f store.RuleFilter) ([]store.AllowRule, error) {
 	rows, err := a.db.pool.Query(ctx, `
-SELECT `+ruleColumns+` FROM allow_rules
+SELECT `+sqlrow.RuleColumns+` FROM allow_rules
 WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR user_name = $2)
 ORDER BY created_at, seq`, f.Tenant, f.User)
 	out, err := collect(rows, err, scanRule)

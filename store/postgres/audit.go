@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -49,10 +48,8 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 		if err != nil {
 			return err
 		}
-		var last store.ChainLink
-		err = tx.QueryRow(ctx, `SELECT chain_n, chain_sum FROM events WHERE chain_n IS NOT NULL ORDER BY seq DESC LIMIT 1`).
-			Scan(&last.N, &last.Sum)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		last, err := sqlrow.LastLink(tx.QueryRow(ctx, sqlrow.LastLinkQuery), pgx.ErrNoRows)
+		if err != nil {
 			return err
 		}
 		link, broken := key.Base(head, last, now)
@@ -89,15 +86,7 @@ ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = exclud
 }
 
 func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {
-	var h store.ChainHead
-	err := q.QueryRow(ctx, `SELECT n, sum, seal FROM audit_head WHERE id = 1`).Scan(&h.N, &h.Sum, &h.Seal)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return sqlrow.Head(q.QueryRow(ctx, sqlrow.HeadQuery), pgx.ErrNoRows)
 }
 
 // auditKey returns the audit trail's key, read from its file the first
@@ -119,7 +108,7 @@ func (db *DB) auditKey(create bool) (store.ChainKey, error) {
 
 func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {
 	rows, err := a.db.pool.Query(ctx, `
-SELECT `+eventColumns+` FROM events
+SELECT `+sqlrow.EventColumns+` FROM events
 WHERE time >= $1
 ORDER BY time, seq
 LIMIT $2`,
@@ -148,8 +137,8 @@ func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (s
 	const where = `WHERE time >= $1 AND seq > $2 AND seq <= $3`
 	from := store.UTC(since)
 	rows, err := a.db.pool.Query(ctx, `
-SELECT `+eventColumns+` FROM (
-	SELECT seq, `+eventColumns+` FROM events `+where+`
+SELECT `+sqlrow.EventColumns+` FROM (
+	SELECT seq, `+sqlrow.EventColumns+` FROM events `+where+`
 	ORDER BY time DESC, seq DESC
 	LIMIT $4
 ) AS newest ORDER BY time, seq`,
@@ -166,9 +155,6 @@ SELECT `+eventColumns+` FROM (
 	}
 	return page, nil
 }
-
-// eventColumns are the columns scanEvent reads, in its order.
-const eventColumns = `time, event, server, tool, snapshot, class, duration_ms, fields`
 
 func scanEvent(row pgx.CollectableRow) (store.Event, error) { return sqlrow.Event(row, utc) }
 
@@ -189,19 +175,10 @@ func (a audit) Verify(ctx context.Context) (store.ChainReport, error) {
 	if err != nil {
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
-	rows, err := tx.Query(ctx, `
-SELECT seq, time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum
-FROM events ORDER BY seq`)
+	rows, err := tx.Query(ctx, sqlrow.ChainQuery)
 	if err != nil {
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
 	defer rows.Close()
-	r, err := store.VerifyChain(key, sqlrow.ChainEntries(rows, utc), head)
-	if errors.Is(err, store.ErrNoChainKey) {
-		return r, fmt.Errorf("verify the audit trail: %w: put the audit key file back (the file every replica is given), from a backup; without it no link can be checked", err)
-	}
-	if err != nil {
-		return r, fmt.Errorf("verify the audit trail: %w", err)
-	}
-	return r, nil
+	return sqlrow.Verify(key, head, rows, utc, "put the audit key file back (the file every replica is given)")
 }

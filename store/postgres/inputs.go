@@ -35,22 +35,14 @@ func (db *DB) AskInput(ctx context.Context, a store.InputAsk) error {
 VALUES ($1, 'pending', $2, $3, $4, COALESCE($5, now()))`, a.ID, a.Tenant, a.User, ask, created)
 		return err
 	})
-	if isUnique(err) {
-		return fmt.Errorf("record input request %s: the id is taken: %w", a.ID, store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("record input request %s: %w", a.ID, err)
-	}
-	return nil
+	return inserted(err, "record input request "+a.ID+": the id is taken", "record input request "+a.ID)
 }
-
-const inputColumns = `ask, status, answer, answered_by, created_at, settled_at`
 
 func scanInput(row pgx.CollectableRow) (store.InputAsk, error) { return sqlrow.Input(row, utc) }
 
 // InputAsk returns one input request; see store.Inputs.
 func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+inputColumns+` FROM inputs WHERE id = $1`, id)
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.InputColumns+` FROM inputs WHERE id = $1`, id)
 	a, err := one(rows, err, scanInput)
 	if err != nil {
 		return store.InputAsk{}, found(err, "input request "+id, "read input request "+id)
@@ -60,7 +52,7 @@ func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
 
 // InputAsks lists input requests, oldest first; see store.Inputs.
 func (db *DB) InputAsks(ctx context.Context, f store.InputFilter) ([]store.InputAsk, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+inputColumns+` FROM inputs
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.InputColumns+` FROM inputs
 WHERE ($1 = '' OR status = $1) AND ($2 = '' OR tenant = $2) AND ($3 = '' OR user_name = $3)
 ORDER BY created_at, id`, string(f.Status), f.Tenant, f.User)
 	out, err := collect(rows, err, scanInput)

@@ -31,12 +31,9 @@ WHERE EXISTS (SELECT 1 ` + advisoryLocks + ` AND pid = $15 AND objsubid = 1
 	AND classid::bigint = ($14::bigint >> 32) & 4294967295 AND objid::bigint = $14::bigint & 4294967295)`
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
-	if err := in.Check(); err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	created := in.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
+	created, err := in.Created(time.Now())
+	if err != nil {
+		return err
 	}
 	var stale *session
 	for range 2 {
@@ -119,10 +116,6 @@ WHERE writer = $3 AND outcome IS NULL`,
 	return total, nil
 }
 
-const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
-	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
-	late_answer, late_answer_at`
-
 func scanRecord(row pgx.CollectableRow) (store.Record, error) { return sqlrow.Record(row, utc) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
@@ -133,7 +126,7 @@ func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Rec
 		which, arg = `call_id = $1 AND call_id <> ''`, f.CallID
 	}
 	rows, err := j.db.pool.Query(ctx, `
-SELECT `+recordColumns+` FROM intents
+SELECT `+sqlrow.RecordColumns+` FROM intents
 WHERE `+which+`
 	AND ($2 = '' OR tenant = $2)
 	AND ($3 = '' OR user_name = $3)
@@ -148,7 +141,7 @@ LIMIT $4`,
 }
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
-	rows, err := j.db.pool.Query(ctx, `SELECT `+recordColumns+` FROM intents WHERE id = $1`, id)
+	rows, err := j.db.pool.Query(ctx, `SELECT `+sqlrow.RecordColumns+` FROM intents WHERE id = $1`, id)
 	r, err := one(rows, err, scanRecord)
 	if err != nil {
 		return store.Record{}, found(err, "record "+id, "record "+id+": cannot read the journal")

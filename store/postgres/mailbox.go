@@ -30,13 +30,7 @@ INSERT INTO gateway_mail (box, data, expires_at)
 VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')`, box, data, ttl.Microseconds())
 		return err
 	})
-	if isUnique(err) {
-		return fmt.Errorf("mailbox: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("post a message: %w", err)
-	}
-	return nil
+	return inserted(err, "mailbox", "post a message")
 }
 
 // Collect takes the message under box; see store.Mailbox.

@@ -408,6 +408,11 @@ func isUnique(err error) bool {
 // utc returns t, as the driver reads a time, as the store returns times.
 func utc(t time.Time) time.Time { return t.UTC() }
 
+// inserted is sqlrow.Inserted for this driver's unique violations.
+func inserted(err error, taken, failed string) error {
+	return sqlrow.Inserted(err, isUnique(err), taken, failed)
+}
+
 // found is sqlrow.Found for this driver: no row is store.ErrNotFound.
 func found(err error, missing, failed string) error {
 	return sqlrow.Found(err, pgx.ErrNoRows, missing, failed)

@@ -17,11 +17,6 @@ import (
 
 var _ store.Runs = (*DB)(nil)
 
-// runColumns are the columns of a run's record but its checkpoint, which
-// only RunRecord reads.
-const runColumns = `id, status, tenant, user_name, provider, model, task, title, steps, tool_calls,
-	input_tokens, output_tokens, snapshot, error, created_at, updated_at`
-
 // saveRunQuery inserts or replaces a record: $15 is the checkpoint (NULL
 // for none), $16 the creation time (NULL: the row's, or now for a new
 // one).
@@ -90,7 +85,7 @@ func saveRunArgs(r store.RunRecord) ([]any, error) {
 // RunRecord returns the record of id, its checkpoint included; see
 // store.Runs.
 func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+runColumns+`, checkpoint FROM runs WHERE id = $1`, id)
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.RunColumns+`, checkpoint FROM runs WHERE id = $1`, id)
 	r, err := one(rows, err, func(row pgx.CollectableRow) (store.RunRecord, error) {
 		var checkpoint []byte
 		r, err := scanRun(row, &checkpoint)
@@ -109,7 +104,7 @@ func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error)
 // checkpoints; see store.Runs.
 func (db *DB) RunRecords(ctx context.Context, f store.RunFilter) ([]store.RunRecord, error) {
 	rows, err := db.pool.Query(ctx, `
-SELECT `+runColumns+` FROM runs
+SELECT `+sqlrow.RunColumns+` FROM runs
 WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR user_name = $2)
 ORDER BY created_at DESC, id DESC
 LIMIT $3`,
@@ -121,7 +116,7 @@ LIMIT $3`,
 	return out, nil
 }
 
-// scanRun reads the columns runColumns names, then into extra any that
+// scanRun reads the columns sqlrow.RunColumns names, then into extra any that
 // follow them.
 func scanRun(row pgx.CollectableRow, extra ...any) (store.RunRecord, error) {
 	return sqlrow.Run(row, utc, extra...)

@@ -36,13 +36,7 @@ func (db *DB) OpenSession(ctx context.Context, s store.Session, idle time.Durati
 			sessionKey(s.ID), s.Owner, string(s.State))
 		return err
 	})
-	if isUnique(err) {
-		return fmt.Errorf("session: %w", store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("record the session: %w", err)
-	}
-	return nil
+	return inserted(err, "session", "record the session")
 }
 
 // Session returns the session id; see store.Sessions.

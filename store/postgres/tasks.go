@@ -18,8 +18,6 @@ import (
 
 var _ store.Tasks = (*DB)(nil)
 
-const taskColumns = `id, holder, host, state_dir, repo, branch, base, status, tenant, user_name, created_at, updated_at`
-
 // HoldTask records t for its holder; see store.Tasks.
 func (db *DB) HoldTask(ctx context.Context, t store.TaskRecord) (bool, error) {
 	if err := t.Check(); err != nil {
@@ -31,7 +29,7 @@ func (db *DB) HoldTask(ctx context.Context, t store.TaskRecord) (bool, error) {
 	}
 	var inserted bool
 	err := db.pool.QueryRow(ctx, `
-INSERT INTO tasks (`+taskColumns+`)
+INSERT INTO tasks (`+sqlrow.TaskColumns+`)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, COALESCE($11::timestamptz, now()), now())
 ON CONFLICT (id) DO UPDATE SET host = excluded.host, state_dir = excluded.state_dir, repo = excluded.repo,
 	branch = excluded.branch, base = excluded.base, status = excluded.status, tenant = excluded.tenant,
@@ -65,7 +63,7 @@ func (db *DB) DropTask(ctx context.Context, id, holder string) error {
 
 // TaskRecord returns the record of id; see store.Tasks.
 func (db *DB) TaskRecord(ctx context.Context, id string) (store.TaskRecord, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = $1`, id)
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.TaskColumns+` FROM tasks WHERE id = $1`, id)
 	if err != nil {
 		return store.TaskRecord{}, fmt.Errorf("read task %s: %w", id, err)
 	}
@@ -81,7 +79,7 @@ func (db *DB) TaskRecord(ctx context.Context, id string) (store.TaskRecord, erro
 
 // TaskRecords returns every task's record; see store.Tasks.
 func (db *DB) TaskRecords(ctx context.Context) ([]store.TaskRecord, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY created_at, id`)
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.TaskColumns+` FROM tasks ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("read tasks: %w", err)
 	}

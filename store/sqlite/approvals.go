@@ -22,21 +22,14 @@ func (a approvals) Create(ctx context.Context, ap store.Approval) error {
 INSERT INTO approvals (id, server, tool, digest, summary, target, definition, status, created_at, expires_at, tenant, user_name)
 VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
 		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, micros(created), micros(ap.ExpiresAt), ap.Tenant, ap.User)
-	if isUnique(err) {
-		return fmt.Errorf("create approval %s: the id is taken: %w", ap.ID, store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("create approval %s: cannot write the store: %w", ap.ID, err)
-	}
-	return nil
+	return inserted(err, "create approval "+ap.ID+": the id is taken", "create approval "+ap.ID+": cannot write the store")
 }
 
 // statusAt is an approval's status as of ?1 (microseconds): a pending or
 // granted request past its expiry reads as expired.
 const statusAt = `CASE WHEN status IN ('pending', 'granted') AND expires_at <= ?1 THEN 'expired' ELSE status END`
 
-const approvalColumns = `id, server, tool, digest, summary, target, definition, ` + statusAt + `,
-	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
+var approvalColumns = sqlrow.ApprovalColumns(statusAt)
 
 func scanApproval(row scanner) (store.Approval, error) { return sqlrow.Approval(row, fromMicros) }
 
@@ -113,27 +106,16 @@ ORDER BY decided_at DESC, seq DESC LIMIT 1`,
 }
 
 func (a approvals) Remember(ctx context.Context, r store.AllowRule) error {
-	if err := r.Check(); err != nil {
-		return fmt.Errorf("remember: %w", err)
+	created, err := r.Created(time.Now())
+	if err != nil {
+		return err
 	}
-	created := r.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
-	}
-	_, err := a.db.w.ExecContext(ctx, `
+	_, err = a.db.w.ExecContext(ctx, `
 INSERT INTO allow_rules (id, server, tool, definition, tenant, user_name, created_at, created_by, approval)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Server, r.Tool, r.Definition, r.Tenant, r.User, micros(created), r.CreatedBy, r.Approval)
-	if isUnique(err) {
-		return fmt.Errorf("remember rule %s: its id, or a rule for this tool of %s/%s, is taken: %w", r.ID, r.Tenant, r.User, store.ErrConflict)
-	}
-	if err != nil {
-		return fmt.Errorf("remember rule %s: cannot write the store: %w", r.ID, err)
-	}
-	return nil
+	return inserted(err, "remember rule "+r.ID+": its id, or a rule for this tool of "+r.Tenant+"/"+r.User+", is taken", "remember rule "+r.ID+": cannot write the store")
 }
-
-const ruleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
 
 func scanRule(row scanner) (store.AllowRule, error) { return sqlrow.Rule(row, fromMicros) }
 
@@ -147,7 +129,7 @@ func (a approvals) Remembered(ctx context.Context, definition, tenant, user stri
 
 // oneRule returns the rule where selects; what names it in errors.
 func (a approvals) oneRule(ctx context.Context, what, where string, args ...any) (store.AllowRule, error) {
-	r, err := scanRule(a.db.r.QueryRowContext(ctx, `SELECT `+ruleColumns+` FROM allow_rules WHERE `+where, args...))
+	r, err := scanRule(a.db.r.QueryRowContext(ctx, `SELECT `+sqlrow.RuleColumns+` FROM allow_rules WHERE `+where, args...))
 	if err != nil {
 		return store.AllowRule{}, found(err, what, what+": cannot read the store")
 	}
@@ -156,7 +138,7 @@ func (a approvals) oneRule(ctx context.Context, what, where string, args ...any)
 
 func (a approvals) Rules(ctx context.Context, f store.RuleFilter) ([]store.AllowRule, error) {
 	out, err := queryAll(ctx, a.db.r, scanRule, `
-SELECT `+ruleColumns+` FROM allow_rules
+SELECT `+sqlrow.RuleColumns+` FROM allow_rules
 WHERE (?1 = '' OR tenant = ?1) AND (?2 = '' OR user_name = ?2)
 ORDER BY created_at, seq`, f.Tenant, f.User)
 	if err != nil {

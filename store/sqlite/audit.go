@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -42,10 +41,8 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 	if err != nil {
 		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
 	}
-	var last store.ChainLink
-	err = tx.QueryRowContext(ctx, `SELECT chain_n, chain_sum FROM events WHERE chain_n IS NOT NULL ORDER BY seq DESC LIMIT 1`).
-		Scan(&last.N, &last.Sum)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	last, err := sqlrow.LastLink(tx.QueryRowContext(ctx, sqlrow.LastLinkQuery), sql.ErrNoRows)
+	if err != nil {
 		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
 	}
 	link, broken := key.Base(head, last, now)
@@ -114,20 +111,12 @@ VALUES ` + row + strings.Repeat(",\n"+row, n-1)
 }
 
 func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {
-	var h store.ChainHead
-	err := q.QueryRowContext(ctx, `SELECT n, sum, seal FROM audit_head WHERE id = 1`).Scan(&h.N, &h.Sum, &h.Seal)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return sqlrow.Head(q.QueryRowContext(ctx, sqlrow.HeadQuery), sql.ErrNoRows)
 }
 
 func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {
 	rows, err := a.db.r.QueryContext(ctx, `
-SELECT `+eventColumns+` FROM events
+SELECT `+sqlrow.EventColumns+` FROM events
 WHERE time >= ?
 ORDER BY time, seq
 LIMIT ?`,
@@ -161,8 +150,8 @@ func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (s
 	}
 	from := sinceMicros(since)
 	rows, err := a.db.r.QueryContext(ctx, `
-SELECT `+eventColumns+` FROM (
-	SELECT seq, `+eventColumns+` FROM events `+where+`
+SELECT `+sqlrow.EventColumns+` FROM (
+	SELECT seq, `+sqlrow.EventColumns+` FROM events `+where+`
 	ORDER BY time DESC, seq DESC
 	LIMIT ?
 ) ORDER BY time, seq`,
@@ -183,9 +172,6 @@ SELECT `+eventColumns+` FROM (
 	return page, nil
 }
 
-// eventColumns are the columns scanEvents reads, in its order.
-const eventColumns = `time, event, server, tool, snapshot, class, duration_ms, fields`
-
 // sinceMicros is the lower bound of a query for events at or after since;
 // the zero time is no bound.
 func sinceMicros(since time.Time) int64 {
@@ -195,18 +181,10 @@ func sinceMicros(since time.Time) int64 {
 	return micros(since)
 }
 
-// scanEvents reads rows that start with eventColumns, and closes them.
+// scanEvents reads rows that start with sqlrow.EventColumns, and closes them.
 func scanEvents(rows *sql.Rows) ([]store.Event, error) {
-	defer rows.Close()
-	var out []store.Event
-	for rows.Next() {
-		e, err := sqlrow.Event(rows, fromMicros)
-		if err != nil {
-			return nil, fmt.Errorf("read the audit trail: %w", err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, func(row scanner) (store.Event, error) { return sqlrow.Event(row, fromMicros) })
+	if err != nil {
 		return nil, fmt.Errorf("read the audit trail: %w", err)
 	}
 	return out, nil
@@ -228,19 +206,10 @@ func (a audit) Verify(ctx context.Context) (store.ChainReport, error) {
 	if err != nil {
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `
-SELECT seq, time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum
-FROM events ORDER BY seq`)
+	rows, err := tx.QueryContext(ctx, sqlrow.ChainQuery)
 	if err != nil {
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
 	defer rows.Close()
-	r, err := store.VerifyChain(key, sqlrow.ChainEntries(rows, fromMicros), head)
-	if errors.Is(err, store.ErrNoChainKey) {
-		return r, fmt.Errorf("verify the audit trail: %w: put %s back beside the database, from a backup; without it no link can be checked", err, keyFile)
-	}
-	if err != nil {
-		return r, fmt.Errorf("verify the audit trail: %w", err)
-	}
-	return r, nil
+	return sqlrow.Verify(key, head, rows, fromMicros, "put "+keyFile+" back beside the database")
 }

@@ -49,13 +49,11 @@ func (db *DB) AskInput(ctx context.Context, a store.InputAsk) error {
 	return nil
 }
 
-const inputColumns = `ask, status, answer, answered_by, created_at, settled_at`
-
 func scanInput(row scanner) (store.InputAsk, error) { return sqlrow.Input(row, fromMicros) }
 
 // InputAsk returns one input request; see store.Inputs.
 func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
-	a, err := scanInput(db.r.QueryRowContext(ctx, `SELECT `+inputColumns+` FROM inputs WHERE id = ?`, id))
+	a, err := scanInput(db.r.QueryRowContext(ctx, `SELECT `+sqlrow.InputColumns+` FROM inputs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, store.ErrNotFound)
 	}
@@ -64,22 +62,13 @@ func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
 
 // InputAsks lists input requests, oldest first; see store.Inputs.
 func (db *DB) InputAsks(ctx context.Context, f store.InputFilter) ([]store.InputAsk, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+inputColumns+` FROM inputs
+	rows, err := db.r.QueryContext(ctx, `SELECT `+sqlrow.InputColumns+` FROM inputs
 WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR tenant = ?2) AND (?3 = '' OR user_name = ?3)
 ORDER BY created_at, id`, string(f.Status), f.Tenant, f.User)
 	if err != nil {
 		return nil, fmt.Errorf("list input requests: %w", err)
 	}
-	defer rows.Close()
-	var out []store.InputAsk
-	for rows.Next() {
-		a, err := scanInput(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return scanAll(rows, scanInput)
 }
 
 // AnswerInput settles a pending request as answered; see store.Inputs.

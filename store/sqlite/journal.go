@@ -32,16 +32,13 @@ WHERE id = ?4 AND outcome IS NULL`
 var _ store.Journal = journal{}
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
-	if err := in.Check(); err != nil {
-		return fmt.Errorf("begin: %w", err)
+	created, err := in.Created(time.Now())
+	if err != nil {
+		return err
 	}
 	writer, err := j.db.writerID()
 	if err != nil {
 		return fmt.Errorf("begin %s: %w", in.ID, err)
-	}
-	created := in.CreatedAt
-	if created.IsZero() {
-		created = time.Now()
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
@@ -95,16 +92,12 @@ func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
 	}
-	var writers []string
-	for rows.Next() {
+	writers, err := scanAll(rows, func(row scanner) (string, error) {
 		var w string
-		if err := rows.Scan(&w); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
-		}
-		writers = append(writers, w)
-	}
-	if err := rows.Err(); err != nil {
+		err := row.Scan(&w)
+		return w, err
+	})
+	if err != nil {
 		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
 	}
 	own := j.db.ownWriter()
@@ -133,10 +126,6 @@ WHERE writer = ? AND outcome IS NULL`,
 	return total, nil
 }
 
-const recordColumns = `id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
-	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
-	late_answer, late_answer_at`
-
 func scanRecord(row scanner) (store.Record, error) { return sqlrow.Record(row, fromMicros) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
@@ -147,7 +136,7 @@ func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Rec
 		which, arg = `call_id = ? AND call_id <> ''`, f.CallID
 	}
 	out, err := queryAll(ctx, j.db.r, scanRecord, `
-SELECT `+recordColumns+` FROM intents
+SELECT `+sqlrow.RecordColumns+` FROM intents
 WHERE `+which+`
 	AND (? = '' OR tenant = ?)
 	AND (? = '' OR user_name = ?)
@@ -161,7 +150,7 @@ LIMIT ?`,
 }
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
-	r, err := scanRecord(j.db.r.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM intents WHERE id = ?`, id))
+	r, err := scanRecord(j.db.r.QueryRowContext(ctx, `SELECT `+sqlrow.RecordColumns+` FROM intents WHERE id = ?`, id))
 	if err != nil {
 		return store.Record{}, found(err, "record "+id, "record "+id+": cannot read the journal")
 	}

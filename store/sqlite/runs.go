@@ -17,11 +17,6 @@ import (
 
 var _ store.Runs = (*DB)(nil)
 
-// runColumns are the columns of a run's record but its checkpoint, which
-// only RunRecord reads.
-const runColumns = `id, status, tenant, user_name, provider, model, task, title, steps, tool_calls,
-	input_tokens, output_tokens, snapshot, error, created_at, updated_at`
-
 // saveRunQuery inserts or replaces a record: ?15 is the checkpoint (NULL
 // for none), ?16 the creation time (NULL: the row's, or now for a new
 // one), ?17 now.
@@ -114,7 +109,7 @@ func saveRunArgs(r store.RunRecord) ([]any, error) {
 // store.Runs.
 func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error) {
 	var checkpoint []byte
-	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runColumns+`, checkpoint FROM runs WHERE id = ?`, id), &checkpoint)
+	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunColumns+`, checkpoint FROM runs WHERE id = ?`, id), &checkpoint)
 	if err != nil {
 		return store.RunRecord{}, found(err, "run "+id, "read run "+id)
 	}
@@ -128,7 +123,7 @@ func (db *DB) RunRecord(ctx context.Context, id string) (store.RunRecord, error)
 // checkpoints; see store.Runs.
 func (db *DB) RunRecords(ctx context.Context, f store.RunFilter) ([]store.RunRecord, error) {
 	out, err := queryAll(ctx, db.r, func(row scanner) (store.RunRecord, error) { return scanRun(row) }, `
-SELECT `+runColumns+` FROM runs
+SELECT `+sqlrow.RunColumns+` FROM runs
 WHERE (?1 = '' OR tenant = ?1) AND (?2 = '' OR user_name = ?2)
 ORDER BY created_at DESC, id DESC
 LIMIT ?3`,
@@ -139,7 +134,7 @@ LIMIT ?3`,
 	return out, nil
 }
 
-// scanRun reads the columns runColumns names, then into extra any that
+// scanRun reads the columns sqlrow.RunColumns names, then into extra any that
 // follow them.
 func scanRun(row scanner, extra ...any) (store.RunRecord, error) {
 	return sqlrow.Run(row, fromMicros, extra...)

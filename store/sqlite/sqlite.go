@@ -260,6 +260,12 @@ func queryAll[T any](ctx context.Context, q *sql.DB, scan func(scanner) (T, erro
 	if err != nil {
 		return nil, err
 	}
+	return scanAll(rows, scan)
+}
+
+// scanAll reads every row of rows, as scan reads it, nil for none, and
+// closes rows.
+func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
 	defer rows.Close()
 	var out []T
 	for rows.Next() {
@@ -288,6 +294,11 @@ func limit(n int) int {
 		return -1
 	}
 	return n
+}
+
+// inserted is sqlrow.Inserted for this driver's unique violations.
+func inserted(err error, taken, failed string) error {
+	return sqlrow.Inserted(err, isUnique(err), taken, failed)
 }
 
 // found is sqlrow.Found for this driver: no row is store.ErrNotFound.

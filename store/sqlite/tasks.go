@@ -17,8 +17,6 @@ import (
 
 var _ store.Tasks = (*DB)(nil)
 
-const taskColumns = `id, holder, host, state_dir, repo, branch, base, status, tenant, user_name, created_at, updated_at`
-
 // HoldTask records t for its holder; see store.Tasks.
 func (db *DB) HoldTask(ctx context.Context, t store.TaskRecord) (bool, error) {
 	if err := t.Check(); err != nil {
@@ -46,7 +44,7 @@ func (db *DB) HoldTask(ctx context.Context, t store.TaskRecord) (bool, error) {
 			created = held.CreatedAt
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO tasks (`+sqlrow.TaskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Holder, t.Host, t.StateDir, t.Repo, t.Branch, t.Base, t.Status, t.Tenant, t.User, micros(created), micros(now))
 	if err == nil {
 		err = tx.Commit()
@@ -77,27 +75,15 @@ func (db *DB) TaskRecord(ctx context.Context, id string) (store.TaskRecord, erro
 
 // TaskRecords returns every task's record; see store.Tasks.
 func (db *DB) TaskRecords(ctx context.Context) ([]store.TaskRecord, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY created_at, id`)
+	out, err := queryAll(ctx, db.r, scanTask, `SELECT `+sqlrow.TaskColumns+` FROM tasks ORDER BY created_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("read tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []store.TaskRecord
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("read tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read tasks: %w", err)
 	}
 	return out, nil
 }
 
 func taskRecord(ctx context.Context, q querier, id string) (store.TaskRecord, error) {
-	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	t, err := scanTask(q.QueryRowContext(ctx, `SELECT `+sqlrow.TaskColumns+` FROM tasks WHERE id = ?`, id))
 	if err != nil {
 		return store.TaskRecord{}, found(err, "task "+id, "read task "+id)
 	}

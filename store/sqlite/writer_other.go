@@ -7,19 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 )
 
-// A writerLock is a file that its DB keeps open. Where there is no flock,
-// an open file cannot be removed, so a file that can be removed belongs to
-// a writer that has gone.
-type writerLock struct {
-	id   string
-	path string
-	f    *os.File
-}
-
-var writerIDRE = regexp.MustCompile(`^[0-9a-f]{26}$`)
+// Where there is no flock, a writer's lock file is only kept open: an open
+// file cannot be removed, so a file that can be removed belongs to a writer
+// that has gone.
 
 func lockWriter(dir, id string) (*writerLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

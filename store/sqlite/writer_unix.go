@@ -7,21 +7,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 )
 
-// A writerLock is an exclusive advisory lock (flock) on a file named for
-// one DB's writer id. flock locks belong to an open file, not a process, so
-// two DBs in one process exclude each other as two processes do, and the
+// A writer's lock file holds an exclusive advisory lock (flock) while the
+// writer lives. flock locks belong to an open file, not a process, so two
+// DBs in one process exclude each other as two processes do, and the
 // kernel drops the lock when its process dies, however it dies.
-type writerLock struct {
-	id   string
-	path string
-	f    *os.File
-}
-
-var writerIDRE = regexp.MustCompile(`^[0-9a-f]{26}$`)
 
 // lockWriter creates the lock file for id, locked. The file is locked
 // under a temporary name and then renamed, so that a file under a writer's

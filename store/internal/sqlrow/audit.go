@@ -1,0 +1,123 @@
+package sqlrow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// EventColumns are the columns of an audit event that Event reads, in its
+// order.
+const EventColumns = `time, event, server, tool, snapshot, class, duration_ms, fields`
+
+// Event reads an audit event, from the columns EventColumns names.
+func Event[T any](row Row, at func(T) time.Time) (store.Event, error) {
+	var (
+		e      store.Event
+		t      T
+		fields *string
+	)
+	if err := row.Scan(&t, &e.Event, &e.Server, &e.Tool, &e.Snapshot, &e.Class, &e.DurationMS, &fields); err != nil {
+		return store.Event{}, err
+	}
+	e.Time = at(t)
+	if fields != nil {
+		if err := json.Unmarshal([]byte(*fields), &e.Fields); err != nil {
+			return store.Event{}, fmt.Errorf("event %s has malformed fields: %w", e.Event, err)
+		}
+	}
+	return e, nil
+}
+
+// HeadQuery selects the audit trail's head, for Head.
+const HeadQuery = `SELECT n, sum, seal FROM audit_head WHERE id = 1`
+
+// Head reads the audit trail's head from row, a row of HeadQuery: nil if
+// the trail has none, which the driver says with noRows.
+func Head(row Row, noRows error) (*store.ChainHead, error) {
+	var h store.ChainHead
+	err := row.Scan(&h.N, &h.Sum, &h.Seal)
+	if errors.Is(err, noRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// LastLinkQuery selects the newest link of the audit trail, for LastLink.
+const LastLinkQuery = `SELECT chain_n, chain_sum FROM events WHERE chain_n IS NOT NULL ORDER BY seq DESC LIMIT 1`
+
+// LastLink reads the audit trail's newest link from row, a row of
+// LastLinkQuery: the zero link if no event has one, which the driver says
+// with noRows.
+func LastLink(row Row, noRows error) (store.ChainLink, error) {
+	var last store.ChainLink
+	err := row.Scan(&last.N, &last.Sum)
+	if errors.Is(err, noRows) {
+		return store.ChainLink{}, nil
+	}
+	return last, err
+}
+
+// ChainQuery selects every audit event, in the order they were appended,
+// with its link, for Verify.
+const ChainQuery = `
+SELECT seq, time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum
+FROM events ORDER BY seq`
+
+// chainEntries yields the entries of rows of ChainQuery for
+// store.VerifyChain, then an error if reading them failed. The caller
+// closes rows.
+func chainEntries[T any](rows Rows, at func(T) time.Time) iter.Seq2[store.ChainEntry, error] {
+	return func(yield func(store.ChainEntry, error) bool) {
+		for rows.Next() {
+			var (
+				c      store.ChainEntry
+				t      T
+				fields *string
+				n      *int64
+				l      store.ChainLink
+			)
+			if err := rows.Scan(&c.Seq, &t, &c.Event.Event, &c.Event.Server, &c.Event.Tool, &c.Event.Snapshot,
+				&c.Event.Class, &c.Event.DurationMS, &fields, &n, &l.Prev, &l.Sum); err != nil {
+				yield(c, err)
+				return
+			}
+			c.Event.Time = at(t)
+			if fields != nil {
+				c.Fields = []byte(*fields)
+			}
+			if n != nil {
+				l.N = *n
+				c.Link = &l
+			}
+			if !yield(c, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(store.ChainEntry{}, err)
+		}
+	}
+}
+
+// Verify checks the audit trail's chain, the rows of ChainQuery, against
+// head with key, as store.VerifyChain does. Its errors begin "verify the
+// audit trail"; that of a chain with no key to check it with says to
+// restore the key file, from a backup, as restore says where it goes.
+func Verify[T any](key store.ChainKey, head *store.ChainHead, rows Rows, at func(T) time.Time, restore string) (store.ChainReport, error) {
+	r, err := store.VerifyChain(key, chainEntries(rows, at), head)
+	if errors.Is(err, store.ErrNoChainKey) {
+		return r, fmt.Errorf("verify the audit trail: %w: %s, from a backup; without it no link can be checked", err, restore)
+	}
+	if err != nil {
+		return r, fmt.Errorf("verify the audit trail: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,157 @@
+package sqlrow
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/airlockhq/airlock/store"
+)
+
+// ApprovalColumns are the columns of an approval that Approval reads, in
+// its order, with status, the expression of the approval's status as of
+// the time of the query, in place of the column status.
+func ApprovalColumns(status string) string {
+	return `id, server, tool, digest, summary, target, definition, ` + status + `,
+	created_at, expires_at, tenant, user_name, decided_by, decided_at, note, used_at`
+}
+
+// Approval reads an approval, from the columns ApprovalColumns names.
+func Approval[T any](row Row, at func(T) time.Time) (store.Approval, error) {
+	var (
+		ap                store.Approval
+		created, expires  T
+		decidedAt, usedAt *T
+		status            string
+	)
+	err := row.Scan(&ap.ID, &ap.Server, &ap.Tool, &ap.Digest, &ap.Summary, &ap.Target, &ap.Definition, &status, &created, &expires,
+		&ap.Tenant, &ap.User, &ap.DecidedBy, &decidedAt, &ap.Note, &usedAt)
+	if err != nil {
+		return store.Approval{}, err
+	}
+	ap.Status = store.ApprovalStatus(status)
+	ap.CreatedAt = at(created)
+	ap.ExpiresAt = at(expires)
+	ap.DecidedAt = optional(decidedAt, at)
+	ap.UsedAt = optional(usedAt, at)
+	return ap, nil
+}
+
+// RuleColumns are the columns of an allow rule that Rule reads, in its
+// order.
+const RuleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
+
+// Rule reads an allow rule, from the columns RuleColumns names.
+func Rule[T any](row Row, at func(T) time.Time) (store.AllowRule, error) {
+	var (
+		r       store.AllowRule
+		created T
+	)
+	if err := row.Scan(&r.ID, &r.Server, &r.Tool, &r.Definition, &r.Tenant, &r.User, &created, &r.CreatedBy, &r.Approval); err != nil {
+		return store.AllowRule{}, err
+	}
+	r.CreatedAt = at(created)
+	return r, nil
+}
+
+// RecordColumns are the columns of a journal record that Record reads, in
+// its order.
+const RecordColumns = `id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, outcome, detail, ended_at, resolution, note, resolved_by, resolved_at,
+	late_answer, late_answer_at`
+
+// Record reads a journal record, from the columns RecordColumns names.
+func Record[T any](row Row, at func(T) time.Time) (store.Record, error) {
+	var (
+		r                          store.Record
+		args                       string
+		created                    T
+		outcome, resolved          *string
+		endedAt, resolveAt, lateAt *T
+	)
+	err := row.Scan(&r.ID, &r.CallID, &r.Server, &r.Tool, &r.RemoteTool, &r.ArgsHash, &args, &r.Snapshot, &r.Effect,
+		&r.Idempotent, &r.Tenant, &r.User, &created, &outcome, &r.Detail, &endedAt, &resolved, &r.Note,
+		&r.ResolvedBy, &resolveAt, &r.LateAnswer, &lateAt)
+	if err != nil {
+		return store.Record{}, err
+	}
+	if args != "" {
+		r.Arguments = json.RawMessage(args)
+	}
+	r.CreatedAt = at(created)
+	r.Status = store.OutcomeOpen
+	if outcome != nil {
+		r.Status = store.Outcome(*outcome)
+	}
+	r.EndedAt = optional(endedAt, at)
+	if resolved != nil {
+		r.Resolved, r.Resolution = true, store.Resolution(*resolved)
+	}
+	r.ResolvedAt = optional(resolveAt, at)
+	r.LateAnswerAt = optional(lateAt, at)
+	return r, nil
+}
+
+// RunColumns are the columns of a run's record but its checkpoint, which
+// only a backend's RunRecord reads, that Run reads, in its order.
+const RunColumns = `id, status, tenant, user_name, provider, model, task, title, steps, tool_calls,
+	input_tokens, output_tokens, snapshot, error, created_at, updated_at`
+
+// Run reads a run's record but its checkpoint, from the columns RunColumns
+// names, then into extra any that follow them.
+func Run[T any](row Row, at func(T) time.Time, extra ...any) (store.RunRecord, error) {
+	var (
+		r                store.RunRecord
+		created, updated T
+	)
+	err := row.Scan(append([]any{&r.ID, &r.Status, &r.Tenant, &r.User, &r.Provider, &r.Model, &r.Task, &r.Title,
+		&r.Steps, &r.ToolCalls, &r.InputTokens, &r.OutputTokens, &r.Snapshot, &r.Error, &created, &updated}, extra...)...)
+	r.CreatedAt, r.UpdatedAt = at(created), at(updated)
+	return r, err
+}
+
+// TaskColumns are the columns of a task's record that Task reads, in its
+// order: all of them.
+const TaskColumns = `id, holder, host, state_dir, repo, branch, base, status, tenant, user_name, created_at, updated_at`
+
+// Task reads a task's record, from the columns TaskColumns names.
+func Task[T any](row Row, at func(T) time.Time) (store.TaskRecord, error) {
+	var (
+		t                store.TaskRecord
+		created, updated T
+	)
+	err := row.Scan(&t.ID, &t.Holder, &t.Host, &t.StateDir, &t.Repo, &t.Branch, &t.Base, &t.Status,
+		&t.Tenant, &t.User, &created, &updated)
+	t.CreatedAt, t.UpdatedAt = at(created), at(updated)
+	return t, err
+}
+
+// InputColumns are the columns of an input request that Input reads, in
+// its order: ask is the request as JSON.
+const InputColumns = `ask, status, answer, answered_by, created_at, settled_at`
+
+// Input reads an input request, from the columns InputColumns names.
+func Input[T any](row Row, at func(T) time.Time) (store.InputAsk, error) {
+	var (
+		ask, answer []byte
+		status      string
+		by          *string
+		created     T
+		settled     *T
+	)
+	if err := row.Scan(&ask, &status, &answer, &by, &created, &settled); err != nil {
+		return store.InputAsk{}, err
+	}
+	var a store.InputAsk
+	if err := json.Unmarshal(ask, &a); err != nil {
+		return store.InputAsk{}, fmt.Errorf("input request: %w", err)
+	}
+	a.Status, a.CreatedAt, a.SettledAt = store.InputStatus(status), at(created), optional(settled, at)
+	if len(answer) > 0 {
+		a.Answer = answer
+	}
+	if by != nil {
+		a.AnsweredBy = *by
+	}
+	return a, nil
+}
