@@ -2,21 +2,17 @@ package postgres_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestAnnounce: what one replica announces on a topic, the others' Watch
 // hears; a Watch whose connection is cut connects again and says it may
 // have missed something, then hears what comes next.
 func TestAnnounce(t *testing.T) {
-	url := testenv.PostgresDatabase(t)
-	a := open(t, url, filepath.Join(t.TempDir(), "audit.key"))
-	b := open(t, url, filepath.Join(t.TempDir(), "audit.key"))
+	url, key := database(t)
+	a, b := open(t, url, key), open(t, url, key)
 	var mu sync.Mutex
 	var got []string
 	heard := make(chan struct{}, 16)

@@ -17,8 +17,7 @@ import (
 // next at once; a released place is free at once, an expired one once its
 // ttl has passed, and renewing keeps a lease past its first ttl.
 func TestLeases(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
-	db := open(t, url, key)
+	db := openReplicas(t, 1)[0]
 	ctx := t.Context()
 
 	a, err := db.Acquire(ctx, "server/s", 2, "h1", time.Minute)
@@ -63,8 +62,8 @@ func TestLeases(t *testing.T) {
 // ttl has passed; one its holder renews keeps it; a renewal counts only
 // the holder's own unexpired leases.
 func TestLeaseExpiry(t *testing.T) {
-	url := testenv.PostgresDatabase(t)
-	db := open(t, url, filepath.Join(t.TempDir(), "audit.key"))
+	url, key := database(t)
+	db := open(t, url, key)
 	ctx := t.Context()
 	const ttl = 400 * time.Millisecond
 
@@ -110,12 +109,12 @@ func TestLeaseExpiry(t *testing.T) {
 // it a little and releasing it: never more than 3 hold it at once, and
 // every caller gets its turn.
 func TestLeaseLimitAcrossReplicas(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
-	replicas := []*postgres.DB{open(t, url, key), open(t, url, key)}
+	replicas := openReplicas(t, 2)
 	const limit, callers = 3, 50
 	var (
-		now, most, done atomic.Int64
-		wg              sync.WaitGroup
+		held crowd
+		done atomic.Int64
+		wg   sync.WaitGroup
 	)
 	for i := range callers {
 		db := replicas[i%2]
@@ -130,11 +129,7 @@ func TestLeaseLimitAcrossReplicas(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				n := now.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				time.Sleep(10 * time.Millisecond)
-				now.Add(-1)
+				held.stay(10 * time.Millisecond)
 				if err := db.Release(t.Context(), l); err != nil {
 					t.Error(err)
 				}
@@ -144,7 +139,7 @@ func TestLeaseLimitAcrossReplicas(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := most.Load(); got != limit {
+	if got := held.most.Load(); got != limit {
 		t.Errorf("at most %d held the key at once, want %d", got, limit)
 	}
 	if got := done.Load(); got != callers {
@@ -189,7 +184,7 @@ func endSessions(t *testing.T, url, where string, args ...any) {
 // ttl. The holder, still alive, takes its lock again at its next Acquire
 // or Renew, and its places count again.
 func TestLostLeaseHolder(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	a, b := open(t, url, key), open(t, url, key)
 	ctx := t.Context()
 	const ttl = 10 * time.Minute
@@ -273,7 +268,7 @@ func TestLeasesAcrossRestart(t *testing.T) {
 // moment (idle_session_timeout) does not end a live holder's lock, which
 // is idle for as long as its places are.
 func TestLeaseHolderIdle(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	if _, err := connect(t, url).Exec(t.Context(), `DO $$ BEGIN
 	EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = 100', current_database());
 END $$`); err != nil {
@@ -302,7 +297,7 @@ END $$`); err != nil {
 // its writer lock takes its first lease on a new session, and begins
 // intents there too.
 func TestLeaseAfterLostSession(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	a := open(t, url, key)
 	ctx := t.Context()
 	if err := a.Journal().Begin(ctx, intent("a1")); err != nil {

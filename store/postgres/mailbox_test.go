@@ -2,19 +2,16 @@ package postgres_test
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 )
 
 // TestMailbox: a message left through one handle is collected once
 // through another; a box holds one message; an expired one is gone.
 func TestMailbox(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
-	a, b := open(t, url, key), open(t, url, key)
+	a, b := twoReplicas(t)
 	ctx := t.Context()
 
 	if err := a.Post(ctx, "box-1", []byte("hello"), time.Minute); err != nil {

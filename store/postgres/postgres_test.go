@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -53,16 +53,12 @@ func child(url, keyFile string) int {
 // handle a separate *DB on it, all of them with one key file.
 func opener() func(t *testing.T) store.Store {
 	type db struct{ url, key string }
-	var mu sync.Mutex
-	dbs := map[*testing.T]db{}
+	database := storetest.PerTest(func(t *testing.T) db {
+		url, key := database(t)
+		return db{url, key}
+	})
 	return func(t *testing.T) store.Store {
-		mu.Lock()
-		d, ok := dbs[t]
-		if !ok {
-			d = db{testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")}
-			dbs[t] = d
-		}
-		mu.Unlock()
+		d := database(t)
 		return open(t, d.url, d.key)
 	}
 }
@@ -80,6 +76,44 @@ func open(t *testing.T, url, keyFile string) *postgres.DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// database returns the URL of a new database of the test's own and the
+// path of an audit key file for it.
+func database(t *testing.T) (url, keyFile string) {
+	return testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+}
+
+// openReplicas opens n DBs, as n replicas would, on a new database of the
+// test's own with one audit key file; the test closes them when it ends.
+func openReplicas(t *testing.T, n int) []*postgres.DB {
+	t.Helper()
+	url, key := database(t)
+	dbs := make([]*postgres.DB, n)
+	for i := range dbs {
+		dbs[i] = open(t, url, key)
+	}
+	return dbs
+}
+
+// twoReplicas is openReplicas of two.
+func twoReplicas(t *testing.T) (a, b *postgres.DB) {
+	t.Helper()
+	dbs := openReplicas(t, 2)
+	return dbs[0], dbs[1]
+}
+
+// A crowd counts the goroutines inside a section at once, and the most
+// there have been.
+type crowd struct{ inside, most atomic.Int64 }
+
+// stay enters the section, stays for d and leaves.
+func (c *crowd) stay(d time.Duration) {
+	n := c.inside.Add(1)
+	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
+	}
+	time.Sleep(d)
+	c.inside.Add(-1)
 }
 
 func intent(id string) store.Intent {
@@ -117,7 +151,7 @@ func status(t *testing.T, j store.Journal, ids ...string) map[string]store.Outco
 // the live store's open; the store that lost its session begins again
 // under a new lock.
 func TestLostWriter(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	a, b := open(t, url, key), open(t, url, key)
 	for _, begin := range []struct {
 		db *postgres.DB
@@ -187,7 +221,7 @@ func recoverUntil(t *testing.T, j store.Journal, want int) {
 // it open while it lives and unknown after RecoverOpen once it is gone;
 // another live store's intent stays open.
 func TestCrashRecovery(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	live := open(t, url, key)
 	if err := live.Journal().Begin(t.Context(), intent("live")); err != nil {
 		t.Fatalf("Begin: %v", err)
@@ -235,23 +269,14 @@ func TestCrashRecovery(t *testing.T) {
 // TestMigrateRace: replicas opening an empty database at once all succeed,
 // and each migration is applied once.
 func TestMigrateRace(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
-	const replicas = 8
-	errs := make([]error, replicas)
-	var start, done sync.WaitGroup
-	start.Add(1)
-	for i := range replicas {
-		done.Go(func() {
-			start.Wait()
-			db, err := postgres.Open(t.Context(), url, key, nil)
-			if err == nil {
-				err = db.Close()
-			}
-			errs[i] = err
-		})
-	}
-	start.Done()
-	done.Wait()
+	url, key := database(t)
+	errs := storetest.Race(8, func(int) error {
+		db, err := postgres.Open(t.Context(), url, key, nil)
+		if err == nil {
+			err = db.Close()
+		}
+		return err
+	})
 	for _, err := range errs {
 		if err != nil {
 			t.Errorf("concurrent Open of an empty database: %v", err)
@@ -270,7 +295,7 @@ func TestMigrateRace(t *testing.T) {
 
 // TestOpenNewerSchema: a database written by a newer Airlock is refused.
 func TestOpenNewerSchema(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	open(t, url, key).Close()
 	if _, err := connect(t, url).Exec(t.Context(), `INSERT INTO schema_migrations (version) VALUES (9999)`); err != nil {
 		t.Fatal(err)
@@ -322,7 +347,7 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 // TestSynchronousCommit: every connection commits synchronously, even when
 // the database's default says otherwise.
 func TestSynchronousCommit(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	admin := connect(t, url)
 	u, err := pgx.ParseConfig(url)
 	if err != nil {

@@ -2,14 +2,12 @@ package postgres_test
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -18,7 +16,7 @@ import (
 // state and keeps it alive; one not seen for idle is gone and a touch does
 // not bring it back; an ended one is gone; the id itself is not stored.
 func TestSessions(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
+	url, key := database(t)
 	a, b := open(t, url, key), open(t, url, key)
 	ctx := t.Context()
 

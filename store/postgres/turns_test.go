@@ -1,13 +1,11 @@
 package postgres_test
 
 import (
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -16,8 +14,8 @@ import (
 // again from zero, and the expired turns of keys no one calls again are
 // dropped.
 func TestTurnCalls(t *testing.T) {
-	url := testenv.PostgresDatabase(t)
-	db := open(t, url, filepath.Join(t.TempDir(), "audit.key"))
+	url, key := database(t)
+	db := open(t, url, key)
 	ctx := t.Context()
 
 	count := func(key string, limit int, ttl time.Duration) int {
@@ -66,8 +64,8 @@ func TestTurnCalls(t *testing.T) {
 // replicas) at once, with a limit of 10: exactly 10 are counted, each
 // count given once, and the rest are refused.
 func TestTurnCallsAcrossReplicas(t *testing.T) {
-	url, key := testenv.PostgresDatabase(t), filepath.Join(t.TempDir(), "audit.key")
-	dbs := []store.Turns{open(t, url, key), open(t, url, key)}
+	a, b := twoReplicas(t)
+	dbs := []store.Turns{a, b}
 	const limit, calls = 10, 60
 	var (
 		refused atomic.Int64

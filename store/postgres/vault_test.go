@@ -3,21 +3,16 @@ package postgres_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // TestVault: sealed values saved through one replica are loaded through
 // another, replaced and removed; a missing name is not found.
 func TestVault(t *testing.T) {
-	url := testenv.PostgresDatabase(t)
-	a := open(t, url, filepath.Join(t.TempDir(), "audit.key")).Vault()
-	b := open(t, url, filepath.Join(t.TempDir(), "audit.key")).Vault()
+	ra, rb := twoReplicas(t)
+	a, b := ra.Vault(), rb.Vault()
 	ctx := t.Context()
 	if _, found, err := b.Load(ctx, "n1"); found || err != nil {
 		t.Fatalf("Load of a missing name: found %t, %v", found, err)
@@ -46,13 +41,14 @@ func TestVault(t *testing.T) {
 // waiter whose context ends gives up; a lock given back, or whose holder's
 // connection is gone, is taken by the next.
 func TestVaultLock(t *testing.T) {
-	url := testenv.PostgresDatabase(t)
-	a := open(t, url, filepath.Join(t.TempDir(), "audit.key")).Vault()
-	b := open(t, url, filepath.Join(t.TempDir(), "audit.key")).Vault()
+	url, key := database(t)
+	a, b := open(t, url, key).Vault(), open(t, url, key).Vault()
 
 	// Exclusive across replicas, and only for the one name.
-	var inside, most atomic.Int64
-	var wg sync.WaitGroup
+	var (
+		holders crowd
+		wg      sync.WaitGroup
+	)
 	for i := range 8 {
 		v := a
 		if i%2 == 1 {
@@ -64,17 +60,13 @@ func TestVaultLock(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			n := inside.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			time.Sleep(5 * time.Millisecond)
-			inside.Add(-1)
+			holders.stay(5 * time.Millisecond)
 			unlock()
 		})
 	}
 	wg.Wait()
-	if most.Load() != 1 {
-		t.Errorf("%d holders of one lock at once, want 1", most.Load())
+	if most := holders.most.Load(); most != 1 {
+		t.Errorf("%d holders of one lock at once, want 1", most)
 	}
 
 	unlock, err := a.Lock(t.Context(), "token")

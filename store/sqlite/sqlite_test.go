@@ -39,17 +39,9 @@ func TestMain(m *testing.M) {
 // opener returns the suite's open function: one database file per test,
 // every handle a separate *DB on it.
 func opener() func(t *testing.T) store.Store {
-	var mu sync.Mutex
-	dirs := map[*testing.T]string{}
+	dir := storetest.PerTest(func(t *testing.T) string { return t.TempDir() })
 	return func(t *testing.T) store.Store {
-		mu.Lock()
-		dir, ok := dirs[t]
-		if !ok {
-			dir = t.TempDir()
-			dirs[t] = dir
-		}
-		mu.Unlock()
-		db, err := sqlite.Open(filepath.Join(dir, "airlock.db"))
+		db, err := sqlite.Open(filepath.Join(dir(t), "airlock.db"))
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}

@@ -12,11 +12,7 @@ import (
 )
 
 func approvalIDs(as []store.Approval) []string {
-	out := []string{}
-	for _, a := range as {
-		out = append(out, a.ID)
-	}
-	return out
+	return idsOf(as, func(a store.Approval) string { return a.ID })
 }
 
 // grant creates a through one handle and grants it through another.
@@ -304,7 +300,7 @@ func testApprovalPrincipalRace(t *testing.T, h *harness) {
 		id, digest := "apr_"+round.name, "d_"+round.name
 		grant(t, as[0], as[1], approval(id, digest, now))
 		won := make([]string, 32)
-		errs := race(len(won), func(i int) error {
+		errs := Race(len(won), func(i int) error {
 			tenant, user := "evilcorp", "eve"
 			if round.mixed && i%2 == 0 {
 				tenant, user = "acme", "ada"
@@ -342,7 +338,7 @@ func testApprovalSingleUseRace(t *testing.T, h *harness) {
 			grant(t, as[0], as[1], approval(fmt.Sprintf("apr_%d_%d", grants, i), digest, now))
 		}
 		won := make([]string, 32)
-		errs := race(len(won), func(i int) error {
+		errs := Race(len(won), func(i int) error {
 			a, err := as[i%2].Consume(t.Context(), digest, "acme", "ada", now)
 			won[i] = a.ID
 			return err

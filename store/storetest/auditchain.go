@@ -98,7 +98,7 @@ func testAuditChainConcurrent(t *testing.T, h *harness) {
 		trails = append(trails, h.store().Audit())
 	}
 	t0 := base()
-	errs := race(stores*writers, func(i int) error {
+	errs := Race(stores*writers, func(i int) error {
 		for b := range batches {
 			tag := fmt.Sprintf("%d-%d", i, b)
 			if err := trails[i%stores].Append(t.Context(), chainEvents(t0, size, tag)...); err != nil {

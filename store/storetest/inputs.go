@@ -13,15 +13,7 @@ import (
 
 // inputs returns a handle's input requests, failing the test if the
 // backend keeps none.
-func (h *harness) inputs() store.Inputs {
-	h.t.Helper()
-	s := h.store()
-	in, ok := s.Store.(store.Inputs)
-	if !ok {
-		h.t.Fatalf("%T does not implement store.Inputs", s.Store)
-	}
-	return in
-}
+func (h *harness) inputs() store.Inputs { return part[store.Inputs](h) }
 
 // inputAsk is a form request id of acme/ada, asked at created.
 func inputAsk(id string, created time.Time) store.InputAsk {
@@ -140,14 +132,11 @@ func testInputRefuses(t *testing.T, h *harness) {
 // exactly one settles the request.
 func testInputRace(t *testing.T, h *harness) {
 	const n = 8
-	handles := make([]store.Inputs, n)
-	for i := range handles {
-		handles[i] = h.inputs()
-	}
+	handles := parts[store.Inputs](h, n)
 	if err := handles[0].AskInput(t.Context(), inputAsk("inq_1", time.Time{})); err != nil {
 		t.Fatal(err)
 	}
-	errs := race(n, func(i int) error {
+	errs := Race(n, func(i int) error {
 		if i%2 == 0 {
 			return handles[i].WithdrawInput(t.Context(), "inq_1")
 		}

@@ -15,11 +15,7 @@ import (
 
 // ids returns the ids of records, in order.
 func ids(rs []store.Record) []string {
-	out := []string{}
-	for _, r := range rs {
-		out = append(out, r.ID)
-	}
-	return out
+	return idsOf(rs, func(r store.Record) string { return r.ID })
 }
 
 func testBeginGet(t *testing.T, h *harness) {
@@ -170,7 +166,7 @@ func testEndRace(t *testing.T, h *harness) {
 		if err := js[0].Begin(t.Context(), intent(id, base())); err != nil {
 			t.Fatalf("Begin: %v", err)
 		}
-		errs := race(16, func(i int) error {
+		errs := Race(16, func(i int) error {
 			return js[i%2].End(t.Context(), id, outcomes[i%len(outcomes)], fmt.Sprint(i))
 		})
 		ok, conflicts := count(t, errs, store.ErrConflict)
@@ -382,7 +378,7 @@ func testResolveRace(t *testing.T, h *harness) {
 	if err := js[0].End(t.Context(), "unk", store.OutcomeUnknown, "timeout"); err != nil {
 		t.Fatalf("End: %v", err)
 	}
-	errs := race(16, func(i int) error {
+	errs := Race(16, func(i int) error {
 		res := store.ResolutionApplied
 		if i%3 == 0 {
 			res = store.ResolutionNotApplied

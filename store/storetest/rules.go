@@ -208,11 +208,7 @@ func testRuleListForget(t *testing.T, h *harness) {
 		if err != nil {
 			t.Fatalf("Rules: %v", err)
 		}
-		out := []string{}
-		for _, r := range rules {
-			out = append(out, r.ID)
-		}
-		return out
+		return idsOf(rules, func(r store.AllowRule) string { return r.ID })
 	}
 	for _, tc := range []struct {
 		name string

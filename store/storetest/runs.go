@@ -14,15 +14,7 @@ import (
 
 // runs returns a handle's agent runs, failing the test if the backend
 // keeps none.
-func (h *harness) runs() store.Runs {
-	h.t.Helper()
-	s := h.store()
-	rs, ok := s.Store.(store.Runs)
-	if !ok {
-		h.t.Fatalf("%T does not implement store.Runs", s.Store)
-	}
-	return rs
-}
+func (h *harness) runs() store.Runs { return part[store.Runs](h) }
 
 // checkpoint is JSON as no encoder would write it: keys out of order,
 // spaces, escapes and a byte that is not UTF-8. A store keeps it byte for
@@ -41,11 +33,7 @@ func run(id string, created time.Time) store.RunRecord {
 
 // runIDs returns the ids of records, in order.
 func runIDs(rs []store.RunRecord) []string {
-	out := []string{}
-	for _, r := range rs {
-		out = append(out, r.ID)
-	}
-	return out
+	return idsOf(rs, func(r store.RunRecord) string { return r.ID })
 }
 
 // testRunSaveGet: a record reads back as saved, from another handle as
@@ -321,10 +309,7 @@ func testRunNotFound(t *testing.T, h *harness) {
 // processes would, relaxed and not, all succeed and leave one record, wholly one saver's.
 func testRunConcurrent(t *testing.T, h *harness) {
 	const n = 8
-	handles := make([]store.Runs, n)
-	for i := range handles {
-		handles[i] = h.runs()
-	}
+	handles := parts[store.Runs](h, n)
 	saved := func(i, round int) store.RunRecord {
 		r := run("run_1", time.Time{})
 		r.Steps = round*n + i
@@ -333,7 +318,7 @@ func testRunConcurrent(t *testing.T, h *harness) {
 	}
 	var created time.Time
 	for round := range 3 {
-		errs := race(n, func(i int) error {
+		errs := Race(n, func(i int) error {
 			if i%2 == 1 {
 				return handles[i].SaveRunRelaxed(t.Context(), saved(i, round))
 			}

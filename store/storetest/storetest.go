@@ -7,6 +7,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -123,6 +124,29 @@ func (h *harness) store() *handle {
 	return hd
 }
 
+// part returns a new handle as the part T of a store that a backend may
+// implement besides Store (Runs, Tasks, Inputs), failing the test if the
+// backend does not.
+func part[T any](h *harness) T {
+	h.t.Helper()
+	s := h.store()
+	p, ok := s.Store.(T)
+	if !ok {
+		h.t.Fatalf("%T does not implement %v", s.Store, reflect.TypeFor[T]())
+	}
+	return p
+}
+
+// parts returns n new handles as the part T, for a race between handles.
+func parts[T any](h *harness, n int) []T {
+	h.t.Helper()
+	out := make([]T, n)
+	for i := range out {
+		out[i] = part[T](h)
+	}
+	return out
+}
+
 // base is a time in the past with a microsecond part, as stores keep it.
 func base() time.Time {
 	return store.UTC(time.Now().Add(-24 * time.Hour)).Truncate(time.Second).Add(123456 * time.Microsecond)
@@ -181,8 +205,37 @@ func rule(id, definition string, created time.Time) store.AllowRule {
 	}
 }
 
-// race runs f in n goroutines at once and returns their errors.
-func race(n int, f func(i int) error) []error {
+// PerTest returns a function that calls create once for each test that
+// asks, and gives that test what it made every time after: the database
+// that every handle a backend's open gives one test is opened on.
+func PerTest[T any](create func(t *testing.T) T) func(t *testing.T) T {
+	var mu sync.Mutex
+	made := map[*testing.T]T{}
+	return func(t *testing.T) T {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := made[t]
+		if !ok {
+			v = create(t)
+			made[t] = v
+		}
+		return v
+	}
+}
+
+// idsOf returns the id of each of xs, as id reads it, in order: an empty
+// list, not nil, for none.
+func idsOf[T any](xs []T, id func(T) string) []string {
+	out := []string{}
+	for _, x := range xs {
+		out = append(out, id(x))
+	}
+	return out
+}
+
+// Race runs f in n goroutines at once and returns their errors. A
+// backend's own tests race its handles with it too.
+func Race(n int, f func(i int) error) []error {
 	errs := make([]error, n)
 	var start, done sync.WaitGroup
 	start.Add(1)

@@ -13,15 +13,7 @@ import (
 
 // tasks returns a handle's task records, failing the test if the backend
 // keeps none.
-func (h *harness) tasks() store.Tasks {
-	h.t.Helper()
-	s := h.store()
-	ts, ok := s.Store.(store.Tasks)
-	if !ok {
-		h.t.Fatalf("%T does not implement store.Tasks", s.Store)
-	}
-	return ts
-}
+func (h *harness) tasks() store.Tasks { return part[store.Tasks](h) }
 
 // task returns a complete record of id, held by holder, opened at
 // created.
@@ -161,13 +153,10 @@ func testTaskRecords(t *testing.T, h *harness) {
 // own, exactly one holds it.
 func testTaskHoldRace(t *testing.T, h *harness) {
 	const n = 8
-	handles := make([]store.Tasks, n)
-	for i := range handles {
-		handles[i] = h.tasks()
-	}
+	handles := parts[store.Tasks](h, n)
 	holders := "abcdefgh"
 	inserted := make([]bool, n)
-	errs := race(n, func(i int) error {
+	errs := Race(n, func(i int) error {
 		var err error
 		inserted[i], err = handles[i].HoldTask(t.Context(), task("t1", holders[i:i+1], base()))
 		return err
