@@ -111,11 +111,11 @@ func New(o Options) (*Agent, error) {
 	if o.System == "" {
 		o.System = DefaultSystem
 	}
-	o.MaxSteps = positiveOr(o.MaxSteps, DefaultMaxSteps)
-	o.MaxToolsInPrompt = positiveOr(o.MaxToolsInPrompt, DefaultMaxToolsInPrompt)
-	o.Parallel = positiveOr(o.Parallel, DefaultParallel)
-	o.Retries = positiveOr(o.Retries, DefaultRetries)
-	o.MaxRetryWait = positiveOr(o.MaxRetryWait, DefaultMaxRetryWait)
+	o.MaxSteps = orDefault(o.MaxSteps, DefaultMaxSteps)
+	o.MaxToolsInPrompt = orDefault(o.MaxToolsInPrompt, DefaultMaxToolsInPrompt)
+	o.Parallel = orDefault(o.Parallel, DefaultParallel)
+	o.Retries = orDefault(o.Retries, DefaultRetries)
+	o.MaxRetryWait = orDefault(o.MaxRetryWait, DefaultMaxRetryWait)
 	if o.Principal == (airlock.Principal{}) {
 		o.Principal = o.Host.Principal()
 	}
@@ -125,9 +125,9 @@ func New(o Options) (*Agent, error) {
 	return &Agent{o: o, runs: runs}, nil
 }
 
-// positiveOr returns v, or def when v is zero or negative: the options
+// orDefault returns v, or def when v is zero or negative: the options
 // that count something take their default for either.
-func positiveOr[T int | time.Duration](v, def T) T {
+func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}

@@ -63,16 +63,16 @@ func (o *ClientOptions) withDefaults() ClientOptions {
 	if o != nil {
 		c = *o
 	}
-	c.ConnectTimeout = positiveOr(c.ConnectTimeout, DefaultConnectTimeout)
-	c.TLSHandshakeTimeout = positiveOr(c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
-	c.ResponseHeaderTimeout = positiveOr(c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
-	c.IdleConnTimeout = positiveOr(c.IdleConnTimeout, DefaultIdleConnTimeout)
+	c.ConnectTimeout = orDefault(c.ConnectTimeout, DefaultConnectTimeout)
+	c.TLSHandshakeTimeout = orDefault(c.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout)
+	c.ResponseHeaderTimeout = orDefault(c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
+	c.IdleConnTimeout = orDefault(c.IdleConnTimeout, DefaultIdleConnTimeout)
 	return c
 }
 
-// positiveOr returns d, or def when d is zero or negative: a timeout that
+// orDefault returns d, or def when d is zero or negative: a timeout that
 // is not positive takes its default.
-func positiveOr(d, def time.Duration) time.Duration {
+func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}
