@@ -206,10 +206,7 @@ func TestAuthForAnotherUser(t *testing.T) {
 			runCLI(t, dir, "", tt.args...).want(t, exitOK)
 			continue
 		}
-		r := runCLI(t, dir, "", tt.args...).want(t, exitUsage)
-		if !strings.Contains(r.stderr, tt.want) {
-			t.Errorf("airlock %v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
-		}
+		wantUsage(t, dir, tt.want, tt.args...)
 	}
 }
 
@@ -241,10 +238,7 @@ func TestAuthUsage(t *testing.T) {
 		{[]string{"auth", "login", "fs"}, "server fs does not use OAuth"},
 		{[]string{"auth", "status", "fs"}, "server fs does not use OAuth"},
 	} {
-		r := runCLI(t, dir, "", tt.args...).want(t, exitUsage)
-		if !strings.Contains(r.stderr, tt.want) {
-			t.Errorf("airlock %v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
-		}
+		wantUsage(t, dir, tt.want, tt.args...)
 	}
 	r := runCLI(t, dir, "", "auth", "status").want(t, exitOK)
 	if !strings.Contains(r.stdout, "no server in the configuration uses OAuth") {

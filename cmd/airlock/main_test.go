@@ -62,6 +62,16 @@ func runCLI(t *testing.T, dir, stdin string, args ...string) result {
 	return runCLIEnv(t, dir, nil, stdin, args...)
 }
 
+// wantUsage runs airlock with args in dir, and checks that it fails as a
+// usage error whose message contains want.
+func wantUsage(t *testing.T, dir, want string, args ...string) {
+	t.Helper()
+	r := runCLI(t, dir, "", args...).want(t, exitUsage)
+	if !strings.Contains(r.stderr, want) {
+		t.Errorf("airlock %s: stderr = %q, want it to contain %q", strings.Join(args, " "), r.stderr, want)
+	}
+}
+
 // runCLIEnv runs the binary in dir with env added to the environment.
 func runCLIEnv(t *testing.T, dir string, env []string, stdin string, args ...string) result {
 	t.Helper()
@@ -267,10 +277,7 @@ func TestUsageAndConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runCLI(t, dir, "", tt.args...).want(t, 2)
-			if !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("stderr = %q, want it to contain %q", r.stderr, tt.want)
-			}
+			wantUsage(t, dir, tt.want, tt.args...)
 		})
 	}
 }
@@ -550,10 +557,7 @@ func TestTaskCommandErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := runCLI(t, dir, "", tt.args...).want(t, 2)
-			if !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("stderr = %q, want %q", r.stderr, tt.want)
-			}
+			wantUsage(t, dir, tt.want, tt.args...)
 		})
 	}
 }
@@ -1206,10 +1210,7 @@ policy:
 		{[]string{"remove", "nope"}, "has no server nope (servers: fs, ws)"},
 		{[]string{"add", "x", "--config", "servers.json", "--", "x"}, "is an mcpServers file"},
 	} {
-		r := runCLI(t, dir, "", tt.args...).want(t, 2)
-		if !strings.Contains(r.stderr, tt.want) {
-			t.Errorf("%v: stderr = %q, want %q", tt.args, r.stderr, tt.want)
-		}
+		wantUsage(t, dir, tt.want, tt.args...)
 	}
 	if got := read(); got != want {
 		t.Errorf("a refused change changed airlock.yaml:\n%s", got)
