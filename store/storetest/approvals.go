@@ -67,23 +67,15 @@ func testApprovalCreateGet(t *testing.T, h *harness) {
 func testApprovalCreateRefuses(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
-	for _, tc := range []struct {
-		name   string
-		change func(*store.Approval)
-	}{
+	create := func(a store.Approval) error { return ap.Create(t.Context(), a) }
+	refused(t, "Create of an approval", approval("apr_bad", "d", now), create, []flaw[store.Approval]{
 		{"no id", func(a *store.Approval) { a.ID = "" }},
 		{"no digest", func(a *store.Approval) { a.Digest = "" }},
 		{"no expiry", func(a *store.Approval) { a.ExpiresAt = time.Time{} }},
 		{"expiry before creation", func(a *store.Approval) { a.ExpiresAt = a.CreatedAt.Add(-time.Second) }},
 		{"expiry at creation", func(a *store.Approval) { a.ExpiresAt = a.CreatedAt }},
 		{"no creation time and expiry passed", func(a *store.Approval) { a.CreatedAt, a.ExpiresAt = time.Time{}, now.Add(-time.Second) }},
-	} {
-		a := approval("apr_bad", "d", now)
-		tc.change(&a)
-		if err := ap.Create(t.Context(), a); err == nil {
-			t.Errorf("Create of an approval with %s: got nil error", tc.name)
-		}
-	}
+	})
 	if _, err := ap.Get(t.Context(), "apr_bad"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get of a refused approval: got %v, want ErrNotFound", err)
 	}

@@ -57,21 +57,13 @@ func testBeginDefaultTime(t *testing.T, h *harness) {
 
 func testBeginRefuses(t *testing.T, h *harness) {
 	j := h.store().Journal()
-	for _, tc := range []struct {
-		name   string
-		change func(*store.Intent)
-	}{
+	begin := func(in store.Intent) error { return j.Begin(t.Context(), in) }
+	refused(t, "Begin of an intent", intent("rec_bad", base()), begin, []flaw[store.Intent]{
 		{"no id", func(in *store.Intent) { in.ID = "" }},
 		{"no server", func(in *store.Intent) { in.Server = "" }},
 		{"no tool", func(in *store.Intent) { in.Tool = "" }},
 		{"arguments that are not JSON", func(in *store.Intent) { in.Arguments = json.RawMessage(`{"path":`) }},
-	} {
-		in := intent("rec_bad", base())
-		tc.change(&in)
-		if err := j.Begin(t.Context(), in); err == nil {
-			t.Errorf("Begin of an intent with %s: got nil error", tc.name)
-		}
-	}
+	})
 	if _, err := j.Get(t.Context(), "rec_bad"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get of a refused intent: got %v, want ErrNotFound", err)
 	}

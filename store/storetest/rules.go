@@ -126,23 +126,15 @@ func testRuleRememberGet(t *testing.T, h *harness) {
 func testRuleRefuses(t *testing.T, h *harness) {
 	ap := h.store().Approvals()
 	now := store.UTC(time.Now())
-	for _, tc := range []struct {
-		name   string
-		change func(*store.AllowRule)
-	}{
+	remember := func(r store.AllowRule) error { return ap.Remember(t.Context(), r) }
+	refused(t, "Remember of a rule", rule("rule_bad", "def", now), remember, []flaw[store.AllowRule]{
 		{"no id", func(r *store.AllowRule) { r.ID = "" }},
 		{"no server", func(r *store.AllowRule) { r.Server = "" }},
 		{"no tool", func(r *store.AllowRule) { r.Tool = "" }},
 		{"no definition", func(r *store.AllowRule) { r.Definition = "" }},
 		{"no tenant", func(r *store.AllowRule) { r.Tenant = "" }},
 		{"no user", func(r *store.AllowRule) { r.User = "" }},
-	} {
-		r := rule("rule_bad", "def", now)
-		tc.change(&r)
-		if err := ap.Remember(t.Context(), r); err == nil {
-			t.Errorf("Remember of a rule with %s: got nil error", tc.name)
-		}
-	}
+	})
 	if _, err := ap.Rule(t.Context(), "rule_bad"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Rule of a refused rule: got %v, want ErrNotFound", err)
 	}

@@ -189,23 +189,16 @@ func testRunRefuses(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatalf("RunRecord: %v", err)
 	}
+	saveRun := func(r store.RunRecord) error { return rs.SaveRun(t.Context(), r) }
 	for _, id := range []string{"run_bad", "run_kept"} {
-		for _, tc := range []struct {
-			name   string
-			change func(*store.RunRecord)
-		}{
+		r := run(id, base())
+		r.Steps = 99
+		refused(t, "SaveRun of "+id, r, saveRun, []flaw[store.RunRecord]{
 			{"no status", func(r *store.RunRecord) { r.Status = "" }},
 			{"an unknown status", func(r *store.RunRecord) { r.Status = "paused" }},
 			{"a status in capitals", func(r *store.RunRecord) { r.Status = "Done" }},
 			{"a checkpoint that is not JSON", func(r *store.RunRecord) { r.Checkpoint = json.RawMessage(`{"messages":`) }},
-		} {
-			r := run(id, base())
-			r.Steps = 99
-			tc.change(&r)
-			if err := rs.SaveRun(t.Context(), r); err == nil {
-				t.Errorf("SaveRun of %s with %s: got nil error", id, tc.name)
-			}
-		}
+		})
 	}
 	if err := rs.SaveRun(t.Context(), run("", base())); err == nil {
 		t.Errorf("SaveRun of a record without an id: got nil error")

@@ -223,6 +223,26 @@ func PerTest[T any](create func(t *testing.T) T) func(t *testing.T) T {
 	}
 }
 
+// A flaw is a change that makes a record unfit to be written, named for
+// messages.
+type flaw[T any] struct {
+	name   string
+	change func(*T)
+}
+
+// refused checks that write refuses valid with each of flaws; what names
+// the write and the record in messages ("Begin of an intent").
+func refused[T any](t *testing.T, what string, valid T, write func(T) error, flaws []flaw[T]) {
+	t.Helper()
+	for _, f := range flaws {
+		bad := valid
+		f.change(&bad)
+		if err := write(bad); err == nil {
+			t.Errorf("%s with %s: got nil error", what, f.name)
+		}
+	}
+}
+
 // idsOf returns the id of each of xs, as id reads it, in order: an empty
 // list, not nil, for none.
 func idsOf[T any](xs []T, id func(T) string) []string {
