@@ -287,6 +287,12 @@ func journalOf(t *testing.T, cfg *config.Config, stateDir string) []store.Record
 		t.Fatal(err)
 	}
 	defer st.Close()
+	return records(t, st)
+}
+
+// records returns every record of st's journal.
+func records(t *testing.T, st store.Store) []store.Record {
+	t.Helper()
 	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
 	if err != nil {
 		t.Fatal(err)

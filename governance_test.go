@@ -285,12 +285,8 @@ func TestJournalRecordsOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	recs, err := st.Journal().Records(context.Background(), store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]store.Outcome{}
-	for _, rec := range recs {
+	for _, rec := range records(t, st) {
 		got[rec.Tool] = rec.Status
 	}
 	want := map[string]store.Outcome{"sdk__fail": store.OutcomeFailed, "sdk__slow": store.OutcomeUnknown}
