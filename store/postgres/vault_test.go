@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/store/postgres"
 )
 
 // TestVault: sealed values saved through one replica are loaded through
@@ -84,13 +86,7 @@ func TestVaultLock(t *testing.T) {
 		t.Fatalf("Lock while another replica holds it: %v, want to give up when the context ends", err)
 	}
 	unlock()
-	ctx2, cancel2 := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel2()
-	again, err := b.Lock(ctx2, "token")
-	if err != nil {
-		t.Fatalf("Lock once it was given back: %v", err)
-	}
-	again()
+	lockSoon(t, b, "token", "once it was given back")()
 
 	// A holder whose session ends (a replica that died) loses the lock.
 	held, err := a.Lock(t.Context(), "token")
@@ -102,11 +98,18 @@ func TestVaultLock(t *testing.T) {
 SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = $1 AND granted`, int64(0x61736563)); err != nil {
 		t.Fatal(err)
 	}
-	ctx3, cancel3 := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel3()
-	taken, err := b.Lock(ctx3, "token")
+	lockSoon(t, b, "token", "after its holder's session ended")()
+}
+
+// lockSoon takes v's lock of name within a few seconds and returns its
+// unlock, failing the test if it cannot; when says when, for the message.
+func lockSoon(t *testing.T, v postgres.Vault, name, when string) func() {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	unlock, err := v.Lock(ctx, name)
 	if err != nil {
-		t.Fatalf("Lock after its holder's session ended: %v", err)
+		t.Fatalf("Lock %s: %v", when, err)
 	}
-	taken()
+	return unlock
 }
