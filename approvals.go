@@ -433,23 +433,35 @@ func operatorEvent(as Actor, event, action string, o owned) store.Event {
 // may see: its principal's own, or, with AllPrincipals, every principal's
 // (which is written to the audit trail).
 func ListApprovals(ctx context.Context, st store.Store, f store.ApprovalFilter, as Actor) ([]store.Approval, error) {
+	return listAs(ctx, st, as, "list approvals", store.EventApprovalOperator, "list",
+		func(p Principal) { f.Tenant, f.User = p.Tenant, p.User },
+		func() ([]store.Approval, error) { return st.Approvals().List(ctx, f) })
+}
+
+// listAs lists through list what as may see. Acting for its principal, it
+// first narrows the list to the principal's own with narrow; with
+// AllPrincipals, it lists every principal's, and writes event, with
+// action, to the audit trail. what names the list in the error for an
+// actor with no principal.
+func listAs[T any](ctx context.Context, st store.Store, as Actor, what, event, action string,
+	narrow func(Principal), list func() ([]T, error)) ([]T, error) {
 	if !as.AllPrincipals {
 		if as.Principal.Tenant == "" || as.Principal.User == "" {
-			return nil, fmt.Errorf("list approvals: no tenant and user to act for")
+			return nil, fmt.Errorf("%s: no tenant and user to act for", what)
 		}
-		f.Tenant, f.User = as.Principal.Tenant, as.Principal.User
-		return st.Approvals().List(ctx, f)
+		narrow(as.Principal)
+		return list()
 	}
-	var list []store.Approval
+	var out []T
 	err := withTrail(ctx, st, func(t *auditTrail) error {
 		var err error
-		if list, err = st.Approvals().List(ctx, f); err != nil {
+		if out, err = list(); err != nil {
 			return err
 		}
-		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "list", owned{}))
+		t.w.Append(ctx, operatorEvent(as, event, action, owned{}))
 		return nil
 	})
-	return list, err
+	return out, err
 }
 
 // GetApproval returns the approval request id of st, if as may see it: one
@@ -603,22 +615,10 @@ func rememberRule(ctx context.Context, st store.Store, t *auditTrail, a store.Ap
 // principal's own, or, with AllPrincipals, every principal's (which is
 // written to the audit trail).
 func ListRules(ctx context.Context, st store.Store, as Actor) ([]store.AllowRule, error) {
-	if !as.AllPrincipals {
-		if as.Principal.Tenant == "" || as.Principal.User == "" {
-			return nil, fmt.Errorf("list rules: no tenant and user to act for")
-		}
-		return st.Approvals().Rules(ctx, store.RuleFilter{Tenant: as.Principal.Tenant, User: as.Principal.User})
-	}
-	var list []store.AllowRule
-	err := withTrail(ctx, st, func(t *auditTrail) error {
-		var err error
-		if list, err = st.Approvals().Rules(ctx, store.RuleFilter{}); err != nil {
-			return err
-		}
-		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "rules", owned{}))
-		return nil
-	})
-	return list, err
+	var f store.RuleFilter
+	return listAs(ctx, st, as, "list rules", store.EventApprovalOperator, "rules",
+		func(p Principal) { f.Tenant, f.User = p.Tenant, p.User },
+		func() ([]store.AllowRule, error) { return st.Approvals().Rules(ctx, f) })
 }
 
 // ForgetRule deletes the remembered rule id of st, if as may act on it: one

@@ -21,23 +21,9 @@ import (
 // may see: those of calls made for its principal, or, with AllPrincipals,
 // every principal's (which is written to the audit trail).
 func ListRecoveries(ctx context.Context, st store.Store, f store.RecordFilter, as Actor) ([]store.Record, error) {
-	if !as.AllPrincipals {
-		if as.Principal.Tenant == "" || as.Principal.User == "" {
-			return nil, fmt.Errorf("list recovery records: no tenant and user to act for")
-		}
-		f.Tenant, f.User = as.Principal.Tenant, as.Principal.User
-		return st.Journal().Records(ctx, f)
-	}
-	var recs []store.Record
-	err := withTrail(ctx, st, func(t *auditTrail) error {
-		var err error
-		if recs, err = st.Journal().Records(ctx, f); err != nil {
-			return err
-		}
-		t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "list", owned{}))
-		return nil
-	})
-	return recs, err
+	return listAs(ctx, st, as, "list recovery records", store.EventRecoveryOperator, "list",
+		func(p Principal) { f.Tenant, f.User = p.Tenant, p.User },
+		func() ([]store.Record, error) { return st.Journal().Records(ctx, f) })
 }
 
 // GetRecovery returns the journal record id of st, if as may see it (see
