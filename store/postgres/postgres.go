@@ -405,7 +405,7 @@ func isUnique(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
-// utc returns t, as the driver reads a time, as the store returns times.
+// utc returns a time the driver read as the store returns times: in UTC.
 func utc(t time.Time) time.Time { return t.UTC() }
 
 // inserted is sqlrow.Inserted for this driver's unique violations.
