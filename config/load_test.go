@@ -39,13 +39,19 @@ func TestFind(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := filepath.Join(dir, tt.want); got != want {
-				t.Errorf("Find = %q, want %q", got, want)
-			}
+			wantFound(t, got, err, filepath.Join(dir, tt.want))
 		})
+	}
+}
+
+// wantFound checks that Find found want: got, err are what it returned.
+func wantFound(t *testing.T, got string, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("Find = %q, want %q", got, want)
 	}
 }
 
@@ -78,12 +84,7 @@ func TestFindAbove(t *testing.T) {
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := filepath.Join(dir, tt.want); got != want {
-				t.Errorf("Find = %q, want %q", got, want)
-			}
+			wantFound(t, got, err, filepath.Join(dir, tt.want))
 		})
 	}
 }
