@@ -119,24 +119,23 @@ func hintList(req Request) []string {
 	if a.ReadOnlyHint {
 		hints = append(hints, "read-only")
 	}
-	if a.DestructiveHint != nil {
-		if *a.DestructiveHint {
-			hints = append(hints, "destructive")
-		} else {
-			hints = append(hints, "not destructive")
-		}
-	}
+	hints = appendEither(hints, a.DestructiveHint, "destructive", "not destructive")
 	if a.IdempotentHint {
 		hints = append(hints, "idempotent")
 	}
-	if a.OpenWorldHint != nil {
-		if *a.OpenWorldHint {
-			hints = append(hints, "open world")
-		} else {
-			hints = append(hints, "closed world")
-		}
+	return appendEither(hints, a.OpenWorldHint, "open world", "closed world")
+}
+
+// appendEither appends yes or no to hints as the hint b says, and nothing
+// when the tool does not say.
+func appendEither(hints []string, b *bool, yes, no string) []string {
+	switch {
+	case b == nil:
+		return hints
+	case *b:
+		return append(hints, yes)
 	}
-	return hints
+	return append(hints, no)
 }
 
 // displayString quotes s for a person: a JSON string with control and
