@@ -157,11 +157,11 @@ func (c *Console) routes() {
 		http.Redirect(w, r, Prefix+"approvals", http.StatusSeeOther)
 	})
 	m.HandleFunc("GET "+Prefix+"approvals", c.live("approvals", c.approvals))
-	m.HandleFunc("POST "+Prefix+"approvals/{id}/{action}", c.decide)
+	m.HandleFunc("POST "+Prefix+"approvals/{id}/{action}", c.action(c.decide))
 	m.HandleFunc("GET "+Prefix+"inputs", c.live("inputs", c.inputs))
-	m.HandleFunc("POST "+Prefix+"inputs/{id}/answer", c.answer)
+	m.HandleFunc("POST "+Prefix+"inputs/{id}/answer", c.action(c.answer))
 	m.HandleFunc("GET "+Prefix+"recovery", c.live("recovery", c.recovery))
-	m.HandleFunc("POST "+Prefix+"recovery/{id}/resolve", c.resolve)
+	m.HandleFunc("POST "+Prefix+"recovery/{id}/resolve", c.action(c.resolve))
 	m.HandleFunc("GET "+Prefix+"servers", c.live("servers", c.servers))
 	m.HandleFunc("GET "+Prefix+"tasks", c.live("tasks", c.tasks))
 	m.HandleFunc("GET "+Prefix+"runs", c.live("runs", c.runs))
@@ -265,6 +265,20 @@ func (c *Console) csrfToken(session string) string {
 
 // errForbidden is an action refused before anything was done.
 var errForbidden = errors.New("forbidden")
+
+// action serves a form's POST with handler, once checkAction passed it,
+// in the context that bounds what one page asks of the store.
+func (c *Console) action(handler func(ctx context.Context, w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := c.checkAction(w, r); err != nil {
+			c.refuse(w, r, err)
+			return
+		}
+		ctx, cancel := pageContext(r)
+		defer cancel()
+		handler(ctx, w, r)
+	}
+}
 
 // checkAction checks a POST: the session cookie, the form's CSRF token,
 // and the page it came from (Origin, else Sec-Fetch-Site), when the

@@ -121,13 +121,7 @@ func (c *Console) watchInputs(_ context.Context, r *http.Request, h hash.Hash) e
 // answer takes the answer to a question: accept with the form's fields,
 // decline or cancel. An answer that does not fit the form is shown again,
 // as typed, with what is wrong.
-func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
-	if err := c.checkAction(w, r); err != nil {
-		c.refuse(w, r, err)
-		return
-	}
-	ctx, cancel := pageContext(r)
-	defer cancel()
+func (c *Console) answer(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	id, as := r.PathValue("id"), c.actor(r)
 	a, err := airlock.InputAskFor(ctx, c.opts.Store, id, as)
 	if err != nil {

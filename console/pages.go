@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,13 +150,7 @@ func (c *Console) listApprovals(r *http.Request, f store.ApprovalFilter) ([]stor
 }
 
 // decide takes an approve, approve-always or deny of an approval request.
-func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
-	if err := c.checkAction(w, r); err != nil {
-		c.refuse(w, r, err)
-		return
-	}
-	ctx, cancel := pageContext(r)
-	defer cancel()
+func (c *Console) decide(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	id, action, note := r.PathValue("id"), r.PathValue("action"), r.PostForm.Get("note")
 	as := c.actor(r)
 	var err error
@@ -223,13 +218,7 @@ func (c *Console) recovery(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "recovery", "Recovery", d)
 }
 
-func (c *Console) resolve(w http.ResponseWriter, r *http.Request) {
-	if err := c.checkAction(w, r); err != nil {
-		c.refuse(w, r, err)
-		return
-	}
-	ctx, cancel := pageContext(r)
-	defer cancel()
+func (c *Console) resolve(ctx context.Context, w http.ResponseWriter, r *http.Request) {
 	id, outcome := r.PathValue("id"), store.Resolution(r.PostForm.Get("outcome"))
 	if !outcome.Valid() {
 		c.fail(w, r, http.StatusBadRequest, "Choose what you found: applied (the call took effect) or not applied. Check whether it took effect first.")
