@@ -86,6 +86,12 @@ func (t *throughput) render(w func(string, ...any), rounds int) {
 		t.inflight, t.inflight, t.inflight)
 	w("the server's `max_concurrency` %d), in %d alternating rounds after a warm-up (the median of the rounds'\n", t.inflight, rounds)
 	w("calls per second):\n\n")
+	t.table(w)
+}
+
+// table writes the median calls per second of each side's rounds, and
+// their ratio.
+func (t *throughput) table(w func(string, ...any)) {
 	median := func(v []float64) float64 {
 		s := slices.Clone(v)
 		slices.Sort(s)

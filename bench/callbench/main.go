@@ -50,12 +50,17 @@ func main() {
 		serve(mode)
 		return
 	}
+	if os.Getenv(envShell) == "bare" {
+		os.Unsetenv(envShell) // not for the echo server it starts
+		bareShell()
+		return
+	}
 	var (
 		calls  = flag.Int("calls", 5000, "calls per side")
 		rounds = flag.Int("rounds", 10, "rounds the calls are split into, alternating the sides")
 		lists  = flag.Int("lists", 20, "discoveries of the 1000-tool server per side")
 		out    = flag.String("out", "", "write the Markdown report to this file (default: stdout)")
-		only   = flag.String("only", "", "measure only this section: calls (stdio latency), inflight (reads in flight), journal (journaled writes), http, gateway, rss (host memory), discovery or agent (the agent loop and find_tools); default: every section")
+		only   = flag.String("only", "", "measure only this section: calls (stdio latency), inflight (reads in flight), journal (journaled writes), shell (both driven through JSON-lines shells), http, gateway, rss (host memory), discovery or agent (the agent loop and find_tools); default: every section")
 		update = flag.Bool("update", false, "with -only and -out: replace only the measured sections of the report in -out, keeping the others as they are")
 		jin    = flag.Int("journal-inflight", 64, "journaled writes in flight")
 		rin    = flag.Int("read-inflight", 64, "reads in flight")
@@ -242,10 +247,10 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 		return "", fmt.Errorf("bare client: %v", err)
 	}
 	defer cs.Close()
-	sections := map[string]bool{"calls": true, "inflight": true, "journal": true, "http": true, "gateway": true, "rss": true, "discovery": true, "agent": true}
+	sections := map[string]bool{"calls": true, "inflight": true, "journal": true, "shell": true, "http": true, "gateway": true, "rss": true, "discovery": true, "agent": true}
 	if only != "" {
 		if !sections[only] {
-			return "", fmt.Errorf("-only %s: the sections are calls, inflight, journal, http, gateway, rss, discovery and agent", only)
+			return "", fmt.Errorf("-only %s: the sections are calls, inflight, journal, shell, http, gateway, rss, discovery and agent", only)
 		}
 		sections = map[string]bool{only: true}
 	}
@@ -253,6 +258,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 		bareLat, hostLat, bareHTTP, hostHTTP []time.Duration
 		inflight                             *throughput
 		journal                              *journalResult
+		shells                               *shellResult
 		memory                               *rssResult
 		gateways                             []*gatewaySide
 		agents                               *agentResult
@@ -294,6 +300,11 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 			return "", fmt.Errorf("journaled writes: %v", err)
 		}
 	}
+	if sections["shell"] {
+		if shells, err = shellCalls(ctx, gw.airlock, calls, rounds, readInflight, readCalls, state); err != nil {
+			return "", fmt.Errorf("through the shells: %v", err)
+		}
+	}
 	if sections["http"] {
 		if bareHTTP, hostHTTP, err = remoteCalls(ctx, calls, rounds, state); err != nil {
 			return "", fmt.Errorf("over http: %v", err)
@@ -315,7 +326,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 		}
 	}
 	if !sections["discovery"] {
-		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, inflight, journal, memory, gw, gateways, agents), nil
+		return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, nil, nil, nil, inflight, journal, shells, memory, gw, gateways, agents), nil
 	}
 
 	// Discovery of a 1000-tool server with 100-tool pages: connect (start
@@ -368,7 +379,7 @@ func run(calls, rounds, lists, journalInflight, readInflight, readCalls, rssServ
 			return "", fmt.Errorf("a warm start showed %d tools, want 1000", n)
 		}
 	}
-	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, inflight, journal, memory, gw, gateways, agents), nil
+	return render(calls, rounds, lists, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList, inflight, journal, shells, memory, gw, gateways, agents), nil
 }
 
 // alternate warms both sides up, then times calls of each, alternating in
@@ -406,7 +417,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *throughput, journal *journalResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide, agents *agentResult) string {
+func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bareList, hostList, warmList []time.Duration, inflight *throughput, journal *journalResult, shells *shellResult, memory *rssResult, gw gatewayOptions, gateways []*gatewaySide, agents *agentResult) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond)) }
@@ -443,6 +454,9 @@ func render(calls, rounds, lists int, bareLat, hostLat, bareHTTP, hostHTTP, bare
 	}
 	if journal != nil {
 		renderJournal(w, table, us, calls, rounds, journal)
+	}
+	if shells != nil {
+		renderShell(w, table, us, calls, rounds, shells)
 	}
 	if bareHTTP != nil {
 		renderHTTP(w, table, us, calls, bareHTTP, hostHTTP)

@@ -30,6 +30,7 @@ type runFlags struct {
 // run is airlock run: the agent loop, a model driving the governed
 // catalog until it answers.
 func (e *env) run(o *options, pos []string) error {
+	tuneGC(os.Getenv)
 	f := &o.run
 	var prompt string
 	switch {

@@ -50,8 +50,8 @@ func (e *env) serve(o *options, _ []string) error {
 		}
 		return cfg, err
 	}
+	tuneGC(os.Getenv)
 	if o.httpAddr != "" {
-		tuneGC(os.Getenv)
 		host, err := serveHost(o.httpAddr)
 		if err != nil {
 			return err
@@ -220,11 +220,11 @@ func metricsToken(name string, lookup func(string) (string, bool)) (string, erro
 	return v, nil
 }
 
-// The garbage collector of a gateway over HTTP. The go-sdk allocates a
-// 32 KiB buffer for every JSON message it decodes, several for each call,
-// while what the gateway keeps live is a few megabytes: at Go's default
+// The garbage collector of a long-lived session: the gateway, the shell
+// and the agent loop. The go-sdk allocates a 32 KiB buffer for every JSON
+// message it decodes, several for each call, while what the process keeps live is a few megabytes: at Go's default
 // (GOGC=100) the collector would run dozens of times a second under load,
-// for about a third of the gateway's CPU time. It runs at gcPercent
+// for about a third of the process's CPU time. It runs at gcPercent
 // instead, the heap growing to about nine times what is live between
 // collections, and collects more often as the heap nears gcMemoryLimit (a
 // soft limit). GOGC in the environment replaces both, GOMEMLIMIT the
@@ -234,7 +234,7 @@ const (
 	gcMemoryLimit = 1 << 30
 )
 
-// tuneGC sets the collector's defaults for serving over HTTP, unless
+// tuneGC sets the collector's defaults for a long-lived session, unless
 // getenv (the environment) sets GOGC, and the memory limit unless it sets
 // GOMEMLIMIT: the runtime has applied those already.
 func tuneGC(getenv func(string) string) {

@@ -71,6 +71,7 @@ func (e *env) shell(o *options, _ []string) error {
 			return nil
 		}
 	}
+	tuneGC(os.Getenv) // a long-lived session: see gcPercent
 	sess, err := e.openSession(&o.common)
 	if err != nil {
 		return err
