@@ -41,6 +41,7 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 		if err != nil {
 			return fmt.Errorf("begin %s: %w", in.ID, err)
 		}
+		ended := j.db.flusher.mark()
 		tag, err := j.db.pool.Exec(ctx, beginQuery,
 			in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
 			in.Tenant, in.User, store.UTC(created), s.writer, int64(s.pid))
@@ -51,6 +52,9 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 			return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 		}
 		if tag.RowsAffected() == 1 {
+			// Committed synchronously: the outcomes committed before
+			// it are on disk too.
+			j.db.flusher.covered(ended)
 			return nil
 		}
 		// The lock's session is gone: take a new lock, once.
@@ -63,15 +67,21 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	if !outcome.Valid() {
 		return fmt.Errorf("end %s: %q is not an outcome", id, outcome)
 	}
+	// An outcome needs no flush of its own (see outcomeFlusher): the
+	// row it updates sets synchronous_commit off for this statement's
+	// transaction only, which commits right after it, without waiting
+	// for the WAL to reach the disk.
 	tag, err := j.db.pool.Exec(ctx, `
 UPDATE intents SET outcome = $1::text, detail = $2, ended_at = $3,
 	arguments = CASE WHEN $1::text = 'unknown' THEN arguments ELSE '' END
-WHERE id = $4 AND outcome IS NULL`,
+WHERE id = $4 AND outcome IS NULL
+RETURNING set_config('synchronous_commit', 'off', true)`,
 		string(outcome), detail, now(), id)
 	if err != nil {
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
 	if tag.RowsAffected() == 1 {
+		j.db.flusher.noteEnded(id)
 		return nil
 	}
 	return store.NotEnded(j.Get(ctx, id))

@@ -92,6 +92,7 @@ type DB struct {
 	pool    *pgxpool.Pool
 	conn    *pgx.ConnConfig // what the writer lock's connection is opened with
 	keyFile string
+	flusher *outcomeFlusher // flushes the outcomes journal.End commits asynchronously
 
 	mu     sync.Mutex
 	sess   *session       // opened by the first Begin, Acquire or Renew
@@ -134,7 +135,7 @@ func Open(ctx context.Context, url, keyFile string, opts *Options) (*DB, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open store: %s", connectError(cc, err))
 	}
-	db := &DB{pool: pool, conn: cc, keyFile: keyFile}
+	db := &DB{pool: pool, conn: cc, keyFile: keyFile, flusher: &outcomeFlusher{pool: pool}}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
 		var ce *pgconn.ConnectError
@@ -194,6 +195,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.flusher.close()
 	var err error
 	if db.sess != nil {
 		err = db.sess.release()

@@ -68,7 +68,7 @@ func TestConformance(t *testing.T) {
 }
 
 // open opens a DB that the test closes when it ends, if it has not.
-func open(t *testing.T, url, keyFile string) *postgres.DB {
+func open(t testing.TB, url, keyFile string) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(t.Context(), url, keyFile, nil)
 	if err != nil {
