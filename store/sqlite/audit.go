@@ -32,11 +32,20 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 	if err != nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
-	tx, err := a.db.w.BeginTx(ctx, nil)
-	if err != nil {
+	// The trail needs no sync of its own (committer.relaxedTx).
+	var appendErr error
+	err = a.db.group.relaxedTx(ctx, func(tx *sql.Tx) error {
+		appendErr = a.appendIn(ctx, tx, key, rows, now)
+		return appendErr
+	})
+	if err != nil && appendErr == nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
-	defer tx.Rollback()
+	return err
+}
+
+// appendIn appends rows, the events of an Append, in tx.
+func (a audit) appendIn(ctx context.Context, tx *sql.Tx, key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
 	head, err := readHead(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
@@ -79,9 +88,6 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 INSERT INTO audit_head (id, n, sum, seal) VALUES (1, ?, ?, ?)
 ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = excluded.seal`,
 		h.N, h.Sum, h.Seal); err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	return nil

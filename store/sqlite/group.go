@@ -226,24 +226,12 @@ func (c *committer) commit(group []*pending) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	relaxed := !slices.ContainsFunc(group, func(p *pending) bool { return !p.relaxed })
-	conn, err := c.db.Conn(ctx)
+	conn, relaxed, done, err := c.writeConn(ctx, !slices.ContainsFunc(group, func(p *pending) bool { return !p.relaxed }))
 	if err != nil {
 		fail(err)
 		return
 	}
-	defer conn.Close()
-	if relaxed {
-		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-			relaxed = false // committed with the sync, then
-		} else {
-			defer func() {
-				if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
-					conn.Raw(func(any) error { return driver.ErrBadConn }) // never reused relaxed
-				}
-			}()
-		}
-	}
+	defer done()
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		fail(err)
@@ -266,11 +254,66 @@ func (c *committer) commit(group []*pending) {
 		fail(err)
 		return
 	}
+	c.committed(relaxed)
+}
+
+// writeConn takes the write connection for one transaction, which done
+// gives back. relaxed asks for a commit without a sync (synchronous =
+// NORMAL, set back by done); isRelaxed says whether it is one (a PRAGMA
+// that fails leaves the commit synced).
+func (c *committer) writeConn(ctx context.Context, relaxed bool) (conn *sql.Conn, isRelaxed bool, done func(), err error) {
+	if conn, err = c.db.Conn(ctx); err != nil {
+		return nil, false, nil, err
+	}
+	if !relaxed {
+		return conn, false, func() { conn.Close() }, nil
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return conn, false, func() { conn.Close() }, nil // committed with the sync, then
+	}
+	return conn, true, func() {
+		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn }) // never reused relaxed
+		}
+		conn.Close()
+	}, nil
+}
+
+// committed notes a commit: a relaxed one's WAL is synced within
+// relaxedSync, unless a durable commit does it first; a durable one's sync
+// covers the WAL before it.
+func (c *committer) committed(relaxed bool) {
 	if relaxed {
 		c.relaxedCommitted()
-	} else {
-		c.mu.Lock()
-		c.unsynced = false // this commit's sync covers the WAL before it
-		c.mu.Unlock()
+		return
 	}
+	c.mu.Lock()
+	c.unsynced = false
+	c.mu.Unlock()
+}
+
+// relaxedTx runs fn in a transaction of its own on the write connection,
+// outside the groups, committed as a relaxed group is: to the WAL without
+// a sync of its own. For writes that need none and are not the journal's:
+// the audit trail's batches, which a killed process does not lose once
+// they are in the WAL, and which a power loss may cost relaxedSync of.
+func (c *committer) relaxedTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	conn, relaxed, done, err := c.writeConn(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer done()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	c.committed(relaxed)
+	return nil
 }

@@ -112,6 +112,45 @@ func TestRelaxedOutcomes(t *testing.T) {
 	}
 }
 
+// TestRelaxedAudit: an audit batch is committed to the WAL without a sync
+// of its own (the writer's setting is FULL again after it), is read back
+// at once, and leaves the WAL for the committer to sync, as an outcome
+// does.
+func TestRelaxedAudit(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Hold the committer's timer, as if a sync were due already: the
+	// sync below is the test's.
+	db.group.mu.Lock()
+	db.group.armed = true
+	db.group.mu.Unlock()
+	if err := db.Audit().Append(t.Context(), store.Event{Event: store.EventCallSent, Server: "w", Tool: "w__write"}); err != nil {
+		t.Fatal(err)
+	}
+	db.group.mu.Lock()
+	unsynced := db.group.unsynced
+	db.group.mu.Unlock()
+	if !unsynced {
+		t.Error("an audit batch's commit synced the WAL: it needs no sync of its own")
+	}
+	var sync string
+	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
+		t.Errorf("after an audit batch, PRAGMA synchronous = %q (%v), want 2 (FULL)", sync, err)
+	}
+	if evs, err := db.Audit().Events(t.Context(), time.Time{}, 10); err != nil || len(evs) != 1 || evs[0].Event != store.EventCallSent {
+		t.Errorf("read back at once: %+v, %v", evs, err)
+	}
+	db.group.syncWAL()
+	db.group.mu.Lock()
+	defer db.group.mu.Unlock()
+	if db.group.unsynced {
+		t.Error("the committer's sync left the WAL unsynced")
+	}
+}
+
 // TestMigrateKeepsApprovals: a database of schema version 2 (approvals
 // without a target) opens, and its requests keep working: listed by
 // principal, decided and consumed only by the principal they were asked
