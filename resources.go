@@ -56,36 +56,38 @@ type PromptArgument struct {
 
 // Resources returns the snapshot's resources, ordered by server, then URI.
 func (s *Snapshot) Resources() []Resource {
-	rs := s.snap.Resources()
-	out := make([]Resource, len(rs))
-	for i, r := range rs {
-		out[i] = Resource{Server: r.Server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+	return each(s.snap.Resources(), func(r *catalog.Resource) Resource {
+		return Resource{Server: r.Server, URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
 			MIMEType: r.MIMEType, Size: r.Size}
-	}
-	return out
+	})
 }
 
 // ResourceTemplates returns the snapshot's resource templates.
 func (s *Snapshot) ResourceTemplates() []ResourceTemplate {
-	ts := s.snap.Templates()
-	out := make([]ResourceTemplate, len(ts))
-	for i, t := range ts {
-		out[i] = ResourceTemplate{Server: t.Server, URITemplate: t.URITemplate, Name: t.Name, Title: t.Title,
+	return each(s.snap.Templates(), func(t *catalog.Template) ResourceTemplate {
+		return ResourceTemplate{Server: t.Server, URITemplate: t.URITemplate, Name: t.Name, Title: t.Title,
 			Description: t.Description, MIMEType: t.MIMEType}
-	}
-	return out
+	})
 }
 
 // Prompts returns the snapshot's prompts, ordered by local name.
 func (s *Snapshot) Prompts() []Prompt {
-	ps := s.snap.Prompts()
-	out := make([]Prompt, len(ps))
-	for i, p := range ps {
-		out[i] = Prompt{Name: p.Name, Server: p.Server, RemoteName: p.Remote, Title: p.Title, Description: p.Description,
+	return each(s.snap.Prompts(), func(p *catalog.Prompt) Prompt {
+		out := Prompt{Name: p.Name, Server: p.Server, RemoteName: p.Remote, Title: p.Title, Description: p.Description,
 			Arguments: make([]PromptArgument, len(p.Arguments))}
 		for j, a := range p.Arguments {
-			out[i].Arguments[j] = PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required}
+			out.Arguments[j] = PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required}
 		}
+		return out
+	})
+}
+
+// each returns what f makes of every element of in, in its order: the
+// snapshot's own types, made from the catalog's.
+func each[T, U any](in []T, f func(T) U) []U {
+	out := make([]U, len(in))
+	for i, v := range in {
+		out[i] = f(v)
 	}
 	return out
 }
