@@ -98,9 +98,17 @@ func classify(cfg *config.Config, server, effect string, tools ...string) {
 
 func open(t *testing.T, cfg *config.Config) *airlock.Host {
 	t.Helper()
+	return openWith(t, cfg, &airlock.Options{})
+}
+
+// openWith opens a host of cfg with opts, StopGrace set short as every
+// test's; it is closed when the test ends.
+func openWith(t *testing.T, cfg *config.Config, opts *airlock.Options) *airlock.Host {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := airlock.Open(ctx, cfg, &airlock.Options{StopGrace: 500 * time.Millisecond})
+	opts.StopGrace = 500 * time.Millisecond
+	h, err := airlock.Open(ctx, cfg, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

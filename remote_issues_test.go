@@ -67,11 +67,7 @@ func TestIssueServiceThroughTheHost(t *testing.T) {
 	if _, err := airlock.OpenCredentials(cfg, opts(alice)).Login(context.Background(), "issues"); err != nil {
 		t.Fatalf("alice's login: %v", err)
 	}
-	h, err := airlock.Open(context.Background(), cfg, opts(alice))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := openWith(t, cfg, opts(alice))
 	if st := h.Servers()[0]; st.Status != airlock.StatusReady {
 		t.Fatalf("server = %+v (%v)", st, st.Err)
 	}
@@ -162,15 +158,11 @@ func TestIssueServiceWithClientCredentials(t *testing.T) {
 	classify(cfg, "issues", "read", "get_issue", "list_issues")
 	classify(cfg, "issues", "write", "create_issue")
 	cfg.Policy.Rules = append(cfg.Policy.Rules, config.Rule{Server: "issues", Tool: "*", Decision: "allow", Source: "test"})
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: t.TempDir(),
+	h := openWith(t, cfg, &airlock.Options{StateDir: t.TempDir(),
 		Auth: airlock.AuthOptions{Open: func(context.Context, string) error {
 			t.Error("a person was sent to log in")
 			return errors.New("nobody is here")
 		}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
 	if st := h.Servers()[0]; st.Status != airlock.StatusReady {
 		t.Fatalf("server = %+v (%v), want ready without a login", st, st.Err)
 	}

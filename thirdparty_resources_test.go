@@ -12,20 +12,6 @@ import (
 	"github.com/airlockhq/airlock/internal/testenv"
 )
 
-// openWith opens cfg with opts (StopGrace set as open does).
-func openWith(t *testing.T, cfg *config.Config, opts *airlock.Options) *airlock.Host {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	opts.StopGrace = 500 * time.Millisecond
-	h, err := airlock.Open(ctx, cfg, opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
-}
-
 // TestServerEverythingResources reads the TypeScript reference server's
 // resources, templates, prompts, completions and subscriptions through
 // the host (2025-11-25: the TypeScript SDK speaks no later version).
