@@ -78,12 +78,7 @@ func openIn(t *testing.T, cfg *config.Config, servers map[string]*mcp.Server, op
 		}
 		return ct
 	}
-	h, err := airlock.Open(context.Background(), cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
+	return openWith(t, cfg, opts)
 }
 
 func TestPolicyDecidesBeforeAnythingIsSent(t *testing.T) {

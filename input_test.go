@@ -58,15 +58,7 @@ func openAsks(t *testing.T, cfg *config.Config, opts *airlock.Options) *airlock.
 		}
 		return ct
 	}
-	opts.StopGrace = 500 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	h, err := airlock.Open(ctx, cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
+	return openWith(t, cfg, opts)
 }
 
 // eachEra runs f for both protocol eras.
@@ -472,13 +464,7 @@ func TestInputOverHTTP(t *testing.T) {
 		sampler := func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi"}}, nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		h, err := airlock.Open(ctx, cfg, &airlock.Options{Elicit: p.elicit, Sample: sampler, StopGrace: 500 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Close() })
+		h := openWith(t, cfg, &airlock.Options{Elicit: p.elicit, Sample: sampler})
 		for _, c := range []struct{ tool, args, want string }{
 			{"form", `{}`, `accept {"a":"y","age":3,"color":"green","name":"John Doe","score":95.5}`},
 			{"multi", `{"rounds":2}`, "answers y,y"},

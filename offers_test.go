@@ -130,11 +130,7 @@ func TestCallOffersOverHTTP(t *testing.T) {
 	classify(cfg, "asks", "read", "caps")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := airlock.Open(ctx, cfg, &airlock.Options{Elicit: decline, StopGrace: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
+	h := openWith(t, cfg, &airlock.Options{Elicit: decline})
 	r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "caps", Offers: &airlock.ClientFeatures{Sampling: true}})
 	wantStatus(t, r, airlock.OK)
 	if r.Content != "elicitation=[] sampling=true" {

@@ -42,12 +42,7 @@ func openWithProgress(t *testing.T, cfg *config.Config) (*airlock.Host, *progres
 	t.Helper()
 	classify(cfg, "sdk", "read", "progress")
 	log := &progressLog{}
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StopGrace: 500 * time.Millisecond, CallProgress: log.add})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h, log
+	return openWith(t, cfg, &airlock.Options{CallProgress: log.add}), log
 }
 
 // TestCallProgress: with Options.CallProgress, a call's progress

@@ -118,12 +118,7 @@ func openContentHost(t *testing.T, cs *contentServer, version string, edit func(
 	}
 	opts.StateDir = dir
 	opts.Dial = func(config.Server) mcp.Transport { return inMemory(t, cs.Server) }
-	h, err := airlock.Open(context.Background(), cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
-	return h
+	return openWith(t, cfg, opts)
 }
 
 func TestResourcesAndPromptsAreListedAsAllowed(t *testing.T) {
