@@ -108,7 +108,7 @@ func replica(t *testing.T, cfg *config.Config) (*airlock.Host, <-chan struct{}, 
 	t.Helper()
 	changed := make(chan struct{}, 1)
 	var n atomic.Int64
-	h, err := airlock.Open(context.Background(), cfg, &airlock.Options{StateDir: t.TempDir(), StopGrace: 500 * time.Millisecond,
+	h := openWith(t, cfg, &airlock.Options{StateDir: t.TempDir(),
 		CatalogChanged: func() {
 			n.Add(1)
 			select {
@@ -116,10 +116,6 @@ func replica(t *testing.T, cfg *config.Config) (*airlock.Host, <-chan struct{}, 
 			default:
 			}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
 	return h, changed, &n
 }
 
