@@ -15,7 +15,7 @@ var (
 	topKeys = keySet{
 		known: []string{"servers", "limits", "development", "import", "policy", "approvals", "audit",
 			"tenancy", "egress", "serve", "store", "agent"},
-		elsewhere: map[string]string{
+		elsewhere: withKeys(map[string]string{
 			"tools": "under policy:", "rules": "under policy:", "cedar": "under policy:", "hooks": "under policy:",
 			"ttl": "under approvals:", "record_values": "under audit:",
 			"id": "in a server entry under servers:", "command": "in a server entry under servers:",
@@ -23,16 +23,13 @@ var (
 			"allowed_resources": "in a server entry under servers:", "allowed_prompts": "in a server entry under servers:",
 			"url": "in a server entry under servers:", "allowed_hosts": "in a server entry under servers:",
 			"oauth": "in a server entry under servers:", "scopes": "in a server entry under servers:",
-			"max_pages": "under limits:", "max_tools": "under limits:",
-			"max_description": "under limits:", "max_message_bytes": "under limits:",
-			"max_calls_per_turn": "under limits:", "max_concurrent_per_tenant": "under limits:",
-			"max_input_rounds": "under limits:", "max_resource_bytes": "under limits:", "tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
+			"tenant": "under tenancy:", "user": "under tenancy:", "proxy": "under egress:",
 			"password_env": "under store:", "audit_key": "under store:",
 			"allowed_origins": "under serve:", "max_sessions": "under serve:", "session_idle_timeout": "under serve:", "metrics_token_env": "under serve:",
 			"provider": "under agent:", "model": "under agent:", "base_url": "under agent:", "api_key_env": "under agent:",
 			"max_steps": "under agent:", "max_tools_in_prompt": "under agent:", "system": "under agent:",
 			"instructions": "in a server entry under servers:", "mcpServers": "in a JSON file: import it with import: [FILE.json]",
-		},
+		}, limitKeys.known, "under limits:"),
 		refused: map[string]string{"api_key": apiKeyRefused, "apiKey": apiKeyRefused},
 	}
 	serverKeys = keySet{
@@ -42,18 +39,14 @@ var (
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
 			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling",
 			"allowed_resources", "allowed_prompts", "instructions"},
-		elsewhere: map[string]string{
+		elsewhere: withKeys(map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level", "agent": "at the top level",
 			"tenancy": "at the top level", "egress": "at the top level", "proxy": "under egress: at the top level",
-			"max_pages": "under limits: at the top level", "max_tools": "under limits: at the top level",
-			"max_description": "under limits: at the top level", "max_message_bytes": "under limits: at the top level",
-			"max_calls_per_turn": "under limits: at the top level", "max_concurrent_per_tenant": "under limits: at the top level",
-			"max_input_rounds": "under limits: at the top level", "max_resource_bytes": "under limits: at the top level",
 			"client_id": "under oauth:", "client_metadata_url": "under oauth:",
 			"dynamic_registration": "under oauth:", "redirect_uri": "under oauth:",
 			"grant": "under oauth:", "private_key_file": "under oauth:",
-		},
+		}, limitKeys.known, "under limits: at the top level"),
 	}
 	healthKeys = keySet{known: []string{"interval", "timeout"}}
 	limitKeys  = keySet{
@@ -61,6 +54,15 @@ var (
 			"max_calls_per_turn", "max_concurrent_per_tenant", "max_input_rounds", "max_resource_bytes"},
 	}
 )
+
+// withKeys adds keys to elsewhere, each found where: the limits belong
+// under limits: whatever the mapping they are misplaced in.
+func withKeys(elsewhere map[string]string, keys []string, where string) map[string]string {
+	for _, k := range keys {
+		elsewhere[k] = where
+	}
+	return elsewhere
+}
 
 // Parse reads an airlock.yaml document. name is used in messages (for
 // example "airlock.yaml" or "(built-in default)"); dir is the directory that
@@ -421,17 +423,26 @@ func (r *yamlReader) envValues(n *yaml.Node, path string, value func(p pair, pat
 // envMap reads an env: mapping of NAME: value.
 func (r *yamlReader) envMap(n *yaml.Node, path string, check func(v string, line int, path string)) map[string]string {
 	return r.envValues(n, path, func(p pair, path string) (string, bool) {
-		v, ok := r.text(p.val, path)
-		if !ok {
-			return "", false
+		v, ok := r.checkedText(p, path, checkString)
+		if ok {
+			check(v, p.line, path)
 		}
-		if msg := checkString(v); msg != "" {
-			r.errorf(p.line, path, "%s", msg)
-			return "", false
-		}
-		check(v, p.line, path)
-		return v, true
+		return v, ok
 	})
+}
+
+// checkedText reads the string value of p at path, and refuses it, at
+// its key's line, with what check says is wrong with it.
+func (r *yamlReader) checkedText(p pair, path string, check func(string) string) (string, bool) {
+	v, ok := r.text(p.val, path)
+	if !ok {
+		return "", false
+	}
+	if msg := check(v); msg != "" {
+		r.errorf(p.line, path, "%s", msg)
+		return "", false
+	}
+	return v, true
 }
 
 // secretEnv reads a secret_env: mapping of NAME: HOST_VAR. Each host
@@ -444,12 +455,8 @@ func (r *yamlReader) secretEnv(n *yaml.Node, path string, env map[string]string)
 			r.errorf(p.line, path, "%s is also set under env: give it in one place (secret_env for a secret)", p.key)
 			return "", false
 		}
-		host, ok := r.text(p.val, path)
+		host, ok := r.checkedText(p, path, checkSecretEnvName)
 		if !ok {
-			return "", false
-		}
-		if msg := checkSecretEnvName(host); msg != "" {
-			r.errorf(p.line, path, "%s", msg)
 			return "", false
 		}
 		switch v, set := r.lookupEnv(host); {
