@@ -120,7 +120,7 @@ func renderJournal(w func(string, ...any), table func(left, right string, l, r [
 	w("and its outcome after it is answered, besides the read pipeline above. An outcome needs no sync of its\n")
 	w("own: it goes to the WAL unsynced and is synced by the next intent's commit, or within 20 ms. Intents and\n")
 	w("outcomes that arrive while a commit is in progress share the next one (group commit); a call is never\n")
-	w("sent before its own intent is on disk.\n\n")
+	w("sent before its own intent is on disk. The audit trail's batches, too, go to the WAL without a sync of their own.\n\n")
 	w("One call at a time:\n\n")
 	table("bare go-sdk", "Airlock", j.bareLat, j.hostLat, us, "p50", "p99")
 	w("\n")
