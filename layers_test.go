@@ -22,6 +22,7 @@ var allowedImports = map[string][]string{
 	"gateway":                   {"", "auth/bearer", "config", "metrics", "policy", "store"},
 	"bench/callbench":           {"", "agent", "config", "store"},
 	"conformance/client":        {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
+	"conformance/taskserver":    {},
 	"internal/catalog":          {"config", "internal/schema", "policy"},
 	"internal/upstream":         {"config", "internal/schema"},
 	"internal/worktree":         {"internal/upstream"},
