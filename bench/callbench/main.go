@@ -1,5 +1,7 @@
 // Command callbench measures what Airlock's call pipeline costs on top of a
-// bare go-sdk client, how long discovery of a large catalog takes, how
+// bare go-sdk client (in process, and driven from outside through airlock
+// shell --json against a bare JSON-lines shell of its own), how long
+// discovery of a large catalog takes, how
 // many calls per second the gateway (airlock serve --http) passes with many
 // in flight, against the bare go-sdk serving the tool itself and against
 // mcp-proxy in front of the same stdio server, and what the agent loop
