@@ -112,6 +112,107 @@ func TestRelaxedOutcomes(t *testing.T) {
 	}
 }
 
+// TestHeldOutcomes: the outcome of an intent this DB began is held, its
+// End returning before the commit, yet every read of the journal after it
+// sees it, on this DB and on another DB of the file; without reads it is
+// committed within holdFor; an outcome ended already is still refused, and
+// an unknown one is written at once.
+func TestHeldOutcomes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	j := db.Journal()
+	raw := func(id string) string { // the row as committed, past any flush
+		var outcome sql.NullString
+		if err := db.r.QueryRowContext(t.Context(), `SELECT outcome FROM intents WHERE id = ?`, id).Scan(&outcome); err != nil {
+			t.Fatal(err)
+		}
+		return outcome.String
+	}
+	held := func() int {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return len(db.group.held)
+	}
+	begin := func(id string) {
+		t.Helper()
+		if err := j.Begin(t.Context(), store.Intent{ID: id, Server: "w", Tool: "w__write", RemoteTool: "write", ArgsHash: "sha256:x", Effect: "write"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Hold the timer, as if a flush were due already: the reads flush.
+	db.group.mu.Lock()
+	db.group.holdArmed = true
+	db.group.mu.Unlock()
+	begin("int_1")
+	if err := j.End(t.Context(), "int_1", store.OutcomeSucceeded, ""); err != nil {
+		t.Fatal(err)
+	}
+	if held() != 1 || raw("int_1") != "" {
+		t.Fatalf("End of an own open intent: %d held, outcome %q committed; want it held, not yet committed", held(), raw("int_1"))
+	}
+	if got, err := other.Journal().Get(t.Context(), "int_1"); err != nil || got.Status != store.OutcomeSucceeded {
+		t.Fatalf("another DB of the file reads %+v, %v; want the held outcome", got, err)
+	}
+	if held() != 0 || raw("int_1") != "succeeded" {
+		t.Fatalf("after a read: %d held, outcome %q; want it committed", held(), raw("int_1"))
+	}
+	if err := j.End(t.Context(), "int_1", store.OutcomeFailed, ""); err == nil {
+		t.Error("a second outcome of one intent was taken")
+	}
+	// Another DB's End of this DB's intent is not held, and an unknown
+	// outcome is written at once.
+	begin("int_2")
+	if err := other.Journal().End(t.Context(), "int_2", store.OutcomeFailed, ""); err != nil || raw("int_2") != "failed" {
+		t.Errorf("another DB's End: %v, outcome %q; want it committed at once", err, raw("int_2"))
+	}
+	begin("int_3")
+	if err := j.End(t.Context(), "int_3", store.OutcomeUnknown, "timed out"); err != nil || raw("int_3") != "unknown" {
+		t.Errorf("an unknown outcome: %v, committed %q; want it committed at once", err, raw("int_3"))
+	}
+
+	// Without a read, the timer commits it.
+	db.group.mu.Lock()
+	db.group.holdArmed = false
+	db.group.mu.Unlock()
+	begin("int_4")
+	if err := j.End(t.Context(), "int_4", store.OutcomeSucceeded, ""); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for raw("int_4") != "succeeded" {
+		if time.Now().After(deadline) {
+			t.Fatal("a held outcome is not committed 5 s after its End")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// Close commits what is held.
+	db.group.mu.Lock()
+	db.group.holdArmed = true
+	db.group.mu.Unlock()
+	begin("int_5")
+	if err := j.End(t.Context(), "int_5", store.OutcomeSucceeded, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var outcome sql.NullString
+	if err := other.r.QueryRowContext(t.Context(), `SELECT outcome FROM intents WHERE id = 'int_5'`).Scan(&outcome); err != nil || outcome.String != "succeeded" {
+		t.Errorf("after Close: outcome %q (%v); want the held outcome committed", outcome.String, err)
+	}
+}
+
 // TestRelaxedAudit: an audit batch is committed to the WAL without a sync
 // of its own (the writer's setting is FULL again after it), is read back
 // at once, and leaves the WAL for the committer to sync, as an outcome
