@@ -43,14 +43,6 @@ type committer struct {
 	unsynced, armed bool
 	timer           *time.Timer
 	closed          bool
-	// held are outcomes whose callers did not wait for their commit
-	// (hold): the next group takes them, or flushHeld commits them within
-	// holdFor; heldInFlight counts those a group has taken and not yet
-	// committed.
-	held         []*pending
-	heldInFlight int
-	holdArmed    bool
-	holdTimer    *time.Timer
 	// stmts are the statements writes run (the journal's, and the audit
 	// trail's inserts), prepared once (prepare): to prepare a statement
 	// costs more than to run it, and there is one connection to write on.
@@ -73,12 +65,8 @@ const (
 	// groupTimeout bounds the commit of one group: it may wait for
 	// another process's write for up to busyTimeout.
 	groupTimeout = 3 * busyTimeout
-	// relaxedSync bounds how long a relaxed write stays unsynced: with
-	// holdFor, an outcome is on disk within 20 ms of its End.
-	relaxedSync = 18 * time.Millisecond
-	// holdFor bounds how long a held outcome waits for a group to ride
-	// on before it is committed on its own.
-	holdFor = 2 * time.Millisecond
+	// relaxedSync bounds how long a relaxed write stays unsynced.
+	relaxedSync = 20 * time.Millisecond
 )
 
 // prepare prepares queries on db, for exec. A statement that cannot be
@@ -104,13 +92,8 @@ func (c *committer) exec(ctx context.Context, tx *sql.Tx, query string, args ...
 // close syncs what relaxed writes left unsynced and closes the prepared
 // statements, before the DB's connection.
 func (c *committer) close() {
-	c.flushHeld()
 	c.mu.Lock()
 	c.closed = true
-	if c.holdTimer != nil {
-		c.holdTimer.Stop()
-	}
-	c.holdArmed = false
 	if c.timer != nil {
 		c.timer.Stop()
 	}
@@ -192,51 +175,6 @@ func (c *committer) doRelaxed(apply func(ctx context.Context, tx *sql.Tx) error)
 	return c.enqueue(&pending{apply: apply, relaxed: true})
 }
 
-// hold queues apply, an outcome, for the next group, without waiting for
-// it: the caller does not learn whether it was written. A group that
-// commits takes the held outcomes with its own writes; if none comes
-// within holdFor, flushHeld commits them. A killed process loses what is
-// still held (at most holdFor of outcomes): their intents stay open and
-// are recovered unknown, never sent again. flushHeld commits them before
-// any read of the journal, so that a read sees every outcome ended
-// before it.
-func (c *committer) hold(apply func(ctx context.Context, tx *sql.Tx) error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.held = append(c.held, &pending{apply: apply, relaxed: true, done: make(chan struct{})})
-	if c.holdArmed || c.closed {
-		return
-	}
-	c.holdArmed = true
-	if c.holdTimer == nil {
-		c.holdTimer = time.AfterFunc(holdFor, c.holdDue)
-	} else {
-		c.holdTimer.Reset(holdFor)
-	}
-}
-
-func (c *committer) holdDue() {
-	c.mu.Lock()
-	c.holdArmed = false
-	c.mu.Unlock()
-	c.flushHeld()
-}
-
-// flushHeld returns once every outcome held before it is committed (or
-// has failed): it commits those still held, and waits for the group that
-// took any others.
-func (c *committer) flushHeld() {
-	c.mu.Lock()
-	idle := len(c.held) == 0 && c.heldInFlight == 0
-	c.mu.Unlock()
-	if idle {
-		return
-	}
-	// A write of nothing, queued behind the group that commits them, or
-	// taking them itself.
-	c.enqueue(&pending{apply: func(context.Context, *sql.Tx) error { return nil }, relaxed: true})
-}
-
 func (c *committer) enqueue(p *pending) error {
 	p.done, p.lead = make(chan struct{}), make(chan struct{}, 1)
 	c.mu.Lock()
@@ -259,18 +197,9 @@ func (c *committer) enqueue(p *pending) error {
 	n := min(len(c.queue), maxGroup)
 	group := c.queue[:n:n]
 	c.queue = c.queue[n:]
-	held := c.held
-	if len(held) > 0 {
-		// The held outcomes ride on this group: none of them is of an
-		// intent a write of the group begins (an outcome is held only
-		// once its intent is committed).
-		group = append(held, group...)
-		c.held, c.heldInFlight = nil, c.heldInFlight+len(held)
-	}
 	c.mu.Unlock()
 	c.commit(group)
 	c.mu.Lock()
-	c.heldInFlight -= len(held)
 	if len(c.queue) > 0 {
 		c.queue[0].lead <- struct{}{}
 	} else {

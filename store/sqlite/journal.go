@@ -58,7 +58,6 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	if err != nil {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
-	j.db.open.add(in.ID)
 	return nil
 }
 
@@ -69,30 +68,14 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
-	end := func(ctx context.Context, tx *sql.Tx) (int64, error) {
-		res, err := j.db.group.exec(ctx, tx, endQuery, string(outcome), detail, micros(now()), id)
-		if err != nil {
-			return 0, err
-		}
-		return res.RowsAffected()
-	}
-	if j.db.open.take(id) && outcome != store.OutcomeUnknown {
-		// An intent of this DB's own, open: its outcome cannot fail for
-		// being taken already, and its caller need not wait for the
-		// commit (see committer.hold). An unknown outcome is written at
-		// once: a late answer may follow it.
-		j.db.group.hold(func(ctx context.Context, tx *sql.Tx) error {
-			_, err := end(ctx, tx)
-			return err
-		})
-		return nil
-	}
-	j.db.flushHeld()
 	var ended int64
 	// An outcome needs no sync of its own: see committer.
 	err := j.db.group.doRelaxed(func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		ended, err = end(ctx, tx)
+		res, err := j.db.group.exec(ctx, tx, endQuery,
+			string(outcome), detail, micros(now()), id)
+		if err == nil {
+			ended, err = res.RowsAffected()
+		}
 		return err
 	})
 	if err != nil {
@@ -105,7 +88,6 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 }
 
 func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
-	j.db.flushHeld()
 	rows, err := j.db.r.QueryContext(ctx, `SELECT DISTINCT writer FROM intents WHERE outcome IS NULL`)
 	if err != nil {
 		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
@@ -147,7 +129,6 @@ WHERE writer = ? AND outcome IS NULL`,
 func scanRecord(row scanner) (store.Record, error) { return sqlrow.Record(row, fromMicros) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
-	j.db.flushHeld()
 	which, arg := `(? OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
 	if f.CallID != "" {
 		// A call's records are found by the index intents_call, whose
@@ -169,7 +150,6 @@ LIMIT ?`,
 }
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
-	j.db.flushHeld()
 	r, err := scanRecord(j.db.r.QueryRowContext(ctx, `SELECT `+sqlrow.RecordColumns+` FROM intents WHERE id = ?`, id))
 	if err != nil {
 		return store.Record{}, found(err, "record "+id, "record "+id+": cannot read the journal")
@@ -178,7 +158,6 @@ func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
-	j.db.flushHeld()
 	if !res.Valid() {
 		return fmt.Errorf("resolve %s: %q is not a resolution (applied or not-applied)", id, res)
 	}
@@ -196,7 +175,6 @@ WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
-	j.db.flushHeld()
 	out, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET late_answer = ?, late_answer_at = ?
 WHERE id = ? AND outcome = 'unknown' AND late_answer_at IS NULL`,

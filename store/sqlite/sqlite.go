@@ -16,12 +16,8 @@
 //     no commit in progress is committed at once. An outcome (End) needs
 //     no sync of its own: a group of outcomes only is committed to the WAL
 //     without one, and is synced by the next intent's commit or within
-//     18 ms. The outcome of an intent the DB began itself is held: End
-//     returns at once, the outcome rides on the next group or is committed
-//     within 2 ms, and every read of the journal in this process commits
-//     what is held first (held.go). A crash or a power loss in that
-//     window leaves intents open, which read as unknown, never as sent
-//     again.
+//     20 ms; a power loss in that window leaves intents open, which read
+//     as unknown, never as sent again.
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
@@ -83,7 +79,6 @@ type DB struct {
 	// group commits the journal's intents and outcomes on w, many
 	// callers' in one transaction when they arrive together.
 	group committer
-	open  openSet // the intents this DB began and has not ended
 
 	mu     sync.Mutex
 	writer *writerLock    // taken by the first Begin
@@ -135,7 +130,6 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	db.group.prepare(context.Background(), beginQuery, endQuery, insertOne, insertMany, saveRunQuery)
-	db.register()
 	return db, nil
 }
 
@@ -193,7 +187,6 @@ func (db *DB) Close() error {
 	}
 	db.closed = true
 	db.group.close()
-	db.unregister()
 	err := errors.Join(db.w.Close(), db.r.Close())
 	if db.writer != nil {
 		db.writer.release()
