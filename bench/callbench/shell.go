@@ -102,7 +102,8 @@ func bareShell() {
 type shellProc struct {
 	cmd     *exec.Cmd
 	in      io.WriteCloser
-	mu      sync.Mutex
+	wmu     sync.Mutex // one line at a time on in
+	mu      sync.Mutex // pending
 	pending map[int64]chan shellReply
 	next    atomic.Int64
 	done    chan struct{} // closed when the output ends
@@ -158,9 +159,11 @@ func (p *shellProc) call(ctx context.Context, tool string) error {
 	p.pending[id] = ch
 	p.mu.Unlock()
 	line := fmt.Sprintf(`{"id":%d,"cmd":"call","name":%q,"args":{"text":"hello, benchmark"}}`+"\n", id, tool)
-	p.mu.Lock()
+	// Not under mu: a write that waits for room in the pipe must not keep
+	// the reader from taking the answers that make room.
+	p.wmu.Lock()
 	_, err := io.WriteString(p.in, line)
-	p.mu.Unlock()
+	p.wmu.Unlock()
 	if err != nil {
 		return fmt.Errorf("writing to the shell: %v (stderr: %s)", err, p.stderr.String())
 	}

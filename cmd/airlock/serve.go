@@ -222,13 +222,14 @@ func metricsToken(name string, lookup func(string) (string, bool)) (string, erro
 
 // The garbage collector of a long-lived session: the gateway, the shell
 // and the agent loop. The go-sdk allocates a 32 KiB buffer for every JSON
-// message it decodes, several for each call, while what the process keeps live is a few megabytes: at Go's default
-// (GOGC=100) the collector would run dozens of times a second under load,
-// for about a third of the process's CPU time. It runs at gcPercent
-// instead, the heap growing to about nine times what is live between
-// collections, and collects more often as the heap nears gcMemoryLimit (a
-// soft limit). GOGC in the environment replaces both, GOMEMLIMIT the
-// limit (docs/gateway.md#performance).
+// message it decodes, several for each call, while what the process keeps
+// live is a few megabytes: at Go's default (GOGC=100) the collector would
+// run dozens of times a second under load, for about a third of the
+// process's CPU time. It runs at gcPercent instead, the heap growing to
+// about nine times what is live between collections, and collects more
+// often as the heap nears gcMemoryLimit (a soft limit). GOGC in the
+// environment replaces both, GOMEMLIMIT the limit
+// (docs/gateway.md#performance).
 const (
 	gcPercent     = 800
 	gcMemoryLimit = 1 << 30
