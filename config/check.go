@@ -93,6 +93,15 @@ func checkString(s string) string {
 // checkTool checks one entry of an allowed tools list.
 func checkTool(tool string) string { return checkListed(tool, "tool") }
 
+// checkTaskTool checks a pattern of tools/names under tasks: a tool name
+// in which * may stand for any run of characters.
+func checkTaskTool(glob string) string {
+	if glob == "" {
+		return `must not be empty: give a tool name, or a pattern such as "build_*"`
+	}
+	return checkNameChars(glob)
+}
+
 // checkListed checks one entry of a list of names of what (allowed_tools,
 // allowed_prompts), or "*". Patterns are refused rather than matched
 // literally, which would silently allow nothing.

@@ -283,8 +283,68 @@ type Server struct {
 	// instructions either way.
 	Instructions string
 
+	// Tasks, when not nil, has the gateway run some of the server's tools
+	// as MCP tasks (the io.modelcontextprotocol/tasks extension) for
+	// clients that negotiated it.
+	Tasks *Tasks
+
 	// Source is "file:line" where the server was defined, for messages.
 	Source string
+}
+
+// Tasks is a server's tasks: mapping. A call of one of its Tools, from a
+// client of the gateway that declared the tasks extension, is answered at
+// once with a task the client polls, while the call runs through the same
+// pipeline in the background; other calls are answered as they finish. A
+// Required tool is only ever run as a task: a client that did not declare
+// the extension is refused its calls, saying so.
+type Tasks struct {
+	// Tools and Required are patterns of the server's own tool names, in
+	// which * stands for any run of characters, as in policy rules; a
+	// Required tool is one of Tools too.
+	Tools    []string
+	Required []string
+	// TTL is how long a task, and its result, is kept after it was
+	// created (default DefaultTaskTTL); PollInterval how often its client
+	// is asked to poll it (default DefaultTaskPollInterval).
+	TTL          time.Duration
+	PollInterval time.Duration
+	// MaxResultBytes bounds a task's result as it is kept (default
+	// DefaultTaskResultBytes); a larger one settles the task failed.
+	MaxResultBytes int
+}
+
+// Defaults of a tasks: mapping.
+const (
+	DefaultTaskTTL          = time.Hour
+	DefaultTaskPollInterval = time.Second
+	DefaultTaskResultBytes  = 1 << 20
+)
+
+// A TaskMode says whether the gateway runs a tool as a task.
+type TaskMode int
+
+const (
+	TaskNever    TaskMode = iota // the tool is called as any other
+	TaskOptional                 // as a task for a client that declared the extension
+	TaskRequired                 // only as a task
+)
+
+// Mode is how the gateway runs the server's tool of that (own) name.
+func (t *Tasks) Mode(tool string) TaskMode {
+	if t == nil {
+		return TaskNever
+	}
+	match := func(globs []string) bool {
+		return slices.ContainsFunc(globs, func(g string) bool { return matchName(g, tool) })
+	}
+	switch {
+	case match(t.Required):
+		return TaskRequired
+	case match(t.Tools):
+		return TaskOptional
+	}
+	return TaskNever
 }
 
 // Grants airlock obtains tokens with (OAuth.Grant).
@@ -415,6 +475,11 @@ func (s *Server) ForWorkspace(dir string) Server {
 	b.ProtocolVersions = slices.Clone(s.ProtocolVersions)
 	b.AllowedHosts = slices.Clone(s.AllowedHosts)
 	b.Scopes = slices.Clone(s.Scopes)
+	if s.Tasks != nil {
+		t := *s.Tasks
+		t.Tools, t.Required = slices.Clone(t.Tools), slices.Clone(t.Required)
+		b.Tasks = &t
+	}
 	return b
 }
 

@@ -33,7 +33,8 @@ func TestExample(t *testing.T) {
 	fs.AllowedTools = []string{"read_file"}
 	fs.HealthCheck = HealthCheck{Interval: 30 * time.Second, Timeout: 5 * time.Second}
 	fs.MaxCallDuration = 10 * time.Minute
-	issues := newServer(dir, "example.yaml:76")
+	fs.Tasks = &Tasks{Tools: []string{"read_*"}, Required: []string{}, TTL: time.Hour, PollInterval: time.Second, MaxResultBytes: 1 << 20}
+	issues := newServer(dir, "example.yaml:92")
 	issues.makeRemote()
 	issues.ID = "issues"
 	issues.URL, issues.Resource = "https://mcp.example.com/mcp", "https://mcp.example.com"
@@ -42,7 +43,7 @@ func TestExample(t *testing.T) {
 	issues.OAuth = &OAuth{Grant: GrantAuthorizationCode, ClientMetadataURL: "https://airlock.example.com/client.json", RedirectURI: "http://127.0.0.1:8765/callback"}
 	issues.AllowedTools = []string{"get_issue", "search_issues"}
 	issues.CAFile = filepath.Join(dir, "internal-ca.pem")
-	everything := newServer(dir, "example.yaml:139")
+	everything := newServer(dir, "example.yaml:155")
 	everything.ID, everything.Command = "everything", "npx"
 	everything.Args = []string{"-y", "@modelcontextprotocol/server-everything"}
 	everything.AllowedTools = []string{"*"}
@@ -70,27 +71,27 @@ func TestExample(t *testing.T) {
 		Egress:  Egress{Proxy: "http://proxy.internal:3128"},
 		Policy: Policy{
 			Tools: []ToolClass{
-				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:208"},
-				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:209"},
+				{Server: "fs", Tool: "read_file", Effect: "read", Source: "example.yaml:224"},
+				{Server: "everything", Tool: "echo", Effect: "read", Idempotent: true, Source: "example.yaml:225"},
 			},
 			Rules: []Rule{
-				{Server: "fs", Tool: "write_*", ToolGiven: true, Decision: "ask", Source: "example.yaml:230", Args: []ArgConstraint{{
+				{Server: "fs", Tool: "write_*", ToolGiven: true, Decision: "ask", Source: "example.yaml:246", Args: []ArgConstraint{{
 					Pointer: "/path", Allow: []string{"src/**", "docs/**"}, Deny: []string{"**/.env", "**/.git/**"},
-					Source: "example.yaml:234"}}},
-				{Server: "everything", Tool: "echo", ToolGiven: true, Decision: "allow", Source: "example.yaml:237", Args: []ArgConstraint{{
-					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:241"}}},
-				{Server: "everything", Tool: "get-annotated-message", ToolGiven: true, Decision: "allow", Source: "example.yaml:243", Args: []ArgConstraint{{
-					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:247"}}},
-				{Server: "*", Tool: "delete_*", ToolGiven: true, Decision: "deny", Source: "example.yaml:249"},
-				{Server: "everything", Tool: "*", Resource: "demo://resource/static/document/*", Decision: "allow", Source: "example.yaml:250"},
-				{Server: "everything", Tool: "*", Prompt: "args-*", Decision: "ask", Source: "example.yaml:251"},
+					Source: "example.yaml:250"}}},
+				{Server: "everything", Tool: "echo", ToolGiven: true, Decision: "allow", Source: "example.yaml:253", Args: []ArgConstraint{{
+					Pointer: "/message", Pattern: "[A-Za-z0-9 .,!?-]{1,200}", Source: "example.yaml:257"}}},
+				{Server: "everything", Tool: "get-annotated-message", ToolGiven: true, Decision: "allow", Source: "example.yaml:259", Args: []ArgConstraint{{
+					Pointer: "/messageType", Enum: []string{"error", "success", "debug"}, Source: "example.yaml:263"}}},
+				{Server: "*", Tool: "delete_*", ToolGiven: true, Decision: "deny", Source: "example.yaml:265"},
+				{Server: "everything", Tool: "*", Resource: "demo://resource/static/document/*", Decision: "allow", Source: "example.yaml:266"},
+				{Server: "everything", Tool: "*", Prompt: "args-*", Decision: "ask", Source: "example.yaml:267"},
 			},
 			Cedar:       "policies.cedar",
-			CedarSource: "example.yaml:258",
-			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:264"}},
+			CedarSource: "example.yaml:274",
+			Hooks:       []Hook{{Command: []string{"./check-call.sh", "--strict"}, Timeout: 5 * time.Second, Source: "example.yaml:280"}},
 		},
 		Approvals: Approvals{TTL: time.Hour},
-		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:276"}},
+		Audit:     Audit{RecordValues: []string{"fs__read_file"}, RecordValueSources: []string{"example.yaml:292"}},
 		Serve: Serve{Auth: &ServeAuth{Issuer: "https://id.example.com", Resource: "https://airlock.example.com/mcp",
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
 			Console: &ServeConsole{ClientID: "airlock-console", ClientSecretEnv: "AIRLOCK_CONSOLE_SECRET", Scopes: []string{"profile"},
@@ -134,7 +135,7 @@ func TestExampleIsComplete(t *testing.T) {
 	}
 	var keys []string
 	for _, ks := range []keySet{topKeys, serverKeys, limitKeys, importKeys, policyKeys,
-		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys,
+		toolClassKeys, ruleKeys, argKeys, hookKeys, approvalKeys, auditKeys, healthKeys, taskKeys,
 		oauthKeys, tenancyKeys, egressKeys, serveKeys, serveAuthKeys, serveConsoleKeys, storeKeys, agentKeys} {
 		keys = append(keys, ks.known...)
 	}

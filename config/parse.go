@@ -38,7 +38,7 @@ var (
 			"max_call_duration", "queue_timeout", "max_concurrency",
 			"url", "resource", "allowed_hosts", "allow_private_networks", "scopes", "oauth",
 			"stream_read_timeout", "terminate_on_close", "ca_file", "sampling",
-			"allowed_resources", "allowed_prompts", "instructions"},
+			"allowed_resources", "allowed_prompts", "instructions", "tasks"},
 		elsewhere: withKeys(map[string]string{
 			"servers": "at the top level", "limits": "at the top level",
 			"development": "at the top level", "import": "at the top level", "agent": "at the top level",
@@ -49,6 +49,7 @@ var (
 		}, limitKeys.known, "under limits: at the top level"),
 	}
 	healthKeys = keySet{known: []string{"interval", "timeout"}}
+	taskKeys   = keySet{known: []string{"tools", "required", "ttl", "poll_interval", "max_result_bytes"}}
 	limitKeys  = keySet{
 		known: []string{"max_pages", "max_tools", "max_description", "max_message_bytes",
 			"max_calls_per_turn", "max_concurrent_per_tenant", "max_input_rounds", "max_resource_bytes"},
@@ -213,6 +214,9 @@ func (r *yamlReader) server(e *entry) *serverEntry {
 	r.serverProcess(se)
 	r.serverTools(se)
 	r.serverTimeouts(se)
+	if p, ok := se.entry.keys["tasks"]; ok {
+		se.s.Tasks = r.tasks(p.val, se.entry.path+".tasks")
+	}
 	if se.s.Remote() {
 		r.remote(se)
 	}
@@ -372,6 +376,42 @@ func (r *yamlReader) serverTimeouts(se *serverEntry) {
 			s.MaxConcurrency = n
 		}
 	}
+}
+
+// tasks reads a server's tasks: mapping.
+func (r *yamlReader) tasks(n *yaml.Node, at string) *Tasks {
+	f, ok := r.fields(n, at, taskKeys)
+	if !ok {
+		return nil
+	}
+	t := &Tasks{TTL: DefaultTaskTTL, PollInterval: DefaultTaskPollInterval, MaxResultBytes: DefaultTaskResultBytes}
+	globs := func(key string) []string {
+		p, ok := f[key]
+		if !ok {
+			return nil
+		}
+		items, ok := r.list(p.val, joinPath(at, key), "")
+		if !ok {
+			return nil
+		}
+		out, _ := r.distinct(items, checked(checkTaskTool))
+		return out
+	}
+	t.Tools, t.Required = globs("tools"), globs("required")
+	if len(t.Tools) == 0 && len(t.Required) == 0 {
+		r.errorf(resolve(n).Line, at, `names no tool: list the tools to run as tasks under tools (patterns such as "build_*" match the server's own tool names)`)
+	}
+	r.timeoutKey(f, at, "ttl", &t.TTL)
+	r.timeoutKey(f, at, "poll_interval", &t.PollInterval)
+	if p, ok := f["max_result_bytes"]; ok {
+		if v, ok := r.integer(p.val, joinPath(at, "max_result_bytes"), 1024, 1<<30, "bytes"); ok {
+			t.MaxResultBytes = v
+		}
+	}
+	if p, ok := f["poll_interval"]; ok && t.PollInterval > t.TTL {
+		r.errorf(p.line, joinPath(at, "poll_interval"), "%s is longer than the ttl (%s): a task would be gone before its client polls it", fmtDuration(t.PollInterval), fmtDuration(t.TTL))
+	}
+	return t
 }
 
 // optionalTimeout reads the timeout at key of e, if it is there, into dst,

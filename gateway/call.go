@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
 )
 
 // call is the handler of every listed tool: the call runs through
@@ -48,6 +49,11 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	}
 	if ex.parked() {
 		return as[*mcp.CallToolResult](g.resume(ctx, ex, who)) // the answer to a question its server asked (parked.go)
+	}
+	if g.taskToolOf(p.Name).mode == config.TaskRequired {
+		// A client that declared the tasks extension was served as a
+		// task before the SDK (taskwire.go): this one did not.
+		return nil, tasksRequired("the tool " + clip(p.Name) + " runs only as a task: it")
 	}
 	snap, release, err := g.snapshot(who)
 	if err != nil {

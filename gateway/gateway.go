@@ -20,6 +20,7 @@ import (
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/metrics"
 	"github.com/airlockhq/airlock/policy"
+	"github.com/airlockhq/airlock/store"
 )
 
 // Defaults for the zero fields of Options.
@@ -81,6 +82,10 @@ type Options struct {
 	// it checks its own requests' origins and sessions.
 	Pages       http.Handler
 	PagesPrefix string
+	// Tasks are the servers' tasks: mappings, by server id: the tools the
+	// gateway runs as MCP tasks for the clients that declare the tasks
+	// extension (jobs.go). Nil offers no tasks.
+	Tasks map[string]*config.Tasks
 }
 
 // A Gateway serves one Host's catalog to MCP clients. Create it with New,
@@ -120,6 +125,9 @@ type Gateway struct {
 	levels   sessionLevels // the logging levels 2025-11-25 sessions set
 	parked   parkedCalls   // 2026-07-28 calls waiting for their client's answer (parked.go)
 	relays   relays        // their rounds handed among replicas (rounds.go)
+
+	jobs      jobs                                // tool calls run as MCP tasks (jobs.go)
+	taskTools atomic.Pointer[map[string]taskTool] // the listed tools that run as tasks, by name
 
 	closeOnce sync.Once
 }
@@ -178,9 +186,13 @@ func New(opts *Options) *Gateway {
 	}
 	g.sessions = newSessions(g)
 	g.opts.Measures.ObserveGateway(g.sessions.count)
+	caps := capabilities()
+	if len(g.opts.Tasks) > 0 {
+		caps.AddExtension(taskExtension, map[string]any{})
+	}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "Airlock", Version: g.opts.Version}, &mcp.ServerOptions{
 		Logger:             slog.New(dropPerRequest(g.log.Handler())),
-		Capabilities:       capabilities(),
+		Capabilities:       caps,
 		SetCacheable:       g.cacheable,
 		InitializedHandler: g.initialized,
 		CompletionHandler:  g.complete,
@@ -207,6 +219,15 @@ func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop, g.done = stop, make(chan struct{})
 	g.sessions.share(life, h.Store())
+	if len(g.opts.Tasks) > 0 {
+		if st, ok := h.Store().(store.Jobs); ok {
+			g.jobs.st = st
+			go g.keepJobs(life)
+			g.opts.Measures.ObserveTasks(g.jobs.count)
+		} else {
+			g.log.Warn("tasks are not offered: the store keeps no tasks")
+		}
+	}
 	var notifying sync.WaitGroup
 	notifying.Go(func() { g.notify(life) })
 	go func() {
@@ -342,6 +363,8 @@ func (g *Gateway) publish(snap *airlock.Snapshot, announce bool) {
 	}
 	g.listed = next
 	g.names.Store(&next)
+	tt := g.indexTaskTools(snap)
+	g.taskTools.Store(&tt)
 	ix := indexOf(snap)
 	g.publishContent(g.content.Load(), ix)
 	g.content.Store(ix)

@@ -220,6 +220,9 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateless http.H
 		g.sessions.serve(w, r, body)
 		return
 	}
+	if g.offersTasks() && mayTask(body) && g.serveTasks(w, r, body) {
+		return
+	}
 	var req *jsonrpc.Request
 	if mayOpen(body) {
 		msg, _ := jsonrpc.DecodeMessage(body)

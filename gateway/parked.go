@@ -134,6 +134,18 @@ func (p *parkedCalls) remove(id string) {
 // it.
 func (g *Gateway) park(ctx context.Context, ex *exchange, who caller, a asking,
 	run func(ctx context.Context, k askers) *airlock.Result, finish finisher) (mcp.Result, error) {
+	p, err := g.startParked(ctx, ex, who, a, run, finish)
+	if err != nil {
+		return nil, err
+	}
+	return g.round(ctx, p)
+}
+
+// startParked starts the request ex in the background as park does, and
+// returns its parked call. A client that can be asked nothing has every
+// question declined at once.
+func (g *Gateway) startParked(ctx context.Context, ex *exchange, who caller, a asking,
+	run func(ctx context.Context, k askers) *airlock.Result, finish finisher) (*parkedCall, error) {
 	life, stop, ok := g.calls.enter(traceOnly(ctx))
 	if !ok {
 		return nil, shuttingDown
@@ -141,7 +153,10 @@ func (g *Gateway) park(ctx context.Context, ex *exchange, who caller, a asking,
 	life, cancel := context.WithCancel(life)
 	p := &parkedCall{id: rand.Text(), subject: ex.subject, caller: who.key(), cancel: cancel, finish: finish, needs: ex.needs,
 		reg: &g.parked, asks: make(chan *parkedAsk), done: make(chan struct{}), given: maps.Clone(ex.responses), poke: make(chan struct{}, 1)}
-	k := a.via(p.ask)
+	k := a.decline()
+	if a.any() {
+		k = a.via(p.ask)
+	}
 	k.atOnce = true
 	go func() {
 		p.res = run(life, k)
@@ -155,7 +170,7 @@ func (g *Gateway) park(ctx context.Context, ex *exchange, who caller, a asking,
 			time.AfterFunc(answerWithin, func() { reg.remove(id) })
 		}
 	}()
-	return g.round(ctx, p)
+	return p, nil
 }
 
 // ask puts a question to the client through the next round, under key,
@@ -266,17 +281,7 @@ func (p *parkedCall) gather(first *parkedAsk) map[string]*parkedAsk {
 func (g *Gateway) round(ctx context.Context, p *parkedCall) (mcp.Result, error) {
 	select {
 	case a := <-p.asks:
-		batch := p.gather(a)
-		p.mu.Lock()
-		p.pending, p.given, p.early = batch, nil, 0
-		p.round++
-		round := p.round
-		p.mu.Unlock()
-		reqs := mcp.InputRequestMap{}
-		for key, a := range batch {
-			reqs[key] = a.params
-		}
-		return p.needs(reqs, g.sealParked(p, round)), nil
+		return g.askRound(p, a), nil
 	case <-p.done:
 		g.parked.remove(p.id)
 		return p.finish(ctx, p.res)
@@ -285,6 +290,21 @@ func (g *Gateway) round(ctx context.Context, p *parkedCall) (mcp.Result, error) 
 		g.parked.remove(p.id)
 		return nil, ctx.Err()
 	}
+}
+
+// askRound ends a round of p with the question a and those put with it.
+func (g *Gateway) askRound(p *parkedCall, a *parkedAsk) mcp.Result {
+	batch := p.gather(a)
+	p.mu.Lock()
+	p.pending, p.given, p.early = batch, nil, 0
+	p.round++
+	round := p.round
+	p.mu.Unlock()
+	reqs := mcp.InputRequestMap{}
+	for key, a := range batch {
+		reqs[key] = a.params
+	}
+	return p.needs(reqs, g.sealParked(p, round))
 }
 
 // resume is a round of a parked call: the retry of a 2026-07-28 client,

@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/airlockhq/airlock/store"
+)
 
 // What a gateway measures of its own: its 2025-11-25 sessions, and what
 // it hands to the replicas that share its store.
@@ -87,4 +91,53 @@ func (m *Metrics) gatewayOf() *gatewayMetrics {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.gateway
+}
+
+// The statuses a task of the gateway's reaches.
+var taskStatuses = []string{"working", "input_required", "completed", "failed", "cancelled"}
+
+type taskMetrics struct {
+	reached *prometheus.CounterVec
+}
+
+// ObserveTasks adds the metrics of a gateway's tasks (tool calls run as MCP
+// tasks), with running reporting how many this process runs, by status
+// (working or input_required). Once per Metrics.
+func (m *Metrics) ObserveTasks(running func() map[store.JobStatus]int) {
+	if m == nil {
+		return
+	}
+	t := &taskMetrics{reached: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "airlock_gateway_tasks_total",
+		Help: "Tasks of this gateway by the status they reached: working (created), completed, failed, cancelled.",
+	}, []string{"status"})}
+	for _, s := range taskStatuses {
+		if s != "input_required" {
+			t.reached.WithLabelValues(s)
+		}
+	}
+	m.reg.MustRegister(t.reached)
+	for _, s := range []store.JobStatus{store.JobWorking, store.JobInputRequired} {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "airlock_gateway_tasks_running",
+			Help:        "Tasks whose calls this gateway runs now, by status: working, or input_required (waiting for the client's answers).",
+			ConstLabels: prometheus.Labels{"status": string(s)},
+		}, func() float64 { return float64(running()[s]) }))
+	}
+	m.mu.Lock()
+	m.tasks = t
+	m.mu.Unlock()
+}
+
+// Task counts a task of the gateway's that reached status.
+func (m *Metrics) Task(status string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	t := m.tasks
+	m.mu.Unlock()
+	if t != nil {
+		t.reached.WithLabelValues(status).Inc()
+	}
 }

@@ -36,6 +36,7 @@ type Metrics struct {
 	mu      sync.Mutex
 	source  func(context.Context) State // nil until a host is observed
 	gateway *gatewayMetrics             // nil until a gateway is observed (gateway.go)
+	tasks   *taskMetrics                // nil until a gateway's tasks are observed (gateway.go)
 }
 
 // A State is what a host reports when it is scraped: the gauges.

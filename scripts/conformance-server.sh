@@ -63,6 +63,7 @@ trap finish EXIT
 
 "$go" build -o "$dir/airlock" ./cmd/airlock
 "$go" build -o "$dir/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+"$go" build -o "$dir/taskserver" ./conformance/taskserver
 
 # The configuration an operator would write to put the everything-server
 # behind the gateway for clients that expect its own tool and prompt
@@ -90,11 +91,46 @@ policy:
 EOF
 }
 
-# serve starts airlock serve for the requirement set $1 on a free
-# loopback port (port 0: airlock names it on stderr once it listens, with
-# the catalog listed) and sets url to its endpoint.
+# The tasks extension (io.modelcontextprotocol/tasks) is not part of any
+# requirement set: its scenarios are run one by one, in front of
+# conformance/taskserver, whose tools know nothing of tasks: the gateway
+# makes them tasks, by the tasks: mapping an operator would write. Its
+# tools run as tasks for clients that declare the extension, and
+# failing_job and test_tool_with_task only as tasks, as the suite
+# registers them. The upstream speaks 2026-07-28.
+configure_tasks() {
+	mkdir -p "$dir/$1"
+	cat >"$dir/$1/airlock.yaml" <<EOF
+servers:
+  - id: tasks
+    command: "$dir/taskserver"
+    allowed_tools: ["*"]
+    tool_prefix: ""
+    protocol_versions: ["2026-07-28"]
+    tasks:
+      tools: [slow_compute, protocol_error_job, confirm_delete, multi_input]
+      required: [failing_job, test_tool_with_task]
+      ttl: 10m
+      poll_interval: 1s
+policy:
+  rules:
+    - {server: tasks, decision: allow}
+EOF
+}
+
+task_scenarios=(tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal
+	tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications
+	tasks-required-task-error tasks-mrtr-composition)
+
+# serve starts airlock serve for the requirement set $1 (or the tasks
+# extension) on a free loopback port (port 0: airlock names it on stderr
+# once it listens, with the catalog listed) and sets url to its endpoint.
 serve() {
-	configure "$1"
+	if [[ $1 == tasks ]]; then
+		configure_tasks "$1"
+	else
+		configure "$1"
+	fi
 	"$dir/airlock" serve --http 127.0.0.1:0 --config "$dir/$1/airlock.yaml" --state "$dir/$1/state" \
 		2>"$dir/$1/airlock.stderr" &
 	local pid=$!
@@ -117,6 +153,12 @@ for req in "${requirements[@]}"; do
 	(cd "$dir" && PATH="$root/$node_dir/node_modules/.bin:$PATH" "$node" "$conformance_js" server \
 		--url "$url" --requirements "$req" \
 		--expected-failures "$root/conformance/server-baseline.yml" -o "$dir/results-$req" "$@") || status=1
+done
+serve tasks
+echo "conformance: server mode, the tasks extension, against airlock serve at $url"
+for scenario in "${task_scenarios[@]}"; do
+	(cd "$dir" && PATH="$root/$node_dir/node_modules/.bin:$PATH" "$node" "$conformance_js" server \
+		--url "$url" --scenario "$scenario" -o "$dir/results-$scenario" "$@") || status=1
 done
 [[ $status == 0 ]] && passed=true
 exit $status

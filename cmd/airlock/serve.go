@@ -89,7 +89,7 @@ func (e *env) serve(o *options, _ []string) error {
 	var consoleKey []byte      // the console's key, shared by the replicas
 	e.hostOptions = func(cfg *config.Config, opts *airlock.Options) error {
 		gopts := &gateway.Options{Logger: opts.Logger, Version: version(), Serve: cfg.Serve,
-			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes)}
+			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes), Tasks: serverTasks(cfg)}
 		if a := cfg.Serve.Auth; a != nil && o.httpAddr != "" {
 			v, err := gateway.NewVerifier(a, opts.Logger)
 			if err != nil {
@@ -310,3 +310,18 @@ func listen(addr string) (net.Listener, string, error) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// serverTasks are the servers' tasks: mappings, by server id, or nil when
+// none has one.
+func serverTasks(cfg *config.Config) map[string]*config.Tasks {
+	var out map[string]*config.Tasks
+	for _, s := range cfg.Servers {
+		if s.Tasks != nil {
+			if out == nil {
+				out = map[string]*config.Tasks{}
+			}
+			out[s.ID] = s.Tasks
+		}
+	}
+	return out
+}

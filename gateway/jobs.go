@@ -1,0 +1,517 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/store"
+)
+
+// Long tool calls as MCP tasks (the io.modelcontextprotocol/tasks
+// extension, SEP-2663). A server's tasks: mapping names tools the gateway
+// runs as tasks: a 2026-07-28 client that declares the extension (in its
+// request's _meta) and calls one is answered, once the call has run for
+// syncWindow, with a task (CreateTaskResult) it polls with tasks/get, while
+// the call goes on through the same pipeline in the background, as a
+// parked call does (parked.go): policy, approvals and the journal come
+// first, and a question its server asks during the call waits in the task
+// (input_required, answered with tasks/update). Within syncWindow the call
+// is answered as any other: a question asked then is a round of the call
+// (the retry carrying the answer takes it up again, and may become the
+// task), and a result then is the call's answer (but for a tool that only
+// runs as a task, which gets its task either way).
+//
+// Tasks are kept in the store (store.Jobs), so that every replica sharing
+// it answers tasks/get, and a task whose gateway died while it ran reads
+// failed (for a write, with the unknown outcome: the call is never sent
+// again). A task belongs to the principal that made the call: for
+// another, it does not exist. Clients that did not declare the extension,
+// and tools not named, are served as before; a tool that only runs as a
+// task (tasks.required) is refused to those clients, saying what they
+// must declare.
+
+// taskExtension names the extension, in capabilities and _meta.
+const taskExtension = "io.modelcontextprotocol/tasks"
+
+// syncWindow is how long a task call is answered as a plain call before it
+// becomes a task.
+const syncWindow = 300 * time.Millisecond
+
+// jobWatch is how often a running task checks its record, to stop when it
+// was cancelled through another replica.
+const jobWatch = time.Second
+
+// jobPurge is how often a gateway removes the tasks past their ttl.
+const jobPurge = time.Minute
+
+// jobs are the gateway's tasks: the records in the store, and the calls
+// this process runs for them.
+type jobs struct {
+	st   store.Jobs // nil: tasks are not offered
+	mu   sync.Mutex
+	live map[string]*job
+}
+
+// A job is a task whose call this process runs.
+type job struct {
+	id      string
+	p       *parkedCall
+	tasks   *config.Tasks
+	server  string
+	tool    string
+	journal bool // the call is a write: its intent is journaled
+
+	mu      sync.Mutex
+	pending map[string]*parkedAsk // the questions the call waits on, by key
+}
+
+func (js *jobs) add(j *job) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	if js.live == nil {
+		js.live = map[string]*job{}
+	}
+	js.live[j.id] = j
+}
+
+func (js *jobs) get(id string) *job {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	return js.live[id]
+}
+
+func (js *jobs) remove(id string) {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	delete(js.live, id)
+}
+
+// count is how many tasks this process runs, by status.
+func (js *jobs) count() map[store.JobStatus]int {
+	js.mu.Lock()
+	live := slices.Collect(maps.Values(js.live))
+	js.mu.Unlock()
+	n := map[store.JobStatus]int{}
+	for _, j := range live {
+		j.mu.Lock()
+		if len(j.pending) > 0 {
+			n[store.JobInputRequired]++
+		} else {
+			n[store.JobWorking]++
+		}
+		j.mu.Unlock()
+	}
+	return n
+}
+
+// taskTool is how the listed tool name is run as a task, and the tasks:
+// mapping of its server.
+type taskTool struct {
+	mode    config.TaskMode
+	tasks   *config.Tasks
+	server  string
+	journal bool
+}
+
+// taskToolOf returns how the gateway runs the listed tool name.
+func (g *Gateway) taskToolOf(name string) taskTool {
+	m := g.taskTools.Load()
+	if m == nil {
+		return taskTool{}
+	}
+	return (*m)[name]
+}
+
+// indexTaskTools returns the listed tools that run as tasks, by name.
+func (g *Gateway) indexTaskTools(snap *airlock.Snapshot) map[string]taskTool {
+	out := map[string]taskTool{}
+	for _, t := range snap.Tools() {
+		ts := g.opts.Tasks[t.Server]
+		if mode := ts.Mode(t.RemoteName); mode != config.TaskNever {
+			out[t.Name] = taskTool{mode: mode, tasks: ts, server: t.Server, journal: t.Effect != airlock.EffectRead}
+		}
+	}
+	return out
+}
+
+// offersTasks reports whether the gateway runs any tool as a task.
+func (g *Gateway) offersTasks() bool { return len(g.opts.Tasks) > 0 && g.jobs.st != nil }
+
+// declaresTasks reports whether a request's client declared the tasks
+// extension.
+func declaresTasks(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[taskExtension]
+	return ok
+}
+
+// tasksRequired is the error for a client that did not declare the tasks
+// extension and needs it: for tasks/*, and for a tool that only runs as a
+// task.
+func tasksRequired(what string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
+		"extensions": map[string]any{taskExtension: map[string]any{}}}})
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: what + " needs the " + taskExtension + " extension: declare it in the request's _meta (io.modelcontextprotocol/clientCapabilities.extensions)"}
+}
+
+// unknownTask answers a task id that names no task of the caller's.
+var unknownTask = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+	Message: "unknown task: no task of yours has this id (it may have expired)"}
+
+// taskCall serves a tools/call that may become a task: req is its
+// request, from a client that declared the extension, and tt how its tool
+// runs. It returns the call's answer, or the task it became.
+func (g *Gateway) taskCall(ctx context.Context, req *mcp.CallToolRequest, tt taskTool) (mcp.Result, *store.Job, error) {
+	ctx, done, ok := g.calls.enter(ctx)
+	if !ok {
+		return nil, nil, shuttingDown
+	}
+	defer g.calls.leave()
+	defer done()
+	p := req.Params
+	ex := toolExchange(req)
+	who, err := g.callerOf(req.Extra)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ex.parked() {
+		// The retry of a round the call answered before it became a task.
+		pc := g.openParked(ex.state, ex.subject, who.key())
+		if pc == nil {
+			return nil, nil, noParkedCall
+		}
+		if err := pc.take(ex.responses); err != nil {
+			return nil, nil, err
+		}
+		return g.taskRound(ctx, pc, who, p.Name, tt)
+	}
+	turn, err := turnOf(ex.meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	snap, release, err := g.snapshot(who)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := g.question(ex, who, p.Name, whatCall)
+	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
+	if !ex.answered() {
+		c.Turn = turn
+	}
+	run := func(ctx context.Context, k askers) *airlock.Result {
+		defer release()
+		k.onCall(&c)
+		return g.host.Load().Call(withQuestion(ctx, q), snap, c)
+	}
+	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
+		if asked, ok := g.askedOf(ctx, ex, q, r); ok {
+			return asked, nil
+		}
+		res, err := result(ctx, p.Name, r)
+		g.withHint(who, res, r)
+		return res, err
+	}
+	a := askingOf(ex)
+	a.modern = true
+	c.Offers = a.offers()
+	pc, err := g.startParked(ctx, ex, who, a, run, finish)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return g.taskRound(ctx, pc, who, p.Name, tt)
+}
+
+// taskRound waits syncWindow for what the call pc does: a question, which
+// ends the round as for any call; its result, which is the answer (unless
+// the tool only runs as a task); or nothing, when the call becomes a task.
+func (g *Gateway) taskRound(ctx context.Context, pc *parkedCall, who caller, name string, tt taskTool) (mcp.Result, *store.Job, error) {
+	wait := time.NewTimer(syncWindow)
+	defer wait.Stop()
+	select {
+	case a := <-pc.asks:
+		return g.askRound(pc, a), nil, nil
+	case <-pc.done:
+		if tt.mode != config.TaskRequired {
+			g.parked.remove(pc.id)
+			res, err := pc.finish(ctx, pc.res)
+			return res, nil, err
+		}
+	case <-wait.C:
+	case <-ctx.Done():
+		pc.cancel()
+		g.parked.remove(pc.id)
+		return nil, nil, ctx.Err()
+	}
+	j := &job{id: store.NewID("task_"), p: pc, tasks: tt.tasks, server: tt.server, tool: name, journal: tt.journal}
+	rec := store.Job{ID: j.id, Tenant: who.who.Tenant, User: who.who.User, Server: tt.server, Tool: name, Write: tt.journal,
+		Status: store.JobWorking, Lost: lostError(j), TTL: tt.tasks.TTL, PollInterval: tt.tasks.PollInterval}
+	if err := g.jobs.st.CreateJob(ctx, rec); err != nil {
+		pc.cancel()
+		g.parked.remove(pc.id)
+		g.log.Error("task not created: the store refused its record", "tool", clip(name), "error", err)
+		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway cannot keep this task (its store refused the record); the call was cancelled: make it again"}
+	}
+	created, err := g.jobs.st.Job(ctx, j.id)
+	if err != nil {
+		created = rec
+	}
+	g.jobs.add(j)
+	g.opts.Measures.Task(string(store.JobWorking))
+	go g.runJob(j)
+	return nil, &created, nil
+}
+
+// lostError is the error a task settles failed with when its gateway is
+// gone before the call finished.
+func lostError(j *job) []byte {
+	class, what := airlock.ConnectionError, "make the call again"
+	if j.journal {
+		class, what = airlock.OutcomeUnknown, "it may have taken effect: do not repeat it blindly (airlock recovery list shows the call)"
+	}
+	data, _ := json.Marshal(map[string]string{"class": string(class), "server": j.server, "tool": j.tool})
+	e, _ := json.Marshal(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
+		Message: fmt.Sprintf("%s: the gateway that ran this task stopped before the call finished; %s", class, what)})
+	return e
+}
+
+// runJob follows the call of j until it settles: its questions wait in
+// the task, and its result or error settles it. A task cancelled through
+// another replica cancels the call here.
+func (g *Gateway) runJob(j *job) {
+	defer g.jobs.remove(j.id)
+	pc := j.p
+	ctx := context.Background()
+	watch := time.NewTicker(jobWatch)
+	defer watch.Stop()
+	for {
+		select {
+		case a := <-pc.asks:
+			j.ask(pc.gather(a))
+			g.jobUpdate(ctx, j, j.status())
+		case <-pc.done:
+			g.parked.remove(pc.id)
+			g.settle(ctx, j)
+			return
+		case <-watch.C:
+			if rec, err := g.jobs.st.Job(ctx, j.id); err == nil && rec.Status.Terminal() || errors.Is(err, store.ErrNotFound) {
+				pc.cancel()
+			}
+		}
+	}
+}
+
+// ask records the questions batch the call now waits on.
+func (j *job) ask(batch map[string]*parkedAsk) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.pending == nil {
+		j.pending = map[string]*parkedAsk{}
+	}
+	for key, a := range batch {
+		j.pending[key] = a
+	}
+}
+
+// status is the update of j's record for the questions it waits on.
+func (j *job) status() store.JobUpdate {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.pending) == 0 {
+		return store.JobUpdate{Status: store.JobWorking}
+	}
+	reqs := mcp.InputRequestMap{}
+	for key, a := range j.pending {
+		reqs[key] = a.params
+	}
+	input, err := json.Marshal(reqs)
+	if err != nil {
+		input = []byte("{}")
+	}
+	return store.JobUpdate{Status: store.JobInputRequired, Message: "waiting for the client's answers (tasks/update)", Input: input}
+}
+
+// answer hands the client's answers (raw, by key) to the questions the
+// call waits on; answers to other keys are ignored. It reports whether
+// any was taken.
+func (j *job) answer(responses map[string]json.RawMessage) (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	took := false
+	for key, raw := range responses {
+		a := j.pending[key]
+		if a == nil {
+			continue
+		}
+		resp, err := inputResponse(a.params, raw)
+		if err != nil {
+			return took, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("inputResponses[%q]: %v", clip(key), err)}
+		}
+		delete(j.pending, key)
+		a.answer <- resp
+		took = true
+	}
+	return took, nil
+}
+
+// inputResponse decodes raw as the answer to a question of params' kind.
+func inputResponse(params mcp.InputRequest, raw json.RawMessage) (mcp.InputResponse, error) {
+	var resp mcp.InputResponse
+	switch params.(type) {
+	case *mcp.ElicitParams:
+		resp = &mcp.ElicitResult{}
+	case *mcp.CreateMessageParams:
+		resp = &mcp.CreateMessageResult{}
+	case *mcp.ListRootsParams:
+		resp = &mcp.ListRootsResult{}
+	default:
+		return nil, fmt.Errorf("cannot answer a question of type %T", params)
+	}
+	if err := json.Unmarshal(raw, resp); err != nil {
+		return nil, fmt.Errorf("not an answer to this question: %v", err)
+	}
+	return resp, nil
+}
+
+// jobUpdate writes u to j's record; a task settled meanwhile (cancelled)
+// stays as it is.
+func (g *Gateway) jobUpdate(ctx context.Context, j *job, u store.JobUpdate) bool {
+	err := g.jobs.st.UpdateJob(ctx, j.id, u)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrNotFound):
+	default:
+		g.log.Error("task record not updated", "task", j.id, "status", u.Status, "error", err)
+	}
+	return false
+}
+
+// settle records how j's call ended: completed with its result (a tool
+// error included), or failed with a protocol error, an unknown outcome or
+// a result larger than the tasks: mapping keeps.
+func (g *Gateway) settle(ctx context.Context, j *job) {
+	pc := j.p
+	u := store.JobUpdate{Status: store.JobCompleted}
+	r := pc.res
+	if r != nil && r.Status == airlock.OutcomeUnknown {
+		u = failedUpdate(unknownOutcome(r))
+	} else {
+		res, err := pc.finish(ctx, r)
+		switch {
+		case err != nil:
+			u = failedUpdate(err)
+		default:
+			if cr, ok := res.(*mcp.CallToolResult); ok && len(cr.InputRequests) > 0 {
+				// An approval question, asked after the call became a
+				// task: the person approves it out of band.
+				res = toolError(r, r.Err.Msg)
+			}
+			body, err := json.Marshal(res)
+			switch {
+			case err != nil:
+				u = failedUpdate(err)
+			case len(body) > j.tasks.MaxResultBytes:
+				u = failedUpdate(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+					"the call's result of %d bytes is larger than this server's tasks.max_result_bytes (%d): it is not kept", len(body), j.tasks.MaxResultBytes)})
+			default:
+				u.Result = body
+			}
+		}
+	}
+	if g.jobUpdate(ctx, j, u) {
+		g.opts.Measures.Task(string(u.Status))
+	}
+}
+
+// unknownOutcome is the error of a task whose write's outcome is unknown.
+func unknownOutcome(r *airlock.Result) *jsonrpc.Error {
+	msg := "outcome_unknown: the outcome of this call is unknown"
+	if r.Err != nil {
+		msg += ": " + r.Err.Msg
+	}
+	msg += fmt.Sprintf("; do not repeat the call blindly: it may already have taken effect (recovery id %s)", r.RecoveryID)
+	data, _ := json.Marshal(map[string]string{"class": string(r.Status), "recovery_id": r.RecoveryID, "trace_id": r.TraceID})
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg, Data: data}
+}
+
+// failedUpdate settles a task failed with err, as a JSON-RPC error object.
+func failedUpdate(err error) store.JobUpdate {
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) {
+		je = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	body, _ := json.Marshal(je)
+	return store.JobUpdate{Status: store.JobFailed, Error: body}
+}
+
+// cancelJob cancels the task rec: settled cancelled, and its call, when it
+// runs here, cancelled (the server is told). A settled task stays as it
+// is.
+func (g *Gateway) cancelJob(ctx context.Context, rec store.Job) error {
+	if rec.Status.Terminal() {
+		return nil
+	}
+	err := g.jobs.st.UpdateJob(ctx, rec.ID, store.JobUpdate{Status: store.JobCancelled, Message: "cancelled by its client"})
+	switch {
+	case err == nil:
+		g.opts.Measures.Task(string(store.JobCancelled))
+	case errors.Is(err, store.ErrConflict):
+	default:
+		return err
+	}
+	if j := g.jobs.get(rec.ID); j != nil {
+		j.p.cancel()
+	}
+	return nil
+}
+
+// updateJob hands the answers of a tasks/update to the task rec's call,
+// when it runs here and waits on them.
+func (g *Gateway) updateJob(ctx context.Context, rec store.Job, responses map[string]json.RawMessage) error {
+	j := g.jobs.get(rec.ID)
+	if j == nil || rec.Status != store.JobInputRequired {
+		return nil // nothing waits for an answer here: acked, as answers to unknown keys are
+	}
+	took, err := j.answer(responses)
+	if took {
+		g.jobUpdate(ctx, j, j.status())
+	}
+	return err
+}
+
+// keepJobs settles the tasks of gateways that are gone and removes those
+// past their ttl, now and every jobPurge, until ctx ends.
+func (g *Gateway) keepJobs(ctx context.Context) {
+	t := time.NewTicker(jobPurge)
+	defer t.Stop()
+	for {
+		if n, err := g.jobs.st.RecoverJobs(ctx, time.Now()); err != nil {
+			g.log.Warn("tasks of stopped gateways not settled", "error", err)
+		} else if n > 0 {
+			g.log.Warn("tasks settled failed: the gateway that ran them stopped before their calls finished", "tasks", n)
+		}
+		if _, err := g.jobs.st.PurgeJobs(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			g.log.Warn("expired tasks not removed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
