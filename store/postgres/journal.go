@@ -22,13 +22,12 @@ var _ store.Journal = journal{}
 // writer's session ($15, the backend pid): a session lost since the lock
 // was taken inserts nothing, rather than an intent that another replica
 // would take for a dead writer's.
-const beginQuery = `
+var beginQuery = `
 INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
 	tenant, user_name, created_at, writer)
 SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::boolean,
 	$11::text, $12::text, $13::timestamptz, $14::bigint
-WHERE EXISTS (SELECT 1 ` + advisoryLocks + ` AND pid = $15 AND objsubid = 1
-	AND classid::bigint = ($14::bigint >> 32) & 4294967295 AND objid::bigint = $14::bigint & 4294967295)`
+WHERE ` + writerHeld("$14", "$15")
 
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	created, err := in.Created(time.Now())

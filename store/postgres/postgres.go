@@ -9,18 +9,21 @@
 //     synchronous standbys, if it has any) when Begin returns, and so is a
 //     consumed grant.
 //   - Every state change that must happen at most once (End, Resolve,
-//     Decide, Consume, LateAnswer) is a single conditional UPDATE; PostgreSQL
-//     lets only one of several racing transactions, in any number of
-//     processes, find the row still in the state it needs.
-//   - Each DB that begins intents holds a session-level advisory lock on a
-//     connection of its own, for as long as it is open, keyed by its writer
-//     id, which every intent it begins records. PostgreSQL drops the lock
-//     when that session ends: the process exited or crashed, its machine
-//     went away, or Close closed it. RecoverOpen ends the open intents of a
-//     writer only if it can take that writer's lock, so intents in flight
-//     in a live replica stay open. Begin writes an intent only while its
-//     own lock is held (it checks pg_locks in the same statement), so an
-//     intent is never recorded under a lock that is already gone.
+//     Decide, Consume, LateAnswer, a job's settling) is a single
+//     conditional UPDATE; PostgreSQL lets only one of several racing
+//     transactions, in any number of processes, find the row still in the
+//     state it needs.
+//   - Each DB that begins intents or creates jobs holds a session-level
+//     advisory lock on a connection of its own, for as long as it is open,
+//     keyed by its writer id, which every intent it begins and every job
+//     it creates records. PostgreSQL drops the lock when that session
+//     ends: the process exited or crashed, its machine went away, or Close
+//     closed it. RecoverOpen ends the open intents of a writer only if it
+//     can take that writer's lock, so intents in flight in a live replica
+//     stay open. Begin writes an intent only while its own lock is held
+//     (it checks pg_locks in the same statement), so an intent is never
+//     recorded under a lock that is already gone. Jobs are created, and
+//     settled as lost by RecoverJobs and Job, the same way.
 //   - Appends to the audit trail are serialized by a transaction-level
 //     advisory lock: each append reads the chain's newest link, links its
 //     events and seals the new head in one transaction, so that every
@@ -81,7 +84,8 @@ type Options struct {
 	Password string
 	// MaxConns caps the connections of the pool queries run on; 0 is
 	// pgxpool's default (the larger of 4 and the number of CPUs). A DB
-	// that begins intents or takes leases holds one more, for its locks.
+	// that begins intents, creates jobs or takes leases holds one more, for
+	// its locks.
 	MaxConns int32
 }
 
@@ -386,6 +390,15 @@ const (
 // numbers), objsubid = 2.
 const advisoryLocks = `FROM pg_locks WHERE locktype = 'advisory' AND granted
 	AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+
+// writerHeld is the condition that the writer lock on the key writer (a
+// parameter, such as "$14") is held by the session whose backend process
+// is pid (another): a session lost since it took the lock holds it no
+// more.
+func writerHeld(writer, pid string) string {
+	return `EXISTS (SELECT 1 ` + advisoryLocks + ` AND pid = ` + pid + ` AND objsubid = 1
+	AND classid::bigint = (` + writer + `::bigint >> 32) & 4294967295 AND objid::bigint = ` + writer + `::bigint & 4294967295)`
+}
 
 // lockReleaseTimeout bounds giving back a session-level lock.
 const lockReleaseTimeout = 10 * time.Second

@@ -22,31 +22,71 @@ import (
 	"github.com/airlockhq/airlock/store/storetest"
 )
 
-// The test binary doubles as the child process of TestCrashRecovery: with
-// childEnv set to a database URL it begins an intent, says so and waits to
-// be killed.
+// The test binary doubles as the child process of TestCrashRecovery and
+// TestJobsOfKilledProcess: with childEnv set to a database URL it begins
+// an intent (or, with the role jobs, creates the jobs childJobs names),
+// says so and waits to be killed.
 const childEnv = "AIRLOCK_STORE_CHILD_URL"
 
 func TestMain(m *testing.M) {
 	if u := os.Getenv(childEnv); u != "" {
-		os.Exit(child(u, os.Getenv("AIRLOCK_STORE_CHILD_KEY")))
+		os.Exit(child(u, os.Getenv("AIRLOCK_STORE_CHILD_KEY"), os.Getenv("AIRLOCK_STORE_CHILD_ROLE")))
 	}
 	os.Exit(m.Run())
 }
 
-func child(url, keyFile string) int {
-	db, err := postgres.Open(context.Background(), url, keyFile, nil)
+func child(url, keyFile, role string) int {
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, url, keyFile, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := db.Journal().Begin(context.Background(), intent("child")); err != nil {
+	said := "begun"
+	if role == "jobs" {
+		for _, id := range childJobs {
+			if err = db.CreateJob(ctx, job(id)); err != nil {
+				break
+			}
+		}
+		said = "created"
+	} else {
+		err = db.Journal().Begin(ctx, intent("child"))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Println("begun")
+	fmt.Println(said)
 	bufio.NewReader(os.Stdin).ReadString('\n') // until killed
 	return 0
+}
+
+// startChild starts the child process in role ("" to begin an intent) on
+// the database at url, and waits until it says want; the test kills it
+// when it ends, if it has not.
+func startChild(t *testing.T, url, keyFile, role, want string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+url, "AIRLOCK_STORE_CHILD_KEY="+keyFile, "AIRLOCK_STORE_CHILD_ROLE="+role)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close() })
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != want {
+		t.Fatalf("child said %q, %v; want %s", line, err, want)
+	}
+	return cmd
 }
 
 // opener returns the suite's open function: one database per test, every
@@ -227,25 +267,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatalf("Begin: %v", err)
 	}
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+url, "AIRLOCK_STORE_CHILD_KEY="+key)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "begun" {
-		t.Fatalf("child said %q, %v; want begun", line, err)
-	}
+	cmd := startChild(t, url, key, "", "begun")
 
 	j := open(t, url, key).Journal()
 	if n, err := j.RecoverOpen(t.Context(), time.Now()); err != nil || n != 0 {
@@ -263,6 +285,58 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	if n, err := j.RecoverOpen(t.Context(), time.Now()); err != nil || n != 0 {
 		t.Errorf("RecoverOpen again: got %d, %v; want 0, nil", n, err)
+	}
+}
+
+// job returns a working job with the given id, kept for an hour, whose
+// Lost error names it.
+func job(id string) store.Job {
+	return store.Job{ID: id, Server: "fs", Tool: "fs__write_file", Status: store.JobWorking, TTL: time.Hour,
+		Lost: []byte(`{"code":-32603,"message":"lost ` + id + `"}`)}
+}
+
+// childJobs are the jobs the child creates in the role jobs: one for Job
+// to settle once the child is gone, one for RecoverJobs.
+var childJobs = []string{"child_read", "child_recover"}
+
+// TestJobsOfKilledProcess: the jobs of a replica that was killed while
+// they ran stay working while it lives, and are settled failed with their
+// Lost errors once its session is gone, by Job and by RecoverJobs.
+func TestJobsOfKilledProcess(t *testing.T) {
+	url, key := database(t)
+	cmd := startChild(t, url, key, "jobs", "created")
+	db := open(t, url, key)
+	if n, err := db.RecoverJobs(t.Context(), time.Now()); err != nil || n != 0 {
+		t.Fatalf("RecoverJobs while the child lives: got %d, %v; want 0, nil", n, err)
+	}
+	if j, err := db.Job(t.Context(), "child_read"); err != nil || j.Status != store.JobWorking {
+		t.Fatalf("the child's job while it lives: got %q, %v; want working", j.Status, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	// The server ends the child's session, and frees its lock, once it
+	// finds the connection closed.
+	var j store.Job
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if j, err = db.Job(t.Context(), "child_read"); err != nil {
+			t.Fatalf("Job: %v", err)
+		}
+		if j.Status != store.JobWorking || time.Now().After(deadline) {
+			break
+		}
+	}
+	if j.Status != store.JobFailed || string(j.Error) != string(job("child_read").Lost) {
+		t.Errorf("the child's job after it was killed: got %q with error %s; want failed with its Lost error", j.Status, j.Error)
+	}
+	if n, err := db.RecoverJobs(t.Context(), time.Now()); err != nil || n != 1 {
+		t.Errorf("RecoverJobs after the child was killed: got %d, %v; want 1, nil", n, err)
+	}
+	if j, err := db.Job(t.Context(), "child_recover"); err != nil || j.Status != store.JobFailed {
+		t.Errorf("the child's other job after RecoverJobs: got %q, %v; want failed", j.Status, err)
 	}
 }
 

@@ -231,6 +231,38 @@ CREATE TABLE inputs (
 );
 CREATE INDEX inputs_status ON inputs (status, created_at);
 `,
+	// 10: the tool calls run as MCP tasks (jobs.go). writer is the key of
+	// the writer lock of the DB that created the job, as for intents;
+	// expires_at is created_at plus ttl_ms, kept for the queries that
+	// leave expired jobs out and for PurgeJobs. The JSON of result, error,
+	// input and lost is bytea: returned byte for byte as it was given.
+	`
+CREATE TABLE jobs (
+	seq        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	id         text        NOT NULL UNIQUE,
+	tenant     text        NOT NULL,
+	user_name  text        NOT NULL,
+	server     text        NOT NULL,
+	tool       text        NOT NULL,
+	write      boolean     NOT NULL,
+	record_id  text        NOT NULL,
+	status     text        NOT NULL CHECK (status IN ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+	message    text        NOT NULL,
+	result     bytea,
+	error      bytea,
+	input      bytea,
+	lost       bytea,
+	ttl_ms     bigint      NOT NULL CHECK (ttl_ms > 0),
+	poll_ms    bigint      NOT NULL,
+	created_at timestamptz NOT NULL,
+	updated_at timestamptz NOT NULL, -- by the server's clock
+	expires_at timestamptz NOT NULL,
+	writer     bigint      NOT NULL
+);
+CREATE INDEX jobs_created ON jobs (created_at, seq);
+CREATE INDEX jobs_open ON jobs (writer) WHERE status IN ('working', 'input_required');
+CREATE INDEX jobs_expires ON jobs (expires_at);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -31,7 +31,7 @@ func TestPragmas(t *testing.T) {
 		{db.w, "journal_mode", "wal"},
 		{db.w, "synchronous", "2"}, // FULL
 		{db.w, "busy_timeout", "10000"},
-		{db.w, "user_version", "10"},
+		{db.w, "user_version", "11"},
 		{db.r, "journal_mode", "wal"},
 		{db.r, "query_only", "1"},
 		{db.r, "busy_timeout", "10000"},
@@ -52,7 +52,7 @@ func TestPragmas(t *testing.T) {
 	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
 		t.Errorf("after a relaxed save, PRAGMA synchronous = %q (%v), want 2 (FULL)", sync, err)
 	}
-	if len(migrations) != 10 {
+	if len(migrations) != 11 {
 		t.Errorf("update the user_version this test expects to %d", len(migrations))
 	}
 }

@@ -202,6 +202,37 @@ CREATE TABLE inputs (
 ) STRICT;
 CREATE INDEX inputs_status ON inputs (status, created_at);
 `,
+	// 11: the tool calls run as MCP tasks (jobs.go). writer is the id of
+	// the DB that created the job, as for intents; expires_at is
+	// created_at plus ttl_ms, kept for the queries that leave expired
+	// jobs out and for PurgeJobs.
+	`
+CREATE TABLE jobs (
+	seq        INTEGER PRIMARY KEY,
+	id         TEXT    NOT NULL UNIQUE,
+	tenant     TEXT    NOT NULL,
+	user_name  TEXT    NOT NULL,
+	server     TEXT    NOT NULL,
+	tool       TEXT    NOT NULL,
+	write      INTEGER NOT NULL CHECK (write IN (0, 1)),
+	record_id  TEXT    NOT NULL,
+	status     TEXT    NOT NULL CHECK (status IN ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+	message    TEXT    NOT NULL,
+	result     BLOB,
+	error      BLOB,
+	input      BLOB,
+	lost       BLOB,
+	ttl_ms     INTEGER NOT NULL CHECK (ttl_ms > 0),
+	poll_ms    INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	writer     TEXT    NOT NULL
+) STRICT;
+CREATE INDEX jobs_created ON jobs (created_at, seq);
+CREATE INDEX jobs_open ON jobs (writer) WHERE status IN ('working', 'input_required');
+CREATE INDEX jobs_expires ON jobs (expires_at);
+`,
 }
 
 // migrate brings the schema to the newest version. A database that is

@@ -21,12 +21,14 @@
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
-//     Consume) is a single conditional UPDATE, which SQLite runs under its
-//     write lock, so racing goroutines and processes cannot both win.
-//   - Each DB that begins intents holds an advisory lock on a file of its
-//     own beside the database ("<file>-writers/"). The kernel drops the lock
-//     when the process dies, which is how RecoverOpen tells an intent left
-//     by a crashed process from one that is still in flight.
+//     Consume, a job's settling) is a single conditional UPDATE, which
+//     SQLite runs under its write lock, so racing goroutines and processes
+//     cannot both win.
+//   - Each DB that begins intents or creates jobs holds an advisory lock on
+//     a file of its own beside the database ("<file>-writers/"). The kernel
+//     drops the lock when the process dies, which is how RecoverOpen tells
+//     an intent left by a crashed process from one that is still in
+//     flight, and RecoverJobs and Job a job.
 //   - The database and its -wal and -shm files are created with mode 0600.
 //   - The audit trail is chained (store.ChainLink) under a key kept in the
 //     file audit.key beside the database (mode 0600), made by the first

@@ -79,6 +79,14 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Inputs/AskAnswer", testInputAskAnswer},
 		{"Inputs/Refuses", testInputRefuses},
 		{"Inputs/Race", testInputRace},
+		{"Jobs/CreateGet", testJobCreateGet},
+		{"Jobs/Refuses", testJobRefuses},
+		{"Jobs/Update", testJobUpdate},
+		{"Jobs/UpdateRace", testJobUpdateRace},
+		{"Jobs/Expiry", testJobExpiry},
+		{"Jobs/List", testJobList},
+		{"Jobs/Recover", testJobRecover},
+		{"Jobs/LostOnRead", testJobLostOnRead},
 		{"Contract/RecoveryJSON", testRecoveryJSON},
 		{"Contract/ApprovalJSON", testApprovalJSON},
 		{"Contract/RuleJSON", testRuleJSON},
@@ -126,7 +134,8 @@ func (h *harness) store() *handle {
 
 // part returns a new handle as the part T of a store that a backend may
 // implement besides Store (Runs, Tasks, Inputs), failing the test if the
-// backend does not.
+// backend does not. Jobs, which a backend may leave out, skip instead
+// (harness.jobs).
 func part[T any](h *harness) T {
 	h.t.Helper()
 	s := h.store()

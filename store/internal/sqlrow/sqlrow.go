@@ -1,6 +1,6 @@
 // Package sqlrow holds what the SQL backends do alike with the rows of
-// their tables: it reads them into store types (records.go) and the audit
-// trail's events and chain (audit.go), so that SQLite and PostgreSQL turn
+// their tables: it reads them into store types (records.go, jobs.go) and
+// the audit trail's events and chain (audit.go), so that SQLite and PostgreSQL turn
 // a row into a record the same way, and tells a missing or a taken row by
 // the store's errors. The backends' tables have the same columns; what
 // differs is how their drivers hand back a time, which each reader takes
