@@ -1,0 +1,246 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockhq/airlock/auth/bearer/bearertest"
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/gateway"
+)
+
+// taskTools is the tasks: mapping of w in the task fixtures: its waits
+// and echo run as tasks, note only as one.
+var taskTools = map[string]*config.Tasks{"w": {Tools: []string{"wait*", "echo"}, Required: []string{"note"},
+	TTL: time.Hour, PollInterval: 500 * time.Millisecond, MaxResultBytes: 1 << 20}}
+
+// startTasks serves the fixture with taskTools, and opts (nil for none).
+func startTasks(t *testing.T, opts *gateway.Options) *fixture {
+	t.Helper()
+	var o gateway.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Tasks = taskTools
+	return start(t, "", &o)
+}
+
+// declaring is the _meta of a 2026-07-28 request whose client declares
+// the tasks extension.
+const declaring = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+
+// undeclaring is the same without the extension.
+const undeclaring = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{}}`
+
+// rpcReply is a JSON-RPC response as the tests read it.
+type rpcReply struct {
+	status int
+	Result map[string]any `json:"result"`
+	Error  *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+}
+
+// taskRPC sends a 2026-07-28 request of method to the fixture, with
+// params (a JSON object into which _meta is put), the Mcp-Name header
+// name, and tok as its bearer token when not empty.
+func taskRPC(t *testing.T, f *fixture, method, name, params, meta, tok string) rpcReply {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + strings.TrimSuffix(params, "}") + `,"_meta":` + meta + `}}`
+	if params == "{}" {
+		body = `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":` + meta + `}}`
+	}
+	code, _, out := post(t, f, stateless, body, func(r *http.Request) {
+		r.Header.Set("Mcp-Name", name)
+		if tok != "" {
+			r.Header.Set("Authorization", "Bearer "+tok)
+		}
+	})
+	var rep rpcReply
+	if i := strings.Index(out, "{"); i >= 0 {
+		// A reply on an event stream is one data line.
+		out = out[i:]
+		if j := strings.LastIndex(out, "}"); j >= 0 {
+			out = out[:j+1]
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%s: %d %q: %v", method, code, out, err)
+	}
+	rep.status = code
+	return rep
+}
+
+func startTask(t *testing.T, f *fixture, tool, tok string) string {
+	t.Helper()
+	rep := taskRPC(t, f, "tools/call", tool, `{"name":"`+tool+`","arguments":{}}`, declaring, tok)
+	if rep.Error != nil || rep.Result["resultType"] != "task" {
+		t.Fatalf("tools/call %s: %+v, want a task", tool, rep)
+	}
+	id, _ := rep.Result["taskId"].(string)
+	if id == "" || rep.Result["status"] != "working" {
+		t.Fatalf("tools/call %s: %v, want a working task with an id", tool, rep.Result)
+	}
+	return id
+}
+
+func getTask(t *testing.T, f *fixture, id, tok string) rpcReply {
+	t.Helper()
+	return taskRPC(t, f, "tasks/get", id, `{"taskId":"`+id+`"}`, declaring, tok)
+}
+
+// waitStatus polls the task until it has status.
+func waitStatus(t *testing.T, f *fixture, id, tok, status string) map[string]any {
+	t.Helper()
+	var last map[string]any
+	waitFor(t, "task "+status, func() bool {
+		rep := getTask(t, f, id, tok)
+		last = rep.Result
+		return rep.Error == nil && rep.Result["status"] == status
+	})
+	return last
+}
+
+// TestTaskLifecycle: a long call of a declaring client becomes a task at
+// once, which a client polls from a connection of its own (as one that
+// went away and came back) until it completes with the call's result; the
+// server saw the call once. A quick call of the same client is answered as
+// any call, and a client that did not declare the extension gets its calls
+// answered as before.
+func TestTaskLifecycle(t *testing.T) {
+	f := startTasks(t, nil)
+	id := startTask(t, f, "w__wait_write", "")
+	rep := getTask(t, f, id, "")
+	if rep.Error != nil || rep.Result["status"] != "working" || rep.Result["resultType"] != "complete" {
+		t.Fatalf("tasks/get while the call runs: %+v", rep)
+	}
+	for _, k := range []string{"result", "error", "inputRequests", "requestState"} {
+		if _, ok := rep.Result[k]; ok {
+			t.Errorf("a working task carries %s: %v", k, rep.Result)
+		}
+	}
+	if ttl, _ := rep.Result["ttlMs"].(float64); ttl != float64(time.Hour.Milliseconds()) {
+		t.Errorf("ttlMs = %v, want the configured hour", rep.Result["ttlMs"])
+	}
+	release(t, f.mark)
+	done := waitStatus(t, f, id, "", "completed")
+	res, _ := done["result"].(map[string]any)
+	if content, _ := res["content"].([]any); len(content) != 1 || !strings.Contains(string(mustJSON(t, content)), `"done"`) {
+		t.Errorf("completed task's result = %v, want the call's content", done["result"])
+	}
+	if got := marks(t, f.mark, "call wait_write"); len(got) != 1 {
+		t.Errorf("the server saw %q, want one call", got)
+	}
+
+	quick := taskRPC(t, f, "tools/call", "w__echo", `{"name":"w__echo","arguments":{"text":"hi"}}`, declaring, "")
+	if quick.Error != nil || quick.Result["resultType"] != "complete" || quick.Result["taskId"] != nil {
+		t.Errorf("a quick call of a task tool: %+v, want its result", quick)
+	}
+	plain := taskRPC(t, f, "tools/call", "w__echo", `{"name":"w__echo","arguments":{"text":"hi"}}`, undeclaring, "")
+	if plain.Error != nil || plain.Result["taskId"] != nil || !strings.Contains(string(mustJSON(t, plain.Result["content"])), "hi") {
+		t.Errorf("a call of a client without the extension: %+v, want its result", plain)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestTaskCancel: tasks/cancel of a running task is acknowledged with an
+// empty result, the task settles cancelled, the server's call is
+// cancelled, and a second cancel is the same acknowledgement.
+func TestTaskCancel(t *testing.T) {
+	f := startTasks(t, nil)
+	id := startTask(t, f, "w__wait", "")
+	waitFor(t, "the server has the call", func() bool { return len(marks(t, f.mark, "call wait")) == 1 })
+	for range 2 {
+		rep := taskRPC(t, f, "tasks/cancel", id, `{"taskId":"`+id+`"}`, declaring, "")
+		if rep.Error != nil || len(rep.Result) != 1 || rep.Result["resultType"] != "complete" {
+			t.Fatalf("tasks/cancel: %+v, want the empty acknowledgement", rep)
+		}
+	}
+	waitStatus(t, f, id, "", "cancelled")
+	waitFor(t, "the server's call cancelled", func() bool { return len(marks(t, f.mark, "cancelled wait")) == 1 })
+}
+
+// TestTaskErrors: what a client may get wrong about tasks is refused with
+// the error the extension names, and nothing reaches the server.
+func TestTaskErrors(t *testing.T) {
+	f := startTasks(t, nil)
+	id := startTask(t, f, "w__wait", "")
+	defer release(t, f.mark)
+
+	for _, method := range []string{"tasks/get", "tasks/cancel", "tasks/update"} {
+		rep := taskRPC(t, f, method, id, `{"taskId":"`+id+`","inputResponses":{}}`, undeclaring, "")
+		if rep.Error == nil || rep.Error.Code != -32021 || rep.status != http.StatusBadRequest ||
+			!strings.Contains(string(rep.Error.Data), "io.modelcontextprotocol/tasks") {
+			t.Errorf("%s without the extension: %+v, want -32021 naming it", method, rep)
+		}
+		rep = taskRPC(t, f, method, "task_nope", `{"taskId":"task_nope","inputResponses":{}}`, declaring, "")
+		if rep.Error == nil || rep.Error.Code != -32602 {
+			t.Errorf("%s of an unknown task: %+v, want -32602", method, rep)
+		}
+		rep = taskRPC(t, f, method, "another", `{"taskId":"`+id+`","inputResponses":{}}`, declaring, "")
+		if rep.Error == nil || rep.Error.Code != -32020 || rep.status != http.StatusBadRequest {
+			t.Errorf("%s with an Mcp-Name not its task's: %+v, want -32020", method, rep)
+		}
+	}
+	for _, method := range []string{"tasks/list", "tasks/result"} {
+		rep := taskRPC(t, f, method, id, `{"taskId":"`+id+`"}`, declaring, "")
+		if rep.Error == nil || rep.Error.Code != -32601 {
+			t.Errorf("%s: %+v, want -32601: not a method of this revision", method, rep)
+		}
+	}
+	// note runs only as a task.
+	rep := taskRPC(t, f, "tools/call", "w__note", `{"name":"w__note","arguments":{"text":"x"}}`, undeclaring, "")
+	if rep.Error == nil || rep.Error.Code != -32021 {
+		t.Errorf("a task-only tool without the extension: %+v, want -32021", rep)
+	}
+	cs := f.connect(t, session, nil)
+	if _, err := call(t, cs, "w__note", `{"text":"x"}`); err == nil || rpcError(t, err).Code != -32021 {
+		t.Errorf("a task-only tool in a 2025-11-25 session: %v, want -32021", err)
+	}
+	if got := marks(t, f.mark, "call note"); len(got) != 0 {
+		t.Errorf("the server saw %q, want nothing of note", got)
+	}
+}
+
+// TestTaskBelongsToItsPrincipal: another user's tasks/get and tasks/cancel
+// of a task are answered as for a task that does not exist, and the task
+// runs on; its own user reads it.
+func TestTaskBelongsToItsPrincipal(t *testing.T) {
+	idp := bearertest.New(t, nil)
+	a := &config.ServeAuth{Issuer: idp.URL, Resource: gatewayResource, Scopes: []string{scopeTools}, TenantClaim: "tenant", UserClaim: "sub"}
+	v, err := gateway.NewVerifier(a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startTasks(t, &gateway.Options{Serve: config.Serve{Auth: a}, Verifier: v})
+	alice, bob, other := token(t, idp, "acme", "alice"), token(t, idp, "acme", "bob"), token(t, idp, "globex", "alice")
+	id := startTask(t, f, "w__wait", alice)
+	for _, tok := range []string{bob, other} {
+		for _, method := range []string{"tasks/get", "tasks/cancel"} {
+			rep := taskRPC(t, f, method, id, `{"taskId":"`+id+`"}`, declaring, tok)
+			if rep.Error == nil || rep.Error.Code != -32602 {
+				t.Errorf("%s by another principal: %+v, want -32602 (unknown task)", method, rep)
+			}
+		}
+	}
+	if rep := getTask(t, f, id, alice); rep.Error != nil || rep.Result["status"] != "working" {
+		t.Errorf("tasks/get by its own user: %+v, want it still working", rep)
+	}
+	release(t, f.mark)
+	waitStatus(t, f, id, alice, "completed")
+}
