@@ -40,6 +40,8 @@ const (
 	EventInputOperator     = "input_operator" // a person acted on any principal's question (--all-principals)
 	EventSignedIn          = "signed_in"      // a person signed in to the console (serve.console)
 	EventSignedOut         = "signed_out"     // a person signed out of the console
+	EventJobCancelled      = "job_cancelled"  // a person cancelled a tool call run as an MCP task (airlock jobs cancel)
+	EventJobOperator       = "job_operator"   // a person acted on any principal's tasks (--all-principals)
 )
 
 // An Event is one line of the audit trail. Its JSON is one line of

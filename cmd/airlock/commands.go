@@ -56,6 +56,7 @@ const (
 // The usage lines a group's subcommands share.
 const (
 	approvalsUsage = "airlock approvals list [--all] | show ID | approve ID [--remember] [--note TEXT] | deny ID [--note TEXT] | rules | forget RULE [--note TEXT], each [--all-principals]"
+	jobsUsage      = "airlock jobs list [--all] | show ID | cancel ID [--note TEXT], each [--all-principals]"
 	recoveryUsage  = "airlock recovery list [--all] | show ID | resolve ID --outcome applied|not-applied [--note TEXT], each [--all-principals]"
 	authUsage      = "airlock auth login SERVER [--no-browser] | status [SERVER] [--json] | logout SERVER, each [--tenant T] [--user U]"
 	auditUsage     = "airlock audit [--since DUR] [--limit N] [--follow] [--json] | verify [--json]"
@@ -200,6 +201,18 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 					noteFlag("how you found out, for the audit trail")(fs, o)
 				}),
 				run: (*env).recoveryResolve},
+		}},
+
+	{name: "jobs",
+		missing: "jobs needs a subcommand: list, show ID, or cancel ID",
+		unknown: "unknown jobs subcommand %q: use list, show ID, or cancel ID",
+		subs: []command{
+			{name: "list", usage: jobsUsage,
+				flags: operatorFlag(allFlag("every task kept (until its ttl), not only running ones")), run: asActor((*env).jobsList)},
+			{name: "show", usage: jobsUsage, args: []string{"ID"}, takes: "exactly one task id",
+				flags: operatorFlag(nil), run: asActor((*env).jobsShow)},
+			{name: "cancel", usage: jobsUsage, args: []string{"ID"}, takes: "exactly one task id",
+				flags: operatorFlag(noteFlag("why, for the audit trail")), run: asActor((*env).jobsCancel)},
 		}},
 
 	{name: "audit", usage: auditUsage,

@@ -438,3 +438,102 @@ func chainPoint(p *store.ChainPoint) string {
 	s += fmt.Sprintf(", %s %s", localTime(p.Time), p.Event)
 	return s + strings.TrimRight(" "+p.Server+" "+p.Tool, " ")
 }
+
+// jobView is a job (a tool call airlock serve runs as an MCP task) as the
+// jobs commands show it.
+type jobView struct {
+	ID             string          `json:"id"`
+	Status         string          `json:"status"`
+	Message        string          `json:"message,omitempty"`
+	Server         string          `json:"server"`
+	Tool           string          `json:"tool"`
+	Tenant         string          `json:"tenant"`
+	User           string          `json:"user"`
+	Write          bool            `json:"write"`
+	RecordID       string          `json:"record_id,omitempty"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	ExpiresAt      time.Time       `json:"expires_at"`
+	PollIntervalMS int64           `json:"poll_interval_ms"`
+	Result         json.RawMessage `json:"result,omitempty"`
+	Error          json.RawMessage `json:"error,omitempty"`
+	InputRequests  json.RawMessage `json:"input_requests,omitempty"`
+}
+
+func viewJob(j store.Job) jobView {
+	return jobView{ID: j.ID, Status: string(j.Status), Message: j.Message, Server: j.Server, Tool: j.Tool, Tenant: j.Tenant, User: j.User,
+		Write: j.Write, RecordID: j.RecordID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, ExpiresAt: j.ExpiresAt(),
+		PollIntervalMS: j.PollInterval.Milliseconds(), Result: j.Result, Error: j.Error, InputRequests: j.Input}
+}
+
+var jobsListing = listing[jobView]{
+	key:    "tasks",
+	none:   "No tasks are running.",
+	header: []string{"ID", "STATUS", "SERVER", "TOOL", "FOR", "CREATED", "UPDATED"},
+	row: func(j jobView) []string {
+		return []string{j.ID, j.Status, j.Server, j.Tool, j.Tenant + "/" + j.User, localTime(j.CreatedAt), localTime(j.UpdatedAt)}
+	},
+}
+
+func (e *env) jobsList(st store.Store, as airlock.Actor, o *options, _ []string) error {
+	f := store.JobFilter{Status: []store.JobStatus{store.JobWorking, store.JobInputRequired}}
+	if o.all {
+		f.Status = nil
+	}
+	list, err := airlock.ListJobs(e.ctx, st, f, as)
+	if err != nil {
+		return storeError(err)
+	}
+	views := make([]jobView, len(list))
+	for i, j := range list {
+		views[i] = viewJob(j)
+	}
+	return jobsListing.print(e.stdout, o.json, views)
+}
+
+func (e *env) jobsShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
+	j, err := airlock.GetJob(e.ctx, st, pos[0], as)
+	if err != nil {
+		return storeError(err)
+	}
+	v := viewJob(j)
+	if o.json {
+		return writeJSON(e.stdout, v)
+	}
+	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, for %s/%s\n", v.ID, v.Status, v.Tool, v.Server, v.Tenant, v.User)
+	fmt.Fprintf(e.stdout, "  created %s, updated %s, kept until %s\n", localTime(v.CreatedAt), localTime(v.UpdatedAt), localTime(v.ExpiresAt))
+	if v.Message != "" {
+		fmt.Fprintf(e.stdout, "  %s\n", v.Message)
+	}
+	if v.Write {
+		fmt.Fprintln(e.stdout, "  a write: its call is in the journal (airlock recovery list --all)")
+	}
+	for _, part := range []struct {
+		name string
+		body json.RawMessage
+	}{{"result", v.Result}, {"error", v.Error}, {"waiting for answers to", v.InputRequests}} {
+		if len(part.body) > 0 {
+			fmt.Fprintf(e.stdout, "  %s: %s\n", part.name, clipTo(string(part.body), 2000))
+		}
+	}
+	return nil
+}
+
+func (e *env) jobsCancel(st store.Store, as airlock.Actor, o *options, pos []string) error {
+	if err := airlock.CancelJob(e.ctx, st, pos[0], o.note, as); err != nil {
+		return storeError(err)
+	}
+	if o.json {
+		return writeJSON(e.stdout, map[string]string{"id": pos[0], "status": string(store.JobCancelled)})
+	}
+	fmt.Fprintf(e.stdout, "Cancelled %s: the gateway running it cancels its call within a second.\n", pos[0])
+	return nil
+}
+
+// clipTo bounds s to n bytes for a terminal, marking a cut.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -115,6 +115,9 @@ Usage:
   airlock recovery list|show ID|resolve ID --outcome applied|not-applied [--all-principals]
                                               calls that were sent and whose outcome is unknown,
                                               of tenancy's tenant and user (operators: everyone's)
+  airlock jobs list|show ID|cancel ID [--all-principals]
+                                              tool calls airlock serve runs as MCP tasks (a server's
+                                              tasks: mapping), of tenancy's tenant and user
   airlock audit [--since DUR] [--limit N] [--follow] [--json]
                                               the newest events of the audit trail (--follow: and new ones)
   airlock audit verify [--json]               check that no audit event was edited, deleted, reordered or inserted
