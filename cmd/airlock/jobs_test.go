@@ -144,7 +144,9 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	runCLI(t, dir, "", "jobs", "cancel", id, "--note", "the build is not needed", "--config", cfg).want(t, 0)
 	waitFor(t, "the server's call cancelled", func() bool { b, _ := os.ReadFile(mark); return strings.Contains(string(b), "cancelled") })
 	r := runCLI(t, dir, "", "jobs", "list", "--all", "--json", "--config", cfg).want(t, 0)
-	var list struct{ Tasks []struct{ ID, Status, Message string } }
+	var list struct {
+		Tasks []struct{ ID, Status, Message string }
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list.Tasks) != 2 {
 		t.Fatalf("jobs list --all = %s, want both tasks", r.stdout)
 	}
