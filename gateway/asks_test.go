@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/gateway"
 )
 
 // The upstream's tools that ask their client (2026-07-28: input_required
@@ -74,6 +75,18 @@ func addAskTools(s *mcp.Server) {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"color": name("color", "color")}, RequestState: "round=2;name=" + n}, nil
 		}
 		return &mcp.CallToolResult{Content: text(strings.TrimPrefix(state, "round=2;name=") + " likes " + accepted(req, "color", "color"))}, nil
+	})
+	// later works for a second, then asks for a name, and greets it.
+	s.AddTool(&mcp.Tool{Name: "later", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if n := accepted(req, "user_name", "name"); n != "" {
+			return &mcp.CallToolResult{Content: text("hello " + n)}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": name("user_name", "name")}}, nil
 	})
 	s.AddTool(&mcp.Tool{Name: "both", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		n := accepted(req, "user_name", "name")
@@ -152,27 +165,31 @@ func addAskTools(s *mcp.Server) {
 // startAsks serves a gateway in front of one server, w, with the ask
 // tools under their own names, every call allowed, sampling passed to the
 // client.
-func startAsks(t *testing.T) *fixture {
+func startAsks(t *testing.T) *fixture { return startAsksWith(t, "", nil) }
+
+// startAsksWith is startAsks with more configuration (w's keys, then
+// top-level ones) and the gateway's options opts (nil for the defaults).
+func startAsksWith(t *testing.T, more string, opts *gateway.Options) *fixture {
 	t.Helper()
 	f, dir, exe := newFixture(t)
 	cfg, err := config.Parse(fmt.Appendf(nil, `servers:
   - id: w
     command: %q
     env: {%s: asks, %s: %q}
-    allowed_tools: [needs_sampling, keyed, both, three]
+    allowed_tools: [needs_sampling, keyed, both, three, later]
     allowed_prompts: [rooted]
     tool_prefix: ""
     sampling: allow
-policy:
+%spolicy:
   rules:
     - {server: w, decision: allow}
-`, exe, envUpstream, envMark, f.mark), "airlock.yaml", dir)
+`, exe, envUpstream, envMark, f.mark, more), "airlock.yaml", dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Servers may ask: the host declares elicitation and roots (the
 	// gateway's Elicitor and RootsLister stand in for these).
-	f.open(t, cfg, nil, &airlock.Options{Elicit: func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil },
+	f.open(t, cfg, opts, &airlock.Options{Elicit: func(context.Context, *airlock.InputRequest) (*airlock.InputAnswer, error) { return nil, nil },
 		Roots: func(context.Context, *airlock.RootsRequest) (*mcp.ListRootsResult, error) { return nil, nil }})
 	return f
 }

@@ -4,11 +4,13 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -482,18 +484,66 @@ func (g *Gateway) cancelJob(ctx context.Context, rec store.Job) error {
 	return nil
 }
 
-// updateJob hands the answers of a tasks/update to the task rec's call,
-// when it runs here and waits on them.
+// updateJob hands the answers of a tasks/update to the task rec's call:
+// here, when it runs here, else through the mailbox to the replica that
+// runs it (with a store that passes messages among replicas). A task that
+// waits for no answer acknowledges them, as it does answers to keys it did
+// not ask.
 func (g *Gateway) updateJob(ctx context.Context, rec store.Job, responses map[string]json.RawMessage) error {
-	j := g.jobs.get(rec.ID)
-	if j == nil || rec.Status != store.JobInputRequired {
-		return nil // nothing waits for an answer here: acked, as answers to unknown keys are
+	if rec.Status != store.JobInputRequired || len(responses) == 0 {
+		return nil
 	}
+	if j := g.jobs.get(rec.ID); j != nil {
+		return g.answerJob(ctx, j, responses)
+	}
+	if !g.relays.on() {
+		return nil
+	}
+	body, err := json.Marshal(responses)
+	if err != nil {
+		return err
+	}
+	box := rand.Text()
+	if err := g.storeDo(ctx, func(ctx context.Context) error { return g.relays.mail.Post(ctx, "ans."+box, body, answerWithin) }); err != nil {
+		g.log.Warn("cannot hand a task's answers to the replica that runs it", "task", rec.ID, "error", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: "the task runs on another replica, which cannot be reached now (the store does not answer); send the answers again"}
+	}
+	g.relays.announce("answers " + rec.ID + " " + box)
+	g.opts.Measures.Handoff("answer")
+	return nil
+}
+
+// answerJob hands answers to j's call and records what it still waits on.
+func (g *Gateway) answerJob(ctx context.Context, j *job, responses map[string]json.RawMessage) error {
 	took, err := j.answer(responses)
 	if took {
 		g.jobUpdate(ctx, j, j.status())
 	}
 	return err
+}
+
+// heardAnswers takes the answers another replica left under box for the
+// task id, when its call runs here.
+func (g *Gateway) heardAnswers(rest string) {
+	id, box, _ := strings.Cut(rest, " ")
+	j := g.jobs.get(id)
+	if j == nil || box == "" {
+		return
+	}
+	ctx := context.Background()
+	var body []byte
+	err := g.storeDo(ctx, func(ctx context.Context) (err error) { body, err = g.relays.mail.Collect(ctx, "ans."+box); return err })
+	var responses map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(body, &responses)
+	}
+	if err == nil {
+		err = g.answerJob(ctx, j, responses)
+	}
+	if err != nil {
+		g.log.Warn("a task's answers from another replica not taken", "task", id, "error", err)
+	}
 }
 
 // keepJobs settles the tasks of gateways that are gone and removes those

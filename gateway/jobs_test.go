@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // taskTools is the tasks: mapping of w in the task fixtures: its waits
@@ -80,7 +83,13 @@ func taskRPC(t *testing.T, f *fixture, method, name, params, meta, tok string) r
 
 func startTask(t *testing.T, f *fixture, tool, tok string) string {
 	t.Helper()
-	rep := taskRPC(t, f, "tools/call", tool, `{"name":"`+tool+`","arguments":{}}`, declaring, tok)
+	return startTaskWith(t, f, tool, declaring, tok)
+}
+
+// startTaskWith starts a task of tool, its request's _meta meta.
+func startTaskWith(t *testing.T, f *fixture, tool, meta, tok string) string {
+	t.Helper()
+	rep := taskRPC(t, f, "tools/call", tool, `{"name":"`+tool+`","arguments":{}}`, meta, tok)
 	if rep.Error != nil || rep.Result["resultType"] != "task" {
 		t.Fatalf("tools/call %s: %+v, want a task", tool, rep)
 	}
@@ -243,4 +252,61 @@ func TestTaskBelongsToItsPrincipal(t *testing.T) {
 	}
 	release(t, f.mark)
 	waitStatus(t, f, id, alice, "completed")
+}
+
+// askingClient is the _meta of a declaring client that may be asked
+// (form elicitation).
+const askingClient = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+	`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+
+// answerTask waits until the task id asks under key, checks the question,
+// and answers it on f (a replica, perhaps not the one running the call).
+func answerTask(t *testing.T, asked, f *fixture, id, key, answer string) {
+	t.Helper()
+	got := waitStatus(t, asked, id, "", "input_required")
+	reqs, _ := got["inputRequests"].(map[string]any)
+	q, _ := reqs[key].(map[string]any)
+	if q["method"] != "elicitation/create" || !strings.Contains(string(mustJSON(t, q)), "What is your name?") {
+		t.Fatalf("the task's questions = %v, want the server's under %s", got["inputRequests"], key)
+	}
+	rep := taskRPC(t, f, "tasks/update", id, `{"taskId":"`+id+`","inputResponses":{"`+key+`":`+answer+`,"not_asked":{"action":"accept"}}}`, askingClient, "")
+	if rep.Error != nil || len(rep.Result) != 1 || rep.Result["resultType"] != "complete" {
+		t.Fatalf("tasks/update: %+v, want the empty acknowledgement", rep)
+	}
+}
+
+// TestTaskInput: a task whose server asks once the call has become a task
+// waits in input_required with the question under the server's key;
+// tasks/update answers it (an answer to a question not asked is ignored),
+// and the task completes with what the server made of the answer.
+func TestTaskInput(t *testing.T) {
+	f := startAsksWith(t, "    tasks: {tools: [later]}\n", &gateway.Options{Tasks: map[string]*config.Tasks{"w": {Tools: []string{"later"},
+		TTL: time.Hour, PollInterval: time.Second, MaxResultBytes: 1 << 20}}})
+	id := startTaskWith(t, f, "later", askingClient, "")
+	answerTask(t, f, f, id, "user_name", `{"action":"accept","content":{"name":"Ada"}}`)
+	done := waitStatus(t, f, id, "", "completed")
+	if !strings.Contains(string(mustJSON(t, done["result"])), "hello Ada") {
+		t.Errorf("the completed task = %v, want the server's greeting", done)
+	}
+}
+
+// TestTaskInputAcrossReplicas: the answers to a task's question sent to
+// another replica than the one running its call (PostgreSQL) reach the
+// call there, and the task completes.
+func TestTaskInputAcrossReplicas(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	shared := fmt.Sprintf("    tasks: {tools: [later]}\nstore: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+	opts := &gateway.Options{StateKey: make([]byte, 32), Tasks: map[string]*config.Tasks{"w": {Tools: []string{"later"},
+		TTL: time.Hour, PollInterval: time.Second, MaxResultBytes: 1 << 20}}}
+	var replicas [2]*fixture
+	for i := range replicas {
+		replicas[i] = startAsksWith(t, shared, opts)
+	}
+	testenv.WaitListening(t, db, "gateway", 2)
+	id := startTaskWith(t, replicas[0], "later", askingClient, "")
+	answerTask(t, replicas[1], replicas[1], id, "user_name", `{"action":"accept","content":{"name":"Grace"}}`)
+	done := waitStatus(t, replicas[1], id, "", "completed")
+	if !strings.Contains(string(mustJSON(t, done["result"])), "hello Grace") {
+		t.Errorf("the completed task = %v, want the server's greeting", done)
+	}
 }

@@ -185,6 +185,8 @@ func (r *relays) heard(verb, rest string) {
 			default:
 			}
 		}
+	case "answers":
+		go r.g.heardAnswers(rest)
 	case "gone":
 		replica, box, _ := strings.Cut(rest, " ")
 		if replica != r.g.sessions.replica {
