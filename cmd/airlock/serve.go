@@ -89,7 +89,11 @@ func (e *env) serve(o *options, _ []string) error {
 	var consoleKey []byte      // the console's key, shared by the replicas
 	e.hostOptions = func(cfg *config.Config, opts *airlock.Options) error {
 		gopts := &gateway.Options{Logger: opts.Logger, Version: version(), Serve: cfg.Serve,
-			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes), Tasks: serverTasks(cfg)}
+			MaxBodyBytes: int64(cfg.Limits.MaxMessageBytes)}
+		if o.httpAddr != "" {
+			// Tasks are requests of the HTTP endpoint's (gateway/taskwire.go).
+			gopts.Tasks = serverTasks(cfg)
+		}
 		if a := cfg.Serve.Auth; a != nil && o.httpAddr != "" {
 			v, err := gateway.NewVerifier(a, opts.Logger)
 			if err != nil {
