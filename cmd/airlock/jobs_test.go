@@ -82,6 +82,10 @@ func TestTaskOfAKilledGateway(t *testing.T) {
 	cfg := tasksConfig(t, dir, mark)
 	url, cmd := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", state)
 	id := startSlowTask(t, url, mark)
+	_, _, m := scrape(t, url, "", "")
+	if sample(m, `airlock_gateway_tasks_total{status="working"}`) != "1" || sample(m, `airlock_gateway_tasks_running{status="working"}`) != "1" {
+		t.Errorf("/metrics while the task runs lacks it:\n%s", m)
+	}
 	r := runCLI(t, dir, "", "jobs", "list", "--json", "--config", cfg, "--state", state).want(t, 0)
 	if !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, `"working"`) {
 		t.Errorf("jobs list while it runs = %s, want the working task", r.stdout)
