@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,6 +56,33 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		// task before the SDK (taskwire.go): this one did not.
 		return nil, tasksRequired("the tool " + clip(p.Name) + " runs only as a task: it")
 	}
+	tc, err := g.toolCall(ex, who, p, turn, g.relayFor(ctx, req.Session, req.Params))
+	if err != nil {
+		return nil, err
+	}
+	// A server's questions during the call go to this client, when it
+	// can be asked (asks.go); a 2026-07-28 server hears with the call
+	// what it may ask.
+	return as[*mcp.CallToolResult](g.runAsking(ctx, ex, who, tc.asking, tc.run, tc.finish))
+}
+
+// A toolCall is a client's tools/call made ready for the host: run makes
+// the host's call with the askers it is given (and then ends the call's
+// hold on its snapshot), finish turns the host's result into the client's
+// answer, and asking is what the client may be asked (which the call
+// offers its server). release ends the hold on the snapshot of a call
+// that is never run.
+type toolCall struct {
+	run     func(ctx context.Context, k askers) *airlock.Result
+	finish  finisher
+	asking  asking
+	release func()
+}
+
+// toolCall readies the call p of the exchange ex for who, counted in turn
+// (unless it is a retry), its progress and log messages relayed by rel
+// (nil relays nothing).
+func (g *Gateway) toolCall(ex *exchange, who caller, p *mcp.CallToolParamsRaw, turn string, rel *relay) (*toolCall, error) {
 	snap, release, err := g.snapshot(who)
 	if err != nil {
 		return nil, err
@@ -64,16 +92,17 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if !ex.answered() {
 		c.Turn = turn // a retry carrying answers is the same call, already counted
 	}
-	rel := g.relayFor(ctx, req.Session, req.Params)
 	rel.onto(&c.Progress, &c.Log, &c.LogLevel)
-	run := func(ctx context.Context, k askers) *airlock.Result {
-		defer release()
+	tc := &toolCall{asking: askingOf(ex), release: sync.OnceFunc(release)}
+	c.Offers = tc.asking.offers()
+	tc.run = func(ctx context.Context, k askers) *airlock.Result {
+		defer tc.release()
 		k.onCall(&c)
 		r := g.host.Load().Call(withQuestion(ctx, q), snap, c)
 		rel.close()
 		return r
 	}
-	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
+	tc.finish = func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
 		if asked, ok := g.askedOf(ctx, ex, q, r); ok {
 			return asked, nil
 		}
@@ -81,12 +110,7 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 		g.withHint(who, res, r)
 		return res, err
 	}
-	// A server's questions during the call go to this client, when it
-	// can be asked (asks.go); a 2026-07-28 server hears with the call
-	// what it may ask.
-	a := askingOf(ex)
-	c.Offers = a.offers()
-	return as[*mcp.CallToolResult](g.runAsking(ctx, ex, who, a, run, finish))
+	return tc, nil
 }
 
 // result maps a call's result onto MCP:

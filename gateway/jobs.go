@@ -207,34 +207,16 @@ func (g *Gateway) taskCall(ctx context.Context, req *mcp.CallToolRequest, tt tas
 	if err != nil {
 		return nil, nil, err
 	}
-	snap, release, err := g.snapshot(who)
+	// Progress and log messages have nowhere to go: the request ends with
+	// its first round.
+	tc, err := g.toolCall(ex, who, p, turn, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	q := g.question(ex, who, p.Name, whatCall)
-	c := airlock.Call{Name: p.Name, Arguments: p.Arguments}
-	if !ex.answered() {
-		c.Turn = turn
-	}
-	run := func(ctx context.Context, k askers) *airlock.Result {
-		defer release()
-		k.onCall(&c)
-		return g.host.Load().Call(withQuestion(ctx, q), snap, c)
-	}
-	finish := func(ctx context.Context, r *airlock.Result) (mcp.Result, error) {
-		if asked, ok := g.askedOf(ctx, ex, q, r); ok {
-			return asked, nil
-		}
-		res, err := result(ctx, p.Name, r)
-		g.withHint(who, res, r)
-		return res, err
-	}
-	a := askingOf(ex)
-	a.modern = true
-	c.Offers = a.offers()
-	pc, err := g.startParked(ctx, ex, who, a, run, finish)
+	tc.asking.modern = true
+	pc, err := g.startParked(ctx, ex, who, tc.asking, tc.run, tc.finish)
 	if err != nil {
-		release()
+		tc.release()
 		return nil, nil, err
 	}
 	return g.taskRound(ctx, pc, who, p.Name, tt)
