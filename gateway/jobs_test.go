@@ -310,3 +310,27 @@ func TestTaskInputAcrossReplicas(t *testing.T) {
 		t.Errorf("the completed task = %v, want the server's greeting", done)
 	}
 }
+
+// TestTaskBounds: a result larger than max_result_bytes is not kept (the
+// task fails saying so), and a task is gone once its ttl has passed: read
+// as unknown, and its call, still running, cancelled.
+func TestTaskBounds(t *testing.T) {
+	f := start(t, "", &gateway.Options{Tasks: map[string]*config.Tasks{"w": {Tools: []string{"wait"}, Required: []string{"echo"},
+		TTL: 1500 * time.Millisecond, PollInterval: 100 * time.Millisecond, MaxResultBytes: 1024}}})
+	rep := taskRPC(t, f, "tools/call", "w__echo", `{"name":"w__echo","arguments":{"text":"`+strings.Repeat("x", 900)+`"}}`, declaring, "")
+	id, _ := rep.Result["taskId"].(string)
+	if id == "" {
+		t.Fatalf("a call of a task-only tool: %+v, want a task", rep)
+	}
+	failed := waitStatus(t, f, id, "", "failed")
+	if e, _ := failed["error"].(map[string]any); e == nil || !strings.Contains(e["message"].(string), "max_result_bytes") {
+		t.Errorf("the task of a result too large = %v, want failed naming max_result_bytes", failed)
+	}
+
+	id = startTask(t, f, "w__wait", "")
+	waitFor(t, "the task removed after its ttl", func() bool {
+		rep := getTask(t, f, id, "")
+		return rep.Error != nil && rep.Error.Code == -32602
+	})
+	waitFor(t, "its call cancelled", func() bool { return len(marks(t, f.mark, "cancelled wait")) == 1 })
+}
