@@ -88,6 +88,23 @@ func addAskTools(s *mcp.Server) {
 		}
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": name("user_name", "name")}}, nil
 	})
+	// twice works for a second, then asks for a name under one key twice,
+	// and says both.
+	s.AddTool(&mcp.Tool{Name: "twice", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := accepted(req, "user_name", "name")
+		switch first, ok := strings.CutPrefix(req.Params.RequestState, "first="); {
+		case ok && n != "":
+			return &mcp.CallToolResult{Content: text(first + " then " + n)}, nil
+		case n != "":
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": name("user_name", "name")}, RequestState: "first=" + n}, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"user_name": name("user_name", "name")}}, nil
+	})
 	s.AddTool(&mcp.Tool{Name: "both", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		n := accepted(req, "user_name", "name")
 		g, _ := req.Params.InputResponses["greeting"].(*mcp.CreateMessageWithToolsResult)
@@ -176,7 +193,7 @@ func startAsksWith(t *testing.T, more string, opts *gateway.Options) *fixture {
   - id: w
     command: %q
     env: {%s: asks, %s: %q}
-    allowed_tools: [needs_sampling, keyed, both, three, later]
+    allowed_tools: [needs_sampling, keyed, both, three, later, twice]
     allowed_prompts: [rooted]
     tool_prefix: ""
     sampling: allow

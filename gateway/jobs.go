@@ -78,6 +78,7 @@ type job struct {
 
 	mu      sync.Mutex
 	pending map[string]*parkedAsk // the questions the call waits on, by key
+	used    map[string]bool       // every key it was asked under
 }
 
 func (js *jobs) add(j *job) {
@@ -302,13 +303,21 @@ func (g *Gateway) runJob(j *job) {
 }
 
 // ask records the questions batch the call now waits on.
+// A key is never asked twice in one task (SEP-2663: an answer under a
+// key is always to the question the client saw under it): a server that
+// asks under a key it used before gets a suffix on the wire, as two
+// questions of one round do (parkedCall.gather).
 func (j *job) ask(batch map[string]*parkedAsk) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.pending == nil {
-		j.pending = map[string]*parkedAsk{}
+		j.pending, j.used = map[string]*parkedAsk{}, map[string]bool{}
 	}
 	for key, a := range batch {
+		for n, base := 2, key; j.used[key]; n++ {
+			key = fmt.Sprintf("%s.%d", base, n)
+		}
+		j.used[key] = true
 		j.pending[key] = a
 	}
 }

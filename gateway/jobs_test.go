@@ -198,7 +198,10 @@ func TestTaskErrors(t *testing.T) {
 			t.Errorf("%s without the extension: %+v, want -32021 naming it", method, rep)
 		}
 		rep = taskRPC(t, f, method, "task_nope", `{"taskId":"task_nope","inputResponses":{}}`, declaring, "")
-		if rep.Error == nil || rep.Error.Code != -32602 {
+		switch {
+		case method == "tasks/update" && (rep.Error != nil || rep.Result["resultType"] != "complete"):
+			t.Errorf("tasks/update of an unknown task: %+v, want the acknowledgement SEP-2663 gives any id", rep)
+		case method != "tasks/update" && (rep.Error == nil || rep.Error.Code != -32602):
 			t.Errorf("%s of an unknown task: %+v, want -32602", method, rep)
 		}
 		rep = taskRPC(t, f, method, "another", `{"taskId":"`+id+`","inputResponses":{}}`, declaring, "")
@@ -280,13 +283,23 @@ func answerTask(t *testing.T, asked, f *fixture, id, key, answer string) {
 // tasks/update answers it (an answer to a question not asked is ignored),
 // and the task completes with what the server made of the answer.
 func TestTaskInput(t *testing.T) {
-	f := startAsksWith(t, "    tasks: {tools: [later]}\n", &gateway.Options{Tasks: map[string]*config.Tasks{"w": {Tools: []string{"later"},
+	f := startAsksWith(t, "", &gateway.Options{Tasks: map[string]*config.Tasks{"w": {Tools: []string{"later", "twice"},
 		TTL: time.Hour, PollInterval: time.Second, MaxResultBytes: 1 << 20}}})
 	id := startTaskWith(t, f, "later", askingClient, "")
 	answerTask(t, f, f, id, "user_name", `{"action":"accept","content":{"name":"Ada"}}`)
 	done := waitStatus(t, f, id, "", "completed")
 	if !strings.Contains(string(mustJSON(t, done["result"])), "hello Ada") {
 		t.Errorf("the completed task = %v, want the server's greeting", done)
+	}
+
+	// A key is asked under once in a task: the server's second question
+	// under user_name is asked under another.
+	id = startTaskWith(t, f, "twice", askingClient, "")
+	answerTask(t, f, f, id, "user_name", `{"action":"accept","content":{"name":"Ada"}}`)
+	answerTask(t, f, f, id, "user_name.2", `{"action":"accept","content":{"name":"Grace"}}`)
+	done = waitStatus(t, f, id, "", "completed")
+	if !strings.Contains(string(mustJSON(t, done["result"])), "Ada then Grace") {
+		t.Errorf("the completed task = %v, want both answers", done)
 	}
 }
 

@@ -136,13 +136,15 @@ func (g *Gateway) taskMethod(ctx context.Context, method string, extra *mcp.Requ
 	}
 	rec, err := g.jobs.st.Job(ctx, *p.TaskID)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, unknownTask
-	case err != nil:
+	case err != nil && !errors.Is(err, store.ErrNotFound):
 		g.log.Error("task not read", "error", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway cannot read its tasks now (its store failed); try again"}
-	case rec.Tenant != who.who.Tenant || rec.User != who.who.User:
-		return nil, unknownTask // another principal's: it does not exist for this one
+	case err != nil, rec.Tenant != who.who.Tenant || rec.User != who.who.User:
+		// Another principal's task does not exist for this one.
+		if method == "tasks/update" {
+			return ack, nil // acknowledged whatever the id names, as SEP-2663 has it
+		}
+		return nil, unknownTask
 	}
 	switch method {
 	case "tasks/get":
@@ -157,8 +159,11 @@ func (g *Gateway) taskMethod(ctx context.Context, method string, extra *mcp.Requ
 			return nil, err
 		}
 	}
-	return map[string]string{"resultType": "complete"}, nil
+	return ack, nil
 }
+
+// ack is the empty result of tasks/update and tasks/cancel.
+var ack = map[string]string{"resultType": "complete"}
 
 // metaCapabilities reads the client capabilities a request's _meta
 // declares.
@@ -170,14 +175,18 @@ func metaCapabilities(meta map[string]any) *mcp.ClientCapabilities {
 // task), and DetailedTask (tasks/get), which adds what the task settled
 // with or waits on.
 type task struct {
-	ResultType     string          `json:"resultType"`
-	TaskID         string          `json:"taskId"`
-	Status         string          `json:"status"`
-	StatusMessage  string          `json:"statusMessage,omitempty"`
-	CreatedAt      string          `json:"createdAt"`
-	LastUpdatedAt  string          `json:"lastUpdatedAt"`
-	TTLMs          int64           `json:"ttlMs"`
-	PollIntervalMs int64           `json:"pollIntervalMs,omitempty"`
+	ResultType     string `json:"resultType"`
+	TaskID         string `json:"taskId"`
+	Status         string `json:"status"`
+	StatusMessage  string `json:"statusMessage,omitempty"`
+	CreatedAt      string `json:"createdAt"`
+	LastUpdatedAt  string `json:"lastUpdatedAt"`
+	TTLMs          int64  `json:"ttlMs"`
+	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
+	// The same in the names of SEP-2663's own text, which a client
+	// written from it reads.
+	TTLSeconds     int64           `json:"ttlSeconds"`
+	PollIntervalMS int64           `json:"pollIntervalMilliseconds,omitempty"`
 	Result         json.RawMessage `json:"result,omitempty"`
 	Error          json.RawMessage `json:"error,omitempty"`
 	InputRequests  json.RawMessage `json:"inputRequests,omitempty"`
@@ -188,7 +197,8 @@ type task struct {
 func taskOf(rec store.Job, resultType string, detailed bool) task {
 	t := task{ResultType: resultType, TaskID: rec.ID, Status: string(rec.Status), StatusMessage: rec.Message,
 		CreatedAt: rec.CreatedAt.UTC().Format(time.RFC3339Nano), LastUpdatedAt: rec.UpdatedAt.UTC().Format(time.RFC3339Nano),
-		TTLMs: max(rec.TTL.Milliseconds(), 1), PollIntervalMs: rec.PollInterval.Milliseconds()}
+		TTLMs: max(rec.TTL.Milliseconds(), 1), PollIntervalMs: rec.PollInterval.Milliseconds(),
+		TTLSeconds: max(int64(rec.TTL/time.Second), 1), PollIntervalMS: rec.PollInterval.Milliseconds()}
 	if detailed {
 		switch rec.Status {
 		case store.JobCompleted:
