@@ -103,17 +103,17 @@ func (js *jobs) remove(id string) {
 }
 
 // count is how many tasks this process runs, by status.
-func (js *jobs) count() map[store.JobStatus]int {
+func (js *jobs) count() map[string]int {
 	js.mu.Lock()
 	live := slices.Collect(maps.Values(js.live))
 	js.mu.Unlock()
-	n := map[store.JobStatus]int{}
+	n := map[string]int{}
 	for _, j := range live {
 		j.mu.Lock()
 		if len(j.pending) > 0 {
-			n[store.JobInputRequired]++
+			n[string(store.JobInputRequired)]++
 		} else {
-			n[store.JobWorking]++
+			n[string(store.JobWorking)]++
 		}
 		j.mu.Unlock()
 	}

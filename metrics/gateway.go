@@ -1,10 +1,6 @@
 package metrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/airlockhq/airlock/store"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // What a gateway measures of its own: its 2025-11-25 sessions, and what
 // it hands to the replicas that share its store.
@@ -103,7 +99,7 @@ type taskMetrics struct {
 // ObserveTasks adds the metrics of a gateway's tasks (tool calls run as MCP
 // tasks), with running reporting how many this process runs, by status
 // (working or input_required). Once per Metrics.
-func (m *Metrics) ObserveTasks(running func() map[store.JobStatus]int) {
+func (m *Metrics) ObserveTasks(running func() map[string]int) {
 	if m == nil {
 		return
 	}
@@ -117,11 +113,11 @@ func (m *Metrics) ObserveTasks(running func() map[store.JobStatus]int) {
 		}
 	}
 	m.reg.MustRegister(t.reached)
-	for _, s := range []store.JobStatus{store.JobWorking, store.JobInputRequired} {
+	for _, s := range []string{"working", "input_required"} {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "airlock_gateway_tasks_running",
 			Help:        "Tasks whose calls this gateway runs now, by status: working, or input_required (waiting for the client's answers).",
-			ConstLabels: prometheus.Labels{"status": string(s)},
+			ConstLabels: prometheus.Labels{"status": s},
 		}, func() float64 { return float64(running()[s]) }))
 	}
 	m.mu.Lock()
