@@ -347,3 +347,37 @@ func TestTaskBounds(t *testing.T) {
 	})
 	waitFor(t, "its call cancelled", func() bool { return len(marks(t, f.mark, "cancelled wait")) == 1 })
 }
+
+// TestTaskApprovedFirst: a task call that policy wants approved asks
+// first, as any call of a client that can be asked does, and nothing is
+// sent; the retry carrying the approval becomes the task, and the server
+// sees the call once.
+func TestTaskApprovedFirst(t *testing.T) {
+	f := start(t, `    - {server: w, tool: wait, decision: ask}
+`, &gateway.Options{Tasks: taskTools})
+	round := taskRPC(t, f, "tools/call", "w__wait", `{"name":"w__wait","arguments":{}}`, askingClient, "")
+	state, _ := round.Result["requestState"].(string)
+	if round.Error != nil || round.Result["resultType"] != "input_required" || state == "" || round.Result["taskId"] != nil {
+		t.Fatalf("a task call policy wants approved: %+v, want the approval question first", round)
+	}
+	if got := marks(t, f.mark, "call wait"); len(got) != 0 {
+		t.Fatalf("the server saw %q before the approval", got)
+	}
+	reqs, _ := round.Result["inputRequests"].(map[string]any)
+	var key string
+	for k := range reqs {
+		key = k
+	}
+	retry := taskRPC(t, f, "tools/call", "w__wait", `{"name":"w__wait","arguments":{},"requestState":"`+state+
+		`","inputResponses":{"`+key+`":{"action":"accept","content":{"approve":true}}}}`, askingClient, "")
+	id, _ := retry.Result["taskId"].(string)
+	if retry.Error != nil || retry.Result["resultType"] != "task" || id == "" {
+		t.Fatalf("the approved retry: %+v, want a task", retry)
+	}
+	waitFor(t, "the server has the call", func() bool { return len(marks(t, f.mark, "call wait")) == 1 })
+	release(t, f.mark)
+	waitStatus(t, f, id, "", "completed")
+	if got := marks(t, f.mark, "call wait"); len(got) != 1 {
+		t.Errorf("the server saw %q, want one call", got)
+	}
+}
