@@ -104,10 +104,10 @@ func (db *DB) job(ctx context.Context, id string) (store.Job, int64, error) {
 
 // UpdateJob applies u to the job id; see store.Jobs.
 func (db *DB) UpdateJob(ctx context.Context, id string, u store.JobUpdate) error {
-	if err := u.Check(); err != nil {
-		return fmt.Errorf("update job %s: %w", id, err)
+	result, fail, input, err := sqlrow.JobUpdateFields(id, u)
+	if err != nil {
+		return err
 	}
-	result, fail, input := sqlrow.JobFields(u.Status, u.Result, u.Error, u.Input)
 	tag, err := db.pool.Exec(ctx, `
 UPDATE jobs SET status = $1, message = $2, result = $3, error = $4, input = $5,
 	record_id = CASE WHEN $6::text = '' THEN record_id ELSE $6::text END, updated_at = GREATEST(created_at, now())
@@ -134,16 +134,8 @@ func (db *DB) ListJobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 	for _, s := range f.Status {
 		statuses = append(statuses, string(s))
 	}
-	// The newest that the limit keeps, then put oldest first.
-	rows, err := db.pool.Query(ctx, `
-SELECT `+sqlrow.JobColumns+` FROM (
-	SELECT seq, `+sqlrow.JobColumns+` FROM jobs
-	WHERE expires_at >= now() AND (NOT $1 OR (tenant = $2 AND user_name = $3)) AND ($4 = '' OR server = $4)
-		AND ($5::text[] IS NULL OR status = ANY($5::text[]))
-	ORDER BY created_at DESC, seq DESC
-	LIMIT $6
-) newest
-ORDER BY created_at, seq`,
+	rows, err := db.pool.Query(ctx, sqlrow.NewestJobs(`expires_at >= now() AND (NOT $1 OR (tenant = $2 AND user_name = $3))
+		AND ($4 = '' OR server = $4) AND ($5::text[] IS NULL OR status = ANY($5::text[]))`, "$6"),
 		principal, f.Tenant, f.User, f.Server, statuses, limit(f.Limit))
 	out, err := collect(rows, err, func(row pgx.CollectableRow) (store.Job, error) { return scanJob(row) })
 	if err != nil {
@@ -163,22 +155,13 @@ func (db *DB) RecoverJobs(ctx context.Context, at time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover jobs: %w", err)
 	}
-	own := db.ownWriter()
-	total := 0
-	for _, w := range writers {
-		if w == own {
-			continue
-		}
-		err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			n, err := settleLost(ctx, tx, w, "", store.UTC(at))
-			total += n
+	return sqlrow.RecoverJobs(writers, db.ownWriter(), func(w int64) (n int, err error) {
+		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			n, err = settleLost(ctx, tx, w, "", store.UTC(at))
 			return err
 		})
-		if err != nil {
-			return total, fmt.Errorf("recover jobs: %w", err)
-		}
-	}
-	return total, nil
+		return n, err
+	})
 }
 
 // settleLost settles failed, at at (nil: now), with their Lost errors, the

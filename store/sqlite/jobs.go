@@ -79,10 +79,10 @@ func (db *DB) job(ctx context.Context, id string) (store.Job, string, error) {
 
 // UpdateJob applies u to the job id; see store.Jobs.
 func (db *DB) UpdateJob(ctx context.Context, id string, u store.JobUpdate) error {
-	if err := u.Check(); err != nil {
-		return fmt.Errorf("update job %s: %w", id, err)
+	result, fail, input, err := sqlrow.JobUpdateFields(id, u)
+	if err != nil {
+		return err
 	}
-	result, fail, input := sqlrow.JobFields(u.Status, u.Result, u.Error, u.Input)
 	res, err := db.w.ExecContext(ctx, `
 UPDATE jobs SET status = ?1, message = ?2, result = ?3, error = ?4, input = ?5,
 	record_id = CASE WHEN ?6 = '' THEN record_id ELSE ?6 END, updated_at = MAX(created_at, ?7)
@@ -115,15 +115,9 @@ func (db *DB) ListJobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 		}
 		statuses = ` AND status IN (` + strings.Join(in, ", ") + `)`
 	}
-	// The newest that the limit keeps, then put oldest first.
-	out, err := queryAll(ctx, db.r, func(row scanner) (store.Job, error) { return scanJob(row) }, `
-SELECT `+sqlrow.JobColumns+` FROM (
-	SELECT seq, `+sqlrow.JobColumns+` FROM jobs
-	WHERE expires_at >= ?1 AND (NOT ?2 OR (tenant = ?3 AND user_name = ?4)) AND (?5 = '' OR server = ?5)`+statuses+`
-	ORDER BY created_at DESC, seq DESC
-	LIMIT ?6
-)
-ORDER BY created_at, seq`, args...)
+	out, err := queryAll(ctx, db.r, func(row scanner) (store.Job, error) { return scanJob(row) },
+		sqlrow.NewestJobs(`expires_at >= ?1 AND (NOT ?2 OR (tenant = ?3 AND user_name = ?4)) AND (?5 = '' OR server = ?5)`+statuses, "?6"),
+		args...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
@@ -145,24 +139,14 @@ func (db *DB) RecoverJobs(ctx context.Context, at time.Time) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("recover jobs: %w", err)
 	}
-	own := db.ownWriter()
-	total := 0
-	for _, w := range writers {
-		if w == own {
-			continue
-		}
+	return sqlrow.RecoverJobs(writers, db.ownWriter(), func(w string) (int, error) {
 		gone, done := writerGone(db.writersDir(), w)
 		if !gone {
-			continue
+			return 0, nil
 		}
-		n, err := db.settleLost(ctx, w, "", store.UTC(at))
-		done()
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("recover jobs: %w", err)
-		}
-	}
-	return total, nil
+		defer done()
+		return db.settleLost(ctx, w, "", store.UTC(at))
+	})
 }
 
 // settleLost settles failed, at at, with their Lost errors, the unsettled

@@ -75,6 +75,48 @@ func JobFields(s store.JobStatus, result, fail, input []byte) (r, f, i []byte) {
 	return nil, nil, nil
 }
 
+// JobUpdateFields checks u, as store.JobUpdate.Check does, and returns
+// its result, fail and input as JobFields keeps them for its status.
+func JobUpdateFields(id string, u store.JobUpdate) (result, fail, input []byte, err error) {
+	if err := u.Check(); err != nil {
+		return nil, nil, nil, fmt.Errorf("update job %s: %w", id, err)
+	}
+	result, fail, input = JobFields(u.Status, u.Result, u.Error, u.Input)
+	return result, fail, input, nil
+}
+
+// NewestJobs is a query of the jobs that where selects, the newest that
+// limit (a placeholder) keeps, put oldest first.
+func NewestJobs(where, limit string) string {
+	return `
+SELECT ` + JobColumns + ` FROM (
+	SELECT seq, ` + JobColumns + ` FROM jobs
+	WHERE ` + where + `
+	ORDER BY created_at DESC, seq DESC
+	LIMIT ` + limit + `
+) newest
+ORDER BY created_at, seq`
+}
+
+// RecoverJobs settles, by settle, the unsettled jobs of each of writers
+// but own, the DB's own writer, whose jobs are not lost, and returns how
+// many it settled. settle says how many jobs of a writer it settled: none
+// if the writer is not gone.
+func RecoverJobs[W comparable](writers []W, own W, settle func(W) (int, error)) (int, error) {
+	total := 0
+	for _, w := range writers {
+		if w == own {
+			continue
+		}
+		n, err := settle(w)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("recover jobs: %w", err)
+		}
+	}
+	return total, nil
+}
+
 // JobNotUpdated says why an update of the job id changed nothing, from
 // the job as read after it: status, and live, whether it has not expired.
 // A job that is missing or expired is store.ErrNotFound, and one that has
