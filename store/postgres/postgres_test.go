@@ -24,8 +24,8 @@ import (
 
 // The test binary doubles as the child process of TestCrashRecovery and
 // TestJobsOfKilledProcess: with childEnv set to a database URL it begins
-// an intent (or, with the role jobs, creates the jobs childJobs names),
-// says so and waits to be killed.
+// an intent (or, with the role jobs, creates the jobs that
+// storetest.CreateChildJobs does), says so and waits to be killed.
 const childEnv = "AIRLOCK_STORE_CHILD_URL"
 
 func TestMain(m *testing.M) {
@@ -44,11 +44,7 @@ func child(url, keyFile, role string) int {
 	}
 	said := "begun"
 	if role == "jobs" {
-		for _, id := range childJobs {
-			if err = db.CreateJob(ctx, job(id)); err != nil {
-				break
-			}
-		}
+		err = storetest.CreateChildJobs(ctx, db)
 		said = "created"
 	} else {
 		err = db.Journal().Begin(ctx, intent("child"))
@@ -288,56 +284,18 @@ func TestCrashRecovery(t *testing.T) {
 	}
 }
 
-// job returns a working job with the given id, kept for an hour, whose
-// Lost error names it.
-func job(id string) store.Job {
-	return store.Job{ID: id, Server: "fs", Tool: "fs__write_file", Status: store.JobWorking, TTL: time.Hour,
-		Lost: []byte(`{"code":-32603,"message":"lost ` + id + `"}`)}
-}
-
-// childJobs are the jobs the child creates in the role jobs: one for Job
-// to settle once the child is gone, one for RecoverJobs.
-var childJobs = []string{"child_read", "child_recover"}
-
 // TestJobsOfKilledProcess: the jobs of a replica that was killed while
 // they ran stay working while it lives, and are settled failed with their
 // Lost errors once its session is gone, by Job and by RecoverJobs.
 func TestJobsOfKilledProcess(t *testing.T) {
 	url, key := database(t)
 	cmd := startChild(t, url, key, "jobs", "created")
-	db := open(t, url, key)
-	if n, err := db.RecoverJobs(t.Context(), time.Now()); err != nil || n != 0 {
-		t.Fatalf("RecoverJobs while the child lives: got %d, %v; want 0, nil", n, err)
-	}
-	if j, err := db.Job(t.Context(), "child_read"); err != nil || j.Status != store.JobWorking {
-		t.Fatalf("the child's job while it lives: got %q, %v; want working", j.Status, err)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-
-	// The server ends the child's session, and frees its lock, once it
-	// finds the connection closed.
-	var j store.Job
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var err error
-		if j, err = db.Job(t.Context(), "child_read"); err != nil {
-			t.Fatalf("Job: %v", err)
+	storetest.JobsOfKilledWriter(t, open(t, url, key), func() {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
 		}
-		if j.Status != store.JobWorking || time.Now().After(deadline) {
-			break
-		}
-	}
-	if j.Status != store.JobFailed || string(j.Error) != string(job("child_read").Lost) {
-		t.Errorf("the child's job after it was killed: got %q with error %s; want failed with its Lost error", j.Status, j.Error)
-	}
-	if n, err := db.RecoverJobs(t.Context(), time.Now()); err != nil || n != 1 {
-		t.Errorf("RecoverJobs after the child was killed: got %d, %v; want 1, nil", n, err)
-	}
-	if j, err := db.Job(t.Context(), "child_recover"); err != nil || j.Status != store.JobFailed {
-		t.Errorf("the child's other job after RecoverJobs: got %q, %v; want failed", j.Status, err)
-	}
+		cmd.Wait()
+	})
 }
 
 // TestMigrateRace: replicas opening an empty database at once all succeed,

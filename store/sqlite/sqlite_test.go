@@ -67,17 +67,6 @@ func intent(id string) store.Intent {
 	return store.Intent{ID: id, Server: "fs", Tool: "fs__write_file", RemoteTool: "write_file", ArgsHash: "h", Effect: "write"}
 }
 
-// job returns a working job with the given id, kept for an hour, whose
-// Lost error names it.
-func job(id string) store.Job {
-	return store.Job{ID: id, Server: "fs", Tool: "fs__write_file", Status: store.JobWorking, TTL: time.Hour,
-		Lost: []byte(`{"code":-32603,"message":"lost ` + id + `"}`)}
-}
-
-// childJobs are the jobs the child role jobs creates: one for Job to
-// settle once the child is gone, one for RecoverJobs.
-var childJobs = []string{"child_read", "child_recover"}
-
 // A childResult is what a child process reports on its last line.
 type childResult struct {
 	OpenErr    string   `json:"open_err,omitempty"`
@@ -100,7 +89,7 @@ const childAppends = 10
 //	          half of them for acme/ada and half for evilcorp/eve (whose wins say "eve:ID")
 //	readonly: try to open, read and begin, and report what failed
 //	audit:    say "ready", wait for a line, then append childAppends batches of 5 events
-//	jobs:     create the working jobs childJobs names, say "created", wait for stdin to close
+//	jobs:     create the working jobs storetest.CreateChildJobs does, say "created", wait for stdin to close
 func child(role, path string) int {
 	var res childResult
 	db, err := sqlite.Open(path)
@@ -124,11 +113,9 @@ func child(role, path string) int {
 			fmt.Println(err)
 			return 1
 		}
-		for _, id := range childJobs {
-			if err := db.CreateJob(ctx, job(id)); err != nil {
-				fmt.Println(err)
-				return 1
-			}
+		if err := storetest.CreateChildJobs(ctx, db); err != nil {
+			fmt.Println(err)
+			return 1
 		}
 		fmt.Println("created")
 		io.Copy(io.Discard, os.Stdin)
@@ -353,27 +340,12 @@ func TestJobsOfKilledProcess(t *testing.T) {
 	if got := readLine(t, out); got != "created" {
 		t.Fatalf("child said %q, want created", got)
 	}
-	if n, err := db.RecoverJobs(t.Context(), time.Now()); err != nil || n != 0 {
-		t.Fatalf("RecoverJobs while the child lives: got %d, %v; want 0, nil", n, err)
-	}
-	if j, err := db.Job(t.Context(), "child_read"); err != nil || j.Status != store.JobWorking {
-		t.Fatalf("the child's job while it lives: got %q, %v; want working", j.Status, err)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-
-	j, err := db.Job(t.Context(), "child_read")
-	if err != nil || j.Status != store.JobFailed || string(j.Error) != string(job("child_read").Lost) {
-		t.Errorf("the child's job after it was killed: got %q with error %s, %v; want failed with its Lost error", j.Status, j.Error, err)
-	}
-	if n, err := db.RecoverJobs(t.Context(), time.Now()); err != nil || n != 1 {
-		t.Errorf("RecoverJobs after the child was killed: got %d, %v; want 1, nil", n, err)
-	}
-	if j, err := db.Job(t.Context(), "child_recover"); err != nil || j.Status != store.JobFailed {
-		t.Errorf("the child's other job after RecoverJobs: got %q, %v; want failed", j.Status, err)
-	}
+	storetest.JobsOfKilledWriter(t, db, func() {
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Wait()
+	})
 }
 
 // TestSweepWriters: the lock file of a process that died between calls is
