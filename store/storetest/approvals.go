@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -385,11 +386,21 @@ func testApprovalList(t *testing.T, h *harness) {
 			}
 		}
 	}
-	for _, tc := range []struct {
-		name string
-		f    store.ApprovalFilter
-		want []string
-	}{
+	// Each approval listed reads the same by Get.
+	list := func(ctx context.Context, f store.ApprovalFilter) ([]store.Approval, error) {
+		got, err := ap.List(ctx, f)
+		for _, a := range got {
+			g, err := ap.Get(ctx, a.ID)
+			if err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			if diff := cmp.Diff(g, a); diff != "" {
+				t.Errorf("List and Get disagree on %s (-get +list):\n%s", a.ID, diff)
+			}
+		}
+		return got, err
+	}
+	checkLists(t, "List", list, approvalIDs, []listCase[store.ApprovalFilter]{
 		{"all", store.ApprovalFilter{}, []string{"x1", "g1", "u1", "d1", "p1", "p2"}},
 		{"pending", store.ApprovalFilter{Status: store.ApprovalPending}, []string{"p1", "p2"}},
 		{"granted", store.ApprovalFilter{Status: store.ApprovalGranted}, []string{"g1"}},
@@ -404,22 +415,5 @@ func testApprovalList(t *testing.T, h *harness) {
 		{"a user of another tenant", store.ApprovalFilter{Tenant: "acme", User: "eve"}, []string{}},
 		{"limit", store.ApprovalFilter{Limit: 2}, []string{"x1", "g1"}},
 		{"nothing", store.ApprovalFilter{Tenant: "none"}, []string{}},
-	} {
-		got, err := ap.List(t.Context(), tc.f)
-		if err != nil {
-			t.Fatalf("List(%s): %v", tc.name, err)
-		}
-		if diff := cmp.Diff(tc.want, approvalIDs(got)); diff != "" {
-			t.Errorf("List(%s) (-want +got):\n%s", tc.name, diff)
-		}
-		for _, a := range got {
-			g, err := ap.Get(t.Context(), a.ID)
-			if err != nil {
-				t.Fatalf("Get: %v", err)
-			}
-			if diff := cmp.Diff(g, a); diff != "" {
-				t.Errorf("List and Get disagree on %s (-get +list):\n%s", a.ID, diff)
-			}
-		}
-	}
+	})
 }

@@ -244,16 +244,7 @@ func testJobUpdateRace(t *testing.T, h *harness) {
 		errs := Race(16, func(i int) error {
 			return js[i%2].UpdateJob(t.Context(), id, store.JobUpdate{Status: terminal[(i+round)%len(terminal)], Message: fmt.Sprint(i)})
 		})
-		ok, conflicts := count(t, errs, store.ErrConflict)
-		if ok != 1 || conflicts != len(errs)-1 {
-			t.Fatalf("16 racing terminal updates: got %d nil and %d ErrConflict, want 1 and 15", ok, conflicts)
-		}
-		winner := 0
-		for i, err := range errs {
-			if err == nil {
-				winner = i
-			}
-		}
+		winner := oneWins(t, errs, store.ErrConflict, "terminal updates")
 		got := getJob(t, b, id)
 		if want := terminal[(winner+round)%len(terminal)]; got.Status != want || got.Message != fmt.Sprint(winner) {
 			t.Errorf("after racing updates: got %s (%s), want the winner's %s (%d)", got.Status, got.Message, want, winner)
@@ -283,13 +274,9 @@ func testJobExpiry(t *testing.T, h *harness) {
 			t.Errorf("UpdateJob of the expired %s: got %v, want ErrNotFound", id, err)
 		}
 	}
-	all, err := js.ListJobs(t.Context(), store.JobFilter{})
-	if err != nil {
-		t.Fatalf("ListJobs: %v", err)
-	}
-	if diff := cmp.Diff([]string{"job_live"}, jobIDs(all)); diff != "" {
-		t.Errorf("ListJobs with expired jobs (-want +got):\n%s", diff)
-	}
+	checkLists(t, "ListJobs", js.ListJobs, jobIDs, []listCase[store.JobFilter]{
+		{"with expired jobs", store.JobFilter{}, []string{"job_live"}},
+	})
 
 	if n, err := js.PurgeJobs(t.Context(), time.Now()); err != nil || n != 2 {
 		t.Errorf("PurgeJobs: got %d, %v; want 2, nil", n, err)
@@ -341,11 +328,7 @@ func testJobList(t *testing.T, h *harness) {
 			}
 		}
 	}
-	for _, tc := range []struct {
-		name string
-		f    store.JobFilter
-		want []string
-	}{
+	checkLists(t, "ListJobs", b.ListJobs, jobIDs, []listCase[store.JobFilter]{
 		{"all", store.JobFilter{}, []string{"j1", "j2", "j4", "j3", "j5"}},
 		{"a principal", store.JobFilter{Tenant: "acme", User: "ada"}, []string{"j1", "j5"}},
 		{"a tenant, exactly: no user", store.JobFilter{Tenant: "acme"}, []string{"j2"}},
@@ -362,15 +345,7 @@ func testJobList(t *testing.T, h *harness) {
 		{"limit above the count", store.JobFilter{Limit: 10}, []string{"j1", "j2", "j4", "j3", "j5"}},
 		{"all of them", store.JobFilter{Tenant: "acme", User: "ada", Server: "fs", Status: []store.JobStatus{store.JobWorking}, Limit: 1}, []string{"j1"}},
 		{"server, status and limit", store.JobFilter{Server: "fs", Status: terminal[1:2], Limit: 1}, []string{"j4"}},
-	} {
-		got, err := b.ListJobs(t.Context(), tc.f)
-		if err != nil {
-			t.Fatalf("ListJobs(%s): %v", tc.name, err)
-		}
-		if diff := cmp.Diff(tc.want, jobIDs(got)); diff != "" {
-			t.Errorf("ListJobs(%s) (-want +got):\n%s", tc.name, diff)
-		}
-	}
+	})
 	got, err := b.ListJobs(t.Context(), store.JobFilter{Server: "git", Status: []store.JobStatus{store.JobCompleted}})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("ListJobs: %+v, %v; want one job", got, err)

@@ -161,16 +161,7 @@ func testEndRace(t *testing.T, h *harness) {
 		errs := Race(16, func(i int) error {
 			return js[i%2].End(t.Context(), id, outcomes[i%len(outcomes)], fmt.Sprint(i))
 		})
-		ok, conflicts := count(t, errs, store.ErrConflict)
-		if ok != 1 || conflicts != len(errs)-1 {
-			t.Fatalf("16 racing Ends: got %d nil and %d ErrConflict, want 1 and 15", ok, conflicts)
-		}
-		winner := 0
-		for i, err := range errs {
-			if err == nil {
-				winner = i
-			}
-		}
+		winner := oneWins(t, errs, store.ErrConflict, "Ends")
 		got, err := js[1].Get(t.Context(), id)
 		if err != nil {
 			t.Fatalf("Get: %v", err)
@@ -211,11 +202,7 @@ func testRecords(t *testing.T, h *harness) {
 	if err := j.Resolve(t.Context(), "r2", store.ResolutionApplied, "", "ada"); err != nil {
 		t.Fatalf("Resolve: %v", err)
 	}
-	for _, tc := range []struct {
-		name string
-		f    store.RecordFilter
-		want []string
-	}{
+	checkLists(t, "Records", j.Records, ids, []listCase[store.RecordFilter]{
 		{"default: unresolved unknown", store.RecordFilter{}, []string{"r1", "r5"}},
 		{"all", store.RecordFilter{All: true}, []string{"r2", "r4", "r3", "r1", "r5"}},
 		{"all, limit 2", store.RecordFilter{All: true, Limit: 2}, []string{"r2", "r4"}},
@@ -223,15 +210,7 @@ func testRecords(t *testing.T, h *harness) {
 		{"tenant", store.RecordFilter{Tenant: "acme"}, []string{"r1"}},
 		{"limit 1", store.RecordFilter{Limit: 1}, []string{"r1"}},
 		{"no such tenant", store.RecordFilter{All: true, Tenant: "none"}, []string{}},
-	} {
-		got, err := j.Records(t.Context(), tc.f)
-		if err != nil {
-			t.Fatalf("Records(%s): %v", tc.name, err)
-		}
-		if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
-			t.Errorf("Records(%s) (-want +got):\n%s", tc.name, diff)
-		}
-	}
+	})
 	all, err := j.Records(t.Context(), store.RecordFilter{All: true})
 	if err != nil {
 		t.Fatalf("Records: %v", err)
@@ -310,13 +289,9 @@ func testRecoverOpen(t *testing.T, h *harness) {
 	if n, err := jc.RecoverOpen(t.Context(), at); err != nil || n != 0 {
 		t.Errorf("RecoverOpen on a new handle while b lives: got %d, %v; want 0, nil", n, err)
 	}
-	recs, err := jc.Records(t.Context(), store.RecordFilter{})
-	if err != nil {
-		t.Fatalf("Records: %v", err)
-	}
-	if diff := cmp.Diff([]string{"a1"}, ids(recs)); diff != "" {
-		t.Errorf("unresolved records after recovery (-want +got):\n%s", diff)
-	}
+	checkLists(t, "Records", jc.Records, ids, []listCase[store.RecordFilter]{
+		{"unresolved, after recovery", store.RecordFilter{}, []string{"a1"}},
+	})
 }
 
 func testResolve(t *testing.T, h *harness) {
@@ -411,13 +386,9 @@ func testLateAnswer(t *testing.T, h *harness) {
 		t.Errorf("after LateAnswer: got %+v", got)
 	}
 	// Still a person's to resolve, and listed as such.
-	recs, err := j.Records(t.Context(), store.RecordFilter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"unk"}, ids(recs)); diff != "" {
-		t.Errorf("unresolved records (-want +got):\n%s", diff)
-	}
+	checkLists(t, "Records", j.Records, ids, []listCase[store.RecordFilter]{
+		{"unresolved", store.RecordFilter{}, []string{"unk"}},
+	})
 	if err := j.Resolve(t.Context(), "unk", store.ResolutionApplied, "the late answer says so", "ada"); err != nil {
 		t.Errorf("Resolve after a late answer: %v", err)
 	}
@@ -439,11 +410,7 @@ func testRecordsByCallID(t *testing.T, h *harness) {
 			t.Fatalf("Begin(%s): %v", in.ID, err)
 		}
 	}
-	for _, tc := range []struct {
-		name string
-		f    store.RecordFilter
-		want []string
-	}{
+	checkLists(t, "Records", j.Records, ids, []listCase[store.RecordFilter]{
 		{"ended succeeded", store.RecordFilter{CallID: "call_ok"}, []string{"ok"}},
 		{"open", store.RecordFilter{CallID: "call_open"}, []string{"open"}},
 		{"ended unknown, then sent again", store.RecordFilter{CallID: "call_unk"}, []string{"unk", "unk_retry"}},
@@ -453,15 +420,7 @@ func testRecordsByCallID(t *testing.T, h *harness) {
 		{"of another tenant", store.RecordFilter{CallID: "call_unk", Tenant: "other"}, []string{}},
 		{"of another user", store.RecordFilter{CallID: "call_unk", User: "bob"}, []string{}},
 		{"no such call", store.RecordFilter{CallID: "call_none"}, []string{}},
-	} {
-		got, err := j.Records(t.Context(), tc.f)
-		if err != nil {
-			t.Fatalf("Records(%s): %v", tc.name, err)
-		}
-		if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
-			t.Errorf("Records(%s) (-want +got):\n%s", tc.name, diff)
-		}
-	}
+	})
 	got, err := j.Records(t.Context(), store.RecordFilter{CallID: "call_ok"})
 	if err != nil || len(got) != 1 {
 		t.Fatalf("Records by call id: %+v, %v; want one record", got, err)

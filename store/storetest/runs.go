@@ -213,13 +213,9 @@ func testRunRefuses(t *testing.T, h *harness) {
 	if diff := cmp.Diff(saved, got); diff != "" {
 		t.Errorf("refused saves changed a saved record (-before +after):\n%s", diff)
 	}
-	all, err := rs.RunRecords(t.Context(), store.RunFilter{})
-	if err != nil {
-		t.Fatalf("RunRecords: %v", err)
-	}
-	if diff := cmp.Diff([]string{"run_kept"}, runIDs(all)); diff != "" {
-		t.Errorf("RunRecords after refused saves (-want +got):\n%s", diff)
-	}
+	checkLists(t, "RunRecords", rs.RunRecords, runIDs, []listCase[store.RunFilter]{
+		{"after refused saves", store.RunFilter{}, []string{"run_kept"}},
+	})
 }
 
 // testRunList: records newest first, ties broken by id, selected by
@@ -245,11 +241,7 @@ func testRunList(t *testing.T, h *harness) {
 			t.Fatalf("SaveRun(%s): %v", s.id, err)
 		}
 	}
-	for _, tc := range []struct {
-		name string
-		f    store.RunFilter
-		want []string
-	}{
+	checkLists(t, "RunRecords", b.RunRecords, runIDs, []listCase[store.RunFilter]{
 		{"all", store.RunFilter{}, []string{"r5", "r4", "r2", "r3", "r1"}},
 		{"limit 2", store.RunFilter{Limit: 2}, []string{"r5", "r4"}},
 		{"negative limit", store.RunFilter{Limit: -1}, []string{"r5", "r4", "r2", "r3", "r1"}},
@@ -258,15 +250,7 @@ func testRunList(t *testing.T, h *harness) {
 		{"tenant and user", store.RunFilter{Tenant: "other", User: "bob"}, []string{"r5"}},
 		{"tenant, limit 2", store.RunFilter{Tenant: "acme", Limit: 2}, []string{"r4", "r2"}},
 		{"no such user", store.RunFilter{User: "eve"}, []string{}},
-	} {
-		got, err := b.RunRecords(t.Context(), tc.f)
-		if err != nil {
-			t.Fatalf("RunRecords(%s): %v", tc.name, err)
-		}
-		if diff := cmp.Diff(tc.want, runIDs(got)); diff != "" {
-			t.Errorf("RunRecords(%s) (-want +got):\n%s", tc.name, diff)
-		}
-	}
+	})
 	all, err := b.RunRecords(t.Context(), store.RunFilter{})
 	if err != nil {
 		t.Fatalf("RunRecords: %v", err)

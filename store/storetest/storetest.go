@@ -5,12 +5,15 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/store"
 )
@@ -260,6 +263,46 @@ func idsOf[T any](xs []T, id func(T) string) []string {
 		out = append(out, id(x))
 	}
 	return out
+}
+
+// A listCase is a filter and the ids, in order, that a listing by it
+// returns.
+type listCase[F any] struct {
+	name string
+	f    F
+	want []string
+}
+
+// checkLists lists, by list, with the filter of each case, and compares
+// the ids of what it returns, as ids reads them, with the case's; what
+// names list in messages.
+func checkLists[F, T any](t *testing.T, what string, list func(context.Context, F) ([]T, error), ids func([]T) []string, cases []listCase[F]) {
+	t.Helper()
+	for _, tc := range cases {
+		got, err := list(t.Context(), tc.f)
+		if err != nil {
+			t.Fatalf("%s(%s): %v", what, tc.name, err)
+		}
+		if diff := cmp.Diff(tc.want, ids(got)); diff != "" {
+			t.Errorf("%s(%s) (-want +got):\n%s", what, tc.name, diff)
+		}
+	}
+}
+
+// oneWins checks that, of errs from racing calls that what names, one is
+// nil and the others match lost, and returns the index of the nil one.
+func oneWins(t *testing.T, errs []error, lost error, what string) int {
+	t.Helper()
+	ok, matched := count(t, errs, lost)
+	if ok != 1 || matched != len(errs)-1 {
+		t.Fatalf("%d racing %s: got %d nil and %d %v, want 1 and %d", len(errs), what, ok, matched, lost, len(errs)-1)
+	}
+	for i, err := range errs {
+		if err == nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // Race runs f in n goroutines at once and returns their errors. A
