@@ -31,35 +31,20 @@ const (
 func newServer() *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "airlock-conformance-taskserver", Version: "1.0.0"}, nil)
 
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "greet",
-		Description: "Greets someone by name, at once.",
-	}, greet)
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "slow_compute",
-		Description: "Works for the given number of seconds, then reports what it computed. It stops when the call is cancelled.",
-	}, slowCompute)
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "failing_job",
-		Description: "Works for about a second, then reports that the job failed (a tool error).",
-	}, failingJob)
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "protocol_error_job",
-		Description: "Works for about a second, then fails with a JSON-RPC error instead of a result.",
-	}, protocolErrorJob)
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "confirm_delete",
-		Description: "Looks up a file, asks the user to confirm its deletion, and reports what was done.",
-	}, confirmDelete)
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "multi_input",
-		Description: "Asks two questions at once and reports both answers.",
-	}, multiInput)
-	mcp.AddTool(server, &mcp.Tool{
-		Name:        "test_tool_with_task",
-		Description: "Asks for the user's name at once, then works for about a second and greets them.",
-	}, toolWithTask)
+	addTool(server, "greet", "Greets someone by name, at once.", greet)
+	addTool(server, "slow_compute", "Works for the given number of seconds, then reports what it computed. It stops when the call is cancelled.", slowCompute)
+	addTool(server, "failing_job", "Works for about a second, then reports that the job failed (a tool error).", failingJob)
+	addTool(server, "protocol_error_job", "Works for about a second, then fails with a JSON-RPC error instead of a result.", protocolErrorJob)
+	addTool(server, "confirm_delete", "Looks up a file, asks the user to confirm its deletion, and reports what was done.", confirmDelete)
+	addTool(server, "multi_input", "Asks two questions at once and reports both answers.", multiInput)
+	addTool(server, "test_tool_with_task", "Asks for the user's name at once, then works for about a second and greets them.", toolWithTask)
 	return server
+}
+
+// addTool adds to server the tool name, which description describes and
+// h runs, with the input schema that In infers.
+func addTool[In any](server *mcp.Server, name, description string, h mcp.ToolHandlerFor[In, any]) {
+	mcp.AddTool(server, &mcp.Tool{Name: name, Description: description}, h)
 }
 
 type greetArgs struct {
