@@ -153,10 +153,7 @@ func TestMalformedCallResponse(t *testing.T) {
 		"tools/list": helloTools,
 		"tools/call": `{"content":[{"type":"text","text":"shown"}],"isError":false,"isError":true}`,
 	})
-	cfg := newConfig(t, srv)
-	classify(cfg, "raw", "read", "hello")
-	h := open(t, cfg)
-	r := call(t, h, "raw__hello", `{}`)
+	r := callRead(t, srv, "hello", `{}`)
 	wantStatus(t, r, airlock.ContractError)
 	if r.Content != "" {
 		t.Errorf("content = %q reaches the model", r.Content)

@@ -116,6 +116,16 @@ func openWith(t *testing.T, cfg *config.Config, opts *airlock.Options) *airlock.
 	return h
 }
 
+// callRead opens a host of srv alone, with tool classified read, and
+// calls tool with args: a test of how one call to a server ends needs no
+// more.
+func callRead(t *testing.T, srv config.Server, tool, args string) *airlock.Result {
+	t.Helper()
+	cfg := newConfig(t, srv)
+	classify(cfg, srv.ID, "read", tool)
+	return call(t, open(t, cfg), srv.ID+"__"+tool, args)
+}
+
 func call(t *testing.T, h *airlock.Host, name, args string) *airlock.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

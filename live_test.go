@@ -337,10 +337,7 @@ func TestWarmStartNeverExposesAChangedListWithoutASwap(t *testing.T) {
 func TestWithoutMaxCallDurationProgressDoesNotExtend(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	srv.RequestTimeout = 300 * time.Millisecond
-	cfg := newConfig(t, srv)
-	classify(cfg, "sdk", "read", "progress")
-	h := open(t, cfg)
-	r := call(t, h, "sdk__progress", `{"steps":10}`)
+	r := callRead(t, srv, "progress", `{"steps":10}`)
 	wantStatus(t, r, airlock.ConnectionError)
 	if !strings.Contains(r.Err.Msg, "request_timeout") {
 		t.Errorf("error = %q", r.Err.Msg)

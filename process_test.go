@@ -124,10 +124,7 @@ func TestServerTimeoutCancelsTheRequest(t *testing.T) {
 func TestReadTimeoutIsAConnectionError(t *testing.T) {
 	srv := testServer(t, "sdk", "sdk")
 	srv.RequestTimeout = 300 * time.Millisecond
-	cfg := newConfig(t, srv)
-	classify(cfg, "sdk", "read", "slow")
-	h := open(t, cfg)
-	r := call(t, h, "sdk__slow", `{}`)
+	r := callRead(t, srv, "slow", `{}`)
 	wantStatus(t, r, airlock.ConnectionError)
 	if r.RecoveryID != "" {
 		t.Errorf("a read has a recovery record %s", r.RecoveryID)
