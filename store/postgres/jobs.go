@@ -71,24 +71,10 @@ func (db *DB) CreateJob(ctx context.Context, j store.Job) error {
 // Job returns the job id, settling it first if its writer is gone; see
 // store.Jobs.
 func (db *DB) Job(ctx context.Context, id string) (store.Job, error) {
-	j, writer, err := db.job(ctx, id)
-	if err != nil || j.Status.Terminal() || writer == db.ownWriter() {
-		return j, err
-	}
-	settled := false
-	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		n, err := settleLost(ctx, tx, writer, id, nil)
-		settled = n > 0
-		return err
+	read := func() (store.Job, int64, error) { return db.job(ctx, id) }
+	return sqlrow.ReadJob(id, db.ownWriter(), read, func(w int64) (int, error) {
+		return db.whileGone(ctx, w, func(tx pgx.Tx) (int, error) { return settleLost(ctx, tx, w, id, nil) })
 	})
-	if err != nil {
-		return store.Job{}, fmt.Errorf("read job %s: %w", id, err)
-	}
-	if !settled {
-		return j, nil
-	}
-	j, _, err = db.job(ctx, id)
-	return j, err
 }
 
 // job reads the job id, unless it has expired, and its writer.
@@ -147,33 +133,20 @@ func (db *DB) ListJobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 // RecoverJobs settles the unsettled jobs of every writer whose lock it
 // can take; see store.Jobs.
 func (db *DB) RecoverJobs(ctx context.Context, at time.Time) (int, error) {
-	rows, err := db.pool.Query(ctx, `SELECT DISTINCT writer FROM jobs WHERE `+sqlrow.JobOpen)
-	if err != nil {
-		return 0, fmt.Errorf("recover jobs: %w", err)
-	}
-	writers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, fmt.Errorf("recover jobs: %w", err)
-	}
-	return sqlrow.RecoverJobs(writers, db.ownWriter(), func(w int64) (n int, err error) {
-		err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-			n, err = settleLost(ctx, tx, w, "", store.UTC(at))
-			return err
-		})
-		return n, err
+	n, err := db.settleGone(ctx, "jobs", sqlrow.JobOpen, func(tx pgx.Tx, w int64) (int, error) {
+		return settleLost(ctx, tx, w, "", store.UTC(at))
 	})
+	if err != nil {
+		return n, fmt.Errorf("recover jobs: %w", err)
+	}
+	return n, nil
 }
 
 // settleLost settles failed, at at (nil: now), with their Lost errors, the
 // unsettled jobs of writer that have not expired: the one job id, or all
-// of them when id is empty; but only if writer is gone. It takes the
-// writer's lock for tx, as RecoverOpen does: a writer whose lock is free
-// has no session left, and a new one never takes its id.
+// of them when id is empty. The caller holds the writer's lock for tx
+// (whileGone).
 func settleLost(ctx context.Context, tx pgx.Tx, writer int64, id string, at any) (int, error) {
-	var gone bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, writer).Scan(&gone); err != nil || !gone {
-		return 0, err
-	}
 	tag, err := tx.Exec(ctx, `
 UPDATE jobs SET status = 'failed', message = $1, result = NULL, error = lost, input = NULL,
 	updated_at = GREATEST(created_at, COALESCE($2::timestamptz, now()))

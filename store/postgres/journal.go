@@ -11,9 +11,6 @@ import (
 	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
-// recoveredDetail is the detail of an intent that RecoverOpen ended.
-const recoveredDetail = "the process that sent the call ended before its outcome was recorded"
-
 type journal struct{ db *DB }
 
 var _ store.Journal = journal{}
@@ -90,39 +87,20 @@ RETURNING set_config('synchronous_commit', 'off', true)`,
 // holding the lock (for its transaction) while it does: a writer whose
 // lock is free has no session left, and a new one never takes its id.
 func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
-	rows, err := j.db.pool.Query(ctx, `SELECT DISTINCT writer FROM intents WHERE outcome IS NULL`)
-	if err != nil {
-		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
-	}
-	writers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
-	}
-	own := j.db.ownWriter()
-	total := 0
-	for _, w := range writers {
-		if w == own {
-			continue
-		}
-		err := pgx.BeginFunc(ctx, j.db.pool, func(tx pgx.Tx) error {
-			var gone bool
-			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, w).Scan(&gone); err != nil || !gone {
-				return err
-			}
-			tag, err := tx.Exec(ctx, `
+	n, err := j.db.settleGone(ctx, "intents", `outcome IS NULL`, func(tx pgx.Tx, w int64) (int, error) {
+		tag, err := tx.Exec(ctx, `
 UPDATE intents SET outcome = 'unknown', detail = $1, ended_at = $2
 WHERE writer = $3 AND outcome IS NULL`,
-				recoveredDetail, store.UTC(at), w)
-			if err == nil {
-				total += int(tag.RowsAffected())
-			}
-			return err
-		})
+			sqlrow.RecoveredDetail, store.UTC(at), w)
 		if err != nil {
-			return total, fmt.Errorf("recover: cannot write the journal: %w", err)
+			return 0, fmt.Errorf("cannot write the journal: %w", err)
 		}
+		return int(tag.RowsAffected()), nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("recover: %w", err)
 	}
-	return total, nil
+	return n, nil
 }
 
 func scanRecord(row pgx.CollectableRow) (store.Record, error) { return sqlrow.Record(row, utc) }

@@ -360,6 +360,40 @@ func (db *DB) ownWriter() int64 {
 	return db.sess.writer
 }
 
+// settleGone settles, by settle, the rows of the table that open selects
+// (a condition), of each of their writers but this DB's own whose lock it
+// can take, in a transaction that holds the lock (whileGone); it returns
+// how many rows it settled in all.
+func (db *DB) settleGone(ctx context.Context, table, open string, settle func(tx pgx.Tx, writer int64) (int, error)) (int, error) {
+	rows, err := db.pool.Query(ctx, `SELECT DISTINCT writer FROM `+table+` WHERE `+open)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the %s: %w", table, err)
+	}
+	writers, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the %s: %w", table, err)
+	}
+	return sqlrow.SettleWriters(writers, db.ownWriter(), func(w int64) (int, error) {
+		return db.whileGone(ctx, w, func(tx pgx.Tx) (int, error) { return settle(tx, w) })
+	})
+}
+
+// whileGone runs settle in a transaction that holds the lock of writer,
+// if the lock is free, and returns how many rows settle settled; none if
+// the lock is held. A writer whose lock is free has no session left, and
+// a new one never takes its id.
+func (db *DB) whileGone(ctx context.Context, writer int64, settle func(pgx.Tx) (int, error)) (n int, err error) {
+	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		var gone bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, writer).Scan(&gone); err != nil || !gone {
+			return err
+		}
+		n, err = settle(tx)
+		return err
+	})
+	return n, err
+}
+
 // newWriterID returns a random non-zero writer id.
 func newWriterID() int64 {
 	for {

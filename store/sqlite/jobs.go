@@ -49,21 +49,10 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 // Job returns the job id, settling it first if its writer is gone; see
 // store.Jobs.
 func (db *DB) Job(ctx context.Context, id string) (store.Job, error) {
-	j, writer, err := db.job(ctx, id)
-	if err != nil || j.Status.Terminal() || writer == db.ownWriter() {
-		return j, err
-	}
-	gone, done := writerGone(db.writersDir(), writer)
-	if !gone {
-		return j, nil
-	}
-	_, err = db.settleLost(ctx, writer, id, now())
-	done()
-	if err != nil {
-		return store.Job{}, fmt.Errorf("read job %s: %w", id, err)
-	}
-	j, _, err = db.job(ctx, id)
-	return j, err
+	read := func() (store.Job, string, error) { return db.job(ctx, id) }
+	return sqlrow.ReadJob(id, db.ownWriter(), read, func(w string) (int, error) {
+		return db.whileGone(w, func() (int, error) { return db.settleLost(ctx, w, id, now()) })
+	})
 }
 
 // job reads the job id, unless it has expired, and its writer.
@@ -127,32 +116,19 @@ func (db *DB) ListJobs(ctx context.Context, f store.JobFilter) ([]store.Job, err
 // RecoverJobs settles the unsettled jobs of every writer that is gone;
 // see store.Jobs.
 func (db *DB) RecoverJobs(ctx context.Context, at time.Time) (int, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT writer FROM jobs WHERE `+sqlrow.JobOpen)
-	if err != nil {
-		return 0, fmt.Errorf("recover jobs: %w", err)
-	}
-	writers, err := scanAll(rows, func(row scanner) (string, error) {
-		var w string
-		err := row.Scan(&w)
-		return w, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("recover jobs: %w", err)
-	}
-	return sqlrow.RecoverJobs(writers, db.ownWriter(), func(w string) (int, error) {
-		gone, done := writerGone(db.writersDir(), w)
-		if !gone {
-			return 0, nil
-		}
-		defer done()
+	n, err := db.settleGone(ctx, "jobs", sqlrow.JobOpen, func(w string) (int, error) {
 		return db.settleLost(ctx, w, "", store.UTC(at))
 	})
+	if err != nil {
+		return n, fmt.Errorf("recover jobs: %w", err)
+	}
+	return n, nil
 }
 
 // settleLost settles failed, at at, with their Lost errors, the unsettled
 // jobs of writer that have not expired: the one job id, or all of them
 // when id is empty. The caller has found writer gone, and holds its lock
-// file while it settles them.
+// file while it settles them (whileGone).
 func (db *DB) settleLost(ctx context.Context, writer, id string, at time.Time) (int, error) {
 	res, err := db.w.ExecContext(ctx, `
 UPDATE jobs SET status = 'failed', message = ?1, result = NULL, error = lost, input = NULL,

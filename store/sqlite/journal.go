@@ -11,9 +11,6 @@ import (
 	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
-// recoveredDetail is the detail of an intent that RecoverOpen ended.
-const recoveredDetail = "the process that sent the call ended before its outcome was recorded"
-
 type journal struct{ db *DB }
 
 // beginQuery and endQuery are the statements of Begin and End, which the
@@ -88,42 +85,22 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 }
 
 func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
-	rows, err := j.db.r.QueryContext(ctx, `SELECT DISTINCT writer FROM intents WHERE outcome IS NULL`)
-	if err != nil {
-		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
-	}
-	writers, err := scanAll(rows, func(row scanner) (string, error) {
-		var w string
-		err := row.Scan(&w)
-		return w, err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("recover: cannot read the journal: %w", err)
-	}
-	own := j.db.ownWriter()
-	total := 0
-	for _, w := range writers {
-		if w == own {
-			continue
-		}
-		gone, done := writerGone(j.db.writersDir(), w)
-		if !gone {
-			continue
-		}
+	n, err := j.db.settleGone(ctx, "intents", `outcome IS NULL`, func(w string) (int, error) {
 		res, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET outcome = 'unknown', detail = ?, ended_at = ?
 WHERE writer = ? AND outcome IS NULL`,
-			recoveredDetail, micros(store.UTC(at)), w)
+			sqlrow.RecoveredDetail, micros(store.UTC(at)), w)
 		if err != nil {
-			done()
-			return total, fmt.Errorf("recover: cannot write the journal: %w", err)
+			return 0, fmt.Errorf("cannot write the journal: %w", err)
 		}
 		n, _ := res.RowsAffected()
-		total += int(n)
-		done()
+		return int(n), nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("recover: %w", err)
 	}
-	j.db.sweepWriters(own)
-	return total, nil
+	j.db.sweepWriters(j.db.ownWriter())
+	return n, nil
 }
 
 func scanRecord(row scanner) (store.Record, error) { return sqlrow.Record(row, fromMicros) }

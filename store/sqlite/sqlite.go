@@ -227,6 +227,40 @@ func (db *DB) ownWriter() string {
 
 func (db *DB) writersDir() string { return db.path + "-writers" }
 
+// settleGone settles, by settle, the rows of the table that open selects
+// (a condition), of each of their writers but this DB's own that is gone,
+// holding its lock file while it does (whileGone); it returns how many
+// rows it settled in all.
+func (db *DB) settleGone(ctx context.Context, table, open string, settle func(writer string) (int, error)) (int, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT DISTINCT writer FROM `+table+` WHERE `+open)
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the %s: %w", table, err)
+	}
+	writers, err := scanAll(rows, func(row scanner) (string, error) {
+		var w string
+		err := row.Scan(&w)
+		return w, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cannot read the %s: %w", table, err)
+	}
+	return sqlrow.SettleWriters(writers, db.ownWriter(), func(w string) (int, error) {
+		return db.whileGone(w, func() (int, error) { return settle(w) })
+	})
+}
+
+// whileGone runs settle if writer is gone, holding its lock file while
+// settle runs, and returns how many rows settle settled; none if writer
+// lives.
+func (db *DB) whileGone(writer string, settle func() (int, error)) (int, error) {
+	gone, done := writerGone(db.writersDir(), writer)
+	if !gone {
+		return 0, nil
+	}
+	defer done()
+	return settle()
+}
+
 // sweepWriters removes the lock files of writers that have gone with no
 // intent open (a process that crashed between calls), so that they do not
 // pile up.

@@ -75,6 +75,26 @@ func JobFields(s store.JobStatus, result, fail, input []byte) (r, f, i []byte) {
 	return nil, nil, nil
 }
 
+// ReadJob reads the job id by read, with its writer, and settles it first
+// if it is unsettled and its writer, not own, is gone: settle settles the
+// job of a writer and says how many it settled, none if the writer lives.
+// A job that settle settled is read again.
+func ReadJob[W comparable](id string, own W, read func() (store.Job, W, error), settle func(W) (int, error)) (store.Job, error) {
+	j, writer, err := read()
+	if err != nil || j.Status.Terminal() || writer == own {
+		return j, err
+	}
+	n, err := settle(writer)
+	if err != nil {
+		return store.Job{}, fmt.Errorf("read job %s: %w", id, err)
+	}
+	if n == 0 {
+		return j, nil
+	}
+	j, _, err = read()
+	return j, err
+}
+
 // JobUpdateFields checks u, as store.JobUpdate.Check does, and returns
 // its result, fail and input as JobFields keeps them for its status.
 func JobUpdateFields(id string, u store.JobUpdate) (result, fail, input []byte, err error) {
@@ -96,25 +116,6 @@ SELECT ` + JobColumns + ` FROM (
 	LIMIT ` + limit + `
 ) newest
 ORDER BY created_at, seq`
-}
-
-// RecoverJobs settles, by settle, the unsettled jobs of each of writers
-// but own, the DB's own writer, whose jobs are not lost, and returns how
-// many it settled. settle says how many jobs of a writer it settled: none
-// if the writer is not gone.
-func RecoverJobs[W comparable](writers []W, own W, settle func(W) (int, error)) (int, error) {
-	total := 0
-	for _, w := range writers {
-		if w == own {
-			continue
-		}
-		n, err := settle(w)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("recover jobs: %w", err)
-		}
-	}
-	return total, nil
 }
 
 // JobNotUpdated says why an update of the job id changed nothing, from

@@ -56,6 +56,28 @@ func Inserted(err error, unique bool, taken, failed string) error {
 	return nil
 }
 
+// RecoveredDetail is the detail of an intent that RecoverOpen ended.
+const RecoveredDetail = "the process that sent the call ended before its outcome was recorded"
+
+// SettleWriters settles, by settle, the rows that each of writers left
+// unsettled, but own's (the DB's own writer, which is live), and returns
+// how many it settled in all, up to the first error. settle says how many
+// rows of a writer it settled: none if the writer is not gone.
+func SettleWriters[W comparable](writers []W, own W, settle func(W) (int, error)) (int, error) {
+	total := 0
+	for _, w := range writers {
+		if w == own {
+			continue
+		}
+		n, err := settle(w)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 // optional is at(*t), or the zero time for NULL.
 func optional[T any](t *T, at func(T) time.Time) time.Time {
 	if t == nil {
