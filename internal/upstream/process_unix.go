@@ -85,11 +85,9 @@ func (s *sweep) scan() ([]procInfo, error) {
 			}
 		}
 	}
-	liveMember := map[int]bool{}
+	isMember := map[int]bool{}
 	for _, p := range found {
-		if !p.zombie() {
-			liveMember[p.pid] = true
-		}
+		isMember[p.pid] = true
 	}
 	var live []procInfo
 	for _, p := range found {
@@ -98,10 +96,11 @@ func (s *sweep) scan() ([]procInfo, error) {
 			live = append(live, p)
 		case p.ppid == s.self && p.pid != s.f.own && !reap(p.pid):
 			live = append(live, p) // its other threads are still exiting
-		case liveMember[p.ppid]:
-			// Its parent, a member too, has yet to exit: then it is
-			// reparented, to this process (a child subreaper), which must
-			// reap it, or to init. Until then it counts as live.
+		case isMember[p.ppid] && p.ppid != s.self:
+			// Its parent, a member too, has yet to exit, or exited after
+			// this scan read the child: then it is reparented, to this
+			// process (a child subreaper), which must reap it, or to init.
+			// Until the next scan sees where it went, it counts as live.
 			live = append(live, p)
 		}
 	}
