@@ -270,7 +270,7 @@ func TestLeasesAcrossRestart(t *testing.T) {
 func TestLeaseHolderIdle(t *testing.T) {
 	url, key := database(t)
 	if _, err := connect(t, url).Exec(t.Context(), `DO $$ BEGIN
-	EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = 100', current_database());
+	EXECUTE format('ALTER DATABASE %I SET idle_session_timeout = 300', current_database());
 END $$`); err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +279,11 @@ END $$`); err != nil {
 	if _, err := a.Acquire(ctx, "k", 1, "ha", 10*time.Minute); err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
-	time.Sleep(time.Second) // ten idle timeouts
+	time.Sleep(3 * time.Second) // ten idle timeouts
 	// b's pool finds its own idle connections ended: an Acquire may fail
-	// before one answers.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	// before one answers (a new connection, too, when a loaded machine
+	// leaves it idle for an idle timeout before its first query).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		_, err := b.Acquire(ctx, "k", 1, "hb", 10*time.Minute)
 		if errors.Is(err, store.ErrBusy) {
 			break
