@@ -90,27 +90,19 @@ func (db *DB) job(ctx context.Context, id string) (store.Job, int64, error) {
 
 // UpdateJob applies u to the job id; see store.Jobs.
 func (db *DB) UpdateJob(ctx context.Context, id string, u store.JobUpdate) error {
-	result, fail, input, err := sqlrow.JobUpdateFields(id, u)
-	if err != nil {
-		return err
-	}
-	tag, err := db.pool.Exec(ctx, `
+	update := func(result, fail, input []byte) (int64, error) {
+		tag, err := db.pool.Exec(ctx, `
 UPDATE jobs SET status = $1, message = $2, result = $3, error = $4, input = $5,
 	record_id = CASE WHEN $6::text = '' THEN record_id ELSE $6::text END, updated_at = GREATEST(created_at, now())
 WHERE id = $7 AND `+sqlrow.JobOpen+` AND expires_at >= now()`,
-		string(u.Status), u.Message, result, fail, input, u.RecordID, id)
-	if err != nil {
-		return fmt.Errorf("update job %s: %w", id, err)
+			string(u.Status), u.Message, result, fail, input, u.RecordID, id)
+		return tag.RowsAffected(), err
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
+	read := func() (status string, live bool, err error) {
+		err = db.pool.QueryRow(ctx, `SELECT status, expires_at >= now() FROM jobs WHERE id = $1`, id).Scan(&status, &live)
+		return status, live, err
 	}
-	var (
-		status string
-		live   bool
-	)
-	err = db.pool.QueryRow(ctx, `SELECT status, expires_at >= now() FROM jobs WHERE id = $1`, id).Scan(&status, &live)
-	return sqlrow.JobNotUpdated(id, store.JobStatus(status), live, err, pgx.ErrNoRows)
+	return sqlrow.UpdateJob(id, u, update, read, pgx.ErrNoRows)
 }
 
 // ListJobs returns the jobs f selects, oldest first; see store.Jobs.

@@ -68,27 +68,22 @@ func (db *DB) job(ctx context.Context, id string) (store.Job, string, error) {
 
 // UpdateJob applies u to the job id; see store.Jobs.
 func (db *DB) UpdateJob(ctx context.Context, id string, u store.JobUpdate) error {
-	result, fail, input, err := sqlrow.JobUpdateFields(id, u)
-	if err != nil {
-		return err
-	}
-	res, err := db.w.ExecContext(ctx, `
+	update := func(result, fail, input []byte) (int64, error) {
+		res, err := db.w.ExecContext(ctx, `
 UPDATE jobs SET status = ?1, message = ?2, result = ?3, error = ?4, input = ?5,
 	record_id = CASE WHEN ?6 = '' THEN record_id ELSE ?6 END, updated_at = MAX(created_at, ?7)
 WHERE id = ?8 AND `+sqlrow.JobOpen+` AND expires_at >= ?7`,
-		string(u.Status), u.Message, blob(result), blob(fail), blob(input), u.RecordID, micros(now()), id)
-	if err != nil {
-		return fmt.Errorf("update job %s: %w", id, err)
+			string(u.Status), u.Message, blob(result), blob(fail), blob(input), u.RecordID, micros(now()), id)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
+	read := func() (status string, live bool, err error) {
+		err = db.r.QueryRowContext(ctx, `SELECT status, expires_at >= ? FROM jobs WHERE id = ?`, micros(now()), id).Scan(&status, &live)
+		return status, live, err
 	}
-	var (
-		status string
-		live   bool
-	)
-	err = db.r.QueryRowContext(ctx, `SELECT status, expires_at >= ? FROM jobs WHERE id = ?`, micros(now()), id).Scan(&status, &live)
-	return sqlrow.JobNotUpdated(id, store.JobStatus(status), live, err, sql.ErrNoRows)
+	return sqlrow.UpdateJob(id, u, update, read, sql.ErrNoRows)
 }
 
 // ListJobs returns the jobs f selects, oldest first; see store.Jobs.

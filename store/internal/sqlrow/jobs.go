@@ -95,14 +95,24 @@ func ReadJob[W comparable](id string, own W, read func() (store.Job, W, error), 
 	return j, err
 }
 
-// JobUpdateFields checks u, as store.JobUpdate.Check does, and returns
-// its result, fail and input as JobFields keeps them for its status.
-func JobUpdateFields(id string, u store.JobUpdate) (result, fail, input []byte, err error) {
+// UpdateJob applies u to the job id: update runs the conditional UPDATE
+// of an unsettled job that has not expired, with result, fail and input as
+// JobFields keeps them for u's status, and says how many rows it changed.
+// If none, read reads the job's status and whether it has not expired, to
+// say why (jobNotUpdated); noRows is the driver's error for no row.
+func UpdateJob(id string, u store.JobUpdate, update func(result, fail, input []byte) (int64, error), read func() (status string, live bool, err error), noRows error) error {
 	if err := u.Check(); err != nil {
-		return nil, nil, nil, fmt.Errorf("update job %s: %w", id, err)
+		return fmt.Errorf("update job %s: %w", id, err)
 	}
-	result, fail, input = JobFields(u.Status, u.Result, u.Error, u.Input)
-	return result, fail, input, nil
+	n, err := update(JobFields(u.Status, u.Result, u.Error, u.Input))
+	if err != nil {
+		return fmt.Errorf("update job %s: %w", id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	status, live, err := read()
+	return jobNotUpdated(id, store.JobStatus(status), live, err, noRows)
 }
 
 // NewestJobs is a query of the jobs that where selects, the newest that
@@ -118,12 +128,12 @@ SELECT ` + JobColumns + ` FROM (
 ORDER BY created_at, seq`
 }
 
-// JobNotUpdated says why an update of the job id changed nothing, from
+// jobNotUpdated says why an update of the job id changed nothing, from
 // the job as read after it: status, and live, whether it has not expired.
 // A job that is missing or expired is store.ErrNotFound, and one that has
 // settled store.ErrConflict. err is the read's, noRows the driver's error
 // for no row.
-func JobNotUpdated(id string, status store.JobStatus, live bool, err, noRows error) error {
+func jobNotUpdated(id string, status store.JobStatus, live bool, err, noRows error) error {
 	switch {
 	case errors.Is(err, noRows):
 		return fmt.Errorf("update job %s: %w", id, store.ErrNotFound)
