@@ -33,14 +33,10 @@ ON CONFLICT (id) DO UPDATE SET status = excluded.status, tenant = excluded.tenan
 
 // SaveRun inserts or replaces the record of r.ID; see store.Runs.
 func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
-	args, err := saveRunArgs(r)
-	if err != nil {
+	return sqlrow.SaveRun(r, saveRunArgs, func(args []any) error {
+		_, err := db.pool.Exec(ctx, saveRunQuery, args...)
 		return err
-	}
-	if _, err := db.pool.Exec(ctx, saveRunQuery, args...); err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	return nil
+	})
 }
 
 // SaveRunRelaxed is SaveRun in a transaction with synchronous_commit off:
@@ -48,28 +44,19 @@ func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
 // flushes it within a few times wal_writer_delay, or with the next
 // synchronous commit, whose flush covers every earlier WAL record.
 func (db *DB) SaveRunRelaxed(ctx context.Context, r store.RunRecord) error {
-	args, err := saveRunArgs(r)
-	if err != nil {
-		return err
-	}
-	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+	return sqlrow.SaveRun(r, saveRunArgs, func(args []any) error {
+		return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, saveRunQuery, args...)
 			return err
-		}
-		_, err := tx.Exec(ctx, saveRunQuery, args...)
-		return err
+		})
 	})
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	return nil
 }
 
-// saveRunArgs are the arguments of saveRunQuery for r, once r is checked.
-func saveRunArgs(r store.RunRecord) ([]any, error) {
-	if err := r.Check(); err != nil {
-		return nil, err
-	}
+// saveRunArgs are the arguments of saveRunQuery for r.
+func saveRunArgs(r store.RunRecord) []any {
 	var created any // NULL: the row's, or now
 	if !r.CreatedAt.IsZero() {
 		created = store.UTC(r.CreatedAt)
@@ -79,7 +66,7 @@ func saveRunArgs(r store.RunRecord) ([]any, error) {
 		checkpoint = r.Checkpoint
 	}
 	return []any{r.ID, string(r.Status), r.Tenant, r.User, r.Provider, r.Model, r.Task, r.Title, r.Steps, r.ToolCalls,
-		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created}, nil
+		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created}
 }
 
 // RunRecord returns the record of id, its checkpoint included; see

@@ -33,19 +33,14 @@ ON CONFLICT (id) DO UPDATE SET status = excluded.status, tenant = excluded.tenan
 
 // SaveRun inserts or replaces the record of r.ID; see store.Runs.
 func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
-	args, err := saveRunArgs(r)
-	if err != nil {
+	return sqlrow.SaveRun(r, saveRunArgs, func(args []any) (err error) {
+		if st := db.group.stmts[saveRunQuery]; st != nil {
+			_, err = st.ExecContext(ctx, args...)
+		} else {
+			_, err = db.w.ExecContext(ctx, saveRunQuery, args...)
+		}
 		return err
-	}
-	if st := db.group.stmts[saveRunQuery]; st != nil {
-		_, err = st.ExecContext(ctx, args...)
-	} else {
-		_, err = db.w.ExecContext(ctx, saveRunQuery, args...)
-	}
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	return nil
+	})
 }
 
 // SaveRunRelaxed is SaveRun with synchronous=NORMAL for its commit: in
@@ -55,54 +50,46 @@ func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
 // so no other write commits while the setting is relaxed; a connection
 // whose setting could not be put back is discarded.
 func (db *DB) SaveRunRelaxed(ctx context.Context, r store.RunRecord) error {
-	args, err := saveRunArgs(r)
-	if err != nil {
-		return err
-	}
-	conn, err := db.w.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	defer func() {
-		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
-			conn.Raw(func(any) error { return driver.ErrBadConn })
+	return sqlrow.SaveRun(r, saveRunArgs, func(args []any) error {
+		conn, err := db.w.Conn(ctx)
+		if err != nil {
+			return err
 		}
-	}()
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	defer tx.Rollback()
-	if st := db.group.stmts[saveRunQuery]; st != nil {
-		_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-	} else {
-		_, err = tx.ExecContext(ctx, saveRunQuery, args...)
-	}
-	if err == nil {
-		err = tx.Commit()
-	}
-	if err != nil {
-		return fmt.Errorf("save run %s: %w", r.ID, err)
-	}
-	return nil
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+			return err
+		}
+		defer func() {
+			if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
+				conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+		}()
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if st := db.group.stmts[saveRunQuery]; st != nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, saveRunQuery, args...)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
 }
 
-// saveRunArgs are the arguments of saveRunQuery for r, once r is checked.
-func saveRunArgs(r store.RunRecord) ([]any, error) {
-	if err := r.Check(); err != nil {
-		return nil, err
-	}
+// saveRunArgs are the arguments of saveRunQuery for r.
+func saveRunArgs(r store.RunRecord) []any {
 	var created sql.NullInt64
 	if !r.CreatedAt.IsZero() {
 		created = sql.NullInt64{Int64: micros(store.UTC(r.CreatedAt)), Valid: true}
 	}
 	checkpoint := sql.NullString{String: string(r.Checkpoint), Valid: len(r.Checkpoint) > 0}
 	return []any{r.ID, string(r.Status), r.Tenant, r.User, r.Provider, r.Model, r.Task, r.Title, r.Steps, r.ToolCalls,
-		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created, micros(now())}, nil
+		r.InputTokens, r.OutputTokens, r.Snapshot, r.Error, checkpoint, created, micros(now())}
 }
 
 // RunRecord returns the record of id, its checkpoint included; see

@@ -155,3 +155,15 @@ func Input[T any](row Row, at func(T) time.Time) (store.InputAsk, error) {
 	}
 	return a, nil
 }
+
+// SaveRun checks r and saves it by save, which is given the arguments that
+// args makes of r; save's error is wrapped here, once.
+func SaveRun(r store.RunRecord, args func(store.RunRecord) []any, save func(args []any) error) error {
+	if err := r.Check(); err != nil {
+		return err
+	}
+	if err := save(args(r)); err != nil {
+		return fmt.Errorf("save run %s: %w", r.ID, err)
+	}
+	return nil
+}
