@@ -197,7 +197,11 @@ func (g *Gateway) taskCall(ctx context.Context, req *mcp.CallToolRequest, tt tas
 		// The retry of a round the call answered before it became a task.
 		pc := g.openParked(ex.state, ex.subject, who.key())
 		if pc == nil {
-			return nil, nil, noParkedCall
+			// Its call waits on another replica (or nowhere): the round
+			// is handed there as any call's (rounds.go), and answered as
+			// a plain call's.
+			res, err := g.resume(ctx, ex, who)
+			return res, nil, err
 		}
 		if err := pc.take(ex.responses); err != nil {
 			return nil, nil, err
