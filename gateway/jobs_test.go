@@ -381,3 +381,19 @@ func TestTaskApprovedFirst(t *testing.T) {
 		t.Errorf("the server saw %q, want one call", got)
 	}
 }
+
+// TestTaskHostileInput: malformed tasks requests are refused with what to
+// fix, and none reaches a task.
+func TestTaskHostileInput(t *testing.T) {
+	f := startTasks(t, nil)
+	for _, c := range []struct{ params, name, want string }{
+		{`{"inputResponses":{}}`, "", "needs params.taskId"},
+		{`{"taskId":42}`, "42", "invalid params"},
+		{`{"taskId":"` + strings.Repeat("x", 5000) + `"}`, strings.Repeat("x", 5000), "unknown task"},
+	} {
+		rep := taskRPC(t, f, "tasks/get", c.name, c.params, declaring, "")
+		if rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, c.want) || len(rep.Error.Message) > 300 {
+			t.Errorf("tasks/get %.60s: %+v, want -32602 saying %q, briefly", c.params, rep, c.want)
+		}
+	}
+}

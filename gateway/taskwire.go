@@ -75,11 +75,11 @@ func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, body []byte
 			writeRPC(w, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + err.Error()})
 			return true
 		}
-		id := ""
-		if p.TaskID != nil {
-			id = *p.TaskID
+		if p.TaskID == nil {
+			writeRPC(w, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: req.Method + " needs params.taskId, the id of the task"})
+			return true
 		}
-		if err := headerMismatch(r.Header, req.Method, id, p.Meta); err != nil {
+		if err := headerMismatch(r.Header, req.Method, *p.TaskID, p.Meta); err != nil {
 			writeRPC(w, req.ID, nil, err)
 			return true
 		}
@@ -126,9 +126,6 @@ func (g *Gateway) serveTasks(w http.ResponseWriter, r *http.Request, body []byte
 func (g *Gateway) taskMethod(ctx context.Context, method string, extra *mcp.RequestExtra, p taskParams) (any, error) {
 	if !declaresTasks(metaCapabilities(p.Meta)) {
 		return nil, tasksRequired(method)
-	}
-	if p.TaskID == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: method + " needs params.taskId, the id of the task"}
 	}
 	who, err := g.callerOf(extra)
 	if err != nil {
