@@ -72,8 +72,11 @@ func (db *DB) CreateJob(ctx context.Context, j store.Job) error {
 // store.Jobs.
 func (db *DB) Job(ctx context.Context, id string) (store.Job, error) {
 	read := func() (store.Job, int64, error) { return db.job(ctx, id) }
-	return sqlrow.ReadJob(id, db.ownWriter(), read, func(w int64) (int, error) {
-		return db.whileGone(ctx, w, func(tx pgx.Tx) (int, error) { return settleLost(ctx, tx, w, id, nil) })
+	return sqlrow.ReadJob(id, db.ownWriter(), read, func(w int64) (bool, error) {
+		return db.whileGone(ctx, w, func(tx pgx.Tx) error {
+			_, err := settleLost(ctx, tx, w, id, nil)
+			return err
+		})
 	})
 }
 

@@ -373,25 +373,26 @@ func (db *DB) settleGone(ctx context.Context, table, open string, settle func(tx
 	if err != nil {
 		return 0, fmt.Errorf("cannot read the %s: %w", table, err)
 	}
-	return sqlrow.SettleWriters(writers, db.ownWriter(), func(w int64) (int, error) {
-		return db.whileGone(ctx, w, func(tx pgx.Tx) (int, error) { return settle(tx, w) })
+	return sqlrow.SettleWriters(writers, db.ownWriter(), func(w int64) (n int, err error) {
+		_, err = db.whileGone(ctx, w, func(tx pgx.Tx) (err error) {
+			n, err = settle(tx, w)
+			return err
+		})
+		return n, err
 	})
 }
 
 // whileGone runs settle in a transaction that holds the lock of writer,
-// if the lock is free, and returns how many rows settle settled; none if
-// the lock is held. A writer whose lock is free has no session left, and
-// a new one never takes its id.
-func (db *DB) whileGone(ctx context.Context, writer int64, settle func(pgx.Tx) (int, error)) (n int, err error) {
+// if the lock is free, and says whether it was. A writer whose lock is
+// free has no session left, and a new one never takes its id.
+func (db *DB) whileGone(ctx context.Context, writer int64, settle func(pgx.Tx) error) (gone bool, err error) {
 	err = pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
-		var gone bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, writer).Scan(&gone); err != nil || !gone {
 			return err
 		}
-		n, err = settle(tx)
-		return err
+		return settle(tx)
 	})
-	return n, err
+	return gone, err
 }
 
 // newWriterID returns a random non-zero writer id.

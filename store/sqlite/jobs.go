@@ -50,8 +50,11 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 // store.Jobs.
 func (db *DB) Job(ctx context.Context, id string) (store.Job, error) {
 	read := func() (store.Job, string, error) { return db.job(ctx, id) }
-	return sqlrow.ReadJob(id, db.ownWriter(), read, func(w string) (int, error) {
-		return db.whileGone(w, func() (int, error) { return db.settleLost(ctx, w, id, now()) })
+	return sqlrow.ReadJob(id, db.ownWriter(), read, func(w string) (bool, error) {
+		return db.whileGone(w, func() error {
+			_, err := db.settleLost(ctx, w, id, now())
+			return err
+		})
 	})
 }
 

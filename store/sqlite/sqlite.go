@@ -244,21 +244,24 @@ func (db *DB) settleGone(ctx context.Context, table, open string, settle func(wr
 	if err != nil {
 		return 0, fmt.Errorf("cannot read the %s: %w", table, err)
 	}
-	return sqlrow.SettleWriters(writers, db.ownWriter(), func(w string) (int, error) {
-		return db.whileGone(w, func() (int, error) { return settle(w) })
+	return sqlrow.SettleWriters(writers, db.ownWriter(), func(w string) (n int, err error) {
+		_, err = db.whileGone(w, func() (err error) {
+			n, err = settle(w)
+			return err
+		})
+		return n, err
 	})
 }
 
 // whileGone runs settle if writer is gone, holding its lock file while
-// settle runs, and returns how many rows settle settled; none if writer
-// lives.
-func (db *DB) whileGone(writer string, settle func() (int, error)) (int, error) {
+// settle runs, and says whether it was.
+func (db *DB) whileGone(writer string, settle func() error) (bool, error) {
 	gone, done := writerGone(db.writersDir(), writer)
 	if !gone {
-		return 0, nil
+		return false, nil
 	}
 	defer done()
-	return settle()
+	return true, settle()
 }
 
 // sweepWriters removes the lock files of writers that have gone with no

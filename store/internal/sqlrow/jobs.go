@@ -77,18 +77,19 @@ func JobFields(s store.JobStatus, result, fail, input []byte) (r, f, i []byte) {
 
 // ReadJob reads the job id by read, with its writer, and settles it first
 // if it is unsettled and its writer, not own, is gone: settle settles the
-// job of a writer and says how many it settled, none if the writer lives.
-// A job that settle settled is read again.
-func ReadJob[W comparable](id string, own W, read func() (store.Job, W, error), settle func(W) (int, error)) (store.Job, error) {
+// job if its writer is gone, and says whether it was. The job of a writer
+// that is gone is read again, whether settle or another (RecoverJobs in
+// another process) settled it.
+func ReadJob[W comparable](id string, own W, read func() (store.Job, W, error), settle func(W) (gone bool, err error)) (store.Job, error) {
 	j, writer, err := read()
 	if err != nil || j.Status.Terminal() || writer == own {
 		return j, err
 	}
-	n, err := settle(writer)
+	gone, err := settle(writer)
 	if err != nil {
 		return store.Job{}, fmt.Errorf("read job %s: %w", id, err)
 	}
-	if n == 0 {
+	if !gone {
 		return j, nil
 	}
 	j, _, err = read()
