@@ -32,13 +32,20 @@ func (e *env) call(o *options, pos []string) error {
 
 	r := s.h.Call(e.ctx, s.Snapshot(), airlock.Call{Name: pos[0], Arguments: raw})
 	view.finish()
+	return e.printOutcome(o, callOutput(r), r, toolServer(s.Snapshot(), pos[0]))
+}
+
+// printOutcome prints r, what a call or a prompt of server returned: out,
+// its JSON, with --json; otherwise the result, and on stderr what the
+// server asked during it. The exit code follows r's status.
+func (e *env) printOutcome(o *options, out any, r *airlock.Result, server string) error {
 	if o.json {
-		if err := writeJSON(e.stdout, callOutput(r)); err != nil {
+		if err := writeJSON(e.stdout, out); err != nil {
 			return err
 		}
 	} else {
 		printResult(e.stdout, e.stderr, r)
-		printInputs(e.stderr, toolServer(s.Snapshot(), pos[0]), r)
+		printInputs(e.stderr, server, r)
 	}
 	return exitCode(kindExit(r.Status))
 }
@@ -111,9 +118,15 @@ func artifactLine(a airlock.Artifact) string {
 
 // toolServer is the server of the snapshot's tool name, or "?".
 func toolServer(snap *airlock.Snapshot, tool string) string {
-	for _, t := range snap.Tools() {
-		if t.Name == tool {
-			return t.Server
+	return serverOf(snap.Tools(), tool, func(t airlock.Tool) (string, string) { return t.Name, t.Server })
+}
+
+// serverOf is the server of the entry of list named name, or "?"; entry
+// returns an entry's name and server.
+func serverOf[T any](list []T, name string, entry func(T) (name, server string)) string {
+	for _, x := range list {
+		if n, server := entry(x); n == name {
+			return server
 		}
 	}
 	return "?"

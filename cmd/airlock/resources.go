@@ -65,15 +65,7 @@ func (e *env) prompt(o *options, pos []string) error {
 	defer e.closeSession(s)
 
 	r := s.h.GetPrompt(e.ctx, s.Snapshot(), airlock.PromptGet{Name: pos[0], Arguments: raw})
-	if o.json {
-		if err := writeJSON(e.stdout, promptOutput(r)); err != nil {
-			return err
-		}
-	} else {
-		printResult(e.stdout, e.stderr, r)
-		printInputs(e.stderr, promptServer(s.Snapshot(), pos[0]), r)
-	}
-	return exitCode(kindExit(r.Status))
+	return e.printOutcome(o, promptOutput(r), r, promptServer(s.Snapshot(), pos[0]))
 }
 
 func (e *env) complete(o *options, _ []string) error {
@@ -160,12 +152,7 @@ func stringObject(what string, raw []byte) (map[string]string, error) {
 
 // promptServer is the server of the snapshot's prompt name, or "?".
 func promptServer(snap *airlock.Snapshot, name string) string {
-	for _, p := range snap.Prompts() {
-		if p.Name == name {
-			return p.Server
-		}
-	}
-	return "?"
+	return serverOf(snap.Prompts(), name, func(p airlock.Prompt) (string, string) { return p.Name, p.Server })
 }
 
 func printResources(w io.Writer, col colours, snap *airlock.Snapshot) {
