@@ -137,20 +137,14 @@ func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
-	if !res.Valid() {
-		return fmt.Errorf("resolve %s: %q is not a resolution (applied or not-applied)", id, res)
-	}
-	tag, err := j.db.pool.Exec(ctx, `
+	update := func() (int64, error) {
+		tag, err := j.db.pool.Exec(ctx, `
 UPDATE intents SET resolution = $1, note = $2, resolved_by = $3, resolved_at = $4
 WHERE id = $5 AND outcome = 'unknown' AND resolution IS NULL`,
-		string(res), note, by, now(), id)
-	if err != nil {
-		return fmt.Errorf("resolve %s: cannot write the journal: %w", id, err)
+			string(res), note, by, now(), id)
+		return tag.RowsAffected(), err
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	return store.NotResolved(j.Get(ctx, id))
+	return sqlrow.Resolve(id, res, update, func() (store.Record, error) { return j.Get(ctx, id) })
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {

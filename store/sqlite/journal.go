@@ -135,20 +135,17 @@ func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
-	if !res.Valid() {
-		return fmt.Errorf("resolve %s: %q is not a resolution (applied or not-applied)", id, res)
-	}
-	out, err := j.db.w.ExecContext(ctx, `
+	update := func() (int64, error) {
+		out, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET resolution = ?, note = ?, resolved_by = ?, resolved_at = ?
 WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
-		string(res), note, by, micros(now()), id)
-	if err != nil {
-		return fmt.Errorf("resolve %s: cannot write the journal: %w", id, err)
+			string(res), note, by, micros(now()), id)
+		if err != nil {
+			return 0, err
+		}
+		return out.RowsAffected()
 	}
-	if n, _ := out.RowsAffected(); n == 1 {
-		return nil
-	}
-	return store.NotResolved(j.Get(ctx, id))
+	return sqlrow.Resolve(id, res, update, func() (store.Record, error) { return j.Get(ctx, id) })
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {

@@ -167,3 +167,21 @@ func SaveRun(r store.RunRecord, args func(store.RunRecord) []any, save func(args
 	}
 	return nil
 }
+
+// Resolve records res, a person's resolution of the unknown outcome id, by
+// update: the conditional UPDATE of an unresolved record of an unknown
+// outcome, which says how many rows it changed. If none, get reads the
+// record, to say why (store.NotResolved).
+func Resolve(id string, res store.Resolution, update func() (int64, error), get func() (store.Record, error)) error {
+	if !res.Valid() {
+		return fmt.Errorf("resolve %s: %q is not a resolution (applied or not-applied)", id, res)
+	}
+	n, err := update()
+	if err != nil {
+		return fmt.Errorf("resolve %s: cannot write the journal: %w", id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	return store.NotResolved(get())
+}
