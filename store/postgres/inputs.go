@@ -76,7 +76,8 @@ func (db *DB) WithdrawInput(ctx context.Context, id string) error {
 }
 
 func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer []byte, by *string) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE inputs SET status = $1, answer = $2, answered_by = $3, settled_at = now()
+	tag, err := db.pool.Exec(ctx, `UPDATE inputs SET status = $1, answer = $2, answered_by = $3, settled_at = now(),
+	ask = convert_to((convert_from(ask, 'UTF8')::jsonb - 'url')::text, 'UTF8')
 WHERE id = $4 AND status = 'pending'`, string(to), answer, by, id)
 	if err != nil {
 		return fmt.Errorf("%s input request %s: %w", verb, id, err)

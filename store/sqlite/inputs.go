@@ -85,7 +85,7 @@ func (db *DB) WithdrawInput(ctx context.Context, id string) error {
 }
 
 func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer sql.NullString, by string) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE inputs SET status = ?, answer = ?, answered_by = ?, settled_at = ? WHERE id = ? AND status = 'pending'`,
+	res, err := db.w.ExecContext(ctx, `UPDATE inputs SET status = ?, answer = ?, answered_by = ?, settled_at = ?, ask = json_remove(ask, '$.url') WHERE id = ? AND status = 'pending'`,
 		string(to), answer, by, micros(now()), id)
 	if err != nil {
 		return fmt.Errorf("%s input request %s: %w", verb, id, err)

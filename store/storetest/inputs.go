@@ -90,6 +90,11 @@ func testInputAskAnswer(t *testing.T, h *harness) {
 	if err := in.WithdrawInput(t.Context(), "inq_2"); err != nil {
 		t.Fatalf("WithdrawInput: %v", err)
 	}
+	// A URL-mode question's link (which may carry a one-time token) is
+	// not kept once the question is settled; its domain is.
+	if got, err := in.InputAsk(t.Context(), "inq_2"); err != nil || got.URL != "" || got.Domain != "example.com" || got.Mode != "url" {
+		t.Errorf("a settled URL request = %+v, %v; want its link gone and its domain kept", got, err)
+	}
 	if err := in.AnswerInput(t.Context(), "inq_2", answer, "eve"); !errors.Is(err, store.ErrConflict) {
 		t.Errorf("AnswerInput of a withdrawn request: %v, want ErrConflict", err)
 	}
