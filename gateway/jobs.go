@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,8 +61,7 @@ const jobPurge = time.Minute
 // this process runs for them.
 type jobs struct {
 	st   store.Jobs // nil: tasks are not offered
-	mu   sync.Mutex
-	live map[string]*job
+	live byID[*job]
 }
 
 // A job is a task whose call this process runs.
@@ -81,34 +78,14 @@ type job struct {
 	used    map[string]bool       // every key it was asked under
 }
 
-func (js *jobs) add(j *job) {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	if js.live == nil {
-		js.live = map[string]*job{}
-	}
-	js.live[j.id] = j
-}
-
-func (js *jobs) get(id string) *job {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	return js.live[id]
-}
-
-func (js *jobs) remove(id string) {
-	js.mu.Lock()
-	defer js.mu.Unlock()
-	delete(js.live, id)
-}
+func (js *jobs) add(j *job)         { js.live.put(j.id, j, 0) }
+func (js *jobs) get(id string) *job { return js.live.get(id) }
+func (js *jobs) remove(id string)   { js.live.remove(id) }
 
 // count is how many tasks this process runs, by status.
 func (js *jobs) count() map[string]int {
-	js.mu.Lock()
-	live := slices.Collect(maps.Values(js.live))
-	js.mu.Unlock()
 	n := map[string]int{}
-	for _, j := range live {
+	for _, j := range js.live.values() {
 		j.mu.Lock()
 		if len(j.pending) > 0 {
 			n[string(store.JobInputRequired)]++

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,39 +91,54 @@ type parkedAsk struct {
 }
 
 // parkedCalls are a gateway's parked calls, by id.
-type parkedCalls struct {
-	mu    sync.Mutex
-	calls map[string]*parkedCall
-}
+type parkedCalls struct{ byID[*parkedCall] }
 
 // add keeps c, unless it would be one too many; a call kept already
 // stays.
-func (p *parkedCalls) add(c *parkedCall) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.calls[c.id] == c {
+func (p *parkedCalls) add(c *parkedCall) bool { return p.put(c.id, c, maxParked) }
+
+// byID is a map of V by id, safe for concurrent use; the zero value is
+// empty.
+type byID[V comparable] struct {
+	mu sync.Mutex
+	m  map[string]V
+}
+
+// put keeps v under id, unless that would make more than max (max 0: no
+// bound); v kept under id already stays.
+func (b *byID[V]) put(id string, v V, max int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old, ok := b.m[id]; ok && old == v {
 		return true
 	}
-	if len(p.calls) >= maxParked {
+	if max > 0 && len(b.m) >= max {
 		return false
 	}
-	if p.calls == nil {
-		p.calls = map[string]*parkedCall{}
+	if b.m == nil {
+		b.m = map[string]V{}
 	}
-	p.calls[c.id] = c
+	b.m[id] = v
 	return true
 }
 
-func (p *parkedCalls) get(id string) *parkedCall {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.calls[id]
+func (b *byID[V]) get(id string) V {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.m[id]
 }
 
-func (p *parkedCalls) remove(id string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.calls, id)
+func (b *byID[V]) remove(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, id)
+}
+
+// values returns what is kept now.
+func (b *byID[V]) values() []V {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Collect(maps.Values(b.m))
 }
 
 // park runs the request ex in the background, with its server's
