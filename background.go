@@ -100,20 +100,14 @@ func (h *Host) Start(ctx context.Context, snap *Snapshot, c Call) (*Started, err
 // watchJob cancels a started call when its job is cancelled (or removed)
 // through the store, checking every interval until ctx ends.
 func (h *Host) watchJob(ctx context.Context, js store.Jobs, id string, interval time.Duration, cancel func()) {
-	t := time.NewTicker(min(max(interval, 100*time.Millisecond), time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			j, err := js.Job(ctx, id)
-			if err == nil && j.Status.Terminal() || errors.Is(err, store.ErrNotFound) {
-				cancel()
-				return
-			}
+	every(ctx, min(max(interval, 100*time.Millisecond), time.Second), func() bool {
+		j, err := js.Job(ctx, id)
+		if err == nil && j.Status.Terminal() || errors.Is(err, store.ErrNotFound) {
+			cancel()
+			return false
 		}
-	}
+		return true
+	})
 }
 
 // jobOutcome is how a job settles with the call's result r: completed

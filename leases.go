@@ -76,14 +76,7 @@ func (c *cluster) shared() bool { return c != nil && c.leases != nil }
 // more beats fit in a ttl.
 func (c *cluster) heartbeat(ctx context.Context) {
 	defer close(c.done)
-	beat := time.NewTicker(c.ttl / 3)
-	defer beat.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-beat.C:
-		}
+	every(ctx, c.ttl/3, func() bool {
 		rctx, cancel := context.WithTimeout(ctx, c.ttl/3)
 		_, err := c.leases.Renew(rctx, c.holder, c.ttl)
 		cancel()
@@ -91,7 +84,8 @@ func (c *cluster) heartbeat(ctx context.Context) {
 			c.log.Warn("cannot renew the host's leases of max_concurrency and max_concurrent_per_tenant places; they expire unless a later renewal succeeds",
 				"ttl", c.ttl, "error", err)
 		}
-	}
+		return true
+	})
 }
 
 // close stops the heartbeat. Leases still held are gone when the store

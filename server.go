@@ -409,23 +409,16 @@ func (p pageTimeout) ListTools(ctx context.Context, params *mcp.ListToolsParams)
 // ping makes a ready server degraded; the next good one makes it ready.
 func (h *Host) checkHealth(s *server) {
 	life := s.life
-	tick := time.NewTicker(s.cfg.HealthCheck.Interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-life.Done():
-			return
-		case <-tick.C:
-		}
+	every(life, s.cfg.HealthCheck.Interval, func() bool {
 		conn := s.current()
 		if conn.Fault() != nil {
-			continue // the supervisor has it
+			return true // the supervisor has it
 		}
 		ctx, cancel := context.WithTimeout(life, s.cfg.HealthCheck.Timeout)
 		err := conn.Session().Ping(ctx, nil)
 		cancel()
 		if life.Err() != nil {
-			return
+			return false
 		}
 		prev := s.getStatus().Status
 		st := s.setStatus(func(st *ServerStatus) {
@@ -444,7 +437,8 @@ func (h *Host) checkHealth(s *server) {
 			h.log.Warn("server health changed", "server", s.cfg.ID, "status", st.Status)
 			h.audit(life, storepkg.Event{Event: storepkg.EventHealth, Server: s.cfg.ID, Fields: map[string]any{"status": st.Status}})
 		}
-	}
+		return true
+	})
 }
 
 // stopAll closes servers concurrently, each within its bounded time, after
