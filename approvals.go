@@ -478,8 +478,18 @@ func GetApproval(ctx context.Context, st store.Store, id string, as Actor) (stor
 		}
 		return a, nil
 	}
-	return a, withTrail(ctx, st, func(t *auditTrail) error {
-		t.w.Append(ctx, operatorEvent(as, store.EventApprovalOperator, "show", ownedApproval(a)))
+	return a, shown(ctx, st, as, store.EventApprovalOperator, ownedApproval(a))
+}
+
+// shown records in the audit trail, as event, that as was shown o, when as
+// is an operator reading across principals; for anyone else it records
+// nothing.
+func shown(ctx context.Context, st store.Store, as Actor, event string, o owned) error {
+	if !as.AllPrincipals {
+		return nil
+	}
+	return withTrail(ctx, st, func(t *auditTrail) error {
+		t.w.Append(ctx, operatorEvent(as, event, "show", o))
 		return nil
 	})
 }

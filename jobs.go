@@ -46,13 +46,10 @@ func ListJobs(ctx context.Context, st store.Store, f store.JobFilter, as Actor) 
 // job is ErrOtherPrincipal.
 func GetJob(ctx context.Context, st store.Store, id string, as Actor) (store.Job, error) {
 	j, err := jobFor(ctx, st, id, as)
-	if err != nil || !as.AllPrincipals {
+	if err != nil {
 		return j, err
 	}
-	return j, withTrail(ctx, st, func(t *auditTrail) error {
-		t.w.Append(ctx, operatorEvent(as, store.EventJobOperator, "show", ownedJob(j)))
-		return nil
-	})
+	return j, shown(ctx, st, as, store.EventJobOperator, ownedJob(j))
 }
 
 // CancelJob cancels the job id of st for as: it settles cancelled, and the

@@ -30,13 +30,10 @@ func ListRecoveries(ctx context.Context, st store.Store, f store.RecordFilter, a
 // ListRecoveries). Another principal's record is ErrOtherPrincipal.
 func GetRecovery(ctx context.Context, st store.Store, id string, as Actor) (store.Record, error) {
 	rec, err := recordFor(ctx, st, id, as)
-	if err != nil || !as.AllPrincipals {
+	if err != nil {
 		return rec, err
 	}
-	return rec, withTrail(ctx, st, func(t *auditTrail) error {
-		t.w.Append(ctx, operatorEvent(as, store.EventRecoveryOperator, "show", ownedRecord(rec)))
-		return nil
-	})
+	return rec, shown(ctx, st, as, store.EventRecoveryOperator, ownedRecord(rec))
 }
 
 // recordFor reads a journal record that as may act on.
