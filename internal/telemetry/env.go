@@ -46,21 +46,33 @@ const (
 // FromEnv does not connect: a collector that is down shows up later, as
 // export failures in the log.
 func FromEnv(ctx context.Context, opts *Options) (*Exporter, error) {
-	protocol, res, err := otlpEnv(ctx, "LOGS")
-	if protocol == "" || err != nil {
+	exp, res, ok, err := otlpExporter(ctx, "LOGS", "log",
+		func(ctx context.Context) (sdklog.Exporter, error) { return otlploggrpc.New(ctx) },
+		func(ctx context.Context) (sdklog.Exporter, error) { return otlploghttp.New(ctx) })
+	if !ok || err != nil {
 		return nil, err
 	}
-	var exp sdklog.Exporter
-	switch protocol {
-	case protocolGRPC:
-		exp, err = otlploggrpc.New(ctx)
-	default:
-		exp, err = otlploghttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create the OTLP %s log exporter: %w", protocol, err)
-	}
 	return newExporter(exp, res, opts), nil
+}
+
+// otlpExporter returns the exporter of signal (LOGS or TRACES) that the
+// standard environment asks for, made by grpc or http as its protocol
+// says, and the resource that describes the service; ok is false when the
+// environment asks for no export of signal. what names the exporter in
+// errors.
+func otlpExporter[E any](ctx context.Context, signal, what string, grpc, http func(context.Context) (E, error)) (exp E, res *resource.Resource, ok bool, err error) {
+	protocol, res, err := otlpEnv(ctx, signal)
+	if protocol == "" || err != nil {
+		return exp, nil, false, err
+	}
+	create := http
+	if protocol == protocolGRPC {
+		create = grpc
+	}
+	if exp, err = create(ctx); err != nil {
+		return exp, nil, false, fmt.Errorf("create the OTLP %s %s exporter: %w", protocol, what, err)
+	}
+	return exp, res, true, nil
 }
 
 // otlpEnv reads the standard environment's settings for the OTLP export

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -27,19 +26,11 @@ import (
 // Export failures go to opts.Logger, as FromEnv's do. The caller shuts
 // the provider down, which sends what it holds.
 func TracesFromEnv(ctx context.Context, opts *Options) (*sdktrace.TracerProvider, error) {
-	protocol, res, err := otlpEnv(ctx, "TRACES")
-	if protocol == "" || err != nil {
+	exp, res, ok, err := otlpExporter(ctx, "TRACES", "trace",
+		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracegrpc.New(ctx) },
+		func(ctx context.Context) (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx) })
+	if !ok || err != nil {
 		return nil, err
-	}
-	var exp sdktrace.SpanExporter
-	switch protocol {
-	case protocolGRPC:
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		exp, err = otlptracehttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create the OTLP %s trace exporter: %w", protocol, err)
 	}
 	exp = reportingSpans{SpanExporter: exp, rep: newReporter(opts, "spans")}
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
