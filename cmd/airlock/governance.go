@@ -111,19 +111,29 @@ func (e *env) approvalsList(st store.Store, as airlock.Actor, o *options, _ []st
 
 func (e *env) approvalsShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	a, err := airlock.GetApproval(e.ctx, st, pos[0], as)
+	return show(e, o, a, err, printApproval)
+}
+
+// show prints x, what a show command read (err, the read's error): as JSON
+// with --json, otherwise as text prints it.
+func show[T any](e *env, o *options, x T, err error, text func(io.Writer, T)) error {
 	if err != nil {
 		return storeError(err)
 	}
 	if o.json {
-		return writeJSON(e.stdout, a)
+		return writeJSON(e.stdout, x)
 	}
-	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, expires %s\n", a.ID, a.Status, a.Tool, a.Server, localTime(a.ExpiresAt))
-	fmt.Fprintf(e.stdout, "  asked for %s/%s\n", a.Tenant, a.User)
-	if a.Target != "" {
-		fmt.Fprintf(e.stdout, "  server %s: %s\n", a.Server, a.Target)
-	}
-	fmt.Fprintf(e.stdout, "\n%s\n", a.Summary)
+	text(e.stdout, x)
 	return nil
+}
+
+func printApproval(w io.Writer, a store.Approval) {
+	fmt.Fprintf(w, "%s (%s): %s on %s, expires %s\n", a.ID, a.Status, a.Tool, a.Server, localTime(a.ExpiresAt))
+	fmt.Fprintf(w, "  asked for %s/%s\n", a.Tenant, a.User)
+	if a.Target != "" {
+		fmt.Fprintf(w, "  server %s: %s\n", a.Server, a.Target)
+	}
+	fmt.Fprintf(w, "\n%s\n", a.Summary)
 }
 
 func (e *env) approve(st store.Store, as airlock.Actor, o *options, pos []string) error {
@@ -234,14 +244,7 @@ func (e *env) recoveryList(st store.Store, as airlock.Actor, o *options, _ []str
 
 func (e *env) recoveryShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	r, err := airlock.GetRecovery(e.ctx, st, pos[0], as)
-	if err != nil {
-		return storeError(err)
-	}
-	if o.json {
-		return writeJSON(e.stdout, r)
-	}
-	printRecord(e.stdout, r)
-	return nil
+	return show(e, o, r, err, printRecord)
 }
 
 func (e *env) recoveryResolve(o *options, pos []string) error {
@@ -493,30 +496,26 @@ func (e *env) jobsList(st store.Store, as airlock.Actor, o *options, _ []string)
 
 func (e *env) jobsShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
 	j, err := airlock.GetJob(e.ctx, st, pos[0], as)
-	if err != nil {
-		return storeError(err)
-	}
-	v := viewJob(j)
-	if o.json {
-		return writeJSON(e.stdout, v)
-	}
-	fmt.Fprintf(e.stdout, "%s (%s): %s on %s, for %s/%s\n", v.ID, v.Status, v.Tool, v.Server, v.Tenant, v.User)
-	fmt.Fprintf(e.stdout, "  created %s, updated %s, kept until %s\n", localTime(v.CreatedAt), localTime(v.UpdatedAt), localTime(v.ExpiresAt))
+	return show(e, o, viewJob(j), err, printJob)
+}
+
+func printJob(w io.Writer, v jobView) {
+	fmt.Fprintf(w, "%s (%s): %s on %s, for %s/%s\n", v.ID, v.Status, v.Tool, v.Server, v.Tenant, v.User)
+	fmt.Fprintf(w, "  created %s, updated %s, kept until %s\n", localTime(v.CreatedAt), localTime(v.UpdatedAt), localTime(v.ExpiresAt))
 	if v.Message != "" {
-		fmt.Fprintf(e.stdout, "  %s\n", v.Message)
+		fmt.Fprintf(w, "  %s\n", v.Message)
 	}
 	if v.Write {
-		fmt.Fprintln(e.stdout, "  a write: its call is in the journal (airlock recovery list --all)")
+		fmt.Fprintln(w, "  a write: its call is in the journal (airlock recovery list --all)")
 	}
 	for _, part := range []struct {
 		name string
 		body json.RawMessage
 	}{{"result", v.Result}, {"error", v.Error}, {"waiting for answers to", v.InputRequests}} {
 		if len(part.body) > 0 {
-			fmt.Fprintf(e.stdout, "  %s: %s\n", part.name, clipTo(string(part.body), 2000))
+			fmt.Fprintf(w, "  %s: %s\n", part.name, clipTo(string(part.body), 2000))
 		}
 	}
-	return nil
 }
 
 func (e *env) jobsCancel(st store.Store, as airlock.Actor, o *options, pos []string) error {
