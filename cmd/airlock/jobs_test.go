@@ -167,3 +167,34 @@ func TestTaskAcrossReplicas(t *testing.T) {
 		t.Errorf("audit lacks the cancellation:\n%s", r.stdout)
 	}
 }
+
+// TestTaskWithInspector: the MCP Inspector's CLI, a client of the tasks
+// extension (2026-07-28, @modelcontextprotocol/ext-tasks), calls a tool the
+// gateway runs as a task: it is given the task, polls it, and prints the
+// call's result, which the task kept (airlock jobs).
+func TestTaskWithInspector(t *testing.T) {
+	node, launcher := testenv.Inspector(t)
+	in := inspector{node: node, launcher: launcher, home: t.TempDir()}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "airlock.yaml")
+	writeFile(t, cfg, testServerYAML(t, "[progress]")+"    tasks: {tools: [progress], poll_interval: 200ms}\n"+
+		"policy:\n  rules:\n    - {server: w, tool: progress, decision: allow}\n")
+	state := filepath.Join(t.TempDir(), "state")
+	url, _ := startServe(t, dir, "--http", "127.0.0.1:0", "--config", cfg, "--state", state)
+	r := in.run(t, dir, "--protocol-era", "modern", "--transport", "http", "--server-url", url,
+		"--method", "tools/call", "--tool-name", "w__progress", "--tool-arg", "steps=3", "pause_ms=300")
+	if r.code != 0 || r.Result.IsError || len(r.Result.Content) != 1 || r.Result.Content[0].Text != "done" {
+		t.Fatalf("the Inspector's call: exit %d, %+v\nstderr:\n%s", r.code, r.Result, r.stderr)
+	}
+	out := runCLI(t, dir, "", "jobs", "list", "--all", "--json", "--config", cfg, "--state", state).want(t, 0)
+	var list struct {
+		Tasks []struct {
+			Tool, Status string
+			Result       json.RawMessage
+		}
+	}
+	if err := json.Unmarshal([]byte(out.stdout), &list); err != nil || len(list.Tasks) != 1 ||
+		list.Tasks[0].Status != "completed" || !strings.Contains(string(list.Tasks[0].Result), "done") {
+		t.Errorf("jobs list --all = %s, want the one completed task the Inspector polled", out.stdout)
+	}
+}
