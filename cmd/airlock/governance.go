@@ -103,10 +103,7 @@ func (e *env) approvalsList(st store.Store, as airlock.Actor, o *options, _ []st
 		f.Status = ""
 	}
 	list, err := airlock.ListApprovals(e.ctx, st, f, as)
-	if err != nil {
-		return storeError(err)
-	}
-	return approvalsListing.print(e.stdout, o.json, list)
+	return approvalsListing.printRead(e, o, list, err)
 }
 
 func (e *env) approvalsShow(st store.Store, as airlock.Actor, o *options, pos []string) error {
@@ -179,10 +176,7 @@ var rulesListing = listing[store.AllowRule]{
 // approvalRules lists the remembered "always" answers.
 func (e *env) approvalRules(st store.Store, as airlock.Actor, o *options, _ []string) error {
 	list, err := airlock.ListRules(e.ctx, st, as)
-	if err != nil {
-		return storeError(err)
-	}
-	return rulesListing.print(e.stdout, o.json, list)
+	return rulesListing.printRead(e, o, list, err)
 }
 
 // forgetRule deletes a remembered answer: that tool is asked about again.
@@ -236,10 +230,7 @@ var recordsListing = listing[store.Record]{
 
 func (e *env) recoveryList(st store.Store, as airlock.Actor, o *options, _ []string) error {
 	recs, err := airlock.ListRecoveries(e.ctx, st, store.RecordFilter{All: o.all}, as)
-	if err != nil {
-		return storeError(err)
-	}
-	return recordsListing.print(e.stdout, o.json, recs)
+	return recordsListing.printRead(e, o, recs, err)
 }
 
 func (e *env) recoveryShow(st store.Store, as airlock.Actor, o *options, pos []string) error {

@@ -241,6 +241,15 @@ type listing[T any] struct {
 	row    func(T) []string
 }
 
+// printRead prints items, what a list command read, as print does, or
+// the read's error, err.
+func (l listing[T]) printRead(e *env, o *options, items []T, err error) error {
+	if err != nil {
+		return storeError(err)
+	}
+	return l.print(e.stdout, o.json, items)
+}
+
 func (l listing[T]) print(w io.Writer, asJSON bool, items []T) error {
 	if items == nil {
 		items = []T{}
