@@ -34,6 +34,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +59,11 @@ type Options struct {
 	// shows; until it is set (SetHost) the page says the servers are
 	// starting.
 	Host *airlock.Host
+	// StartHost, when set, starts that host (and calls SetHost once it
+	// runs): it is called once, when the servers page is first shown
+	// without a host, so that a console that is only used for approvals,
+	// questions and records starts no server of its own.
+	StartHost func()
 	// Actor is whom every viewer acts as: the principal whose approvals,
 	// records, runs and audit events the pages show and act on (every
 	// principal's with AllPrincipals), and the person, for the audit
@@ -97,6 +103,7 @@ type Console struct {
 	pages   *template.Template
 	mux     *http.ServeMux
 	host    atomic.Pointer[airlock.Host]
+	start   func()       // Options.StartHost, once
 	streams atomic.Int64 // live event streams open
 	signin  *signins     // nil: everyone acts as Options.Actor
 }
@@ -142,12 +149,26 @@ func New(opts Options) (*Console, error) {
 	if opts.Host != nil {
 		c.host.Store(opts.Host)
 	}
+	c.start = func() {}
+	if opts.StartHost != nil {
+		c.start = sync.OnceFunc(opts.StartHost)
+	}
 	c.routes()
 	return c, nil
 }
 
 // SetHost gives the console the running host whose servers it shows.
 func (c *Console) SetHost(h *airlock.Host) { c.host.Store(h) }
+
+// runningHost is the host whose servers the console shows, nil until it
+// runs; asking for it starts it (Options.StartHost).
+func (c *Console) runningHost() *airlock.Host {
+	h := c.host.Load()
+	if h == nil {
+		c.start()
+	}
+	return h
+}
 
 func (c *Console) routes() {
 	m := http.NewServeMux()

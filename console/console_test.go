@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,5 +390,54 @@ func TestEventsStream(t *testing.T) {
 	f.ask("apr_newer", acme)
 	if got := next(); got != "event: approvals" {
 		t.Errorf("second event %q", got)
+	}
+}
+
+// TestServersStartWhenShown: a console given a way to start its host
+// starts it once, when the servers page is first shown, and not for any
+// other page; until it runs, the page says the servers are starting.
+func TestServersStartWhenShown(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg, err := config.Parse([]byte("servers:\n  - {id: w, command: \"true\", allowed_tools: [greet]}\n"), "airlock.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts atomic.Int32
+	c, err := console.New(console.Options{Store: st, Config: cfg, StateDir: t.TempDir(), Poll: 50 * time.Millisecond,
+		Actor: airlock.Actor{Principal: airlock.Principal{Tenant: "acme", User: "ada"}, By: "ada"}, StartHost: func() { starts.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	for _, page := range []string{"/console/approvals", "/console/inputs", "/console/recovery", "/console/tasks", "/console/runs", "/console/audit"} {
+		get(page)
+	}
+	if n := starts.Load(); n != 0 {
+		t.Fatalf("the host was started %d times before the servers page was shown", n)
+	}
+	if body := get("/console/servers"); !strings.Contains(body, "The servers are starting") {
+		t.Errorf("the servers page before its host runs:\n%s", body)
+	}
+	get("/console/servers")
+	if n := starts.Load(); n != 1 {
+		t.Errorf("the host was started %d times, want once", n)
 	}
 }

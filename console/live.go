@@ -185,7 +185,7 @@ func (c *Console) watchRecovery(ctx context.Context, r *http.Request, h hash.Has
 }
 
 func (c *Console) watchServers(_ context.Context, _ *http.Request, h hash.Hash) error {
-	host := c.host.Load()
+	host := c.runningHost()
 	if host == nil {
 		return nil
 	}

@@ -245,7 +245,7 @@ type serversData struct {
 }
 
 func (c *Console) servers(w http.ResponseWriter, r *http.Request) {
-	h := c.host.Load()
+	h := c.runningHost()
 	d := serversData{Starting: h == nil}
 	if h != nil {
 		offers := h.Available()

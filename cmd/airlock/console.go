@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/airlockhq/airlock"
@@ -76,7 +77,8 @@ func consoleSignIn(cfg *config.Config, lookup func(string) (string, bool)) (*con
 
 // console serves the operator console on loopback until interrupted. The
 // pages are up at once; the servers page fills in once the host has
-// started the servers, which the console starts as airlock serve does.
+// started the servers, which the console starts, as airlock serve does,
+// when the page is first shown.
 func (e *env) console(o *options, _ []string) error {
 	addr := o.httpAddr
 	if addr == "" {
@@ -96,7 +98,28 @@ func (e *env) console(o *options, _ []string) error {
 	defer st.Close()
 	opts := consoleOptions(o, cfg, slog.New(slog.DiscardHandler))
 	opts.Store = st
-	c, err := console.New(opts)
+	// The servers start when the servers page is first shown: a console
+	// used for approvals, questions and records (beside an airlock serve
+	// or run that has the servers already) starts none of its own. A
+	// failure to start them leaves the rest of the console up and says
+	// why.
+	var (
+		c        *console.Console
+		starting sync.WaitGroup
+		started  *session // set before starting is done
+	)
+	opts.StartHost = func() {
+		starting.Go(func() {
+			s, err := e.sessionOf(&o.common, cfg)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "airlock: the servers page stays empty: %v\n", err)
+				return
+			}
+			started = s
+			c.SetHost(s.h)
+		})
+	}
+	c, err = console.New(opts)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -116,27 +139,14 @@ func (e *env) console(o *options, _ []string) error {
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(e.stderr, "airlock: console at http://%s%s, acting for %s (Ctrl-C to stop)\n", ln.Addr(), console.Prefix, actingFor(opts.Actor))
 
-	// The servers start meanwhile; a failure to start them leaves the
-	// rest of the console up and says why.
-	started := make(chan *session, 1)
-	go func() {
-		s, err := e.sessionOf(&o.common, cfg)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "airlock: the servers page stays empty: %v\n", err)
-			started <- nil
-			return
-		}
-		c.SetHost(s.h)
-		started <- s
-	}()
-
 	select {
 	case err = <-errc:
 	case <-e.ctx.Done():
 	}
 	srv.Close()
-	if s := <-started; s != nil {
-		e.closeSession(s)
+	starting.Wait()
+	if started != nil {
+		e.closeSession(started)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
