@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -73,16 +72,14 @@ func (h *Host) Start(ctx context.Context, snap *Snapshot, c Call) (*Started, err
 	}
 	write := tool.Effect != policy.Read
 	s := &Started{ID: store.NewID("task_"), done: make(chan struct{})}
-	lost, _ := json.Marshal(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: lostMessage(write)})
 	rec := store.Job{ID: s.ID, Tenant: snap.who.Tenant, User: snap.who.User, Server: tool.Server, Tool: c.Name, Write: write,
-		Status: store.JobWorking, Lost: lost, TTL: ttl, PollInterval: poll}
+		Status: store.JobWorking, Lost: LostJobError(write, tool.Server, c.Name), TTL: ttl, PollInterval: poll}
 	if err := js.CreateJob(ctx, rec); err != nil {
 		return nil, fmt.Errorf("start %s: the store refused its job: %w", c.Name, err)
 	}
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	var once sync.Once
-	go h.watchJob(life, js, s.ID, poll, func() { once.Do(cancel) })
+	go h.watchJob(life, js, s.ID, poll, cancel)
 	go func() {
 		defer close(s.done)
 		s.res = h.Call(life, snap, c)
@@ -116,8 +113,7 @@ func (h *Host) watchJob(ctx context.Context, js store.Jobs, id string, interval 
 func jobOutcome(r *Result) store.JobUpdate {
 	switch r.Status {
 	case OK, ToolError, InvalidArguments, Denied, Busy, ApprovalRequired, AuthRequired:
-		res := &mcp.CallToolResult{IsError: r.Status != OK, Content: r.ContentBlocks, StructuredContent: r.Structured,
-			Meta: mcp.Meta{"airlock/status": string(r.Status)}}
+		res := &mcp.CallToolResult{IsError: r.Status != OK, Content: r.ContentBlocks, Meta: mcp.Meta{"airlock/status": string(r.Status)}}
 		if len(res.Content) == 0 {
 			text := r.Content
 			if text == "" && r.Err != nil {
@@ -125,8 +121,8 @@ func jobOutcome(r *Result) store.JobUpdate {
 			}
 			res.Content = []mcp.Content{&mcp.TextContent{Text: text}}
 		}
-		if r.Structured == nil {
-			res.StructuredContent = nil
+		if r.Structured != nil {
+			res.StructuredContent = r.Structured
 		}
 		body, err := json.Marshal(res)
 		if err == nil {
@@ -144,11 +140,17 @@ func jobOutcome(r *Result) store.JobUpdate {
 	return store.JobUpdate{Status: store.JobFailed, Error: body}
 }
 
-// lostMessage is what a job reads when its process died before the call
-// returned.
-func lostMessage(write bool) string {
+// LostJobError is the JSON-RPC error object a job of a call of tool on
+// server settles with when the process running it dies before the call
+// returned (store.Job.Lost): for a write, the unknown outcome, never to be
+// repeated blindly; else a connection error, to be made again.
+func LostJobError(write bool, server, tool string) []byte {
+	class, what := ConnectionError, "make the call again"
 	if write {
-		return "outcome_unknown: the process that ran this call stopped before it returned; it may have taken effect: do not repeat it blindly (airlock recovery list shows the call)"
+		class, what = OutcomeUnknown, "it may have taken effect: do not repeat it blindly (airlock recovery list shows the call)"
 	}
-	return "connection_error: the process that ran this call stopped before it returned; make the call again"
+	data, _ := json.Marshal(map[string]string{"class": string(class), "server": server, "tool": tool})
+	e, _ := json.Marshal(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
+		Message: fmt.Sprintf("%s: the process that ran this call stopped before it returned; %s", class, what)})
+	return e
 }

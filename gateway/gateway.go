@@ -215,18 +215,22 @@ func (g *Gateway) Start(ctx context.Context, h *airlock.Host) error {
 	if !g.host.CompareAndSwap(nil, h) {
 		return errors.New("gateway: already started")
 	}
+	if len(g.opts.Tasks) > 0 {
+		// Before the catalog is listed: which tools run as tasks depends
+		// on it (indexTaskTools).
+		if st, ok := h.Store().(store.Jobs); ok {
+			g.jobs.st = st
+		} else {
+			g.log.Warn("tasks are not offered: the store keeps no tasks")
+		}
+	}
 	g.publish(g.turn(ctx, h), false)
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stop, g.done = stop, make(chan struct{})
 	g.sessions.share(life, h.Store())
-	if len(g.opts.Tasks) > 0 {
-		if st, ok := h.Store().(store.Jobs); ok {
-			g.jobs.st = st
-			go g.keepJobs(life)
-			g.opts.Measures.ObserveTasks(g.jobs.count)
-		} else {
-			g.log.Warn("tasks are not offered: the store keeps no tasks")
-		}
+	if g.offersTasks() {
+		go g.keepJobs(life)
+		g.opts.Measures.ObserveTasks(g.jobs.count)
 	}
 	var notifying sync.WaitGroup
 	notifying.Go(func() { g.notify(life) })

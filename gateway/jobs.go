@@ -66,12 +66,9 @@ type jobs struct {
 
 // A job is a task whose call this process runs.
 type job struct {
-	id      string
-	p       *parkedCall
-	tasks   *config.Tasks
-	server  string
-	tool    string
-	journal bool // the call is a write: its intent is journaled
+	id    string
+	p     *parkedCall
+	tasks *config.Tasks
 
 	mu      sync.Mutex
 	pending map[string]*parkedAsk // the questions the call waits on, by key
@@ -115,9 +112,14 @@ func (g *Gateway) taskToolOf(name string) taskTool {
 	return (*m)[name]
 }
 
-// indexTaskTools returns the listed tools that run as tasks, by name.
+// indexTaskTools returns the listed tools that run as tasks, by name:
+// none when tasks are not offered, so that no tool is refused to a client
+// for want of an extension the gateway cannot serve.
 func (g *Gateway) indexTaskTools(snap *airlock.Snapshot) map[string]taskTool {
 	out := map[string]taskTool{}
+	if !g.offersTasks() {
+		return out
+	}
 	for _, t := range snap.Tools() {
 		ts := g.opts.Tasks[t.Server]
 		if mode := ts.Mode(t.RemoteName); mode != config.TaskNever {
@@ -210,51 +212,53 @@ func (g *Gateway) taskCall(ctx context.Context, req *mcp.CallToolRequest, tt tas
 func (g *Gateway) taskRound(ctx context.Context, pc *parkedCall, who caller, name string, tt taskTool) (mcp.Result, *store.Job, error) {
 	wait := time.NewTimer(syncWindow)
 	defer wait.Stop()
+	var (
+		res     mcp.Result
+		err     error
+		settled bool // the call returned within the window: res and err are its answer
+	)
 	select {
 	case a := <-pc.asks:
 		return g.askRound(pc, a), nil, nil
 	case <-pc.done:
-		if tt.mode != config.TaskRequired {
-			g.parked.remove(pc.id)
-			res, err := pc.finish(ctx, pc.res)
+		g.parked.remove(pc.id)
+		res, err = pc.finish(ctx, pc.res)
+		if tt.mode != config.TaskRequired || asks(res) {
+			// Its answer, or a question of the gateway's own (an
+			// approval), which is a round of the call as any is.
 			return res, nil, err
 		}
+		settled = true
 	case <-wait.C:
 	case <-ctx.Done():
 		pc.cancel()
 		g.parked.remove(pc.id)
 		return nil, nil, ctx.Err()
 	}
-	j := &job{id: store.NewID("task_"), p: pc, tasks: tt.tasks, server: tt.server, tool: name, journal: tt.journal}
+	j := &job{id: store.NewID("task_"), p: pc, tasks: tt.tasks}
+	now := store.UTC(time.Now())
 	rec := store.Job{ID: j.id, Tenant: who.who.Tenant, User: who.who.User, Server: tt.server, Tool: name, Write: tt.journal,
-		Status: store.JobWorking, Lost: lostError(j), TTL: tt.tasks.TTL, PollInterval: tt.tasks.PollInterval}
+		Status: store.JobWorking, Lost: airlock.LostJobError(tt.journal, tt.server, name), TTL: tt.tasks.TTL,
+		PollInterval: tt.tasks.PollInterval, CreatedAt: now, UpdatedAt: now}
 	if err := g.jobs.st.CreateJob(ctx, rec); err != nil {
 		pc.cancel()
-		g.parked.remove(pc.id)
 		g.log.Error("task not created: the store refused its record", "tool", clip(name), "error", err)
 		return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the gateway cannot keep this task (its store refused the record); the call was cancelled: make it again"}
 	}
-	created, err := g.jobs.st.Job(ctx, j.id)
-	if err != nil {
-		created = rec
+	g.opts.Measures.Task(string(store.JobWorking))
+	if settled {
+		g.settleWith(ctx, j, res, err)
+		return nil, &rec, nil
 	}
 	g.jobs.add(j)
-	g.opts.Measures.Task(string(store.JobWorking))
 	go g.runJob(j)
-	return nil, &created, nil
+	return nil, &rec, nil
 }
 
-// lostError is the error a task settles failed with when its gateway is
-// gone before the call finished.
-func lostError(j *job) []byte {
-	class, what := airlock.ConnectionError, "make the call again"
-	if j.journal {
-		class, what = airlock.OutcomeUnknown, "it may have taken effect: do not repeat it blindly (airlock recovery list shows the call)"
-	}
-	data, _ := json.Marshal(map[string]string{"class": string(class), "server": j.server, "tool": j.tool})
-	e, _ := json.Marshal(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Data: data,
-		Message: fmt.Sprintf("%s: the gateway that ran this task stopped before the call finished; %s", class, what)})
-	return e
+// asks reports whether res is a round that asks the client something.
+func asks(res mcp.Result) bool {
+	cr, ok := res.(*mcp.CallToolResult)
+	return ok && len(cr.InputRequests) > 0
 }
 
 // runJob follows the call of j until it settles: its questions wait in
@@ -377,36 +381,39 @@ func (g *Gateway) jobUpdate(ctx context.Context, j *job, u store.JobUpdate) bool
 	return false
 }
 
-// settle records how j's call ended: completed with its result (a tool
-// error included), or failed with a protocol error, an unknown outcome or
-// a result larger than the tasks: mapping keeps.
+// settle records how j's call ended (settleWith).
 func (g *Gateway) settle(ctx context.Context, j *job) {
-	pc := j.p
-	u := store.JobUpdate{Status: store.JobCompleted}
-	r := pc.res
-	if r != nil && r.Status == airlock.OutcomeUnknown {
+	res, err := j.p.finish(ctx, j.p.res)
+	g.settleWith(ctx, j, res, err)
+}
+
+// settleWith records how j's call ended, res and err being its answer:
+// completed with its result (a tool error included), or failed with a
+// protocol error, an unknown outcome or a result larger than the tasks:
+// mapping keeps.
+func (g *Gateway) settleWith(ctx context.Context, j *job, res mcp.Result, err error) {
+	r := j.p.res
+	var u store.JobUpdate
+	switch {
+	case r != nil && r.Status == airlock.OutcomeUnknown:
 		u = failedUpdate(unknownOutcome(r))
-	} else {
-		res, err := pc.finish(ctx, r)
+	case err != nil:
+		u = failedUpdate(err)
+	default:
+		if asks(res) {
+			// An approval question, asked after the call became a
+			// task: the person approves it out of band.
+			res = toolError(r, r.Err.Msg)
+		}
+		body, err := json.Marshal(res)
 		switch {
 		case err != nil:
 			u = failedUpdate(err)
+		case len(body) > j.tasks.MaxResultBytes:
+			u = failedUpdate(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+				"the call's result of %d bytes is larger than this server's tasks.max_result_bytes (%d): it is not kept", len(body), j.tasks.MaxResultBytes)})
 		default:
-			if cr, ok := res.(*mcp.CallToolResult); ok && len(cr.InputRequests) > 0 {
-				// An approval question, asked after the call became a
-				// task: the person approves it out of band.
-				res = toolError(r, r.Err.Msg)
-			}
-			body, err := json.Marshal(res)
-			switch {
-			case err != nil:
-				u = failedUpdate(err)
-			case len(body) > j.tasks.MaxResultBytes:
-				u = failedUpdate(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
-					"the call's result of %d bytes is larger than this server's tasks.max_result_bytes (%d): it is not kept", len(body), j.tasks.MaxResultBytes)})
-			default:
-				u.Result = body
-			}
+			u = store.JobUpdate{Status: store.JobCompleted, Result: body}
 		}
 	}
 	if g.jobUpdate(ctx, j, u) {

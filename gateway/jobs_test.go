@@ -397,3 +397,34 @@ func TestTaskHostileInput(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskOnlyToolApprovedFirst: a tool that only runs as a task and that
+// policy wants approved asks first too (the question is not swallowed by
+// the task), and the approved retry is the task, settled with the call's
+// result even when the call returns at once.
+func TestTaskOnlyToolApprovedFirst(t *testing.T) {
+	f := start(t, `    - {server: w, tool: note, decision: ask}
+`, &gateway.Options{Tasks: taskTools})
+	round := taskRPC(t, f, "tools/call", "w__note", `{"name":"w__note","arguments":{"text":"hi"}}`, askingClient, "")
+	state, _ := round.Result["requestState"].(string)
+	if round.Error != nil || round.Result["resultType"] != "input_required" || state == "" {
+		t.Fatalf("a task-only call policy wants approved: %+v, want the approval question first", round)
+	}
+	var key string
+	for k := range round.Result["inputRequests"].(map[string]any) {
+		key = k
+	}
+	retry := taskRPC(t, f, "tools/call", "w__note", `{"name":"w__note","arguments":{"text":"hi"},"requestState":"`+state+
+		`","inputResponses":{"`+key+`":{"action":"accept","content":{"approve":true}}}}`, askingClient, "")
+	id, _ := retry.Result["taskId"].(string)
+	if retry.Error != nil || retry.Result["resultType"] != "task" || id == "" {
+		t.Fatalf("the approved retry: %+v, want a task", retry)
+	}
+	done := waitStatus(t, f, id, "", "completed")
+	if !strings.Contains(string(mustJSON(t, done["result"])), "noted: hi") {
+		t.Errorf("the task = %v, want the call's result", done)
+	}
+	if got := marks(t, f.mark, "call note"); len(got) != 1 {
+		t.Errorf("the server saw %q, want one call", got)
+	}
+}
