@@ -107,8 +107,15 @@ func (e *env) console(o *options, _ []string) error {
 		c        *console.Console
 		starting sync.WaitGroup
 		started  *session // set before starting is done
+		mu       sync.Mutex
+		stopped  bool // no start may begin once the console stops
 	)
 	opts.StartHost = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
 		starting.Go(func() {
 			s, err := e.sessionOf(&o.common, cfg)
 			if err != nil {
@@ -144,6 +151,10 @@ func (e *env) console(o *options, _ []string) error {
 	case <-e.ctx.Done():
 	}
 	srv.Close()
+	// A page request still running may ask for a start: none begins now.
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
 	starting.Wait()
 	if started != nil {
 		e.closeSession(started)
