@@ -496,6 +496,13 @@ func TestParseErrors(t *testing.T) {
 			`airlock.yaml:3: servers[0].allowed_tools: is required: list the tools to expose, or ["*"] for every tool`,
 			`airlock.yaml:5: servers[1].id: server id "a" is already used by servers[0] (line 3)`,
 			`airlock.yaml:8: tenancy.tenant: "" is not a valid tenant: use 1 to 128 letters, digits, ., _, @, + or -`}},
+		{"tasks", "servers:\n  - id: a\n    command: x\n    allowed_tools: []\n    tasks:\n      tools: [\"build_*\", \"\", \"build_*\"]\n      ttl: 1m\n      poll_interval: 2m\n      max_result_bytes: 10\n      nope: 1\n  - {id: b, command: x, allowed_tools: [], tasks: {}}\n", []string{
+			`airlock.yaml:6: servers[0].tasks.tools[1]: must not be empty: give a tool name, or a pattern such as "build_*"`,
+			`airlock.yaml:6: servers[0].tasks.tools[2]: "build_*" is listed twice (first at line 6)`,
+			"airlock.yaml:8: servers[0].tasks.poll_interval: 2m is longer than the ttl (1m): a task would be gone before its client polls it",
+			"airlock.yaml:9: servers[0].tasks.max_result_bytes: must be a whole number of bytes from 1024 to 1073741824",
+			"airlock.yaml:10: servers[0].tasks.nope: unknown key: expected one of tools, required, ttl, poll_interval, max_result_bytes",
+			`airlock.yaml:11: servers[1].tasks: names no tool: list the tools to run as tasks under tools (patterns such as "build_*" match the server's own tool names)`}},
 		{"aliases are followed", "servers:\n  - &s {id: a, command: x, allowed_tools: []}\n  - *s\n", []string{
 			`airlock.yaml:2: servers[1].id: server id "a" is already used by servers[0] (line 2)`}},
 	}
