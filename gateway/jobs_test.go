@@ -118,14 +118,17 @@ func waitStatus(t *testing.T, f *fixture, id, tok, status string) map[string]any
 }
 
 // TestTaskLifecycle: a long call of a declaring client becomes a task at
-// once, which a client polls from a connection of its own (as one that
-// went away and came back) until it completes with the call's result; the
+// once, which the client polls after its connection was closed (as one
+// that went away and came back) until it completes with the call's result; the
 // server saw the call once. A quick call of the same client is answered as
 // any call, and a client that did not declare the extension gets its calls
 // answered as before.
 func TestTaskLifecycle(t *testing.T) {
 	f := startTasks(t, nil)
 	id := startTask(t, f, "w__wait_write", "")
+	// The client goes away: its connection is closed, and every poll
+	// below opens one of its own.
+	http.DefaultClient.CloseIdleConnections()
 	rep := getTask(t, f, id, "")
 	if rep.Error != nil || rep.Result["status"] != "working" || rep.Result["resultType"] != "complete" {
 		t.Fatalf("tasks/get while the call runs: %+v", rep)
@@ -138,6 +141,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if ttl, _ := rep.Result["ttlMs"].(float64); ttl != float64(time.Hour.Milliseconds()) {
 		t.Errorf("ttlMs = %v, want the configured hour", rep.Result["ttlMs"])
 	}
+	http.DefaultClient.CloseIdleConnections()
 	release(t, f.mark)
 	done := waitStatus(t, f, id, "", "completed")
 	res, _ := done["result"].(map[string]any)
