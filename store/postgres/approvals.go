@@ -60,22 +60,14 @@ LIMIT $5`,
 }
 
 func (a approvals) Decide(ctx context.Context, id string, grant bool, by, note string) error {
-	status, verb := "denied", "deny"
-	if grant {
-		status, verb = "granted", "grant"
-	}
-	tag, err := a.db.pool.Exec(ctx, `
+	update := func(status string) (int64, error) {
+		tag, err := a.db.pool.Exec(ctx, `
 UPDATE approvals SET status = $1, decided_by = $2, decided_at = $3, note = $4
 WHERE id = $5 AND status = 'pending' AND (NOT $6 OR expires_at > $3)`,
-		status, by, now(), note, id, grant)
-	if err != nil {
-		return fmt.Errorf("%s approval %s: cannot write the store: %w", verb, id, err)
+			status, by, now(), note, id, grant)
+		return tag.RowsAffected(), err
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	ap, err := a.Get(ctx, id)
-	return store.NotDecided(verb, ap, err)
+	return sqlrow.Decide(id, grant, update, func() (store.Approval, error) { return a.Get(ctx, id) })
 }
 
 // Consume marks the oldest usable grant used in one statement. The grant is

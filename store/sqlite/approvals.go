@@ -56,23 +56,18 @@ LIMIT ?5`,
 }
 
 func (a approvals) Decide(ctx context.Context, id string, grant bool, by, note string) error {
-	status, verb := "denied", "deny"
-	if grant {
-		status, verb = "granted", "grant"
-	}
-	at := micros(now())
-	res, err := a.db.w.ExecContext(ctx, `
+	update := func(status string) (int64, error) {
+		at := micros(now())
+		res, err := a.db.w.ExecContext(ctx, `
 UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, note = ?
 WHERE id = ? AND status = 'pending' AND (NOT ? OR expires_at > ?)`,
-		status, by, at, note, id, grant, at)
-	if err != nil {
-		return fmt.Errorf("%s approval %s: cannot write the store: %w", verb, id, err)
+			status, by, at, note, id, grant, at)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	ap, err := a.Get(ctx, id)
-	return store.NotDecided(verb, ap, err)
+	return sqlrow.Decide(id, grant, update, func() (store.Approval, error) { return a.Get(ctx, id) })
 }
 
 func (a approvals) Consume(ctx context.Context, digest, tenant, user string, at time.Time) (store.Approval, error) {

@@ -37,6 +37,26 @@ func Approval[T any](row Row, at func(T) time.Time) (store.Approval, error) {
 	return ap, nil
 }
 
+// Decide grants or denies, as grant says, the pending approval id by
+// update: the conditional UPDATE of a pending request (one not expired,
+// to grant it) to status, which says how many rows it changed. If none,
+// get reads the request, to say why (store.NotDecided).
+func Decide(id string, grant bool, update func(status string) (int64, error), get func() (store.Approval, error)) error {
+	status, verb := "denied", "deny"
+	if grant {
+		status, verb = "granted", "grant"
+	}
+	n, err := update(status)
+	if err != nil {
+		return fmt.Errorf("%s approval %s: cannot write the store: %w", verb, id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	ap, err := get()
+	return store.NotDecided(verb, ap, err)
+}
+
 // RuleColumns are the columns of an allow rule that Rule reads, in its
 // order.
 const RuleColumns = `id, server, tool, definition, tenant, user_name, created_at, created_by, approval`
