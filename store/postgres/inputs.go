@@ -76,18 +76,11 @@ func (db *DB) WithdrawInput(ctx context.Context, id string) error {
 }
 
 func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer []byte, by *string) error {
-	tag, err := db.pool.Exec(ctx, `UPDATE inputs SET status = $1, answer = $2, answered_by = $3, settled_at = now(),
+	update := func() (int64, error) {
+		tag, err := db.pool.Exec(ctx, `UPDATE inputs SET status = $1, answer = $2, answered_by = $3, settled_at = now(),
 	ask = convert_to((convert_from(ask, 'UTF8')::jsonb - 'url')::text, 'UTF8')
 WHERE id = $4 AND status = 'pending'`, string(to), answer, by, id)
-	if err != nil {
-		return fmt.Errorf("%s input request %s: %w", verb, id, err)
+		return tag.RowsAffected(), err
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	a, err := db.InputAsk(ctx, id)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%s input request %s: it is %s already: %w", verb, id, a.Status, store.ErrConflict)
+	return sqlrow.SettleInput(verb, id, update, func() (store.InputAsk, error) { return db.InputAsk(ctx, id) })
 }

@@ -85,17 +85,13 @@ func (db *DB) WithdrawInput(ctx context.Context, id string) error {
 }
 
 func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer sql.NullString, by string) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE inputs SET status = ?, answer = ?, answered_by = ?, settled_at = ?, ask = json_remove(ask, '$.url') WHERE id = ? AND status = 'pending'`,
-		string(to), answer, by, micros(now()), id)
-	if err != nil {
-		return fmt.Errorf("%s input request %s: %w", verb, id, err)
+	update := func() (int64, error) {
+		res, err := db.w.ExecContext(ctx, `UPDATE inputs SET status = ?, answer = ?, answered_by = ?, settled_at = ?, ask = json_remove(ask, '$.url') WHERE id = ? AND status = 'pending'`,
+			string(to), answer, by, micros(now()), id)
+		if err != nil {
+			return 0, err
+		}
+		return res.RowsAffected()
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		return nil
-	}
-	a, err := db.InputAsk(ctx, id)
-	if err != nil {
-		return err
-	}
-	return fmt.Errorf("%s input request %s: it is %s already: %w", verb, id, a.Status, store.ErrConflict)
+	return sqlrow.SettleInput(verb, id, update, func() (store.InputAsk, error) { return db.InputAsk(ctx, id) })
 }

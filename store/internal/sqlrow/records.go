@@ -176,6 +176,26 @@ func Input[T any](row Row, at func(T) time.Time) (store.InputAsk, error) {
 	return a, nil
 }
 
+// SettleInput settles the pending input request id by update: the
+// conditional UPDATE of a pending request, which says how many rows it
+// changed. If none, get reads the request, to say why: it is settled
+// already (store.ErrConflict), or missing. verb ("answer" or "withdraw")
+// begins the errors.
+func SettleInput(verb, id string, update func() (int64, error), get func() (store.InputAsk, error)) error {
+	n, err := update()
+	if err != nil {
+		return fmt.Errorf("%s input request %s: %w", verb, id, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	a, err := get()
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s input request %s: it is %s already: %w", verb, id, a.Status, store.ErrConflict)
+}
+
 // SaveRun checks r and saves it by save, which is given the arguments that
 // args makes of r; save's error is wrapped here, once.
 func SaveRun(r store.RunRecord, args func(store.RunRecord) []any, save func(args []any) error) error {
