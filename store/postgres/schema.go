@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // migrations are the schema's versions: migrations[i] takes a database from
@@ -275,7 +277,7 @@ func (db *DB) migrate(ctx context.Context) error {
 	if v == len(migrations) {
 		return nil
 	}
-	if err := newer(v); err != nil {
+	if err := sqlrow.NewerSchema(v, len(migrations)); err != nil {
 		return err
 	}
 	return pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
@@ -296,7 +298,7 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 		if err != nil {
 			return err
 		}
-		if err := newer(v); err != nil {
+		if err := sqlrow.NewerSchema(v, len(migrations)); err != nil {
 			return err
 		}
 		for i := v; i < len(migrations); i++ {
@@ -309,14 +311,6 @@ CREATE TABLE IF NOT EXISTS schema_migrations (
 		}
 		return nil
 	})
-}
-
-// newer refuses a schema version newer than this Airlock knows.
-func newer(v int) error {
-	if v > len(migrations) {
-		return fmt.Errorf("the database has schema version %d, newer than this airlock knows (%d): use a newer airlock", v, len(migrations))
-	}
-	return nil
 }
 
 type querier interface {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/airlockhq/airlock/store/internal/sqlrow"
 )
 
 // migrations are the schema's versions: migrations[i] takes a database from
@@ -245,8 +247,8 @@ func (db *DB) migrate(ctx context.Context) error {
 	if v == len(migrations) {
 		return nil
 	}
-	if v > len(migrations) {
-		return fmt.Errorf("the database has schema version %d, newer than this airlock knows (%d): use a newer airlock", v, len(migrations))
+	if err := sqlrow.NewerSchema(v, len(migrations)); err != nil {
+		return err
 	}
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -257,8 +259,8 @@ func (db *DB) migrate(ctx context.Context) error {
 	if v, err = version(ctx, tx); err != nil {
 		return fmt.Errorf("cannot read the database: %w", err)
 	}
-	if v > len(migrations) {
-		return fmt.Errorf("the database has schema version %d, newer than this airlock knows (%d): use a newer airlock", v, len(migrations))
+	if err := sqlrow.NewerSchema(v, len(migrations)); err != nil {
+		return err
 	}
 	for i := v; i < len(migrations); i++ {
 		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
