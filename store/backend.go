@@ -89,6 +89,24 @@ func (r AllowRule) Created(now time.Time) (time.Time, error) {
 	return createdOr(r.CreatedAt, now), nil
 }
 
+// Fetched returns when Put records l as fetched, its FetchedAt or else
+// now, or the error Put fails with: a list without a key or tools.
+func (l ToolList) Fetched(now time.Time) (time.Time, error) {
+	if l.Key == "" || len(l.Tools) == 0 {
+		return time.Time{}, fmt.Errorf("tool list without a key or tools")
+	}
+	return createdOr(l.FetchedAt, now), nil
+}
+
+// Unexpired returns l as ToolLists.Get returns it at now: ErrNotFound
+// once it has expired.
+func (l ToolList) Unexpired(now time.Time) (ToolList, error) {
+	if !l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt) {
+		return ToolList{}, fmt.Errorf("tool list %s has expired: %w", l.Key, ErrNotFound)
+	}
+	return l, nil
+}
+
 // createdOr is created, or now if created is zero.
 func createdOr(created, now time.Time) time.Time {
 	if created.IsZero() {

@@ -26,27 +26,21 @@ func (c toolLists) Get(ctx context.Context, key string, now time.Time) (store.To
 	l.Tools, l.FetchedAt = []byte(tools), l.FetchedAt.UTC()
 	if expiresAt != nil {
 		l.ExpiresAt = expiresAt.UTC()
-		if !now.Before(l.ExpiresAt) {
-			return store.ToolList{}, fmt.Errorf("tool list %s has expired: %w", key, store.ErrNotFound)
-		}
 	}
-	return l, nil
+	return l.Unexpired(now)
 }
 
 func (c toolLists) Put(ctx context.Context, l store.ToolList) error {
-	if l.Key == "" || len(l.Tools) == 0 {
-		return fmt.Errorf("tool list without a key or tools")
+	fetched, err := l.Fetched(time.Now())
+	if err != nil {
+		return err
 	}
 	var expires *time.Time
 	if !l.ExpiresAt.IsZero() {
 		t := store.UTC(l.ExpiresAt)
 		expires = &t
 	}
-	fetched := l.FetchedAt
-	if fetched.IsZero() {
-		fetched = time.Now()
-	}
-	_, err := c.db.pool.Exec(ctx, `
+	_, err = c.db.pool.Exec(ctx, `
 INSERT INTO tool_lists (key, tools, hash, fetched_at, expires_at) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (key) DO UPDATE SET tools = excluded.tools, hash = excluded.hash,
 	fetched_at = excluded.fetched_at, expires_at = excluded.expires_at`,
