@@ -44,21 +44,10 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockSpace, lockAudit); err != nil {
 			return err
 		}
-		head, err := readHead(ctx, tx)
+		queryRow := func(query string) sqlrow.Row { return tx.QueryRow(ctx, query) }
+		link, rows, err := sqlrow.Base(key, queryRow, pgx.ErrNoRows, rows, now)
 		if err != nil {
 			return err
-		}
-		last, err := sqlrow.LastLink(tx.QueryRow(ctx, sqlrow.LastLinkQuery), pgx.ErrNoRows)
-		if err != nil {
-			return err
-		}
-		link, broken := key.Base(head, last, now)
-		if broken != nil {
-			r, err := store.StoreEvent(*broken, now)
-			if err != nil {
-				return err
-			}
-			rows = append([]store.StoredEvent{r}, rows...)
 		}
 		var b pgx.Batch
 		for _, r := range rows {

@@ -46,21 +46,10 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 
 // appendIn appends rows, the events of an Append, in tx.
 func (a audit) appendIn(ctx context.Context, tx *sql.Tx, key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
-	head, err := readHead(ctx, tx)
+	queryRow := func(query string) sqlrow.Row { return tx.QueryRowContext(ctx, query) }
+	link, rows, err := sqlrow.Base(key, queryRow, sql.ErrNoRows, rows, now)
 	if err != nil {
 		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
-	}
-	last, err := sqlrow.LastLink(tx.QueryRowContext(ctx, sqlrow.LastLinkQuery), sql.ErrNoRows)
-	if err != nil {
-		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
-	}
-	link, broken := key.Base(head, last, now)
-	if broken != nil {
-		r, err := store.StoreEvent(*broken, now)
-		if err != nil {
-			return fmt.Errorf("append: %w", err)
-		}
-		rows = append([]store.StoredEvent{r}, rows...)
 	}
 	// The rows go in statements of insertRows rows, then one statement
 	// for each row left: a statement costs the driver more than a row.

@@ -65,6 +65,31 @@ func LastLink(row Row, noRows error) (store.ChainLink, error) {
 	return last, err
 }
 
+// Base reads the audit trail's head and newest link by queryRow, which
+// runs a query of one row in the transaction that appends rows, and
+// returns the link rows extend (store.ChainKey.Base) and rows to append:
+// the event that says the chain was broken first, if it was. noRows is
+// the driver's error for no row.
+func Base(key store.ChainKey, queryRow func(query string) Row, noRows error, rows []store.StoredEvent, now time.Time) (store.ChainLink, []store.StoredEvent, error) {
+	head, err := Head(queryRow(HeadQuery), noRows)
+	if err != nil {
+		return store.ChainLink{}, nil, err
+	}
+	last, err := LastLink(queryRow(LastLinkQuery), noRows)
+	if err != nil {
+		return store.ChainLink{}, nil, err
+	}
+	link, broken := key.Base(head, last, now)
+	if broken == nil {
+		return link, rows, nil
+	}
+	r, err := store.StoreEvent(*broken, now)
+	if err != nil {
+		return store.ChainLink{}, nil, err
+	}
+	return link, append([]store.StoredEvent{r}, rows...), nil
+}
+
 // ChainQuery selects every audit event, in the order they were appended,
 // with its link, for Verify.
 const ChainQuery = `
