@@ -109,40 +109,24 @@ LIMIT $2`,
 	return out, nil
 }
 
-// Tail reads the newest position first, then only events up to it, so
-// that the page and Next agree without a transaction: an event appended
-// meanwhile has a greater position and comes with the next page. The
-// position is seq, which Append takes while it holds the audit lock.
+// Tail reads a page as sqlrow.Tail does. Its positions are seq, which
+// Append takes while it holds the audit lock.
 func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (store.EventPage, error) {
-	page := store.EventPage{Next: after}
-	var newest int64
-	if err := a.db.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&newest); err != nil {
-		return page, fmt.Errorf("read the audit trail: %w", err)
-	}
-	if newest <= after {
-		return page, nil
-	}
-	page.Next = newest
 	const where = `WHERE time >= $1 AND seq > $2 AND seq <= $3`
 	from := store.UTC(since)
-	rows, err := a.db.pool.Query(ctx, `
-SELECT `+sqlrow.EventColumns+` FROM (
-	SELECT seq, `+sqlrow.EventColumns+` FROM events `+where+`
-	ORDER BY time DESC, seq DESC
-	LIMIT $4
-) AS newest ORDER BY time, seq`,
-		from, after, newest, limit(n))
-	if page.Events, err = collect(rows, err, scanEvent); err != nil {
-		return page, fmt.Errorf("read the audit trail: %w", err)
+	newest := func() (seq int64, err error) {
+		err = a.db.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&seq)
+		return seq, err
 	}
-	if n > 0 && len(page.Events) == n {
-		var all int
-		if err := a.db.pool.QueryRow(ctx, `SELECT count(*) FROM events `+where, from, after, newest).Scan(&all); err != nil {
-			return page, fmt.Errorf("read the audit trail: %w", err)
-		}
-		page.Omitted = all - n
+	events := func(upTo int64) ([]store.Event, error) {
+		rows, err := a.db.pool.Query(ctx, sqlrow.NewestEvents(where, "$4"), from, after, upTo, limit(n))
+		return collect(rows, err, scanEvent)
 	}
-	return page, nil
+	count := func(upTo int64) (all int, err error) {
+		err = a.db.pool.QueryRow(ctx, `SELECT count(*) FROM events `+where, from, after, upTo).Scan(&all)
+		return all, err
+	}
+	return sqlrow.Tail(after, n, newest, events, count)
 }
 
 func scanEvent(row pgx.CollectableRow) (store.Event, error) { return sqlrow.Event(row, utc) }

@@ -122,20 +122,9 @@ LIMIT ?`,
 	return scanEvents(rows)
 }
 
-// Tail reads the newest position first, then only events up to it, so
-// that the page and Next agree without a transaction: an event appended
-// meanwhile has a greater position and comes with the next page. The
-// position is seq, which Append assigns while it holds the write lock.
+// Tail reads a page as sqlrow.Tail does. Its positions are seq, which
+// Append assigns while it holds the write lock.
 func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (store.EventPage, error) {
-	page := store.EventPage{Next: after}
-	var newest int64
-	if err := a.db.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&newest); err != nil {
-		return page, fmt.Errorf("read the audit trail: %w", err)
-	}
-	if newest <= after {
-		return page, nil
-	}
-	page.Next = newest
 	// A reader that follows the trail asks often for the few events after
 	// a recent position: then seq, not the time index, finds them (the
 	// unary + keeps SQLite from using the index on time).
@@ -144,27 +133,18 @@ func (a audit) Tail(ctx context.Context, since time.Time, after int64, n int) (s
 		where = `WHERE +time >= ? AND seq > ? AND seq <= ?`
 	}
 	from := sinceMicros(since)
-	rows, err := a.db.r.QueryContext(ctx, `
-SELECT `+sqlrow.EventColumns+` FROM (
-	SELECT seq, `+sqlrow.EventColumns+` FROM events `+where+`
-	ORDER BY time DESC, seq DESC
-	LIMIT ?
-) ORDER BY time, seq`,
-		from, after, newest, limit(n))
-	if err != nil {
-		return page, fmt.Errorf("read the audit trail: %w", err)
+	newest := func() (seq int64, err error) {
+		err = a.db.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events`).Scan(&seq)
+		return seq, err
 	}
-	if page.Events, err = scanEvents(rows); err != nil {
-		return page, err
+	events := func(upTo int64) ([]store.Event, error) {
+		return queryAll(ctx, a.db.r, scanEvent, sqlrow.NewestEvents(where, "?"), from, after, upTo, limit(n))
 	}
-	if n > 0 && len(page.Events) == n {
-		var all int
-		if err := a.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM events `+where, from, after, newest).Scan(&all); err != nil {
-			return page, fmt.Errorf("read the audit trail: %w", err)
-		}
-		page.Omitted = all - n
+	count := func(upTo int64) (all int, err error) {
+		err = a.db.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM events `+where, from, after, upTo).Scan(&all)
+		return all, err
 	}
-	return page, nil
+	return sqlrow.Tail(after, n, newest, events, count)
 }
 
 // sinceMicros is the lower bound of a query for events at or after since;
@@ -178,12 +158,14 @@ func sinceMicros(since time.Time) int64 {
 
 // scanEvents reads rows that start with sqlrow.EventColumns, and closes them.
 func scanEvents(rows *sql.Rows) ([]store.Event, error) {
-	out, err := scanAll(rows, func(row scanner) (store.Event, error) { return sqlrow.Event(row, fromMicros) })
+	out, err := scanAll(rows, scanEvent)
 	if err != nil {
 		return nil, fmt.Errorf("read the audit trail: %w", err)
 	}
 	return out, nil
 }
+
+func scanEvent(row scanner) (store.Event, error) { return sqlrow.Event(row, fromMicros) }
 
 // Verify reads the head and the events in one read transaction, which
 // sees the trail as one commit left it while writers go on appending.

@@ -33,6 +33,49 @@ func Event[T any](row Row, at func(T) time.Time) (store.Event, error) {
 	return e, nil
 }
 
+// NewestEvents is a query of the events that where selects, the newest
+// that limit (a placeholder) keeps, put oldest first, from the columns
+// EventColumns names.
+func NewestEvents(where, limit string) string {
+	return `
+SELECT ` + EventColumns + ` FROM (
+	SELECT seq, ` + EventColumns + ` FROM events ` + where + `
+	ORDER BY time DESC, seq DESC
+	LIMIT ` + limit + `
+) newest
+ORDER BY time, seq`
+}
+
+// Tail reads a page of the audit trail as store.Audit's Tail does, of n
+// events (all if n <= 0) appended after the position after. It reads the
+// newest position first, by newest, then only events up to it, so that
+// the page and Next agree without a transaction: an event appended
+// meanwhile has a greater position and comes with the next page. events
+// reads the page's events up to a position, and count how many events
+// the page selects up to it, to say how many it left out.
+func Tail(after int64, n int, newest func() (int64, error), events func(upTo int64) ([]store.Event, error), count func(upTo int64) (int, error)) (store.EventPage, error) {
+	page := store.EventPage{Next: after}
+	upTo, err := newest()
+	if err != nil {
+		return page, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if upTo <= after {
+		return page, nil
+	}
+	page.Next = upTo
+	if page.Events, err = events(upTo); err != nil {
+		return page, fmt.Errorf("read the audit trail: %w", err)
+	}
+	if n > 0 && len(page.Events) == n {
+		all, err := count(upTo)
+		if err != nil {
+			return page, fmt.Errorf("read the audit trail: %w", err)
+		}
+		page.Omitted = all - n
+	}
+	return page, nil
+}
+
 // HeadQuery selects the audit trail's head, for Head.
 const HeadQuery = `SELECT n, sum, seal FROM audit_head WHERE id = 1`
 
