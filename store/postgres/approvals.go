@@ -16,16 +16,14 @@ type approvals struct{ db *DB }
 var _ store.Approvals = approvals{}
 
 func (a approvals) Create(ctx context.Context, ap store.Approval) error {
-	created, err := ap.Created(time.Now())
-	if err != nil {
-		return err
-	}
-	_, err = a.db.pool.Exec(ctx, `
+	return sqlrow.CreateApproval(ap, func(created time.Time) error {
+		_, err := a.db.pool.Exec(ctx, `
 INSERT INTO approvals (id, server, tool, digest, summary, target, definition, status, created_at, expires_at, tenant, user_name)
 VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10, $11)`,
-		ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, store.UTC(created), store.UTC(ap.ExpiresAt),
-		ap.Tenant, ap.User)
-	return inserted(err, "create approval "+ap.ID+": the id is taken", "create approval "+ap.ID+": cannot write the store")
+			ap.ID, ap.Server, ap.Tool, ap.Digest, ap.Summary, ap.Target, ap.Definition, store.UTC(created), store.UTC(ap.ExpiresAt),
+			ap.Tenant, ap.User)
+		return err
+	}, isUnique)
 }
 
 // statusAt is an approval's status as of $1: a pending or granted request
@@ -105,15 +103,13 @@ ORDER BY decided_at DESC, seq DESC LIMIT 1`,
 }
 
 func (a approvals) Remember(ctx context.Context, r store.AllowRule) error {
-	created, err := r.Created(time.Now())
-	if err != nil {
-		return err
-	}
-	_, err = a.db.pool.Exec(ctx, `
+	return sqlrow.RememberRule(r, func(created time.Time) error {
+		_, err := a.db.pool.Exec(ctx, `
 INSERT INTO allow_rules (id, server, tool, definition, tenant, user_name, created_at, created_by, approval)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		r.ID, r.Server, r.Tool, r.Definition, r.Tenant, r.User, store.UTC(created), r.CreatedBy, r.Approval)
-	return inserted(err, "remember rule "+r.ID+": its id, or a rule for this tool of "+r.Tenant+"/"+r.User+", is taken", "remember rule "+r.ID+": cannot write the store")
+			r.ID, r.Server, r.Tool, r.Definition, r.Tenant, r.User, store.UTC(created), r.CreatedBy, r.Approval)
+		return err
+	}, isUnique)
 }
 
 func scanRule(row pgx.CollectableRow) (store.AllowRule, error) { return sqlrow.Rule(row, utc) }

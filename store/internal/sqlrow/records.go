@@ -37,6 +37,18 @@ func Approval[T any](row Row, at func(T) time.Time) (store.Approval, error) {
 	return ap, nil
 }
 
+// CreateApproval records ap, pending, by insert, which is given when it
+// was created (store.Approval.Created); unique says whether insert's error
+// is a unique key violation, an id that is taken.
+func CreateApproval(ap store.Approval, insert func(created time.Time) error, unique func(error) bool) error {
+	created, err := ap.Created(time.Now())
+	if err != nil {
+		return err
+	}
+	err = insert(created)
+	return Inserted(err, unique(err), "create approval "+ap.ID+": the id is taken", "create approval "+ap.ID+": cannot write the store")
+}
+
 // Decide grants or denies, as grant says, the pending approval id by
 // update: the conditional UPDATE of a pending request (one not expired,
 // to grant it) to status, which says how many rows it changed. If none,
@@ -72,6 +84,19 @@ func Rule[T any](row Row, at func(T) time.Time) (store.AllowRule, error) {
 	}
 	r.CreatedAt = at(created)
 	return r, nil
+}
+
+// RememberRule records r by insert, which is given when it was created
+// (store.AllowRule.Created); unique says whether insert's error is a
+// unique key violation: an id that is taken, or a rule for the same tool
+// and principal.
+func RememberRule(r store.AllowRule, insert func(created time.Time) error, unique func(error) bool) error {
+	created, err := r.Created(time.Now())
+	if err != nil {
+		return err
+	}
+	err = insert(created)
+	return Inserted(err, unique(err), "remember rule "+r.ID+": its id, or a rule for this tool of "+r.Tenant+"/"+r.User+", is taken", "remember rule "+r.ID+": cannot write the store")
 }
 
 // RecordColumns are the columns of a journal record that Record reads, in
