@@ -334,10 +334,8 @@ func (s *shell) handleJSON(text []byte) bool {
 			s.reply(cmd.ID, map[string]string{"error": `call needs "name"`})
 			return true
 		}
-		snap := s.snap
-		s.calls.Go(func() {
-			r := s.host.h.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)})
-			s.reply(cmd.ID, callOutput(r))
+		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
+			return callOutput(s.host.h.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)}))
 		})
 	case "answer":
 		s.reply(cmd.ID, s.answerCommand(&cmd))
@@ -350,10 +348,8 @@ func (s *shell) handleJSON(text []byte) bool {
 			s.reply(cmd.ID, map[string]string{"error": `read needs "uri": the resource to read (see the resources command)`})
 			return true
 		}
-		snap := s.snap
-		s.calls.Go(func() {
-			r := s.host.h.ReadResource(s.env.ctx, snap, airlock.Read{URI: cmd.URI, Server: cmd.Server})
-			s.reply(cmd.ID, readOutput(r))
+		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
+			return readOutput(s.host.h.ReadResource(s.env.ctx, snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}))
 		})
 	case "prompt":
 		if cmd.Name == "" {
@@ -364,10 +360,8 @@ func (s *shell) handleJSON(text []byte) bool {
 			s.reply(cmd.ID, map[string]string{"error": err.Error()})
 			return true
 		}
-		snap := s.snap
-		s.calls.Go(func() {
-			r := s.host.h.GetPrompt(s.env.ctx, snap, airlock.PromptGet{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)})
-			s.reply(cmd.ID, promptOutput(r))
+		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
+			return promptOutput(s.host.h.GetPrompt(s.env.ctx, snap, airlock.PromptGet{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)}))
 		})
 	case "complete":
 		req, err := checkCompletion(airlock.CompleteRequest{Prompt: cmd.Prompt, Template: cmd.Template, Server: cmd.Server,
@@ -376,10 +370,8 @@ func (s *shell) handleJSON(text []byte) bool {
 			s.reply(cmd.ID, map[string]string{"error": err.Error()})
 			return true
 		}
-		snap := s.snap
-		s.calls.Go(func() {
-			c, err := s.host.h.Complete(s.env.ctx, snap, req)
-			s.reply(cmd.ID, completionOutput(c, err))
+		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
+			return completionOutput(s.host.h.Complete(s.env.ctx, snap, req))
 		})
 	case "subscribe":
 		s.reply(cmd.ID, s.subscribe(&cmd))
@@ -462,6 +454,15 @@ func topLevel(text []byte) (map[string]json.RawMessage, error) {
 		return nil, fmt.Errorf("trailing data after the object")
 	}
 	return fields, nil
+}
+
+// replyLater replies to the command id, while the shell reads on, with
+// what run returns. run is given the current turn's snapshot as it is
+// now: a turn command read meanwhile must not change what a command
+// already read runs against. quit waits for it.
+func (s *shell) replyLater(id json.RawMessage, run func(snap *airlock.Snapshot) any) {
+	snap := s.snap
+	s.calls.Go(func() { s.reply(id, run(snap)) })
 }
 
 // reply writes v, a JSON object, as one line with "id" first, echoed as it
