@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,11 +139,8 @@ func (f *fixture) open(t testing.TB, cfg *config.Config, opts *gateway.Options, 
 	if err := f.g.Start(ctx, f.h); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.url = "http://" + ln.Addr().String() + gateway.Endpoint
+	ln, base := testenv.Listen(t)
+	f.url = base + gateway.Endpoint
 	sctx, cancel := context.WithCancel(ctx)
 	f.cancel, f.served = cancel, make(chan error, 1)
 	go func() { f.served <- f.g.Serve(sctx, ln) }()

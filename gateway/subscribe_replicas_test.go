@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -36,14 +35,11 @@ func plainNotes(t *testing.T) (url string, touch func(), unsubscribed *atomic.In
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "notes://note", MIMEType: "text/plain", Text: "note"}}}, nil
 		})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, base := testenv.Listen(t)
 	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	return "http://" + ln.Addr().String() + "/mcp", func() {
+	return base + "/mcp", func() {
 		server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "notes://note"})
 	}, unsubscribed
 }

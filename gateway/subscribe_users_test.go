@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -26,11 +25,7 @@ import (
 // changed.
 func protectedNotes(t *testing.T, iss *bearertest.Issuer) (base string, touch func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base = "http://" + ln.Addr().String()
+	ln, base := testenv.Listen(t)
 	v, err := bearer.NewVerifier(iss.URL, base, &bearer.Options{TenantClaim: "tenant"})
 	if err != nil {
 		t.Fatal(err)

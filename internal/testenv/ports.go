@@ -10,6 +10,18 @@ import (
 	"testing"
 )
 
+// Listen returns a listener on a port of the loopback interface that the
+// system hands out, and its base URL (http://127.0.0.1:PORT). It fails
+// the test if there is none. The caller serves on it and closes it.
+func Listen(t testing.TB) (net.Listener, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln, "http://" + ln.Addr().String()
+}
+
 // RedirectURI returns a loopback OAuth redirect URI on a port that is free
 // now, for a login to listen on later (see FreeRedirectURI).
 func RedirectURI(t testing.TB) string {

@@ -44,7 +44,7 @@ func start(t *testing.T, fo *fixtureOptions) *fixture {
 		fo = &fixtureOptions{}
 	}
 	iss := bearertest.New(t, nil)
-	ln, base := listen(t)
+	ln, base := testenv.Listen(t)
 	logs := &testenv.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	vo := &bearer.Options{TenantClaim: "tenant", Logger: logger}
@@ -73,16 +73,6 @@ func start(t *testing.T, fo *fixtureOptions) *fixture {
 		}
 	})
 	return &fixture{iss: iss, url: base, logs: logs, srv: srv, verifier: v}
-}
-
-// listen returns a listener on a free loopback port and its base URL.
-func listen(t *testing.T) (net.Listener, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ln, "http://" + ln.Addr().String()
 }
 
 // serve runs srv on ln until cancel is called; done then yields what Serve

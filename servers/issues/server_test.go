@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/servers/issues"
 )
 
@@ -436,7 +437,7 @@ func TestMetadataAndHealth(t *testing.T) {
 }
 
 func TestNotReadyWithoutIssuer(t *testing.T) {
-	dead, issuer := listen(t)
+	dead, issuer := testenv.Listen(t)
 	dead.Close()
 	v, err := bearer.NewVerifier(issuer, "http://127.0.0.1:1", &bearer.Options{TenantClaim: "tenant"})
 	if err != nil {
@@ -447,7 +448,7 @@ func TestNotReadyWithoutIssuer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, base := listen(t)
+	ln, base := testenv.Listen(t)
 	cancel, done := serve(srv, ln)
 	defer func() { cancel(); <-done }()
 	f := &fixture{url: base}
@@ -508,7 +509,7 @@ func TestServeStopsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, base := listen(t)
+	ln, base := testenv.Listen(t)
 	cancel, done := serve(srv, ln)
 	f := &fixture{url: base}
 	if got := f.get(t, "/healthz"); got.status != 200 {
