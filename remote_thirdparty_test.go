@@ -99,7 +99,7 @@ func TestRemoteServerEverything(t *testing.T) {
 		if got := proxy.deletes(session); got != 1 {
 			t.Errorf("the proxy saw %d DELETEs for the session, want 1", got)
 		}
-		if code := pingSession(t, proxy.url+"/mcp", session); code == http.StatusOK {
+		if code := testenv.PingSession(t, proxy.url+"/mcp", session); code == http.StatusOK {
 			t.Errorf("a ping on the closed session got %d, want it refused: the server should have ended the session", code)
 		}
 
@@ -149,7 +149,7 @@ func TestRemoteServerEverything(t *testing.T) {
 		if got := proxy.deletes(session); got != 0 {
 			t.Errorf("the proxy saw %d DELETEs for the session, want none", got)
 		}
-		if code := pingSession(t, proxy.url+"/mcp", session); code != http.StatusOK {
+		if code := testenv.PingSession(t, proxy.url+"/mcp", session); code != http.StatusOK {
 			t.Errorf("a ping on the session after Close got %d, want 200: the session is the server's to end", code)
 		}
 	})
@@ -351,29 +351,6 @@ func (p *recordingProxy) deletes(session string) int {
 		}
 	}
 	return n
-}
-
-// pingSession sends a ping on session, as a client of that session would,
-// and returns the HTTP status: 200 while the server keeps the session.
-func pingSession(t *testing.T, endpoint, session string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", session)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("ping: %v", err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // noFileContains fails if any file under dir contains s.

@@ -422,7 +422,7 @@ func TestReplicaSessions(t *testing.T) {
 		t.Fatalf("closing the session: %v", err)
 	}
 	for _, u := range urls {
-		waitFor(t, "a request of the ended session to "+u+" is 404", func() bool { return sessionStatus(t, u, id) == http.StatusNotFound })
+		waitFor(t, "a request of the ended session to "+u+" is 404", func() bool { return testenv.PingSession(t, u, id) == http.StatusNotFound })
 	}
 
 	// Each replica counts what it opened and handed over.
@@ -456,22 +456,6 @@ func TestReplicaSessions(t *testing.T) {
 		t.Errorf("journal: %+v; want the one write, succeeded", recs)
 	}
 
-}
-
-// sessionStatus is the HTTP status of a ping in session id at url.
-func sessionStatus(t *testing.T, url, id string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"ping"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Session-Id", id)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // waitFor waits until ok, and fails the test after a generous deadline.
