@@ -41,12 +41,7 @@ func Approval[T any](row Row, at func(T) time.Time) (store.Approval, error) {
 // was created (store.Approval.Created); unique says whether insert's error
 // is a unique key violation, an id that is taken.
 func CreateApproval(ap store.Approval, insert func(created time.Time) error, unique func(error) bool) error {
-	created, err := ap.Created(time.Now())
-	if err != nil {
-		return err
-	}
-	err = insert(created)
-	return Inserted(err, unique(err), "create approval "+ap.ID+": the id is taken", "create approval "+ap.ID+": cannot write the store")
+	return insertCreated(ap, insert, unique, "create approval "+ap.ID+": the id is taken", "create approval "+ap.ID+": cannot write the store")
 }
 
 // Decide grants or denies, as grant says, the pending approval id by
@@ -91,12 +86,24 @@ func Rule[T any](row Row, at func(T) time.Time) (store.AllowRule, error) {
 // unique key violation: an id that is taken, or a rule for the same tool
 // and principal.
 func RememberRule(r store.AllowRule, insert func(created time.Time) error, unique func(error) bool) error {
-	created, err := r.Created(time.Now())
+	return insertCreated(r, insert, unique, "remember rule "+r.ID+": its id, or a rule for this tool of "+r.Tenant+"/"+r.User+", is taken", "remember rule "+r.ID+": cannot write the store")
+}
+
+// A creation is a record whose Created says when a backend records it as
+// created, or why it refuses it: store.Approval, store.AllowRule.
+type creation interface {
+	Created(now time.Time) (time.Time, error)
+}
+
+// insertCreated inserts v by insert, given when v was created, or fails
+// as v.Created says; the error of insert is as Inserted wraps it.
+func insertCreated(v creation, insert func(created time.Time) error, unique func(error) bool, taken, failed string) error {
+	created, err := v.Created(time.Now())
 	if err != nil {
 		return err
 	}
 	err = insert(created)
-	return Inserted(err, unique(err), "remember rule "+r.ID+": its id, or a rule for this tool of "+r.Tenant+"/"+r.User+", is taken", "remember rule "+r.ID+": cannot write the store")
+	return Inserted(err, unique(err), taken, failed)
 }
 
 // RecordColumns are the columns of a journal record that Record reads, in
