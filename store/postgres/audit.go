@@ -21,26 +21,22 @@ const insertEvent = `
 INSERT INTO events (time, event, server, tool, snapshot, class, duration_ms, fields, chain_n, chain_prev, chain_sum)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
 
-// Append appends events in one transaction, in order. Every event is
-// checked and encoded before anything is written. The transaction takes
-// the audit lock first, so that appends from every replica run one at a
-// time: each reads the newest link, links its events to it and seals the
-// new head before the next begins, and the seqs it takes are greater than
-// those of every append committed before it.
+// Append appends events in one transaction, in order, as sqlrow.Append
+// does. The transaction takes the audit lock first, so that appends from
+// every replica run one at a time: each reads the newest link, links its
+// events to it and seals the new head before the next begins, and the
+// seqs it takes are greater than those of every append committed before
+// it.
 func (a audit) Append(ctx context.Context, events ...store.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	now := time.Now()
-	rows, err := store.StoreEvents(events, now)
-	if err != nil {
-		return fmt.Errorf("append: %w", err)
-	}
-	key, err := a.db.auditKey(true)
-	if err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	err = pgx.BeginFunc(ctx, a.db.pool, func(tx pgx.Tx) error {
+	return sqlrow.Append(events, a.db.auditKey, func(key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
+		return a.appendIn(ctx, key, rows, now)
+	})
+}
+
+// appendIn appends rows, the events of an Append, in a transaction of
+// their own.
+func (a audit) appendIn(ctx context.Context, key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
+	err := pgx.BeginFunc(ctx, a.db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, lockSpace, lockAudit); err != nil {
 			return err
 		}
@@ -69,7 +65,7 @@ ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = exclud
 		return tx.SendBatch(ctx, &b).Close()
 	})
 	if err != nil {
-		return fmt.Errorf("append %s: cannot write the audit trail: %w", events[0].Event, err)
+		return fmt.Errorf("append %s: cannot write the audit trail: %w", rows[0].Event.Event, err)
 	}
 	return nil
 }

@@ -15,33 +15,23 @@ type audit struct{ db *DB }
 
 var _ store.Audit = audit{}
 
-// Append appends events in one transaction, in order: one sync for all.
-// Every event is checked and encoded before anything is written; the
-// links are computed inside the transaction, which holds SQLite's write
-// lock, so that every writer extends the newest link.
+// Append appends events in one transaction, in order, as sqlrow.Append
+// does: one sync for all. The links are computed inside the transaction,
+// which holds SQLite's write lock, so that every writer extends the newest
+// link.
 func (a audit) Append(ctx context.Context, events ...store.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	now := time.Now()
-	rows, err := store.StoreEvents(events, now)
-	if err != nil {
-		return fmt.Errorf("append: %w", err)
-	}
-	key, err := a.db.auditKey(true)
-	if err != nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	// The trail needs no sync of its own (committer.relaxedTx).
-	var appendErr error
-	err = a.db.group.relaxedTx(ctx, func(tx *sql.Tx) error {
-		appendErr = a.appendIn(ctx, tx, key, rows, now)
-		return appendErr
+	return sqlrow.Append(events, a.db.auditKey, func(key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
+		// The trail needs no sync of its own (committer.relaxedTx).
+		var appendErr error
+		err := a.db.group.relaxedTx(ctx, func(tx *sql.Tx) error {
+			appendErr = a.appendIn(ctx, tx, key, rows, now)
+			return appendErr
+		})
+		if err != nil && appendErr == nil {
+			return fmt.Errorf("append: cannot write the audit trail: %w", err)
+		}
+		return err
 	})
-	if err != nil && appendErr == nil {
-		return fmt.Errorf("append: cannot write the audit trail: %w", err)
-	}
-	return err
 }
 
 // appendIn appends rows, the events of an Append, in tx.

@@ -108,6 +108,27 @@ func LastLink(row Row, noRows error) (store.ChainLink, error) {
 	return last, err
 }
 
+// Append is the part of an audit append that every backend does alike:
+// it checks and encodes events (store.StoreEvents) before anything is
+// written, and reads the audit trail's key by key, which makes one if
+// there is none; then write appends the encoded events, linked with the
+// key, at now. An append of no events writes nothing.
+func Append(events []store.Event, key func(create bool) (store.ChainKey, error), write func(key store.ChainKey, rows []store.StoredEvent, now time.Time) error) error {
+	if len(events) == 0 {
+		return nil
+	}
+	now := time.Now()
+	rows, err := store.StoreEvents(events, now)
+	if err != nil {
+		return fmt.Errorf("append: %w", err)
+	}
+	k, err := key(true)
+	if err != nil {
+		return fmt.Errorf("append: cannot write the audit trail: %w", err)
+	}
+	return write(k, rows, now)
+}
+
 // Base reads the audit trail's head and newest link by queryRow, which
 // runs a query of one row in the transaction that appends rows, and
 // returns the link rows extend (store.ChainKey.Base) and rows to append:
