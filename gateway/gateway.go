@@ -261,24 +261,14 @@ func (g *Gateway) Close() error {
 
 // CatalogChanged is the Host's Options.CatalogChanged: the catalog may
 // have changed. It never blocks; a burst of calls costs one refresh.
-func (g *Gateway) CatalogChanged() {
-	select {
-	case g.changed <- struct{}{}:
-	default:
-	}
-}
+func (g *Gateway) CatalogChanged() { wake(g.changed) }
 
 // CatalogHeard is the Host's Options.CatalogHeard: another replica said
 // that a server's catalog changed. As for CatalogChanged the gateway
 // takes a turn, but tells its clients only when the catalog it lists did
 // change: this host's copy may have been up to date already. It never
 // blocks.
-func (g *Gateway) CatalogHeard() {
-	select {
-	case g.heard <- struct{}{}:
-	default:
-	}
-}
+func (g *Gateway) CatalogHeard() { wake(g.heard) }
 
 // settle is how long the gateway lets a burst of changes settle before it
 // takes a turn: servers that restart together cost one refresh.

@@ -244,10 +244,7 @@ func (p *parkedCall) answered(key string, params mcp.InputRequest) mcp.InputResp
 		return nil
 	}
 	p.early++
-	select {
-	case p.poke <- struct{}{}:
-	default:
-	}
+	wake(p.poke)
 	return resp
 }
 

@@ -176,15 +176,7 @@ func (r *relays) heard(verb, rest string) {
 			go r.g.runRound(box)
 		}
 	case "round":
-		r.mu.Lock()
-		wake := r.waiting[rest]
-		r.mu.Unlock()
-		if wake != nil {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
+		wakeKept(&r.mu, r.waiting, rest)
 	case "answers":
 		go r.g.heardAnswers(rest)
 	case "gone":
@@ -213,6 +205,27 @@ func keep[V any](mu *sync.Mutex, m map[string]V, key string, v V) (drop func()) 
 		mu.Lock()
 		delete(m, key)
 		mu.Unlock()
+	}
+}
+
+// wakeKept wakes the channel that keep put under key in m, guarded by mu,
+// if there is one.
+func wakeKept(mu *sync.Mutex, m map[string]chan struct{}, key string) {
+	mu.Lock()
+	ch := m[key]
+	mu.Unlock()
+	if ch != nil {
+		wake(ch)
+	}
+}
+
+// wake sends ch, a channel with room for one, a wake-up unless one waits
+// there already. It never blocks, and a burst of wake-ups costs its
+// receiver one turn.
+func wake(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 

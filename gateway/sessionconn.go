@@ -326,15 +326,7 @@ func (s *sessions) heardSend(rest string) {
 // heardSent takes another replica's word that it sent a question passed
 // on.
 func (s *sessions) heardSent(key string) {
-	s.mu.Lock()
-	sent := s.sending[key]
-	s.mu.Unlock()
-	if sent != nil {
-		select {
-		case sent <- struct{}{}:
-		default:
-		}
-	}
+	wakeKept(&s.mu, s.sending, key)
 }
 
 // relay passes a client's cancellation of one of its requests, or the end
