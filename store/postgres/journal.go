@@ -13,7 +13,10 @@ import (
 
 type journal struct{ db *DB }
 
-var _ store.Journal = journal{}
+var (
+	_ store.Journal    = journal{}
+	_ store.LaterEnder = journal{}
+)
 
 // beginQuery inserts an intent only while its writer's lock is held by the
 // writer's session ($15, the backend pid): a session lost since the lock
@@ -80,8 +83,22 @@ RETURNING set_config('synchronous_commit', 'off', true)`,
 		j.db.flusher.noteEnded(id)
 		return nil
 	}
-	return store.NotEnded(j.Get(ctx, id))
+	return store.NotEnded(j.get(ctx, id))
 }
+
+func (j journal) EndLater(id string, outcome store.Outcome, detail string, done func(error)) {
+	j.db.later.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), laterTimeout)
+		defer cancel()
+		err := j.End(ctx, id, outcome, detail)
+		if done != nil {
+			done(err)
+		}
+	})
+}
+
+// laterTimeout bounds the write of an outcome that EndLater took.
+const laterTimeout = 30 * time.Second
 
 // RecoverOpen ends the open intents of each writer whose lock it can take,
 // holding the lock (for its transaction) while it does: a writer whose
@@ -106,6 +123,7 @@ WHERE writer = $3 AND outcome IS NULL`,
 func scanRecord(row pgx.CollectableRow) (store.Record, error) { return sqlrow.Record(row, utc) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
+	j.db.later.Wait()
 	which, arg := `($1 OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
 	if f.CallID != "" {
 		// A call's records are found by the index intents_call, whose
@@ -128,6 +146,13 @@ LIMIT $4`,
 }
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
+	j.db.later.Wait()
+	return j.get(ctx, id)
+}
+
+// get is Get without waiting for the outcomes EndLater took: for End,
+// which may be one of them.
+func (j journal) get(ctx context.Context, id string) (store.Record, error) {
 	rows, err := j.db.pool.Query(ctx, `SELECT `+sqlrow.RecordColumns+` FROM intents WHERE id = $1`, id)
 	r, err := one(rows, err, scanRecord)
 	if err != nil {
@@ -137,6 +162,7 @@ func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
+	j.db.later.Wait()
 	update := func() (int64, error) {
 		tag, err := j.db.pool.Exec(ctx, `
 UPDATE intents SET resolution = $1, note = $2, resolved_by = $3, resolved_at = $4
@@ -148,6 +174,7 @@ WHERE id = $5 AND outcome = 'unknown' AND resolution IS NULL`,
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
+	j.db.later.Wait()
 	tag, err := j.db.pool.Exec(ctx, `
 UPDATE intents SET late_answer = $1, late_answer_at = $2
 WHERE id = $3 AND outcome = 'unknown' AND late_answer_at IS NULL`,

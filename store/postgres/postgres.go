@@ -97,6 +97,9 @@ type DB struct {
 	conn    *pgx.ConnConfig // what the writer lock's connection is opened with
 	keyFile string
 	flusher *outcomeFlusher // flushes the outcomes journal.End commits asynchronously
+	// later writes the outcomes that EndLater took, which this DB's
+	// reads and Close wait for.
+	later store.Later
 
 	mu     sync.Mutex
 	sess   *session       // opened by the first Begin, Acquire or Renew
@@ -193,6 +196,7 @@ func (db *DB) ToolLists() store.ToolLists { return toolLists{db} }
 // and the leases of the holders it held locks for count as a dead
 // process's: closing its session releases its locks.
 func (db *DB) Close() error {
+	db.later.Close()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {

@@ -7,30 +7,28 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"slices"
 	"sync"
 	"time"
 )
 
-// A committer commits the journal's writes (Begin and End) in groups: the
-// writes that arrive while one group commits are committed together, in
-// one transaction with one sync, by the first of them to arrive. A write
+// A committer commits the journal's writes (Begin's rows and End) in
+// groups: the writes that arrive while one group commits are committed
+// together, in one transaction, by the first of them to arrive. A write
 // that finds nothing committing is committed at once, alone: nobody waits
-// for a timer. Every caller returns only once its own write is on disk
-// (or has failed), so a group changes how often the disk is synced, never
-// what a caller may rely on when its call returns.
+// for a timer. Every caller returns only once its own write is committed
+// (or has failed).
 //
 // It owns no goroutine: the caller at the head of the queue commits the
 // group, then hands the queue to the next waiting caller, if any.
 //
-// A relaxed write (an outcome: doRelaxed) needs no sync of its own. A
-// group of relaxed writes only is committed with synchronous=NORMAL: to
-// the WAL, without an fsync; the next group that has a durable write syncs
-// the WAL, and with it everything before, and if none comes within
-// relaxedSync the committer syncs the WAL itself. A crash (a power loss:
-// a killed process loses nothing the WAL has) in that window loses
-// outcomes only, never an intent: their calls read unknown, as calls
-// whose answer never came, and are never sent again.
+// A group is committed with synchronous=NORMAL: to the WAL, without an
+// fsync, which a killed process does not lose. The committer syncs the
+// WAL within relaxedSync of a commit (or sooner, when a commit of the
+// DB's other writes, which are synced, does it first), and at once when
+// the intent log asks it to (cover). A power loss in that window may take
+// the last rows from the database: an outcome, which leaves its intent
+// open, read as unknown and never sent again; or an intent's row, which
+// the intent log, synced before Begin returns, puts back (intentlog.go).
 type committer struct {
 	db  *sql.DB // the DB's one write connection
 	wal string  // the path of the database's WAL file
@@ -52,11 +50,10 @@ type committer struct {
 
 // A pending write waits in the queue for its group's commit.
 type pending struct {
-	apply   func(ctx context.Context, tx *sql.Tx) error
-	relaxed bool          // needs no sync of its own (doRelaxed)
-	err     error         // the write's outcome, set before done is closed
-	done    chan struct{} // closed when the write is committed or has failed
-	lead    chan struct{} // told when this write is to commit the next group
+	apply func(ctx context.Context, tx *sql.Tx) error
+	err   error         // the write's outcome, set before done is closed
+	done  chan struct{} // closed when the write is committed or has failed
+	lead  chan struct{} // told when this write is to commit the next group
 }
 
 const (
@@ -89,9 +86,10 @@ func (c *committer) exec(ctx context.Context, tx *sql.Tx, query string, args ...
 	return tx.ExecContext(ctx, query, args...)
 }
 
-// close syncs what relaxed writes left unsynced and closes the prepared
+// close syncs what relaxed writes left unsynced (all of the WAL when
+// full: an intent log is about to be removed) and closes the prepared
 // statements, before the DB's connection.
-func (c *committer) close() {
+func (c *committer) close(full bool) {
 	c.mu.Lock()
 	c.closed = true
 	if c.timer != nil {
@@ -99,7 +97,11 @@ func (c *committer) close() {
 	}
 	c.armed = false
 	c.mu.Unlock()
-	c.syncWAL()
+	if full {
+		c.cover()
+	} else {
+		c.syncWAL()
+	}
 	for _, st := range c.stmts {
 		st.Close()
 	}
@@ -129,14 +131,22 @@ func (c *committer) syncDue() {
 	c.syncWAL()
 }
 
-// syncWAL syncs the WAL file when a relaxed commit left it unsynced. A WAL
-// that is gone was checkpointed into the database, which SQLite synced.
+// syncWAL syncs the WAL file when a relaxed commit left it unsynced.
 func (c *committer) syncWAL() {
 	c.mu.Lock()
-	if !c.unsynced {
-		c.mu.Unlock()
-		return
+	unsynced := c.unsynced
+	c.mu.Unlock()
+	if unsynced {
+		c.cover()
 	}
+}
+
+// cover syncs the WAL file, whatever the commits before left unsynced:
+// once it returns nil, every transaction committed before it was called
+// is on disk. A WAL that is gone was checkpointed into the database,
+// which SQLite synced.
+func (c *committer) cover() error {
+	c.mu.Lock()
 	c.unsynced = false
 	c.mu.Unlock()
 	f, err := os.OpenFile(c.wal, os.O_RDWR, 0)
@@ -144,13 +154,17 @@ func (c *committer) syncWAL() {
 		err = f.Sync()
 		f.Close()
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		// Tried again by the next relaxed commit, or made good by the
-		// next durable one.
+		// next synced one.
 		c.mu.Lock()
 		c.unsynced = true
 		c.mu.Unlock()
 	}
+	return err
 }
 
 // A refusal is an error of one write that the database refused on its
@@ -166,13 +180,6 @@ func (r refusal) Unwrap() error { return r.error }
 // touch only its own rows.
 func (c *committer) do(apply func(ctx context.Context, tx *sql.Tx) error) error {
 	return c.enqueue(&pending{apply: apply})
-}
-
-// doRelaxed is do for a write that needs no sync of its own: its group,
-// when every write of it is relaxed, is committed without one (see
-// committer).
-func (c *committer) doRelaxed(apply func(ctx context.Context, tx *sql.Tx) error) error {
-	return c.enqueue(&pending{apply: apply, relaxed: true})
 }
 
 func (c *committer) enqueue(p *pending) error {
@@ -226,7 +233,7 @@ func (c *committer) commit(group []*pending) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
 	defer cancel()
-	conn, relaxed, done, err := c.writeConn(ctx, !slices.ContainsFunc(group, func(p *pending) bool { return !p.relaxed }))
+	conn, relaxed, done, err := c.writeConn(ctx)
 	if err != nil {
 		fail(err)
 		return
@@ -258,15 +265,12 @@ func (c *committer) commit(group []*pending) {
 }
 
 // writeConn takes the write connection for one transaction, which done
-// gives back. relaxed asks for a commit without a sync (synchronous =
-// NORMAL, set back by done); isRelaxed says whether it is one (a PRAGMA
-// that fails leaves the commit synced).
-func (c *committer) writeConn(ctx context.Context, relaxed bool) (conn *sql.Conn, isRelaxed bool, done func(), err error) {
+// gives back, set to commit without a sync (synchronous = NORMAL, set back
+// by done); relaxed says whether it is (a PRAGMA that fails leaves the
+// commit synced).
+func (c *committer) writeConn(ctx context.Context) (conn *sql.Conn, relaxed bool, done func(), err error) {
 	if conn, err = c.db.Conn(ctx); err != nil {
 		return nil, false, nil, err
-	}
-	if !relaxed {
-		return conn, false, func() { conn.Close() }, nil
 	}
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		return conn, false, func() { conn.Close() }, nil // committed with the sync, then
@@ -298,7 +302,7 @@ func (c *committer) committed(relaxed bool) {
 // the audit trail's batches, which a killed process does not lose once
 // they are in the WAL, and which a power loss may cost relaxedSync of.
 func (c *committer) relaxedTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	conn, relaxed, done, err := c.writeConn(ctx, true)
+	conn, relaxed, done, err := c.writeConn(ctx)
 	if err != nil {
 		return err
 	}

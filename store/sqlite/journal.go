@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/airlockhq/airlock/store"
@@ -14,41 +17,73 @@ import (
 type journal struct{ db *DB }
 
 // beginQuery and endQuery are the statements of Begin and End, which the
-// DB prepares once (committer.prepare).
+// DB prepares once (committer.prepare); replayQuery is beginQuery for a
+// row that may be there already.
 const (
-	beginQuery = `
-INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	intentInto = ` INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
 	tenant, user_name, created_at, writer)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	endQuery = `
+	beginQuery  = `INSERT` + intentInto
+	replayQuery = `INSERT OR IGNORE` + intentInto
+	endQuery    = `
 UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
 	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
 WHERE id = ?4 AND outcome IS NULL`
 )
 
-var _ store.Journal = journal{}
+var (
+	_ store.Journal    = journal{}
+	_ store.LaterEnder = journal{}
+)
 
+// Begin makes the intent durable in the writer's intent log (synced) and
+// commits its row to the database (unsynced: see committer) at the same
+// time, and returns once both are done: the row, which every read and the
+// check of a taken id see, and the log record, which puts the row back
+// after a power loss that took it.
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	created, err := in.Created(time.Now())
 	if err != nil {
 		return err
 	}
-	writer, err := j.db.writerID()
+	in.CreatedAt = created
+	writer, log, err := j.db.intentLog()
 	if err != nil {
 		return fmt.Errorf("begin %s: %w", in.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
+	logged := make(chan error, 1)
+	go func() { logged <- log.appendIntent(in) }()
 	err = j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := j.db.group.exec(ctx, tx, beginQuery,
-			in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
-			in.Tenant, in.User, micros(created), writer)
+		_, err := j.db.group.exec(ctx, tx, beginQuery, intentRow(in, writer)...)
 		if isUnique(err) {
 			return refusal{fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)}
 		}
 		return err
 	})
+	logErr := <-logged
+	if logErr == nil {
+		log.settle()
+	}
+	switch {
+	case err != nil && logErr == nil:
+		// The record must not put back a row that was refused (or, if
+		// the id was taken, stand for the row of another intent).
+		// Should the void fail, recovery reads the call as unknown: a
+		// call never sent taken for one that may have been, which a
+		// person checks, never the other way round.
+		log.void(in.ID)
+	case err == nil && logErr != nil:
+		// The row is in, but not durable: the call is not sent, and
+		// its intent says so.
+		j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
+			_, err := j.db.group.exec(ctx, tx, endQuery, string(store.OutcomeRejected), "the journal could not make the intent durable", micros(now()), in.ID)
+			return err
+		})
+		err = logErr
+	}
 	if errors.Is(err, store.ErrConflict) {
 		return err
 	}
@@ -56,6 +91,12 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	return nil
+}
+
+// intentRow is what beginQuery inserts for in, begun by writer.
+func intentRow(in store.Intent, writer string) []any {
+	return []any{in.ID, in.CallID, in.Server, in.Tool, in.RemoteTool, in.ArgsHash, string(in.Arguments), in.Snapshot, in.Effect, in.Idempotent,
+		in.Tenant, in.User, micros(in.CreatedAt), writer}
 }
 
 func (j journal) End(ctx context.Context, id string, outcome store.Outcome, detail string) error {
@@ -66,8 +107,7 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
 	var ended int64
-	// An outcome needs no sync of its own: see committer.
-	err := j.db.group.doRelaxed(func(ctx context.Context, tx *sql.Tx) error {
+	err := j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
 		res, err := j.db.group.exec(ctx, tx, endQuery,
 			string(outcome), detail, micros(now()), id)
 		if err == nil {
@@ -81,10 +121,24 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	if ended == 1 {
 		return nil
 	}
-	return store.NotEnded(j.Get(ctx, id))
+	return store.NotEnded(j.get(ctx, id))
+}
+
+func (j journal) EndLater(id string, outcome store.Outcome, detail string, done func(error)) {
+	j.db.later.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+		defer cancel()
+		err := j.End(ctx, id, outcome, detail)
+		if done != nil {
+			done(err)
+		}
+	})
 }
 
 func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
+	if err := j.replayLogs(ctx); err != nil {
+		return 0, fmt.Errorf("recover: %w", err)
+	}
 	n, err := j.db.settleGone(ctx, "intents", `outcome IS NULL`, func(w string) (int, error) {
 		res, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET outcome = 'unknown', detail = ?, ended_at = ?
@@ -103,9 +157,69 @@ WHERE writer = ? AND outcome IS NULL`,
 	return n, nil
 }
 
+// replayLogs puts back, from the intent log of each writer that is gone,
+// the rows of its intents that the database does not have (a power loss
+// took them before the WAL was synced), open, as the writer left them;
+// RecoverOpen then ends them unknown. The rows are committed and synced
+// before the log is removed. A row the database has is left as it is.
+func (j journal) replayLogs(ctx context.Context) error {
+	ents, err := os.ReadDir(j.db.writersDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cannot read the intent logs: %w", err)
+	}
+	own := j.db.ownWriter()
+	for _, e := range ents {
+		m := logFileRE.FindStringSubmatch(e.Name())
+		if m == nil || m[1] == own {
+			continue
+		}
+		writer, path := m[1], filepath.Join(j.db.writersDir(), e.Name())
+		_, err := j.db.whileGone(writer, func() error {
+			intents, err := readLog(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // replayed by another process meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if err := j.putBack(ctx, writer, intents); err != nil {
+				return err
+			}
+			return os.Remove(path)
+		})
+		if err != nil {
+			return fmt.Errorf("cannot replay the intent log of writer %s: %w", writer, err)
+		}
+	}
+	return nil
+}
+
+// putBack inserts the rows of intents that the database does not have, in
+// one synced transaction.
+func (j journal) putBack(ctx context.Context, writer string, intents []store.Intent) error {
+	if len(intents) == 0 {
+		return nil
+	}
+	tx, err := j.db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, in := range intents {
+		if _, err := tx.ExecContext(ctx, replayQuery, intentRow(in, writer)...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
 func scanRecord(row scanner) (store.Record, error) { return sqlrow.Record(row, fromMicros) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
+	j.db.later.Wait()
 	which, arg := `(? OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
 	if f.CallID != "" {
 		// A call's records are found by the index intents_call, whose
@@ -127,6 +241,13 @@ LIMIT ?`,
 }
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
+	j.db.later.Wait()
+	return j.get(ctx, id)
+}
+
+// get is Get without waiting for the outcomes EndLater took: for End,
+// which may be one of them.
+func (j journal) get(ctx context.Context, id string) (store.Record, error) {
 	r, err := scanRecord(j.db.r.QueryRowContext(ctx, `SELECT `+sqlrow.RecordColumns+` FROM intents WHERE id = ?`, id))
 	if err != nil {
 		return store.Record{}, found(err, "record "+id, "record "+id+": cannot read the journal")
@@ -135,6 +256,7 @@ func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
+	j.db.later.Wait()
 	update := func() (int64, error) {
 		out, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET resolution = ?, note = ?, resolved_by = ?, resolved_at = ?
@@ -149,6 +271,7 @@ WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
+	j.db.later.Wait()
 	out, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET late_answer = ?, late_answer_at = ?
 WHERE id = ? AND outcome = 'unknown' AND late_answer_at IS NULL`,

@@ -4,20 +4,28 @@
 // Durability and concurrency:
 //
 //   - The database is in WAL mode with synchronous=FULL on every connection
-//     that writes, so every commit (journal intents, and also approval use
-//     and audit events) is synced to disk before it returns. FULL is set
-//     connection-wide rather than per statement: a consumed grant must
-//     survive a power loss as surely as an intent, and the store writes a
-//     handful of rows per call.
-//   - The journal's intents and outcomes are committed in groups
-//     (group.go): those that arrive while a commit is in progress are
-//     committed together, in one transaction with one sync, and each
-//     Begin returns only once its own row is on disk. A write that finds
-//     no commit in progress is committed at once. An outcome (End) needs
-//     no sync of its own: a group of outcomes only is committed to the WAL
-//     without one, and is synced by the next intent's commit or within
-//     20 ms; a power loss in that window leaves intents open, which read
-//     as unknown, never as sent again.
+//     that writes, so every commit (approval use, remembered rules) is
+//     synced to disk before it returns. FULL is set connection-wide rather
+//     than per statement: a consumed grant must survive a power loss as
+//     surely as an intent. The journal's writes and the audit trail's
+//     batches are the exceptions, below.
+//   - An intent is durable when Begin returns: it is written, checksummed,
+//     to its writer's intent log ("<file>-writers/<id>.intents", a
+//     preallocated file of its own) and synced with fdatasync, while its
+//     row is committed to the database without a sync of its own
+//     (intentlog.go). The log is the redo of a power loss: RecoverOpen puts
+//     back, from a dead writer's log, the rows the database lost, before it
+//     ends that writer's open intents unknown. A killed process loses
+//     nothing: its rows are in the WAL.
+//   - The journal's rows and outcomes are committed in groups (group.go):
+//     those that arrive while a commit is in progress are committed
+//     together, in one transaction, to the WAL without an fsync; the WAL is
+//     synced within 20 ms, and before an intent log is reused. A power loss
+//     in that window takes outcomes at most (never an intent, which its log
+//     keeps): their intents read as unknown, never as sent again. EndLater
+//     records an outcome without its caller waiting for the commit. The
+//     audit trail's batches, too, are committed without a sync of their
+//     own.
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
@@ -82,8 +90,13 @@ type DB struct {
 	// callers' in one transaction when they arrive together.
 	group committer
 
+	// later writes the outcomes that EndLater took, which this DB's
+	// reads and Close wait for.
+	later store.Later
+
 	mu     sync.Mutex
 	writer *writerLock    // taken by the first Begin
+	log    *intentLog     // the writer's, made by the first Begin
 	key    store.ChainKey // the audit trail's, read by the first Append or Verify
 	closed bool
 }
@@ -179,16 +192,23 @@ func (db *DB) Approvals() store.Approvals { return approvals{db} }
 // Audit returns the audit trail.
 func (db *DB) Audit() store.Audit { return audit{db} }
 
-// Close closes the database. Intents this DB began and did not end become
-// recoverable by RecoverOpen.
+// Close closes the database, once the outcomes EndLater took are written.
+// Intents this DB began and did not end become recoverable by RecoverOpen.
 func (db *DB) Close() error {
+	db.later.Close()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
 		return nil
 	}
 	db.closed = true
-	db.group.close()
+	// The WAL is synced before the intent log goes: every row the log
+	// stands for is then on disk.
+	db.group.close(db.log != nil)
+	if db.log != nil {
+		db.log.close()
+		db.log = nil
+	}
 	err := errors.Join(db.w.Close(), db.r.Close())
 	if db.writer != nil {
 		db.writer.release()
@@ -213,6 +233,28 @@ func (db *DB) writerID() (string, error) {
 		db.writer = l
 	}
 	return db.writer.id, nil
+}
+
+// intentLog returns the id under which this DB begins intents and the
+// log that makes them durable, making both the first time.
+func (db *DB) intentLog() (string, *intentLog, error) {
+	id, err := db.writerID()
+	if err != nil {
+		return "", nil, err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return "", nil, errors.New("the store is closed")
+	}
+	if db.log == nil {
+		l, err := createLog(db.writersDir(), id, db.group.cover)
+		if err != nil {
+			return "", nil, fmt.Errorf("cannot make the journal's intent log: %w", err)
+		}
+		db.log = l
+	}
+	return id, db.log, nil
 }
 
 // ownWriter returns this DB's writer id, or "" if it has begun nothing.

@@ -120,6 +120,12 @@ func child(role, path string) int {
 		fmt.Println("created")
 		io.Copy(io.Discard, os.Stdin)
 		return 0
+	case "log":
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		return logChild(ctx, db)
 	case "begin", "exit", "idle":
 		if err != nil {
 			fmt.Println(err)
@@ -369,8 +375,9 @@ func TestSweepWriters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(left) != 1 {
-		t.Errorf("writer lock files after the sweep: got %d, want 1 (the live child's)", len(left))
+	// The live child's lock file and intent log.
+	if len(left) != 2 {
+		t.Errorf("files in the writers' directory after the sweep: got %v, want the live child's two", left)
 	}
 }
 
@@ -536,12 +543,14 @@ func TestFileModes(t *testing.T) {
 		}
 	}
 	ents, err := os.ReadDir(path + "-writers")
-	if err != nil || len(ents) != 1 {
-		t.Fatalf("writer lock files: got %v, %v; want one", ents, err)
+	if err != nil || len(ents) != 2 {
+		t.Fatalf("files in the writers' directory: got %v, %v; want a lock file and an intent log", ents, err)
 	}
-	fi, _ := ents[0].Info()
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("writer lock file has mode %v, want 0600", fi.Mode().Perm())
+	for _, e := range ents {
+		fi, _ := e.Info()
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", e.Name(), fi.Mode().Perm())
+		}
 	}
 }
 

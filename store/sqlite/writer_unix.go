@@ -76,3 +76,14 @@ func writerGone(dir, id string) (gone bool, done func()) {
 		f.Close()
 	}
 }
+
+// datasync writes f's data to disk, and only what metadata reading it
+// back needs (fdatasync): a preallocated file's size does not change.
+func datasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}

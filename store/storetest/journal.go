@@ -172,6 +172,69 @@ func testEndRace(t *testing.T, h *harness) {
 	}
 }
 
+// testEndLater: an outcome that EndLater took is read back at once through
+// its handle, and by another once Close has returned; its done hears
+// End's error; and it races other handles' Ends as End does.
+func testEndLater(t *testing.T, h *harness) {
+	st := h.store()
+	j, b := st.Journal(), h.store().Journal()
+	le, ok := j.(store.LaterEnder)
+	if !ok {
+		t.Fatalf("%T does not implement store.LaterEnder", j)
+	}
+	endLater := func(id string, o store.Outcome, detail string) <-chan error {
+		done := make(chan error, 1)
+		le.EndLater(id, o, detail, func(err error) { done <- err })
+		return done
+	}
+	if err := j.Begin(t.Context(), intent("rec_1", base())); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	done := endLater("rec_1", store.OutcomeSucceeded, "done later")
+	got, err := j.Get(t.Context(), "rec_1")
+	if err != nil || got.Status != store.OutcomeSucceeded || got.Detail != "done later" {
+		t.Errorf("Get right after EndLater: got %q (%q), %v; want succeeded (done later)", got.Status, got.Detail, err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("EndLater's done: got %v, want nil", err)
+	}
+	if err := <-endLater("rec_1", store.OutcomeFailed, "again"); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("EndLater of an ended intent: got %v, want ErrConflict", err)
+	}
+	if err := <-endLater("rec_none", store.OutcomeFailed, ""); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("EndLater of an unknown id: got %v, want ErrNotFound", err)
+	}
+	if got, _ := b.Get(t.Context(), "rec_1"); got.Status != store.OutcomeSucceeded || got.Detail != "done later" {
+		t.Errorf("after a refused EndLater: got %q (%q), want the first outcome", got.Status, got.Detail)
+	}
+
+	// Racing Ends of another handle: one of all wins.
+	if err := j.Begin(t.Context(), intent("rec_2", base())); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	dones := make([]<-chan error, 8)
+	for i := range dones {
+		dones[i] = endLater("rec_2", store.OutcomeSucceeded, fmt.Sprint("later ", i))
+	}
+	errs := Race(8, func(i int) error { return b.End(t.Context(), "rec_2", store.OutcomeFailed, fmt.Sprint("now ", i)) })
+	for _, d := range dones {
+		errs = append(errs, <-d)
+	}
+	oneWins(t, errs, store.ErrConflict, "Ends and EndLaters")
+
+	// Close writes what EndLater took before it returns.
+	if err := j.Begin(t.Context(), intent("rec_3", base())); err != nil {
+		t.Fatalf("Begin: %v", err)
+	}
+	le.EndLater("rec_3", store.OutcomeFailed, "closing", nil)
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if got, err := b.Get(t.Context(), "rec_3"); err != nil || got.Status != store.OutcomeFailed {
+		t.Errorf("another handle after Close: got %q, %v; want failed", got.Status, err)
+	}
+}
+
 func testRecords(t *testing.T, h *harness) {
 	j := h.store().Journal()
 	t0 := base()

@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Journal/ExactlyOneOutcome", testExactlyOneOutcome},
 		{"Journal/EndRefuses", testEndRefuses},
 		{"Journal/EndRace", testEndRace},
+		{"Journal/EndLater", testEndLater},
 		{"Journal/Records", testRecords},
 		{"Journal/RecoverOpen", testRecoverOpen},
 		{"Journal/Resolve", testResolve},

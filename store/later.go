@@ -1,0 +1,82 @@
+package store
+
+import "sync"
+
+// A LaterEnder is a Journal that can also record an outcome without its
+// caller waiting for the write. The host ends a call's intent this way
+// when the call's answer is known (succeeded or failed): the outcome need
+// not be on disk before the caller sees the result, since a crash before
+// it is written leaves the intent open, which recovery marks unknown and
+// nothing ever sends again.
+type LaterEnder interface {
+	// EndLater records the outcome of the intent with the given id as End
+	// does, but returns before it is written. done, if not nil, is called
+	// with End's error once it has been written (or has failed), on a
+	// goroutine of its own. The write starts at once; reads through the
+	// same handle (Get, Records, Resolve, LateAnswer) wait for the
+	// outcomes EndLater took before them, and Close waits for all of them.
+	EndLater(id string, outcome Outcome, detail string, done func(error))
+}
+
+// Later runs writes whose callers do not wait for them, and lets a reader
+// wait for those started before it: what a backend's EndLater needs, so
+// that a handle reads its own outcomes. The zero value is ready to use; it
+// is safe for concurrent use.
+type Later struct {
+	mu      sync.Mutex
+	settled sync.Cond       // broadcast when a write finishes
+	next    uint64          // the ticket of the next write
+	running map[uint64]bool // the tickets of the writes under way
+	wg      sync.WaitGroup  // every write under way, for Close
+	once    sync.Once
+}
+
+func (l *Later) init() {
+	l.once.Do(func() {
+		l.settled.L = &l.mu
+		l.running = map[uint64]bool{}
+	})
+}
+
+// Go runs write on a goroutine of its own and returns at once.
+func (l *Later) Go(write func()) {
+	l.init()
+	l.mu.Lock()
+	t := l.next
+	l.next++
+	l.running[t] = true
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		write()
+		l.mu.Lock()
+		delete(l.running, t)
+		l.settled.Broadcast()
+		l.mu.Unlock()
+	}()
+}
+
+// Wait returns once every write that Go started before Wait was called
+// has finished. Writes started meanwhile do not hold it up.
+func (l *Later) Wait() {
+	l.init()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	before := l.next
+	for l.runningBefore(before) {
+		l.settled.Wait()
+	}
+}
+
+func (l *Later) runningBefore(t uint64) bool {
+	for r := range l.running {
+		if r < t {
+			return true
+		}
+	}
+	return false
+}
+
+// Close waits for every write under way, whenever it started.
+func (l *Later) Close() { l.wg.Wait() }
