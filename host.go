@@ -225,6 +225,9 @@ type Host struct {
 	// background are the host's own goroutines that end with life
 	// (watchAnnouncements).
 	background sync.WaitGroup
+	// ending are the outcomes written without their calls waiting
+	// (endIntent), which Close waits for before the store closes.
+	ending sync.WaitGroup
 	// uncounted limits the warning that reads run uncounted across
 	// replicas (room, countNamedTurn) to one a minute.
 	uncounted rate.Sometimes
@@ -463,6 +466,7 @@ func (h *Host) Close() error {
 		if err != nil {
 			h.audit(context.Background(), storepkg.Event{Event: storepkg.EventCloseFailed, Fields: map[string]any{"error": err.Error()}})
 		}
+		h.ending.Wait()
 		h.cluster.close()
 		h.trail.close()
 		h.spans.close()

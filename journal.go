@@ -147,18 +147,36 @@ func cutStrings(v any, max int) any {
 }
 
 // endIntent records a call's outcome. It runs even when the caller's
-// context is cancelled: every intent ends in exactly one outcome.
+// context is cancelled: every intent ends in exactly one outcome. An
+// answer's outcome (succeeded, failed) is written without the caller
+// waiting for it, where the store can (store.LaterEnder): a crash before
+// it is written leaves the intent open, which recovery marks unknown, and
+// nothing is ever sent again. An unknown outcome is written before the
+// call returns: the person it is shown to may look it up at once.
 func (h *Host) endIntent(id string, o store.Outcome, detail string) {
 	if id == "" {
 		return
 	}
+	detail = h.gov.redactor.String(detail)
+	failed := func(err error) {
+		if err != nil {
+			// The intent stays open; the next start of the host marks
+			// it unknown, which is the truth as far as anyone can tell.
+			h.log.Error("cannot record a call's outcome", "intent", id, "outcome", o, "error", err)
+		}
+	}
+	j := h.gov.store.Journal()
+	if later, ok := j.(store.LaterEnder); ok && o != store.OutcomeUnknown {
+		h.ending.Add(1)
+		later.EndLater(id, o, detail, func(err error) {
+			defer h.ending.Done()
+			failed(err)
+		})
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.gov.store.Journal().End(ctx, id, o, h.gov.redactor.String(detail)); err != nil {
-		// The intent stays open; the next start of the host marks it
-		// unknown, which is the truth as far as anyone can tell.
-		h.log.Error("cannot record a call's outcome", "intent", id, "outcome", o, "error", err)
-	}
+	failed(j.End(ctx, id, o, detail))
 }
 
 // recoverOpen marks unknown the intents that processes which died left

@@ -43,11 +43,7 @@ func TestJournalKeepsRedactedArguments(t *testing.T) {
 	}
 	manyJSON, _ := json.Marshal(many)
 	var recs []store.Record
-	st, err := airlock.OpenStore(h.StateDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := h.Store() // which reads the outcomes it wrote, at once
 	for _, args := range []string{
 		`{"text":"short, with ` + secret + `"}`,
 		`{"text":"` + long + secret + `", "path": "a.txt"}`,
