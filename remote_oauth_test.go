@@ -1,11 +1,9 @@
 package airlock_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -250,27 +248,7 @@ func TestToolPrefixWaitingForLogin(t *testing.T) {
 
 func scanForCanaries(t *testing.T, dir, extra string, secrets []string) {
 	t.Helper()
-	var files int
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, s := range secrets {
-			if bytes.Contains(b, []byte(s)) {
-				t.Errorf("%s contains a token", path)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files == 0 {
+	if testenv.NoFileHolds(t, dir, secrets...) == 0 {
 		t.Errorf("found no file under %s to scan", dir)
 	}
 	for _, s := range secrets {

@@ -1,14 +1,12 @@
 package oauth_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -233,16 +231,7 @@ func scanForSecret(t *testing.T, dir, secret string) {
 	if len(secret) < 16 {
 		t.Fatalf("secret %q is too short to scan for", secret)
 	}
-	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, _ := os.ReadFile(path)
-		if bytes.Contains(data, []byte(secret)) || bytes.Contains(data, []byte(secret[:16])) {
-			t.Errorf("%s contains a token in the clear", filepath.Base(path))
-		}
-		return nil
-	})
+	testenv.NoFileHolds(t, dir, secret, secret[:16])
 }
 
 // fakeResolver answers names from a table.

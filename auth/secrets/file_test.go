@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/airlockhq/airlock/auth/secrets"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 func noEnv(string) string { return "" }
@@ -109,34 +110,7 @@ func TestNoPlaintextOnDisk(t *testing.T) {
 	if err := s.Put(ctx, key, []byte(`{"refresh_token":"`+canary+`"}`)); err != nil {
 		t.Fatal(err)
 	}
-	scanForCanary(t, dir, canary)
-	scanForCanary(t, dir, base64.StdEncoding.EncodeToString([]byte(canary))[:12])
-}
-
-func scanForCanary(t *testing.T, dir, canary string) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if strings.Contains(path, canary) {
-			t.Errorf("a file name contains the canary: %s", path)
-		}
-		if d.IsDir() {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(data, []byte(canary)) {
-			t.Errorf("%s contains the canary in the clear", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.NoFileHolds(t, dir, canary, base64.StdEncoding.EncodeToString([]byte(canary))[:12])
 }
 
 func TestWrongKey(t *testing.T) {

@@ -6,9 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -82,21 +80,7 @@ func TestAuthCommands(t *testing.T) {
 	if len(tokens) == 0 {
 		t.Fatal("the server accepted no token")
 	}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		for _, tok := range tokens {
-			if bytes.Contains(b, []byte(tok)) {
-				t.Errorf("%s contains a token", path)
-			}
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.NoFileHolds(t, dir, tokens...)
 	for _, tok := range tokens {
 		if strings.Contains(outputs, tok) {
 			t.Error("the command's output contains a token")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -394,22 +393,7 @@ func TestRunKeepsTheKeySecret(t *testing.T) {
 			t.Errorf("%s has the key:\n%s", what, s)
 		}
 	}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(canary)) {
-			t.Errorf("%s has the key", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	testenv.NoFileHolds(t, dir, canary)
 	if fi, err := os.Stat(filepath.Join(dir, ".airlock")); err != nil || !fi.IsDir() {
 		t.Errorf("no state directory was searched: %v", err)
 	}
