@@ -39,8 +39,11 @@ type committer struct {
 	// unsynced is set by a relaxed group's commit and cleared by a
 	// durable one's, or by syncWAL; armed says syncWAL is due.
 	unsynced, armed bool
-	timer           *time.Timer
-	closed          bool
+	// carried is set by a relaxed commit that the next intent must carry
+	// to the disk (carry), and cleared, as unsynced is, by cover.
+	carried bool
+	timer   *time.Timer
+	closed  bool
 	// stmts are the statements writes run (the journal's, and the audit
 	// trail's inserts), prepared once (prepare): to prepare a statement
 	// costs more than to run it, and there is one connection to write on.
@@ -147,7 +150,7 @@ func (c *committer) syncWAL() {
 // which SQLite synced.
 func (c *committer) cover() error {
 	c.mu.Lock()
-	c.unsynced = false
+	c.unsynced, c.carried = false, false
 	c.mu.Unlock()
 	f, err := os.OpenFile(c.wal, os.O_RDWR, 0)
 	if err == nil {
@@ -161,10 +164,27 @@ func (c *committer) cover() error {
 		// Tried again by the next relaxed commit, or made good by the
 		// next synced one.
 		c.mu.Lock()
-		c.unsynced = true
+		c.unsynced, c.carried = true, true
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// carry notes a relaxed commit just made that the next intent must carry
+// to the disk: Begin syncs the WAL (cover) before it returns while one is
+// unsynced.
+func (c *committer) carry() {
+	c.mu.Lock()
+	c.carried = true
+	c.mu.Unlock()
+}
+
+// carrying reports whether a relaxed commit that the next intent must
+// carry is unsynced.
+func (c *committer) carrying() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.carried
 }
 
 // A refusal is an error of one write that the database refused on its

@@ -119,6 +119,46 @@ func TestRelaxedJournal(t *testing.T) {
 	}
 }
 
+// TestBeginCarriesCheckpoint: a run's checkpoint saved relaxed is synced
+// by the next Begin, before it returns, as store.Runs promises; an intent
+// alone leaves the WAL to the committer's timer.
+func TestBeginCarriesCheckpoint(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.group.mu.Lock()
+	db.group.armed = true // as if a sync were due already: none is
+	db.group.mu.Unlock()
+	flags := func() (unsynced, carried bool) {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return db.group.unsynced, db.group.carried
+	}
+	if err := db.SaveRunRelaxed(t.Context(), store.RunRecord{ID: "run_1", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if unsynced, carried := flags(); !unsynced || !carried {
+		t.Fatalf("after a relaxed save: unsynced %v, carried %v; want both", unsynced, carried)
+	}
+	in := store.Intent{ID: "int_1", Server: "w", Tool: "w__write", RemoteTool: "write", ArgsHash: "sha256:x", Effect: "write"}
+	if err := db.Journal().Begin(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	// Begin's own row may be unsynced again; the checkpoint is not.
+	if _, carried := flags(); carried {
+		t.Error("Begin returned with a relaxed checkpoint before it unsynced")
+	}
+	in.ID = "int_2"
+	if err := db.Journal().Begin(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	if unsynced, _ := flags(); !unsynced {
+		t.Error("a Begin with no checkpoint before it synced the WAL")
+	}
+}
+
 // TestRelaxedAudit: an audit batch is committed to the WAL without a sync
 // of its own (the writer's setting is FULL again after it), is read back
 // at once, and leaves the WAL for the committer to sync, as an outcome

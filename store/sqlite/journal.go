@@ -56,6 +56,13 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	}
 	logged := make(chan error, 1)
 	go func() { logged <- log.appendIntent(in) }()
+	// A checkpoint saved relaxed before this intent reaches the disk
+	// before its call is sent (store.Runs).
+	var carried chan error
+	if j.db.group.carrying() {
+		carried = make(chan error, 1)
+		go func() { carried <- j.db.group.cover() }()
+	}
 	err = j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
 		_, err := j.db.group.exec(ctx, tx, beginQuery, intentRow(in, writer)...)
 		if isUnique(err) {
@@ -66,6 +73,9 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	logErr := <-logged
 	if logErr == nil {
 		log.settle()
+	}
+	if carried != nil && logErr == nil {
+		logErr = <-carried
 	}
 	switch {
 	case err != nil && logErr == nil:

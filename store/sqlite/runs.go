@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"fmt"
 
 	"github.com/airlockhq/airlock/store"
@@ -43,41 +42,21 @@ func (db *DB) SaveRun(ctx context.Context, r store.RunRecord) error {
 	})
 }
 
-// SaveRunRelaxed is SaveRun with synchronous=NORMAL for its commit: in
-// WAL mode the commit is written to the WAL without an fsync, and the
-// next commit with synchronous=FULL (any other write of this store)
-// syncs the WAL with it. The writer's one connection is held throughout,
-// so no other write commits while the setting is relaxed; a connection
-// whose setting could not be put back is discarded.
+// SaveRunRelaxed is SaveRun committed as the journal's writes are: to the
+// WAL without an fsync (committer.relaxedTx), synced within relaxedSync.
+// The next Begin syncs it before it returns (committer.carry), as
+// store.Runs promises: a write the agent loop sends carries the checkpoint
+// saved before it to the disk.
 func (db *DB) SaveRunRelaxed(ctx context.Context, r store.RunRecord) error {
 	return sqlrow.SaveRun(r, saveRunArgs, func(args []any) error {
-		conn, err := db.w.Conn(ctx)
-		if err != nil {
+		err := db.group.relaxedTx(ctx, func(tx *sql.Tx) error {
+			_, err := db.group.exec(ctx, tx, saveRunQuery, args...)
 			return err
+		})
+		if err == nil {
+			db.group.carry()
 		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-			return err
-		}
-		defer func() {
-			if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = FULL`); err != nil {
-				conn.Raw(func(any) error { return driver.ErrBadConn })
-			}
-		}()
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if st := db.group.stmts[saveRunQuery]; st != nil {
-			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, saveRunQuery, args...)
-		}
-		if err != nil {
-			return err
-		}
-		return tx.Commit()
+		return err
 	})
 }
 
