@@ -155,11 +155,12 @@ func concurrently(ctx context.Context, n, inflight int, call func(context.Contex
 func renderJournal(w func(string, ...any), table func(left, right string, l, r []time.Duration, show func(time.Duration) string, rows ...string), us func(time.Duration) string, calls, rounds int, j *journalResult) {
 	w("## Journaled writes: Airlock vs. bare go-sdk client (%d calls each)\n\n", calls)
 	w("The same stdio echo server; local policy classifies the tool as a write, allowed without asking, so every\n")
-	w("call commits its intent to the journal (SQLite, WAL, `synchronous=FULL`: synced to disk) before it is sent,\n")
-	w("and its outcome after it is answered, besides the read pipeline above. An outcome needs no sync of its\n")
-	w("own: it goes to the WAL unsynced and is synced by the next intent's commit, or within 20 ms. Intents and\n")
-	w("outcomes that arrive while a commit is in progress share the next one (group commit); a call is never\n")
-	w("sent before its own intent is on disk. The audit trail's batches, too, go to the WAL without a sync of their own.\n\n")
+	w("call makes its intent durable before it is sent: a checksummed record appended to the writer's intent log\n")
+	w("(a preallocated file of its own) and synced with `fdatasync`, while the intent's row is committed to SQLite\n")
+	w("beside it without a sync of its own (the WAL is synced within 20 ms, and before the log is reused). Its\n")
+	w("outcome is written as the call returns, without the call waiting for it, and on disk within 20 ms. Appends\n")
+	w("and commits that arrive while one is in progress share the next (group commit); a call is never sent before\n")
+	w("its own intent is on disk. The audit trail's batches, too, go to the WAL without a sync of their own.\n\n")
 	w("One call at a time:\n\n")
 	table("bare go-sdk", "Airlock", j.bareLat, j.hostLat, us, "p50", "p99")
 	w("\n")
@@ -174,11 +175,9 @@ func renderJournal(w func(string, ...any), table func(left, right string, l, r [
 	}
 	begin, end := p50(j.begins), p50(j.ends)
 	w("The journal alone, in the same run (a store of its own in the state directory; %d intents begun and\n", len(j.begins))
-	w("ended one at a time, no call around them): Begin, the intent's synced commit, takes %s at p50; End, the\n", us(begin))
-	w("outcome's unsynced commit, %s. Together that is %s of the %s that Airlock adds to a journaled call at\n",
-		us(end), us(begin+end), us(p50(j.hostLat)-p50(j.bareLat)))
-	w("p50. Begin's time beyond the floor is SQLite's own work around its sync: the row and each index page it\n")
-	w("touches written to the WAL, a frame per page.\n\n")
+	w("ended one at a time, no call around them): Begin, the intent log's synced append beside the row's commit,\n")
+	w("takes %s at p50; End, the outcome's unsynced commit, which a call does not wait for, %s. Airlock adds\n", us(begin), us(end))
+	w("%s to a journaled call at p50.\n\n", us(p50(j.hostLat)-p50(j.bareLat)))
 	j.render(w, rounds)
 	w("Targets: p50 ≤ 1.8× the bare client's; calls/s with %d in flight ≥ 0.8× the bare client's.\n\n", j.inflight)
 }

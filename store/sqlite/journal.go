@@ -54,8 +54,19 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
-	logged := make(chan error, 1)
-	go func() { logged <- log.appendIntent(in) }()
+	// The row is committed on a goroutine of its own while this one
+	// syncs the log: the commit, which is shorter, can afford the wait
+	// for a thread to take it up.
+	inserted := make(chan error, 1)
+	go func() {
+		inserted <- j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
+			_, err := j.db.group.exec(ctx, tx, beginQuery, intentRow(in, writer)...)
+			if isUnique(err) {
+				return refusal{fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)}
+			}
+			return err
+		})
+	}()
 	// A checkpoint saved relaxed before this intent reaches the disk
 	// before its call is sent (store.Runs).
 	var carried chan error
@@ -63,16 +74,10 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 		carried = make(chan error, 1)
 		go func() { carried <- j.db.group.cover() }()
 	}
-	err = j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-		_, err := j.db.group.exec(ctx, tx, beginQuery, intentRow(in, writer)...)
-		if isUnique(err) {
-			return refusal{fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)}
-		}
-		return err
-	})
-	logErr := <-logged
+	logErr := log.appendIntent(in)
+	err = <-inserted
 	if logErr == nil {
-		log.settle()
+		log.settle() // its row is committed, or refused
 	}
 	if carried != nil && logErr == nil {
 		logErr = <-carried
