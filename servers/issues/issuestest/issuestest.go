@@ -5,11 +5,11 @@ package issuestest
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/airlockhq/airlock/auth/bearer"
 	"github.com/airlockhq/airlock/auth/bearer/bearertest"
-	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/servers/issues"
 )
 
@@ -19,7 +19,11 @@ import (
 // the MCP endpoint is at base + issues.Endpoint.
 func Start(t testing.TB, iss *bearertest.Issuer) (base string) {
 	t.Helper()
-	ln, base := testenv.Listen(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = "http://" + ln.Addr().String()
 	v, err := bearer.NewVerifier(iss.URL, base, &bearer.Options{TenantClaim: "tenant"})
 	if err != nil {
 		t.Fatal(err)
