@@ -84,7 +84,14 @@ func (h *Host) beginIntent(ctx context.Context, q *request) error {
 	in := store.Intent{ID: store.NewID("rec_"), CallID: q.call.ID, Server: q.tool.Server, Tool: q.tool.Name, RemoteTool: q.tool.Remote,
 		ArgsHash: canonical.Hash(q.args), Arguments: h.recordArguments(q.args), Snapshot: q.snap.ID(), Effect: string(d.Effect), Idempotent: d.Idempotent,
 		Tenant: q.snap.who.Tenant, User: q.snap.who.User, CreatedAt: h.gov.now()}
-	if err := h.gov.store.Journal().Begin(context.WithoutCancel(ctx), in); err != nil {
+	// The call waits for its intent to be durable, not for the journal's
+	// record of it, where the store tells the two apart.
+	j := h.gov.store.Journal()
+	begin := j.Begin
+	if later, ok := j.(store.LaterBeginner); ok {
+		begin = later.BeginLater
+	}
+	if err := begin(context.WithoutCancel(ctx), in); err != nil {
 		return err
 	}
 	q.intent = in.ID

@@ -1,6 +1,23 @@
 package store
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
+
+// A LaterBeginner is a Journal that can also begin an intent whose record
+// is written after the intent is durable: the host begins its calls' so,
+// and sends a call once its intent is durable, while the record is being
+// written.
+type LaterBeginner interface {
+	// BeginLater makes in durable as Begin does, and returns once it is,
+	// or with the error that says it is not (the call must not be sent
+	// then). Its record is written after it returns: reads and End
+	// through the same handle wait for it, and Close waits for it; other
+	// handles may not find it until it is written. BeginLater does not
+	// look for a taken id: in.ID must be new, one that NewID made for it.
+	BeginLater(ctx context.Context, in Intent) error
+}
 
 // A LaterEnder is a Journal that can also record an outcome without its
 // caller waiting for the write. The host ends a call's intent this way
@@ -40,6 +57,16 @@ func (l *Later) init() {
 
 // Go runs write on a goroutine of its own and returns at once.
 func (l *Later) Go(write func()) {
+	done := l.Add()
+	go func() {
+		defer done()
+		write()
+	}()
+}
+
+// Add notes a write that has started elsewhere; the write calls done,
+// once, when it has finished.
+func (l *Later) Add() (done func()) {
 	l.init()
 	l.mu.Lock()
 	t := l.next
@@ -47,14 +74,13 @@ func (l *Later) Go(write func()) {
 	l.running[t] = true
 	l.mu.Unlock()
 	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		write()
+	return func() {
 		l.mu.Lock()
 		delete(l.running, t)
 		l.settled.Broadcast()
 		l.mu.Unlock()
-	}()
+		l.wg.Done()
+	}
 }
 
 // Wait returns once every write that Go started before Wait was called

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -39,6 +40,10 @@ type committer struct {
 	// unsynced is set by a relaxed group's commit and cleared by a
 	// durable one's, or by syncWAL; armed says syncWAL is due.
 	unsynced, armed bool
+	// lingering says a goroutine waits to commit writes nobody waits for
+	// (linger), which nudge, holding one wake-up at most, ends early.
+	lingering bool
+	nudge     chan struct{}
 	// carried is set by a relaxed commit that the next intent must carry
 	// to the disk (carry), and cleared, as unsynced is, by cover.
 	carried bool
@@ -56,7 +61,10 @@ type pending struct {
 	apply func(ctx context.Context, tx *sql.Tx) error
 	err   error         // the write's outcome, set before done is closed
 	done  chan struct{} // closed when the write is committed or has failed
-	lead  chan struct{} // told when this write is to commit the next group
+	lead  chan struct{} // told when this write is to commit the next group; nil for a later one
+	// later, for a write nobody waits for (doLater), is told the write's
+	// outcome once it is known.
+	later func(error)
 }
 
 const (
@@ -65,8 +73,9 @@ const (
 	// groupTimeout bounds the commit of one group: it may wait for
 	// another process's write for up to busyTimeout.
 	groupTimeout = 3 * busyTimeout
-	// relaxedSync bounds how long a relaxed write stays unsynced.
-	relaxedSync = 20 * time.Millisecond
+	// relaxedSync bounds how long a relaxed write stays unsynced once
+	// committed.
+	relaxedSync = 10 * time.Millisecond
 )
 
 // prepare prepares queries on db, for exec. A statement that cannot be
@@ -202,12 +211,65 @@ func (c *committer) do(apply func(ctx context.Context, tx *sql.Tx) error) error 
 	return c.enqueue(&pending{apply: apply})
 }
 
+// doLater is do for a write its caller does not wait for: it is queued
+// at once, behind every write queued before it and ahead of every write
+// queued after it, and done is told its outcome once it is committed (or
+// has failed), on another goroutine. With nothing committing, a goroutine
+// of its own commits it.
+func (c *committer) doLater(apply func(ctx context.Context, tx *sql.Tx) error, done func(error)) {
+	p := &pending{apply: apply, done: make(chan struct{}), later: done}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, p)
+	if !c.busy {
+		c.busy = true
+		c.lingering = true
+		go c.linger()
+	}
+}
+
+// laterLinger is how long writes nobody waits for (an intent's row that
+// BeginLater queues, an outcome that EndLater does) may wait for more
+// before they are committed, unless a waiting write, or a read, comes
+// first: the writes of many calls share a transaction, and a call's row
+// and its outcome often do. With relaxedSync after it, an outcome is on
+// disk within 20 ms.
+const laterLinger = 10 * time.Millisecond
+
+// flush ends a linger now, if one is under way.
+func (c *committer) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lingering {
+		select {
+		case c.nudge <- struct{}{}:
+		default: // nudged already
+		}
+	}
+}
+
+// linger waits up to laterLinger, or until a waiting write is queued
+// (nudge), then commits what is queued.
+func (c *committer) linger() {
+	t := time.NewTimer(laterLinger)
+	select {
+	case <-t.C:
+	case <-c.nudge:
+		t.Stop()
+	}
+	c.mu.Lock()
+	c.lingering = false
+	c.mu.Unlock()
+	c.lead()
+}
+
 func (c *committer) enqueue(p *pending) error {
 	p.done, p.lead = make(chan struct{}), make(chan struct{}, 1)
 	c.mu.Lock()
 	c.queue = append(c.queue, p)
 	if c.busy {
 		c.mu.Unlock()
+		c.flush() // p waits: end a linger
 		select {
 		case <-p.done:
 			return p.err
@@ -217,9 +279,15 @@ func (c *committer) enqueue(p *pending) error {
 		c.busy = true
 		c.mu.Unlock()
 	}
+	// p is at the head of the queue.
+	c.lead()
+	return p.err
+}
 
-	// p is at the head of the queue: take the group, commit it, and hand
-	// the queue to the next write that arrived meanwhile.
+// lead takes the group at the head of the queue, commits it, and hands the
+// queue to the next write that arrived meanwhile: to its waiting caller,
+// or, for a write nobody waits for, to a goroutine of its own.
+func (c *committer) lead() {
 	c.mu.Lock()
 	n := min(len(c.queue), maxGroup)
 	group := c.queue[:n:n]
@@ -227,14 +295,19 @@ func (c *committer) enqueue(p *pending) error {
 	c.mu.Unlock()
 	c.commit(group)
 	c.mu.Lock()
-	if len(c.queue) > 0 {
-		c.queue[0].lead <- struct{}{}
-	} else {
+	defer c.mu.Unlock()
+	switch {
+	case len(c.queue) == 0:
 		c.busy = false
 		c.queue = nil // let the backing array go
+	case c.queue[0].lead != nil:
+		c.queue[0].lead <- struct{}{}
+	case slices.ContainsFunc(c.queue, func(p *pending) bool { return p.lead != nil }):
+		go c.lead() // a caller waits behind them
+	default:
+		c.lingering = true
+		go c.linger()
 	}
-	c.mu.Unlock()
-	return p.err
 }
 
 // commit writes a group in one transaction and tells each write how it
@@ -244,6 +317,9 @@ func (c *committer) commit(group []*pending) {
 	defer func() {
 		for _, p := range group {
 			close(p.done)
+			if p.later != nil {
+				p.later(p.err)
+			}
 		}
 	}()
 	fail := func(err error) {

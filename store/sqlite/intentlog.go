@@ -65,8 +65,10 @@ type intentLog struct {
 	off  int64  // where the next record goes
 	seq  uint64 // the next record's sequence number
 	buf  []byte // the group's records
-	// broken is the error of a write or sync that failed: after a failed
-	// sync the file's state is not known, and every append fails.
+	// broken is the error of a write or sync that failed (after a failed
+	// sync the file's state is not known), or of a row that could not be
+	// committed for a record the log must then keep (fail): every append
+	// fails after it.
 	broken error
 }
 
@@ -228,8 +230,8 @@ func (l *intentLog) append(e logEntry) error {
 // write writes a group's records at the log's end, starting the log again
 // first if they do not fit, and syncs them.
 func (l *intentLog) write(group []*logAppend) error {
-	if l.broken != nil {
-		return l.broken
+	if err := l.failed(); err != nil {
+		return err
 	}
 	l.buf = l.buf[:0]
 	for _, p := range group {
@@ -247,18 +249,34 @@ func (l *intentLog) write(group []*logAppend) error {
 		}
 	}
 	if _, err := l.f.WriteAt(l.buf, l.off); err != nil {
-		l.broken = fmt.Errorf("the intent log cannot be written: %w", err)
-		return l.broken
+		return l.fail(fmt.Errorf("the intent log cannot be written: %w", err))
 	}
 	if err := datasync(l.f); err != nil {
-		l.broken = fmt.Errorf("the intent log cannot be synced: %w", err)
-		return l.broken
+		return l.fail(fmt.Errorf("the intent log cannot be synced: %w", err))
 	}
 	l.off += int64(len(l.buf))
 	if cap(l.buf) > 1<<20 {
 		l.buf = nil // a rare large group: let it go
 	}
 	return nil
+}
+
+// fail stops the log for good: every append after it fails with err (the
+// first error it was given). It returns that error.
+func (l *intentLog) fail(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken == nil {
+		l.broken = err
+	}
+	return l.broken
+}
+
+// failed returns the error that stopped the log, if one did.
+func (l *intentLog) failed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.broken
 }
 
 // restart makes room for need bytes at the start of the log: once every

@@ -176,3 +176,38 @@ func TestLogRestart(t *testing.T) {
 		t.Errorf("read after a large record and another: got %v, want %v", got, want)
 	}
 }
+
+// TestBeginLaterRowRefused: an intent BeginLater made durable whose row the
+// database then refuses (its id was taken) stays in the log, which takes
+// nothing more: every later Begin fails, saying why, so that no call goes
+// out whose intent the journal cannot hold.
+func TestBeginLaterRowRefused(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	j := db.Journal().(journal)
+	first := logIntent(1, 10)
+	if err := j.BeginLater(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	again := first
+	again.Server = "other"
+	if err := j.BeginLater(t.Context(), again); err != nil {
+		t.Fatalf("BeginLater of a taken id: %v (it does not look)", err)
+	}
+	if got, err := j.Get(t.Context(), first.ID); err != nil || got.Server != "fs" {
+		t.Errorf("the first intent after a second with its id: %+v, %v", got, err)
+	}
+	err = j.BeginLater(t.Context(), logIntent(2, 10))
+	if err == nil || !strings.Contains(err.Error(), "refused until Airlock restarts") {
+		t.Errorf("BeginLater after a refused row: %v, want the log stopped", err)
+	}
+	if err := j.Begin(t.Context(), logIntent(3, 10)); err == nil {
+		t.Error("Begin after a refused row: nil error, want the log stopped")
+	}
+	if ids := readIDs(t, db.log.path); !equal(ids, []string{"rec_1", "rec_1"}) {
+		t.Errorf("the log after a refused row: %v, want both records kept", ids)
+	}
+}

@@ -32,8 +32,9 @@ WHERE id = ?4 AND outcome IS NULL`
 )
 
 var (
-	_ store.Journal    = journal{}
-	_ store.LaterEnder = journal{}
+	_ store.Journal       = journal{}
+	_ store.LaterBeginner = journal{}
+	_ store.LaterEnder    = journal{}
 )
 
 // Begin makes the intent durable in the writer's intent log (synced) and
@@ -42,45 +43,21 @@ var (
 // check of a taken id see, and the log record, which puts the row back
 // after a power loss that took it.
 func (j journal) Begin(ctx context.Context, in store.Intent) error {
-	created, err := in.Created(time.Now())
+	in, writer, log, err := j.beginning(ctx, in)
 	if err != nil {
 		return err
-	}
-	in.CreatedAt = created
-	writer, log, err := j.db.intentLog()
-	if err != nil {
-		return fmt.Errorf("begin %s: %w", in.ID, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	// The row is committed on a goroutine of its own while this one
 	// syncs the log: the commit, which is shorter, can afford the wait
 	// for a thread to take it up.
 	inserted := make(chan error, 1)
-	go func() {
-		inserted <- j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-			_, err := j.db.group.exec(ctx, tx, beginQuery, intentRow(in, writer)...)
-			if isUnique(err) {
-				return refusal{fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)}
-			}
-			return err
-		})
-	}()
-	// A checkpoint saved relaxed before this intent reaches the disk
-	// before its call is sent (store.Runs).
-	var carried chan error
-	if j.db.group.carrying() {
-		carried = make(chan error, 1)
-		go func() { carried <- j.db.group.cover() }()
-	}
+	go func() { inserted <- j.db.group.do(j.insertIntent(in, writer)) }()
+	carried := j.carry()
 	logErr := log.appendIntent(in)
 	err = <-inserted
 	if logErr == nil {
 		log.settle() // its row is committed, or refused
-	}
-	if carried != nil && logErr == nil {
-		logErr = <-carried
+		logErr = carried()
 	}
 	switch {
 	case err != nil && logErr == nil:
@@ -93,10 +70,7 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	case err == nil && logErr != nil:
 		// The row is in, but not durable: the call is not sent, and
 		// its intent says so.
-		j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-			_, err := j.db.group.exec(ctx, tx, endQuery, string(store.OutcomeRejected), "the journal could not make the intent durable", micros(now()), in.ID)
-			return err
-		})
+		j.db.group.do(j.rejectIntent(in.ID))
 		err = logErr
 	}
 	if errors.Is(err, store.ErrConflict) {
@@ -106,6 +80,89 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	return nil
+}
+
+// BeginLater makes the intent durable in the writer's intent log and
+// returns once it is synced; its row is committed after that (doLater),
+// while the call goes out, ahead of anything this DB writes later, End
+// among them. Should the row fail, the log keeps the record and takes no
+// more (intentLog.fail): every Begin fails from then on, and recovery puts
+// the row back once the writer is gone.
+func (j journal) BeginLater(ctx context.Context, in store.Intent) error {
+	in, writer, log, err := j.beginning(ctx, in)
+	if err != nil {
+		return err
+	}
+	carried := j.carry()
+	if err := log.appendIntent(in); err != nil {
+		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
+	}
+	written := j.db.later.Add()
+	j.db.group.doLater(j.insertIntent(in, writer), func(err error) {
+		if err != nil {
+			log.fail(fmt.Errorf("the journal could not write intent %s, whose call may have been sent (%w): journaled calls are refused until Airlock restarts, which puts the intent back", in.ID, err))
+		}
+		log.settle()
+		written()
+	})
+	if err := carried(); err != nil {
+		// The intent is durable, the checkpoint before it may not be:
+		// the call is not sent, and its intent says so.
+		written := j.db.later.Add()
+		j.db.group.doLater(j.rejectIntent(in.ID), func(error) { written() })
+		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
+	}
+	return nil
+}
+
+// beginning checks an intent for Begin, sets its time, and returns it with
+// the writer that begins it and the writer's log.
+func (j journal) beginning(ctx context.Context, in store.Intent) (store.Intent, string, *intentLog, error) {
+	created, err := in.Created(time.Now())
+	if err != nil {
+		return in, "", nil, err
+	}
+	in.CreatedAt = created
+	writer, log, err := j.db.intentLog()
+	if err != nil {
+		return in, "", nil, fmt.Errorf("begin %s: %w", in.ID, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return in, "", nil, fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
+	}
+	return in, writer, log, nil
+}
+
+// carry syncs, beside the intent log, a checkpoint saved relaxed before
+// this intent, so that it reaches the disk before the intent's call is
+// sent (store.Runs); wait returns the sync's error, nil when none was due.
+func (j journal) carry() (wait func() error) {
+	if !j.db.group.carrying() {
+		return func() error { return nil }
+	}
+	carried := make(chan error, 1)
+	go func() { carried <- j.db.group.cover() }()
+	return func() error { return <-carried }
+}
+
+// insertIntent is the committer's write of in's row, begun by writer.
+func (j journal) insertIntent(in store.Intent, writer string) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := j.db.group.exec(ctx, tx, beginQuery, intentRow(in, writer)...)
+		if isUnique(err) {
+			return refusal{fmt.Errorf("begin %s: the id is taken: %w", in.ID, store.ErrConflict)}
+		}
+		return err
+	}
+}
+
+// rejectIntent is the committer's write that ends an intent whose call
+// was not sent, because the intent could not be made durable.
+func (j journal) rejectIntent(id string) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := j.db.group.exec(ctx, tx, endQuery, string(store.OutcomeRejected), "the journal could not make the intent durable", micros(now()), id)
+		return err
+	}
 }
 
 // intentRow is what beginQuery inserts for in, begun by writer.
@@ -122,14 +179,55 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
 	var ended int64
-	err := j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
-		res, err := j.db.group.exec(ctx, tx, endQuery,
-			string(outcome), detail, micros(now()), id)
+	err := j.db.group.do(j.endIntent(id, outcome, detail, &ended))
+	return j.ended(ctx, id, ended, err)
+}
+
+// EndLater queues the outcome behind what this DB wrote before, the
+// intent's row among them (doLater): it is committed with the next group,
+// within laterLinger.
+func (j journal) EndLater(id string, outcome store.Outcome, detail string, done func(error)) {
+	if done == nil {
+		done = func(error) {}
+	}
+	if !outcome.Valid() {
+		done(fmt.Errorf("end %s: %q is not an outcome", id, outcome))
+		return
+	}
+	var ended int64
+	written := j.db.later.Add()
+	j.db.group.doLater(j.endIntent(id, outcome, detail, &ended), func(err error) {
+		if err == nil && ended == 1 {
+			done(nil)
+			written()
+			return
+		}
+		// Why it did not end the intent takes a read, which is not the
+		// committer's to wait for.
+		go func() {
+			defer written()
+			ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+			defer cancel()
+			done(j.ended(ctx, id, ended, err))
+		}()
+	})
+}
+
+// endIntent is the committer's write of an intent's outcome; ended is set
+// to the rows it changed.
+func (j journal) endIntent(id string, outcome store.Outcome, detail string, ended *int64) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		res, err := j.db.group.exec(ctx, tx, endQuery, string(outcome), detail, micros(now()), id)
 		if err == nil {
-			ended, err = res.RowsAffected()
+			*ended, err = res.RowsAffected()
 		}
 		return err
-	})
+	}
+}
+
+// ended is End's answer once its write is done: nil if it ended the
+// intent, else why not.
+func (j journal) ended(ctx context.Context, id string, ended int64, err error) error {
 	if err != nil {
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
@@ -137,17 +235,6 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 		return nil
 	}
 	return store.NotEnded(j.get(ctx, id))
-}
-
-func (j journal) EndLater(id string, outcome store.Outcome, detail string, done func(error)) {
-	j.db.later.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
-		defer cancel()
-		err := j.End(ctx, id, outcome, detail)
-		if done != nil {
-			done(err)
-		}
-	})
 }
 
 func (j journal) RecoverOpen(ctx context.Context, at time.Time) (int, error) {
@@ -234,7 +321,7 @@ func (j journal) putBack(ctx context.Context, writer string, intents []store.Int
 func scanRecord(row scanner) (store.Record, error) { return sqlrow.Record(row, fromMicros) }
 
 func (j journal) Records(ctx context.Context, f store.RecordFilter) ([]store.Record, error) {
-	j.db.later.Wait()
+	j.db.awaitLater()
 	which, arg := `(? OR (outcome = 'unknown' AND resolution IS NULL))`, any(f.All)
 	if f.CallID != "" {
 		// A call's records are found by the index intents_call, whose
@@ -256,7 +343,7 @@ LIMIT ?`,
 }
 
 func (j journal) Get(ctx context.Context, id string) (store.Record, error) {
-	j.db.later.Wait()
+	j.db.awaitLater()
 	return j.get(ctx, id)
 }
 
@@ -271,7 +358,7 @@ func (j journal) get(ctx context.Context, id string) (store.Record, error) {
 }
 
 func (j journal) Resolve(ctx context.Context, id string, res store.Resolution, note, by string) error {
-	j.db.later.Wait()
+	j.db.awaitLater()
 	update := func() (int64, error) {
 		out, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET resolution = ?, note = ?, resolved_by = ?, resolved_at = ?
@@ -286,7 +373,7 @@ WHERE id = ? AND outcome = 'unknown' AND resolution IS NULL`,
 }
 
 func (j journal) LateAnswer(ctx context.Context, id, answer string, at time.Time) error {
-	j.db.later.Wait()
+	j.db.awaitLater()
 	out, err := j.db.w.ExecContext(ctx, `
 UPDATE intents SET late_answer = ?, late_answer_at = ?
 WHERE id = ? AND outcome = 'unknown' AND late_answer_at IS NULL`,

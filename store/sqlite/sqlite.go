@@ -139,7 +139,7 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	r.SetMaxOpenConns(readers)
-	db := &DB{w: w, r: r, path: path, group: committer{db: w, wal: path + "-wal"}}
+	db := &DB{w: w, r: r, path: path, group: committer{db: w, wal: path + "-wal", nudge: make(chan struct{}, 1)}}
 	if err := db.migrateRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
@@ -195,6 +195,7 @@ func (db *DB) Audit() store.Audit { return audit{db} }
 // Close closes the database, once the outcomes EndLater took are written.
 // Intents this DB began and did not end become recoverable by RecoverOpen.
 func (db *DB) Close() error {
+	db.group.flush()
 	db.later.Close()
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -233,6 +234,14 @@ func (db *DB) writerID() (string, error) {
 		db.writer = l
 	}
 	return db.writer.id, nil
+}
+
+// awaitLater waits for the journal's writes that this DB's callers did not
+// wait for (BeginLater, EndLater), committing them now if they linger: a
+// read through this DB sees them.
+func (db *DB) awaitLater() {
+	db.group.flush()
+	db.later.Wait()
 }
 
 // intentLog returns the id under which this DB begins intents and the

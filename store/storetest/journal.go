@@ -235,6 +235,58 @@ func testEndLater(t *testing.T, h *harness) {
 	}
 }
 
+// testBeginLater: an intent that BeginLater made durable is read back at
+// once through its handle, and ended there; Close writes what it took, so
+// that another handle finds it, and RecoverOpen ends it once its writer is
+// gone.
+func testBeginLater(t *testing.T, h *harness) {
+	st := h.store()
+	j, other := st.Journal(), h.store().Journal()
+	lb, ok := j.(store.LaterBeginner)
+	if !ok {
+		t.Skipf("%T writes every record before Begin returns", j)
+	}
+	in := intent("rec_1", base())
+	if err := lb.BeginLater(t.Context(), in); err != nil {
+		t.Fatalf("BeginLater: %v", err)
+	}
+	got, err := j.Get(t.Context(), "rec_1")
+	if err != nil {
+		t.Fatalf("Get right after BeginLater: %v", err)
+	}
+	if diff := cmp.Diff(store.Record{Intent: in, Status: store.OutcomeOpen}, got); diff != "" {
+		t.Errorf("Get right after BeginLater (-want +got):\n%s", diff)
+	}
+	if err := j.End(t.Context(), "rec_1", store.OutcomeSucceeded, ""); err != nil {
+		t.Errorf("End right after BeginLater: %v", err)
+	}
+	for _, id := range []string{"rec_2", "rec_3"} {
+		if err := lb.BeginLater(t.Context(), intent(id, base())); err != nil {
+			t.Fatalf("BeginLater: %v", err)
+		}
+	}
+	if err := j.End(t.Context(), "rec_2", store.OutcomeFailed, "no"); err != nil {
+		t.Errorf("End right after BeginLater: %v", err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	recs, err := other.Records(t.Context(), store.RecordFilter{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got3 []string
+	for _, r := range recs {
+		got3 = append(got3, r.ID+" "+string(r.Status))
+	}
+	if diff := cmp.Diff([]string{"rec_1 succeeded", "rec_2 failed", "rec_3 open"}, got3); diff != "" {
+		t.Errorf("another handle's records after Close (-want +got):\n%s", diff)
+	}
+	if n, err := other.RecoverOpen(t.Context(), time.Now()); err != nil || n != 1 {
+		t.Errorf("RecoverOpen after Close: %d, %v; want rec_3 ended", n, err)
+	}
+}
+
 func testRecords(t *testing.T, h *harness) {
 	j := h.store().Journal()
 	t0 := base()

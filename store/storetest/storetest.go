@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Journal/EndRefuses", testEndRefuses},
 		{"Journal/EndRace", testEndRace},
 		{"Journal/EndLater", testEndLater},
+		{"Journal/BeginLater", testBeginLater},
 		{"Journal/Records", testRecords},
 		{"Journal/RecoverOpen", testRecoverOpen},
 		{"Journal/Resolve", testResolve},
