@@ -13,19 +13,19 @@
 //     to its writer's intent log ("<file>-writers/<id>.intents", a
 //     preallocated file of its own) and synced with fdatasync, while its
 //     row is committed to the database without a sync of its own
-//     (intentlog.go). The log is the redo of a power loss: RecoverOpen puts
-//     back, from a dead writer's log, the rows the database lost, before it
-//     ends that writer's open intents unknown. A killed process loses
-//     nothing: its rows are in the WAL.
-//   - The journal's rows and outcomes are committed in groups (group.go):
-//     those that arrive while a commit is in progress are committed
-//     together, in one transaction, to the WAL without an fsync; the WAL is
-//     synced within 20 ms, and before an intent log is reused. A power loss
-//     in that window takes outcomes at most (never an intent, which its log
-//     keeps): their intents read as unknown, never as sent again. EndLater
-//     records an outcome without its caller waiting for the commit. The
-//     audit trail's batches, too, are committed without a sync of their
-//     own.
+//     (intentlog.go). BeginLater returns once the log record is synced and
+//     commits the row after it. The log is the redo of a crash: RecoverOpen
+//     puts back, from a dead writer's log, the rows the database does not
+//     have, before it ends that writer's open intents unknown.
+//   - The journal's rows and outcomes are committed in groups (group.go),
+//     to the WAL without an fsync: writes a caller waits for at once, with
+//     what is queued; writes nobody waits for (BeginLater's rows, EndLater's
+//     outcomes) within 10 ms, or as soon as a read through the DB needs
+//     them. The WAL is synced within 10 ms of a commit, and before an intent
+//     log is reused. A crash takes outcomes of the last 20 ms at most (never
+//     an intent, which its log keeps): their intents read as unknown, never
+//     as sent again. The audit trail's batches, too, are committed without a
+//     sync of their own.
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
