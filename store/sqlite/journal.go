@@ -25,7 +25,13 @@ const (
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	beginQuery  = `INSERT` + intentInto
 	replayQuery = `INSERT OR IGNORE` + intentInto
-	endQuery    = `
+	// endedQuery inserts the row of an intent that ended before its row
+	// was written (queuedRow), its outcome with it.
+	endedQuery = `
+INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, writer, outcome, detail, ended_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	endQuery = `
 UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,
 	arguments = CASE WHEN ?1 = 'unknown' THEN arguments ELSE '' END
 WHERE id = ?4 AND outcome IS NULL`
@@ -97,8 +103,10 @@ func (j journal) BeginLater(ctx context.Context, in store.Intent) error {
 	if err := log.appendIntent(in); err != nil {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
+	row := &queuedRow{in: in, writer: writer}
+	j.db.queue(row)
 	written := j.db.later.Add()
-	j.db.group.doLater(j.insertIntent(in, writer), func(err error) {
+	j.db.group.doLater(j.insertQueued(row), func(err error) {
 		if err != nil {
 			log.fail(fmt.Errorf("the journal could not write intent %s, whose call may have been sent (%w): journaled calls are refused until Airlock restarts, which puts the intent back", in.ID, err))
 		}
@@ -156,6 +164,60 @@ func (j journal) insertIntent(in store.Intent, writer string) func(ctx context.C
 	}
 }
 
+// A queuedRow is the row of an intent that BeginLater made durable and no
+// commit has written yet: an outcome that comes meanwhile (End, EndLater)
+// is written with it, one INSERT where there would be an INSERT and an
+// UPDATE, without a write of its own.
+type queuedRow struct {
+	in      store.Intent
+	writer  string
+	outcome store.Outcome // "" while it has none
+	detail  string
+	endedAt time.Time
+}
+
+// queue notes row as queued.
+func (db *DB) queue(row *queuedRow) {
+	db.rowsMu.Lock()
+	db.rows[row.in.ID] = row
+	db.rowsMu.Unlock()
+}
+
+// endQueued ends the intent id if its row is still queued, and says
+// whether it was: nil if this ended it, ErrConflict if it had ended.
+func (db *DB) endQueued(id string, outcome store.Outcome, detail string) (queued bool, err error) {
+	db.rowsMu.Lock()
+	defer db.rowsMu.Unlock()
+	row := db.rows[id]
+	if row == nil {
+		return false, nil
+	}
+	if row.outcome != "" {
+		return true, fmt.Errorf("end %s: it ended %s already: %w", id, row.outcome, store.ErrConflict)
+	}
+	row.outcome, row.detail, row.endedAt = outcome, detail, now()
+	return true, nil
+}
+
+// insertQueued is the committer's write of a queued row, which it takes
+// from the queue: an outcome that comes after it is an UPDATE of its own.
+func (j journal) insertQueued(row *queuedRow) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		j.db.rowsMu.Lock()
+		delete(j.db.rows, row.in.ID)
+		in, outcome, detail, endedAt := row.in, row.outcome, row.detail, row.endedAt
+		j.db.rowsMu.Unlock()
+		if outcome == "" {
+			return j.insertIntent(in, row.writer)(ctx, tx)
+		}
+		if outcome != store.OutcomeUnknown {
+			in.Arguments = nil // as End drops them
+		}
+		_, err := j.db.group.exec(ctx, tx, endedQuery, append(intentRow(in, row.writer), string(outcome), detail, micros(endedAt))...)
+		return err
+	}
+}
+
 // rejectIntent is the committer's write that ends an intent whose call
 // was not sent, because the intent could not be made durable.
 func (j journal) rejectIntent(id string) func(ctx context.Context, tx *sql.Tx) error {
@@ -178,6 +240,12 @@ func (j journal) End(ctx context.Context, id string, outcome store.Outcome, deta
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("end %s: cannot write the journal: %w", id, err)
 	}
+	if queued, err := j.db.endQueued(id, outcome, detail); queued {
+		if err == nil {
+			j.db.awaitLater() // written, with its row, before End returns
+		}
+		return err
+	}
 	var ended int64
 	err := j.db.group.do(j.endIntent(id, outcome, detail, &ended))
 	return j.ended(ctx, id, ended, err)
@@ -192,6 +260,10 @@ func (j journal) EndLater(id string, outcome store.Outcome, detail string, done 
 	}
 	if !outcome.Valid() {
 		done(fmt.Errorf("end %s: %q is not an outcome", id, outcome))
+		return
+	}
+	if queued, err := j.db.endQueued(id, outcome, detail); queued {
+		done(err)
 		return
 	}
 	var ended int64

@@ -90,9 +90,14 @@ type DB struct {
 	// callers' in one transaction when they arrive together.
 	group committer
 
-	// later writes the outcomes that EndLater took, which this DB's
-	// reads and Close wait for.
+	// later counts the journal's writes that their callers did not wait
+	// for (BeginLater's rows, EndLater's outcomes), which this DB's reads
+	// and Close wait for.
 	later store.Later
+	// rows are the rows BeginLater queued that no commit has taken yet,
+	// by intent id.
+	rowsMu sync.Mutex
+	rows   map[string]*queuedRow
 
 	mu     sync.Mutex
 	writer *writerLock    // taken by the first Begin
@@ -139,12 +144,13 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	r.SetMaxOpenConns(readers)
-	db := &DB{w: w, r: r, path: path, group: committer{db: w, wal: path + "-wal", nudge: make(chan struct{}, 1)}}
+	db := &DB{w: w, r: r, path: path, group: committer{db: w, wal: path + "-wal", nudge: make(chan struct{}, 1)},
+		rows: map[string]*queuedRow{}}
 	if err := db.migrateRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db.group.prepare(context.Background(), beginQuery, endQuery, insertOne, insertMany, saveRunQuery)
+	db.group.prepare(context.Background(), beginQuery, endQuery, endedQuery, insertOne, insertMany, saveRunQuery)
 	return db, nil
 }
 
