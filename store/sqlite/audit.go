@@ -36,7 +36,7 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 
 // appendIn appends rows, the events of an Append, in tx.
 func (a audit) appendIn(ctx context.Context, tx *sql.Tx, key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
-	queryRow := func(query string) sqlrow.Row { return tx.QueryRowContext(ctx, query) }
+	queryRow := func(query string) sqlrow.Row { return a.db.group.queryRow(ctx, tx, query) }
 	link, rows, err := sqlrow.Base(key, queryRow, sql.ErrNoRows, rows, now)
 	if err != nil {
 		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
@@ -63,14 +63,17 @@ func (a audit) appendIn(ctx context.Context, tx *sql.Tx, key store.ChainKey, row
 		rows = rows[n:]
 	}
 	h := key.Head(link)
-	if _, err := tx.ExecContext(ctx, `
-INSERT INTO audit_head (id, n, sum, seal) VALUES (1, ?, ?, ?)
-ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = excluded.seal`,
-		h.N, h.Sum, h.Seal); err != nil {
+	if _, err := a.db.group.exec(ctx, tx, headQuery, h.N, h.Sum, h.Seal); err != nil {
 		return fmt.Errorf("append: cannot write the audit trail: %w", err)
 	}
 	return nil
 }
+
+// headQuery writes the audit trail's head. Append prepares it once, with
+// the queries that read the head and the newest link (committer.prepare).
+const headQuery = `
+INSERT INTO audit_head (id, n, sum, seal) VALUES (1, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = excluded.seal`
 
 // insertRows is how many events one statement of Append inserts, at most.
 const insertRows = 32

@@ -98,6 +98,14 @@ func (c *committer) exec(ctx context.Context, tx *sql.Tx, query string, args ...
 	return tx.ExecContext(ctx, query, args...)
 }
 
+// queryRow runs query, a query of one row, in tx, prepared if prepare did.
+func (c *committer) queryRow(ctx context.Context, tx *sql.Tx, query string, args ...any) *sql.Row {
+	if st := c.stmts[query]; st != nil {
+		return tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return tx.QueryRowContext(ctx, query, args...)
+}
+
 // close syncs what relaxed writes left unsynced (all of the WAL when
 // full: an intent log is about to be removed) and closes the prepared
 // statements, before the DB's connection.

@@ -150,7 +150,8 @@ func Open(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	db.group.prepare(context.Background(), beginQuery, endQuery, endedQuery, insertOne, insertMany, saveRunQuery)
+	db.group.prepare(context.Background(), beginQuery, endQuery, endedQuery, insertOne, insertMany, saveRunQuery,
+		headQuery, sqlrow.HeadQuery, sqlrow.LastLinkQuery)
 	return db, nil
 }
 
