@@ -17,7 +17,7 @@ import (
 
 // An intentLog is what makes a writer's intents durable: an append-only
 // log of checksummed records in a file of its own, beside its lock file,
-// synced (fdatasync) before Begin returns. Begin commits the intent's row
+// synced (written with O_DSYNC, or fdatasync) before Begin returns. Begin commits the intent's row
 // to the database at the same time, without a sync of its own (to the WAL,
 // which a killed process does not lose); the database's WAL is synced
 // within relaxedSync, or before the log is reused. So the log holds, at
@@ -118,13 +118,18 @@ func createLog(dir, id string, cover func() error) (*intentLog, error) {
 	}
 	l := &intentLog{f: f, path: path, cover: cover, seq: 1}
 	l.settled.L = &l.mu
-	if err := l.grow(logSize); err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, err
+	err = l.grow(logSize)
+	if err == nil {
+		err = syncDir(dir)
 	}
-	if err := syncDir(dir); err != nil {
+	if err == nil {
+		// Opened again to write records synced as they are written
+		// (logSync), once the zeros are on disk.
 		f.Close()
+		l.f, err = os.OpenFile(path, os.O_RDWR|logSync, 0)
+	}
+	if err != nil {
+		l.f.Close()
 		os.Remove(path)
 		return nil, err
 	}

@@ -41,6 +41,9 @@ func writerGone(dir, id string) (gone bool, done func()) {
 	return false, nil
 }
 
-// datasync writes f's data to disk: where there is no fdatasync, with its
-// metadata.
+// logSync: where there is no O_DSYNC, a log is written plainly and synced
+// after each write (datasync).
+const logSync = 0
+
+// datasync writes f's data to disk, with its metadata.
 func datasync(f *os.File) error { return f.Sync() }
