@@ -211,3 +211,47 @@ func TestBeginLaterRowRefused(t *testing.T) {
 		t.Errorf("the log after a refused row: %v, want both records kept", ids)
 	}
 }
+
+// TestLaterWritesCommitted: the row BeginLater queued, and an outcome
+// EndLater queued for another intent, reach the database by themselves
+// (laterLinger), without a read through their handle, and the WAL they
+// left is synced.
+func TestLaterWritesCommitted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	j := db.Journal().(journal)
+	if err := j.Begin(t.Context(), logIntent(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.BeginLater(t.Context(), logIntent(2, 10)); err != nil {
+		t.Fatal(err)
+	}
+	j.EndLater("rec_1", store.OutcomeSucceeded, "", nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r1, err1 := other.Journal().Get(t.Context(), "rec_1")
+		r2, err2 := other.Journal().Get(t.Context(), "rec_2")
+		if err1 == nil && err2 == nil && r1.Status == store.OutcomeSucceeded && r2.Status == store.OutcomeOpen {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another handle 10 s later: %q, %v; %q, %v; want succeeded and open", r1.Status, err1, r2.Status, err2)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for db.group.carrying() || func() bool { db.group.mu.Lock(); defer db.group.mu.Unlock(); return db.group.unsynced }() {
+		if time.Now().After(deadline) {
+			t.Fatal("the WAL is still unsynced 10 s after the later writes")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

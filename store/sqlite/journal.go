@@ -109,6 +109,7 @@ func (j journal) BeginLater(ctx context.Context, in store.Intent) error {
 	j.db.group.doLater(j.insertQueued(row), func(err error) {
 		if err != nil {
 			log.fail(fmt.Errorf("the journal could not write intent %s, whose call may have been sent (%w): journaled calls are refused until Airlock restarts, which puts the intent back", in.ID, err))
+			j.db.unqueue(in.ID) // a group that failed as a whole did not take it
 		}
 		log.settle()
 		written()
@@ -183,6 +184,13 @@ func (db *DB) queue(row *queuedRow) {
 	db.rowsMu.Unlock()
 }
 
+// unqueue forgets the queued row of intent id, if it is still queued.
+func (db *DB) unqueue(id string) {
+	db.rowsMu.Lock()
+	delete(db.rows, id)
+	db.rowsMu.Unlock()
+}
+
 // endQueued ends the intent id if its row is still queued, and says
 // whether it was: nil if this ended it, ErrConflict if it had ended.
 func (db *DB) endQueued(id string, outcome store.Outcome, detail string) (queued bool, err error) {
@@ -207,6 +215,8 @@ func (j journal) insertQueued(row *queuedRow) func(ctx context.Context, tx *sql.
 		delete(j.db.rows, row.in.ID)
 		in, outcome, detail, endedAt := row.in, row.outcome, row.detail, row.endedAt
 		j.db.rowsMu.Unlock()
+		// A group that fails after this is not tried again: the row's
+		// failure stops the log, which keeps its record.
 		if outcome == "" {
 			return j.insertIntent(in, row.writer)(ctx, tx)
 		}
