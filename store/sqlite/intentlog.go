@@ -17,13 +17,14 @@ import (
 
 // An intentLog is what makes a writer's intents durable: an append-only
 // log of checksummed records in a file of its own, beside its lock file,
-// synced (written with O_DSYNC, or fdatasync) before Begin returns. Begin commits the intent's row
-// to the database at the same time, without a sync of its own (to the WAL,
-// which a killed process does not lose); the database's WAL is synced
-// within relaxedSync, or before the log is reused. So the log holds, at
-// all times, every intent whose row a power loss could still take from
-// the database, and recovery puts such rows back (replayLog) before it
-// marks a dead writer's open intents unknown.
+// each written with O_DSYNC (or synced with fdatasync) before Begin or
+// BeginLater returns. The intent's row goes to the database beside it or
+// after it, without a sync of its own (to the WAL); the database's WAL is
+// synced within relaxedSync of a commit, and before the log is reused. So
+// the log holds, at all times, every intent whose row a crash could still
+// take from the database (or that was not written yet), and recovery puts
+// such rows back (replayLogs) before it marks a dead writer's open intents
+// unknown.
 //
 // One sync of a small record in a file whose blocks already exist is the
 // least a durable write costs: the file is preallocated with zeros when it
@@ -60,16 +61,17 @@ type intentLog struct {
 	// settled (its row committed, or refused): the pass cannot be
 	// reused before they are.
 	open int
-	// The group's writer alone uses these while busy.
-	size int64  // the file's preallocated size
-	off  int64  // where the next record goes
-	seq  uint64 // the next record's sequence number
-	buf  []byte // the group's records
 	// broken is the error of a write or sync that failed (after a failed
 	// sync the file's state is not known), or of a row that could not be
 	// committed for a record the log must then keep (fail): every append
 	// fails after it.
 	broken error
+
+	// The group's writer alone uses these while busy.
+	size int64  // the file's preallocated size
+	off  int64  // where the next record goes
+	seq  uint64 // the next record's sequence number
+	buf  []byte // the group's records
 }
 
 // A logEntry is a record's payload: an intent, or the void of one whose
