@@ -97,11 +97,7 @@ func equal(a, b []string) bool { return strings.Join(a, ",") == strings.Join(b, 
 // voids it, so that recovery puts back the first intent, not the refused
 // one.
 func TestLogVoid(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t)
 	first := logIntent(1, 10)
 	if err := db.Journal().Begin(t.Context(), first); err != nil {
 		t.Fatal(err)
@@ -182,11 +178,7 @@ func TestLogRestart(t *testing.T) {
 // nothing more: every later Begin fails, saying why, so that no call goes
 // out whose intent the journal cannot hold.
 func TestBeginLaterRowRefused(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t)
 	j := db.Journal().(journal)
 	first := logIntent(1, 10)
 	if err := j.BeginLater(t.Context(), first); err != nil {
@@ -200,7 +192,7 @@ func TestBeginLaterRowRefused(t *testing.T) {
 	if got, err := j.Get(t.Context(), first.ID); err != nil || got.Server != "fs" {
 		t.Errorf("the first intent after a second with its id: %+v, %v", got, err)
 	}
-	err = j.BeginLater(t.Context(), logIntent(2, 10))
+	err := j.BeginLater(t.Context(), logIntent(2, 10))
 	if err == nil || !strings.Contains(err.Error(), "refused until Airlock restarts") {
 		t.Errorf("BeginLater after a refused row: %v, want the log stopped", err)
 	}
@@ -248,7 +240,7 @@ func TestLaterWritesCommitted(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	for db.group.carrying() || func() bool { db.group.mu.Lock(); defer db.group.mu.Unlock(); return db.group.unsynced }() {
+	for unsynced, carried := syncState(db); unsynced || carried; unsynced, carried = syncState(db) {
 		if time.Now().After(deadline) {
 			t.Fatal("the WAL is still unsynced 10 s after the later writes")
 		}

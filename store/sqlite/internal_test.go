@@ -63,56 +63,39 @@ func TestPragmas(t *testing.T) {
 // within relaxedSync; the intent itself is on disk when Begin returns, in
 // the writer's intent log.
 func TestRelaxedJournal(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t)
 	j := db.Journal()
-	unsynced := func() bool {
-		db.group.mu.Lock()
-		defer db.group.mu.Unlock()
-		return db.group.unsynced
-	}
 	syncedWithin := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
-		for unsynced() {
+		for unsynced, _ := syncState(db); unsynced; unsynced, _ = syncState(db) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the WAL is still unsynced 5 s after %s", what)
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	hold := func(held bool) {
-		db.group.mu.Lock()
-		db.group.armed = held // as if a sync were due already: none is
-		db.group.mu.Unlock()
-	}
 	in := store.Intent{ID: "int_1", CallID: "call_1", Server: "w", Tool: "w__write", RemoteTool: "write", ArgsHash: "sha256:x",
 		Effect: "write", Tenant: "acme", User: "ada"}
-	hold(true)
+	holdSync(db, true)
 	if err := j.Begin(t.Context(), in); err != nil {
 		t.Fatal(err)
 	}
-	if !unsynced() {
+	if unsynced, _ := syncState(db); !unsynced {
 		t.Error("an intent's row was synced: it needs no sync of its own")
 	}
 	logged, err := readLog(db.log.path)
 	if err != nil || len(logged) != 1 || logged[0].ID != "int_1" {
 		t.Errorf("the intent log after Begin: %+v, %v; want int_1", logged, err)
 	}
-	hold(false)
+	holdSync(db, false)
 	if err := j.End(t.Context(), "int_1", store.OutcomeSucceeded, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := j.Get(t.Context(), "int_1"); err != nil || got.Status != store.OutcomeSucceeded {
 		t.Errorf("read back at once: %+v, %v", got, err)
 	}
-	var sync string
-	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
-		t.Errorf("after an outcome, PRAGMA synchronous = %q (%v), want 2 (FULL)", sync, err)
-	}
+	pragmaSynchronous(t, db, "an outcome")
 	syncedWithin("an outcome")
 	if err := j.End(t.Context(), "int_1", store.OutcomeSucceeded, ""); err == nil {
 		t.Error("a second outcome of one intent was taken")
@@ -123,19 +106,9 @@ func TestRelaxedJournal(t *testing.T) {
 // by the next Begin, before it returns, as store.Runs promises; an intent
 // alone leaves the WAL to the committer's timer.
 func TestBeginCarriesCheckpoint(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.group.mu.Lock()
-	db.group.armed = true // as if a sync were due already: none is
-	db.group.mu.Unlock()
-	flags := func() (unsynced, carried bool) {
-		db.group.mu.Lock()
-		defer db.group.mu.Unlock()
-		return db.group.unsynced, db.group.carried
-	}
+	db := openDB(t)
+	holdSync(db, true)
+	flags := func() (unsynced, carried bool) { return syncState(db) }
 	if err := db.SaveRunRelaxed(t.Context(), store.RunRecord{ID: "run_1", Status: store.RunRunning}); err != nil {
 		t.Fatal(err)
 	}
@@ -164,36 +137,21 @@ func TestBeginCarriesCheckpoint(t *testing.T) {
 // at once, and leaves the WAL for the committer to sync, as an outcome
 // does.
 func TestRelaxedAudit(t *testing.T) {
-	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	// Hold the committer's timer, as if a sync were due already: the
-	// sync below is the test's.
-	db.group.mu.Lock()
-	db.group.armed = true
-	db.group.mu.Unlock()
+	db := openDB(t)
+	// The sync below is the test's.
+	holdSync(db, true)
 	if err := db.Audit().Append(t.Context(), store.Event{Event: store.EventCallSent, Server: "w", Tool: "w__write"}); err != nil {
 		t.Fatal(err)
 	}
-	db.group.mu.Lock()
-	unsynced := db.group.unsynced
-	db.group.mu.Unlock()
-	if !unsynced {
+	if unsynced, _ := syncState(db); !unsynced {
 		t.Error("an audit batch's commit synced the WAL: it needs no sync of its own")
 	}
-	var sync string
-	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
-		t.Errorf("after an audit batch, PRAGMA synchronous = %q (%v), want 2 (FULL)", sync, err)
-	}
+	pragmaSynchronous(t, db, "an audit batch")
 	if evs, err := db.Audit().Events(t.Context(), time.Time{}, 10); err != nil || len(evs) != 1 || evs[0].Event != store.EventCallSent {
 		t.Errorf("read back at once: %+v, %v", evs, err)
 	}
 	db.group.syncWAL()
-	db.group.mu.Lock()
-	defer db.group.mu.Unlock()
-	if db.group.unsynced {
+	if unsynced, _ := syncState(db); unsynced {
 		t.Error("the committer's sync left the WAL unsynced")
 	}
 }
@@ -319,4 +277,41 @@ func openOld(t *testing.T, version int, rows string) *DB {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// openDB opens a database of its own for t, closed when t ends.
+func openDB(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// holdSync holds the committer's timer, as if a sync were due already, so
+// that no sync comes by itself (held), or lets it go.
+func holdSync(db *DB, held bool) {
+	db.group.mu.Lock()
+	db.group.armed = held
+	db.group.mu.Unlock()
+}
+
+// syncState says whether the committer left the WAL unsynced, and with a
+// checkpoint in it that the next intent must carry.
+func syncState(db *DB) (unsynced, carried bool) {
+	db.group.mu.Lock()
+	defer db.group.mu.Unlock()
+	return db.group.unsynced, db.group.carried
+}
+
+// pragmaSynchronous checks that the write connection is back to FULL
+// after what.
+func pragmaSynchronous(t *testing.T, db *DB, what string) {
+	t.Helper()
+	var sync string
+	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
+		t.Errorf("after %s, PRAGMA synchronous = %q (%v), want 2 (FULL)", what, sync, err)
+	}
 }
