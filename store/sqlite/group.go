@@ -44,6 +44,9 @@ type committer struct {
 	// (linger), which nudge, holding one wake-up at most, ends early.
 	lingering bool
 	nudge     chan struct{}
+	// hurry, set by a flush while a group commits, ends the next linger
+	// before it begins.
+	hurry bool
 	// carried is set by a relaxed commit that the next intent must carry
 	// to the disk (carry), and cleared, as unsynced is, by cover.
 	carried bool
@@ -244,10 +247,13 @@ func (c *committer) doLater(apply func(ctx context.Context, tx *sql.Tx) error, d
 // disk within 20 ms.
 const laterLinger = 10 * time.Millisecond
 
-// flush ends a linger now, if one is under way.
+// flush ends a linger now, if one is under way, and the next one before
+// it begins if a group is committing: what is queued is committed without
+// waiting for more.
 func (c *committer) flush() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.hurry = c.busy
 	if c.lingering {
 		select {
 		case c.nudge <- struct{}{}:
@@ -259,14 +265,19 @@ func (c *committer) flush() {
 // linger waits up to laterLinger, or until a waiting write is queued
 // (nudge), then commits what is queued.
 func (c *committer) linger() {
-	t := time.NewTimer(laterLinger)
-	select {
-	case <-t.C:
-	case <-c.nudge:
-		t.Stop()
+	c.mu.Lock()
+	hurry := c.hurry
+	c.mu.Unlock()
+	if !hurry {
+		t := time.NewTimer(laterLinger)
+		select {
+		case <-t.C:
+		case <-c.nudge:
+			t.Stop()
+		}
 	}
 	c.mu.Lock()
-	c.lingering = false
+	c.lingering, c.hurry = false, false
 	c.mu.Unlock()
 	c.lead()
 }
