@@ -12,24 +12,28 @@ import (
 	"time"
 )
 
-// A committer commits the journal's writes (Begin's rows and End) in
+// A committer commits the journal's writes (its rows and outcomes) in
 // groups: the writes that arrive while one group commits are committed
 // together, in one transaction, by the first of them to arrive. A write
-// that finds nothing committing is committed at once, alone: nobody waits
-// for a timer. Every caller returns only once its own write is committed
-// (or has failed).
+// whose caller waits (do) and that finds nothing committing is committed
+// at once, alone; its caller returns only once it is committed (or has
+// failed). A write nobody waits for (doLater) lingers up to laterLinger
+// for more, unless a waiting write or a read (flush) comes first.
 //
-// It owns no goroutine: the caller at the head of the queue commits the
-// group, then hands the queue to the next waiting caller, if any.
+// The caller at the head of the queue commits the group, then hands the
+// queue to the next waiting caller; writes nobody waits for are committed
+// by a goroutine of their own (linger), which ends once the queue is
+// empty or a caller waits at its head.
 //
 // A group is committed with synchronous=NORMAL: to the WAL, without an
 // fsync, which a killed process does not lose. The committer syncs the
 // WAL within relaxedSync of a commit (or sooner, when a commit of the
 // DB's other writes, which are synced, does it first), and at once when
-// the intent log asks it to (cover). A power loss in that window may take
-// the last rows from the database: an outcome, which leaves its intent
-// open, read as unknown and never sent again; or an intent's row, which
-// the intent log, synced before Begin returns, puts back (intentlog.go).
+// the intent log asks it to (cover). A crash may take the last rows: those
+// still queued, or, on a power loss, those not synced yet. An outcome so
+// lost leaves its intent open, read as unknown and never sent again; an
+// intent's row is put back from the intent log, which is written before
+// its call is sent (intentlog.go).
 type committer struct {
 	db  *sql.DB // the DB's one write connection
 	wal string  // the path of the database's WAL file
@@ -225,8 +229,9 @@ func (c *committer) do(apply func(ctx context.Context, tx *sql.Tx) error) error 
 // doLater is do for a write its caller does not wait for: it is queued
 // at once, behind every write queued before it and ahead of every write
 // queued after it, and done is told its outcome once it is committed (or
-// has failed), on another goroutine. With nothing committing, a goroutine
-// of its own commits it.
+// has failed), on the goroutine that commits it, which must not wait for
+// done. With nothing committing, a goroutine of its own commits it, after
+// a linger.
 func (c *committer) doLater(apply func(ctx context.Context, tx *sql.Tx) error, done func(error)) {
 	p := &pending{apply: apply, done: make(chan struct{}), later: done}
 	c.mu.Lock()
