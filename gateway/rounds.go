@@ -167,7 +167,7 @@ func (g *Gateway) roundFor(ctx context.Context, box string) (mcp.Result, error) 
 	return g.round(ctx, p)
 }
 
-// heardRound takes the replicas' announcements about rounds.
+// heard takes the replicas' announcements about rounds.
 func (r *relays) heard(verb, rest string) {
 	switch verb {
 	case "resume":
