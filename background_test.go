@@ -69,6 +69,9 @@ func TestStartAndWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 20*time.Second, "the server's second slow call", func() bool {
+		return len(slices.DeleteFunc(calls(t, srv), func(c string) bool { return !strings.HasPrefix(c, "call slow ") })) == 2
+	})
 	s.Cancel()
 	<-s.Done()
 	waitForJob(t, js, s.ID, store.JobFailed)

@@ -387,6 +387,11 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *Result) {
 	tool := q.tool
 	for attempt := 1; ; attempt++ {
+		// A call cancelled while it waited (for a slot, say) is not sent:
+		// it took a slot that came free as its cancellation did.
+		if err := ctx.Err(); err != nil && attempt == 1 {
+			return nil, q.fail(Cancelled, err, "%s: cancelled before it was sent to server %s", tool.Name, tool.Server)
+		}
 		if err := h.beginIntent(ctx, q); err != nil {
 			// The store's words (an address, a database's message) are for
 			// the operator's log, not for the model.

@@ -88,3 +88,26 @@ func TestJournalKeepsRedactedArguments(t *testing.T) {
 		t.Errorf("a write that succeeded: %s with arguments %q; want none kept", done.Status, done.Arguments)
 	}
 }
+
+// TestCancelledBeforeSent: a write whose caller cancelled it before it was
+// sent (while it waited for its turn, say) is not sent, and leaves no
+// intent: it ends cancelled.
+func TestCancelledBeforeSent(t *testing.T) {
+	srv := testServer(t, "s", "sdk")
+	cfg := newConfig(t, srv)
+	classify(cfg, "s", "write", "echo")
+	h := open(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 20 {
+		r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "s__echo", Arguments: json.RawMessage(`{"text":"never"}`)})
+		wantStatus(t, r, airlock.Cancelled)
+	}
+	if got := calls(t, srv); len(got) != 0 {
+		t.Errorf("the server received %q, want nothing", got)
+	}
+	recs, err := h.Store().Journal().Records(context.Background(), store.RecordFilter{All: true})
+	if err != nil || len(recs) != 0 {
+		t.Errorf("journal records = %+v, %v; want none", recs, err)
+	}
+}
