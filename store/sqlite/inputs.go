@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/airlockhq/airlock/store"
@@ -54,10 +53,10 @@ func scanInput(row scanner) (store.InputAsk, error) { return sqlrow.Input(row, f
 // InputAsk returns one input request; see store.Inputs.
 func (db *DB) InputAsk(ctx context.Context, id string) (store.InputAsk, error) {
 	a, err := scanInput(db.r.QueryRowContext(ctx, `SELECT `+sqlrow.InputColumns+` FROM inputs WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.InputAsk{}, fmt.Errorf("input request %s: %w", id, store.ErrNotFound)
+	if err != nil {
+		return store.InputAsk{}, found(err, "input request "+id, "read input request "+id)
 	}
-	return a, err
+	return a, nil
 }
 
 // InputAsks lists input requests, oldest first; see store.Inputs.
