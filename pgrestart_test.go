@@ -57,7 +57,7 @@ func TestPostgresRestart(t *testing.T) {
 	if n := writes.Load(); n != 2 {
 		t.Errorf("the server got %d writes, want 2", n)
 	}
-	recs := journalOf(t, cfg, h.StateDir())
+	recs := records(t, h.Store()) // which reads the outcomes the host wrote
 	succeeded := 0
 	for _, rec := range recs {
 		if rec.Status == store.OutcomeSucceeded {
@@ -275,7 +275,7 @@ func TestPostgresRestartUnderLoad(t *testing.T) {
 	// One whose outcome could not be recorded (the database went away
 	// while it ran) stays open, and so may one whose intent PostgreSQL
 	// committed as it stopped, unseen by the host, which refused it.
-	recs := journalOf(t, cfg, h.StateDir())
+	recs := records(t, h.Store()) // which reads the outcomes the host wrote
 	journaled := map[string]bool{}
 	open := 0
 	for _, rec := range recs {

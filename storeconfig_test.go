@@ -32,6 +32,7 @@ func TestHostOnPostgres(t *testing.T) {
 	cfg.Store.URL = testenv.PostgresDatabase(t)
 	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, nil)
 	wantStatus(t, call(t, h, "c__write", `{"path":"a.txt"}`), airlock.OK)
+	h.Close() // which waits for the call's outcome, written as it returned
 
 	st, err := airlock.OpenConfiguredStore(cfg, h.StateDir())
 	if err != nil {

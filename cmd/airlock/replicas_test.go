@@ -599,7 +599,9 @@ func TestReplicaCancel(t *testing.T) {
 }
 
 // journalOf returns every record of the journal in the PostgreSQL
-// database db.
+// database db, once no intent in it is open: a replica writes a call's
+// outcome as the call returns, without the call waiting for it, so a
+// record may still be open for a moment after its answer came.
 func journalOf(t *testing.T, db string) []store.Record {
 	t.Helper()
 	st, err := postgres.Open(t.Context(), db, filepath.Join(t.TempDir(), "unused.key"), nil)
@@ -607,11 +609,15 @@ func journalOf(t *testing.T, db string) []store.Record {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
-	if err != nil {
-		t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		recs, err := st.Journal().Records(t.Context(), store.RecordFilter{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(recs, func(r store.Record) bool { return r.Status == store.OutcomeOpen }) || time.Now().After(deadline) {
+			return recs
+		}
 	}
-	return recs
 }
 
 // TestReplicasMaxConcurrency: a server's max_concurrency of 2 holds across
