@@ -12,7 +12,7 @@ import (
 type LaterBeginner interface {
 	// BeginLater makes in durable as Begin does, and returns once it is,
 	// or with the error that says it is not (the call must not be sent
-	// then). Its record is written after it returns: reads and End
+	// then). Its record may be written after it returns: reads and End
 	// through the same handle wait for it, and Close waits for it; other
 	// handles may not find it until it is written. BeginLater does not
 	// look for a taken id: in.ID must be new, one that NewID made for it.
@@ -27,18 +27,20 @@ type LaterBeginner interface {
 // nothing ever sends again.
 type LaterEnder interface {
 	// EndLater records the outcome of the intent with the given id as End
-	// does, but returns before it is written. done, if not nil, is called
-	// with End's error once it has been written (or has failed), on a
-	// goroutine of its own. The write starts at once; reads through the
-	// same handle (Get, Records, Resolve, LateAnswer) wait for the
-	// outcomes EndLater took before them, and Close waits for all of them.
+	// does, but may return before it is written (a backend may hold it
+	// for a few milliseconds, to write it with others). done, if not nil,
+	// is called once with End's error, when that is known: before
+	// EndLater returns, or on the goroutine that writes it, which done
+	// must not hold up. Reads through the same handle (Get, Records,
+	// Resolve, LateAnswer) wait for the outcomes EndLater took before
+	// them, and Close waits for all of them.
 	EndLater(id string, outcome Outcome, detail string, done func(error))
 }
 
-// Later runs writes whose callers do not wait for them, and lets a reader
-// wait for those started before it: what a backend's EndLater needs, so
-// that a handle reads its own outcomes. The zero value is ready to use; it
-// is safe for concurrent use.
+// Later counts writes whose callers do not wait for them, and lets a
+// reader wait for those started before it: what a backend's BeginLater
+// and EndLater need, so that a handle reads its own writes. The zero value
+// is ready to use; it is safe for concurrent use.
 type Later struct {
 	mu      sync.Mutex
 	settled sync.Cond       // broadcast when a write finishes
@@ -83,8 +85,8 @@ func (l *Later) Add() (done func()) {
 	}
 }
 
-// Wait returns once every write that Go started before Wait was called
-// has finished. Writes started meanwhile do not hold it up.
+// Wait returns once every write that Go or Add started before Wait was
+// called has finished. Writes started meanwhile do not hold it up.
 func (l *Later) Wait() {
 	l.init()
 	l.mu.Lock()

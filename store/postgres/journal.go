@@ -14,8 +14,9 @@ import (
 type journal struct{ db *DB }
 
 var (
-	_ store.Journal    = journal{}
-	_ store.LaterEnder = journal{}
+	_ store.Journal       = journal{}
+	_ store.LaterBeginner = journal{}
+	_ store.LaterEnder    = journal{}
 )
 
 // beginQuery inserts an intent only while its writer's lock is held by the
@@ -61,6 +62,10 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 	}
 	return fmt.Errorf("begin %s: cannot write the journal: the journal's writer lock was lost", in.ID)
 }
+
+// BeginLater is Begin: a synchronous commit both makes the intent durable
+// and writes its row, so there is nothing to write after it.
+func (j journal) BeginLater(ctx context.Context, in store.Intent) error { return j.Begin(ctx, in) }
 
 func (j journal) End(ctx context.Context, id string, outcome store.Outcome, detail string) error {
 	if !outcome.Valid() {

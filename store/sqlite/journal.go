@@ -18,18 +18,16 @@ type journal struct{ db *DB }
 
 // beginQuery and endQuery are the statements of Begin and End, which the
 // DB prepares once (committer.prepare); replayQuery is beginQuery for a
-// row that may be there already.
+// row that may be there already, and endedQuery inserts the row of an
+// intent that ended before its row was written (queuedRow), its outcome
+// with it.
 const (
-	intentInto = ` INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
-	tenant, user_name, created_at, writer)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	intentColumns = `id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
+	tenant, user_name, created_at, writer`
+	intentInto  = ` INTO intents (` + intentColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	beginQuery  = `INSERT` + intentInto
 	replayQuery = `INSERT OR IGNORE` + intentInto
-	// endedQuery inserts the row of an intent that ended before its row
-	// was written (queuedRow), its outcome with it.
-	endedQuery = `
-INSERT INTO intents (id, call_id, server, tool, remote_tool, args_hash, arguments, snapshot, effect, idempotent,
-	tenant, user_name, created_at, writer, outcome, detail, ended_at)
+	endedQuery  = `INSERT INTO intents (` + intentColumns + `, outcome, detail, ended_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	endQuery = `
 UPDATE intents SET outcome = ?1, detail = ?2, ended_at = ?3,

@@ -11,8 +11,8 @@
 //     batches are the exceptions, below.
 //   - An intent is durable when Begin returns: it is written, checksummed,
 //     to its writer's intent log ("<file>-writers/<id>.intents", a
-//     preallocated file of its own) and synced with fdatasync, while its
-//     row is committed to the database without a sync of its own
+//     preallocated file of its own) with O_DSYNC, while its row is
+//     committed to the database without a sync of its own
 //     (intentlog.go). BeginLater returns once the log record is synced and
 //     commits the row after it. The log is the redo of a crash: RecoverOpen
 //     puts back, from a dead writer's log, the rows the database does not
@@ -199,7 +199,8 @@ func (db *DB) Approvals() store.Approvals { return approvals{db} }
 // Audit returns the audit trail.
 func (db *DB) Audit() store.Audit { return audit{db} }
 
-// Close closes the database, once the outcomes EndLater took are written.
+// Close closes the database, once the rows BeginLater queued and the
+// outcomes EndLater took are written.
 // Intents this DB began and did not end become recoverable by RecoverOpen.
 func (db *DB) Close() error {
 	db.group.flush()
@@ -230,6 +231,11 @@ func (db *DB) Close() error {
 func (db *DB) writerID() (string, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.writerLocked()
+}
+
+// writerLocked is writerID for a caller that holds db.mu.
+func (db *DB) writerLocked() (string, error) {
 	if db.closed {
 		return "", errors.New("the store is closed")
 	}
@@ -254,14 +260,11 @@ func (db *DB) awaitLater() {
 // intentLog returns the id under which this DB begins intents and the
 // log that makes them durable, making both the first time.
 func (db *DB) intentLog() (string, *intentLog, error) {
-	id, err := db.writerID()
-	if err != nil {
-		return "", nil, err
-	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.closed {
-		return "", nil, errors.New("the store is closed")
+	id, err := db.writerLocked()
+	if err != nil {
+		return "", nil, err
 	}
 	if db.log == nil {
 		l, err := createLog(db.writersDir(), id, db.group.cover)
