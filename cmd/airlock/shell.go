@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/term"
 
@@ -96,18 +95,18 @@ func (e *env) shell(o *options, _ []string) error {
 		select {
 		case <-e.ctx.Done():
 			sh.asks.close()
-			sh.calls.Wait()
+			sh.calls.Close()
 			return e.ctx.Err()
 		case l, ok := <-lines:
 			if !ok || (l.err == nil && !sh.handle(l.text, o.json)) {
 				// No answer can come any more.
 				sh.asks.close()
-				sh.calls.Wait()
+				sh.calls.Close()
 				return nil
 			}
 			if l.err != nil {
 				sh.asks.close()
-				sh.calls.Wait()
+				sh.calls.Close()
 				return usageError("shell: reading input: %v", l.err)
 			}
 		}
@@ -166,7 +165,7 @@ type shell struct {
 	out   *lockedWriter
 	col   colours
 	view  *progressView // a call's progress bar, on a terminal; or nil
-	calls sync.WaitGroup
+	calls workers       // the calls in flight: quit waits for them
 	asks  shellAsks // --json: the questions that wait for an answer command
 	subs  shellSubs // --json: the resources subscribed to
 }
