@@ -166,8 +166,8 @@ type shell struct {
 	col   colours
 	view  *progressView // a call's progress bar, on a terminal; or nil
 	calls workers       // the calls in flight: quit waits for them
-	asks  shellAsks // --json: the questions that wait for an answer command
-	subs  shellSubs // --json: the resources subscribed to
+	asks  shellAsks     // --json: the questions that wait for an answer command
+	subs  shellSubs     // --json: the resources subscribed to
 }
 
 // handle runs one input line and reports whether to go on.
