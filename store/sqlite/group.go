@@ -6,9 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +20,9 @@ import (
 // whose caller waits (do) and that finds nothing committing is committed
 // at once, alone; its caller returns only once it is committed (or has
 // failed). A write nobody waits for (doLater) lingers up to laterLinger
-// for more, unless a waiting write or a read (flush) comes first.
+// for more, unless a waiting write or a read (flush) comes first; once one
+// is due, what is due is committed, and intents' rows that wait for their
+// outcomes (up to rowLinger) stay queued.
 //
 // The caller at the head of the queue commits the group, then hands the
 // queue to the next waiting caller; writes nobody waits for are committed
@@ -72,6 +76,9 @@ type pending struct {
 	// later, for a write nobody waits for (doLater), is told the write's
 	// outcome once it is known.
 	later func(error)
+	// due, for a write nobody waits for, is when it must be committed at
+	// the latest (UnixNano): a linger ends then (soon brings it nearer).
+	due atomic.Int64
 }
 
 const (
@@ -233,7 +240,30 @@ func (c *committer) do(apply func(ctx context.Context, tx *sql.Tx) error) error 
 // done. With nothing committing, a goroutine of its own commits it, after
 // a linger.
 func (c *committer) doLater(apply func(ctx context.Context, tx *sql.Tx) error, done func(error)) {
+	c.queueLater(newLater(apply, done, laterLinger))
+}
+
+// newLater makes a write for queueLater that may wait up to within.
+func newLater(apply func(ctx context.Context, tx *sql.Tx) error, done func(error), within time.Duration) *pending {
 	p := &pending{apply: apply, done: make(chan struct{}), later: done}
+	p.due.Store(time.Now().Add(within).UnixNano())
+	return p
+}
+
+// soon brings a write's commit, queued by queueLater, to within
+// laterLinger from now, if it was due later.
+func (p *pending) soon() {
+	due := time.Now().Add(laterLinger).UnixNano()
+	for {
+		was := p.due.Load()
+		if was <= due || p.due.CompareAndSwap(was, due) {
+			return
+		}
+	}
+}
+
+// queueLater queues p, a write nobody waits for, as doLater does.
+func (c *committer) queueLater(p *pending) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.queue = append(c.queue, p)
@@ -244,13 +274,19 @@ func (c *committer) doLater(apply func(ctx context.Context, tx *sql.Tx) error, d
 	}
 }
 
-// laterLinger is how long writes nobody waits for (an intent's row that
-// BeginLater queues, an outcome that EndLater does) may wait for more
-// before they are committed, unless a waiting write, or a read, comes
-// first: the writes of many calls share a transaction, and a call's row
-// and its outcome often do. With relaxedSync after it, an outcome is on
-// disk within 20 ms.
+// laterLinger is how long writes nobody waits for (an outcome that
+// EndLater queues) may wait for more before they are committed, unless a
+// waiting write, or a read, comes first: the writes of many calls share a
+// transaction. With relaxedSync after it, an outcome is on disk within
+// 20 ms.
 const laterLinger = 10 * time.Millisecond
+
+// rowLinger is how long the row of an intent that BeginLater made durable
+// in its log may wait, unless its outcome comes first (then laterLinger
+// from then): a call that is answered within it has its row and outcome
+// written in one INSERT, where there would be an INSERT and an UPDATE.
+// Another process sees an intent in flight up to rowLinger late.
+const rowLinger = 100 * time.Millisecond
 
 // flush ends a linger now, if one is under way, and the next one before
 // it begins if a group is committing: what is queued is committed without
@@ -267,24 +303,47 @@ func (c *committer) flush() {
 	}
 }
 
-// linger waits up to laterLinger, or until a waiting write is queued
-// (nudge), then commits what is queued.
+// linger waits until a queued write is due, or a waiting write is queued
+// (nudge), then commits what is queued. It looks again at least every
+// laterLinger, for writes that soon made due sooner.
 func (c *committer) linger() {
-	c.mu.Lock()
-	hurry := c.hurry
-	c.mu.Unlock()
-	if !hurry {
-		t := time.NewTimer(laterLinger)
+	var t *time.Timer
+	all := false // all that is queued, or what is due
+	for !all {
+		c.mu.Lock()
+		wait := time.Until(time.Unix(0, c.firstDue()))
+		all = c.hurry
+		c.mu.Unlock()
+		if all || wait <= 0 {
+			break
+		}
+		wait = min(wait, laterLinger)
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
 		select {
 		case <-t.C:
 		case <-c.nudge:
-			t.Stop()
+			all = true
 		}
 	}
 	c.mu.Lock()
 	c.lingering, c.hurry = false, false
 	c.mu.Unlock()
-	c.lead()
+	c.lead(all)
+}
+
+// firstDue is when the first queued write is due (UnixNano): at once (0)
+// for a write its caller waits for. c.mu is held.
+func (c *committer) firstDue() int64 {
+	first := int64(math.MaxInt64)
+	for _, p := range c.queue {
+		first = min(first, p.due.Load())
+	}
+	return first
 }
 
 func (c *committer) enqueue(p *pending) error {
@@ -304,18 +363,17 @@ func (c *committer) enqueue(p *pending) error {
 		c.mu.Unlock()
 	}
 	// p is at the head of the queue.
-	c.lead()
+	c.lead(true)
 	return p.err
 }
 
-// lead takes the group at the head of the queue, commits it, and hands the
-// queue to the next write that arrived meanwhile: to its waiting caller,
-// or, for a write nobody waits for, to a goroutine of its own.
-func (c *committer) lead() {
+// lead takes a group from the queue, commits it, and hands the queue to
+// the next write that arrived meanwhile: to its waiting caller, or, for a
+// write nobody waits for, to a goroutine of its own. The group is the head
+// of the queue with all, or else the writes that are due, or nearly.
+func (c *committer) lead(all bool) {
 	c.mu.Lock()
-	n := min(len(c.queue), maxGroup)
-	group := c.queue[:n:n]
-	c.queue = c.queue[n:]
+	group := c.take(all)
 	c.mu.Unlock()
 	c.commit(group)
 	c.mu.Lock()
@@ -327,11 +385,36 @@ func (c *committer) lead() {
 	case c.queue[0].lead != nil:
 		c.queue[0].lead <- struct{}{}
 	case slices.ContainsFunc(c.queue, func(p *pending) bool { return p.lead != nil }):
-		go c.lead() // a caller waits behind them
+		go c.lead(true) // a caller waits behind them
 	default:
 		c.lingering = true
 		go c.linger()
 	}
+}
+
+// take takes a group from the queue: its head with all; else the writes
+// due within half a laterLinger, in their order, leaving the others (rows
+// waiting for their outcomes) queued. Writes that are not due do not
+// depend on one another: the outcome of a queued row is written with it
+// (queuedRow). c.mu is held.
+func (c *committer) take(all bool) []*pending {
+	if all {
+		n := min(len(c.queue), maxGroup)
+		group := c.queue[:n:n]
+		c.queue = c.queue[n:]
+		return group
+	}
+	soon := time.Now().Add(laterLinger / 2).UnixNano()
+	var group, rest []*pending
+	for _, p := range c.queue {
+		if len(group) < maxGroup && p.due.Load() <= soon {
+			group = append(group, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	c.queue = rest
+	return group
 }
 
 // commit writes a group in one transaction and tells each write how it

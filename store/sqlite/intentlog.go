@@ -52,6 +52,9 @@ type intentLog struct {
 	// (the committer's WAL sync): the log's records are then no longer
 	// needed.
 	cover func() error
+	// flush has the database commit, without waiting for more, the rows
+	// queued for the log's records.
+	flush func()
 
 	mu      sync.Mutex
 	settled sync.Cond // broadcast when open falls
@@ -112,13 +115,13 @@ func logPath(dir, id string) string { return filepath.Join(dir, id+".intents") }
 // createLog makes the log file of a new writer, preallocated, and syncs it
 // and its directory, so that the file and its blocks are on disk before
 // the first record relies on them.
-func createLog(dir, id string, cover func() error) (*intentLog, error) {
+func createLog(dir, id string, cover func() error, flush func()) (*intentLog, error) {
 	path := logPath(dir, id)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	l := &intentLog{f: f, path: path, cover: cover, seq: 1}
+	l := &intentLog{f: f, path: path, cover: cover, flush: flush, seq: 1}
 	l.settled.L = &l.mu
 	err = l.grow(logSize)
 	if err == nil {
@@ -292,6 +295,11 @@ func (l *intentLog) failed() error {
 // more than it holds).
 func (l *intentLog) restart(need int64) error {
 	l.mu.Lock()
+	if l.open > 0 {
+		l.mu.Unlock()
+		l.flush() // rows need not wait for more
+		l.mu.Lock()
+	}
 	for l.open > 0 {
 		l.settled.Wait()
 	}

@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"context"
+	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -21,17 +23,17 @@ func logIntent(i int, size int) store.Intent {
 		Arguments: []byte(fmt.Sprintf(`{"text":%q}`, strings.Repeat("x", size))), Effect: "write"}
 }
 
-// newTestLog makes a log in a directory of its own whose cover counts its
-// calls.
-func newTestLog(t *testing.T) (*intentLog, *atomic.Int32) {
+// newTestLog makes a log in a directory of its own whose cover and flush
+// count their calls.
+func newTestLog(t *testing.T) (l *intentLog, covers, flushes *atomic.Int32) {
 	t.Helper()
-	var covers atomic.Int32
-	l, err := createLog(t.TempDir(), testWriter, func() error { covers.Add(1); return nil })
+	covers, flushes = new(atomic.Int32), new(atomic.Int32)
+	l, err := createLog(t.TempDir(), testWriter, func() error { covers.Add(1); return nil }, func() { flushes.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(l.close)
-	return l, &covers
+	return l, covers, flushes
 }
 
 func appendSettled(t *testing.T, l *intentLog, in store.Intent) {
@@ -70,7 +72,7 @@ func TestLogReadStops(t *testing.T) {
 		{"zeros", func(rec []byte) { clear(rec) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l, _ := newTestLog(t)
+			l, _, _ := newTestLog(t)
 			var offs []int64
 			for i := range 4 {
 				offs = append(offs, l.off)
@@ -114,13 +116,14 @@ func TestLogVoid(t *testing.T) {
 }
 
 // TestLogRestart: a log that is full starts again at its start, once every
-// record of the pass has settled and cover has made their rows durable;
+// record of the pass has settled (their rows flushed, not left to linger)
+// and cover has made their rows durable;
 // the records of the earlier pass are not read again; and a record larger
 // than the log grows it.
 func TestLogRestart(t *testing.T) {
 	defer func(n int64) { logSize = n }(logSize)
 	logSize = 4096
-	l, covers := newTestLog(t)
+	l, covers, flushes := newTestLog(t)
 	enc, _ := json.Marshal(logEntry{Intent: new(logIntent(0, 300))})
 	size := int64(logHeader + len(enc)) // of every record below: their ids have one digit
 	i := 0
@@ -146,6 +149,9 @@ func TestLogRestart(t *testing.T) {
 	}
 	if covers.Load() != 0 {
 		t.Errorf("cover was called before the pass's last record settled")
+	}
+	if flushes.Load() != 1 {
+		t.Errorf("the append that waits for the pass's last record flushed %d times, want once: its row need not linger", flushes.Load())
 	}
 	l.settle()
 	if err := <-done; err != nil {
@@ -245,5 +251,91 @@ func TestLaterWritesCommitted(t *testing.T) {
 			t.Fatal("the WAL is still unsynced 10 s after the later writes")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestRowWaitsForItsOutcome: the row of an intent that BeginLater queued
+// waits, beyond laterLinger, for the intent's outcome, which EndLater then
+// writes with it in one INSERT; and once the outcome is in, the row is
+// committed without waiting any longer (soon).
+func TestRowWaitsForItsOutcome(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Count the UPDATEs of intents: an outcome written on its own is one.
+	for _, q := range []string{`CREATE TABLE intent_updates (id TEXT)`,
+		`CREATE TRIGGER count_updates AFTER UPDATE ON intents BEGIN INSERT INTO intent_updates VALUES (new.id); END`} {
+		if _, err := db.w.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := db.Journal().(journal)
+	if err := j.BeginLater(t.Context(), logIntent(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	begun := time.Now()
+	time.Sleep(3 * laterLinger) // longer than an outcome may wait
+	if waited := time.Since(begun); waited >= 6*laterLinger {
+		t.Skipf("the test slept %v for %v: this machine is too slow for what it checks", waited, 3*laterLinger)
+	}
+	ended := make(chan error, 1)
+	j.EndLater("rec_1", store.OutcomeSucceeded, "", func(err error) { ended <- err })
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+	// Not flushed by a read: the row and outcome must reach the database
+	// by themselves, long before anything would be due an hour from now.
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := other.Journal().Get(t.Context(), "rec_1")
+		if err == nil && r.Status == store.OutcomeSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another handle 10 s after the outcome: %q, %v; want succeeded", r.Status, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var updates int
+	if err := db.w.QueryRow(`SELECT count(*) FROM intent_updates`).Scan(&updates); err != nil {
+		t.Fatal(err)
+	}
+	if updates != 0 {
+		t.Errorf("the outcome was written as %d UPDATE(s), want none: the row should have waited for it", updates)
+	}
+}
+
+// TestLaterWriteSoon: a write queued to wait long is committed once soon
+// says its time has come, and not before.
+func TestLaterWriteSoon(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	committed := make(chan error, 1)
+	p := newLater(func(context.Context, *sql.Tx) error { return nil }, func(err error) { committed <- err }, time.Hour)
+	db.group.queueLater(p)
+	select {
+	case err := <-committed:
+		t.Fatalf("a write due in an hour was committed (%v) without a flush, before soon", err)
+	case <-time.After(5 * laterLinger):
+	}
+	p.soon()
+	select {
+	case err := <-committed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write was not committed 10 s after soon")
 	}
 }

@@ -132,6 +132,44 @@ func TestBeginCarriesCheckpoint(t *testing.T) {
 	}
 }
 
+// TestBeginLaterCheckpointNotSynced: when the sync that carries a relaxed
+// checkpoint fails, BeginLater fails, and the intent it made durable ends
+// rejected (its call is not sent), though its row had not been written.
+func TestBeginLaterCheckpointNotSynced(t *testing.T) {
+	db := openDB(t)
+	holdSync(db, true)
+	if err := db.SaveRunRelaxed(t.Context(), store.RunRecord{ID: "run_1", Status: store.RunRunning}); err != nil {
+		t.Fatal(err)
+	}
+	db.group.wal = t.TempDir() // a directory: the WAL's sync fails
+	j := db.Journal().(journal)
+	in := store.Intent{ID: "int_1", Server: "w", Tool: "w__write", RemoteTool: "write", ArgsHash: "sha256:x", Effect: "write"}
+	if err := j.BeginLater(t.Context(), in); err == nil {
+		t.Fatal("BeginLater returned nil with its checkpoint unsynced")
+	}
+	// Read through another handle, which does not hurry the writes: the
+	// row and its outcome must be committed in their order by themselves.
+	other, err := Open(db.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := other.Journal().Get(t.Context(), "int_1")
+		if err == nil && got.Status != store.OutcomeOpen {
+			if got.Status != store.OutcomeRejected {
+				t.Errorf("the intent of a BeginLater that failed: %q, want rejected", got.Status)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the intent of a BeginLater that failed, 10 s later: %q, %v; want rejected", got.Status, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestRelaxedAudit: an audit batch is committed to the WAL without a sync
 // of its own (the writer's setting is FULL again after it), is read back
 // at once, and leaves the WAL for the committer to sync, as an outcome

@@ -87,7 +87,8 @@ func (j journal) Begin(ctx context.Context, in store.Intent) error {
 }
 
 // BeginLater makes the intent durable in the writer's intent log and
-// returns once it is synced; its row is committed after that (doLater),
+// returns once it is synced; its row is committed after that, within
+// rowLinger, or laterLinger of its outcome (queuedRow),
 // while the call goes out, ahead of anything this DB writes later, End
 // among them. Should the row fail, the log keeps the record and takes no
 // more (intentLog.fail): every Begin fails from then on, and recovery puts
@@ -102,21 +103,25 @@ func (j journal) BeginLater(ctx context.Context, in store.Intent) error {
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	row := &queuedRow{in: in, writer: writer}
-	j.db.queue(row)
 	written := j.db.later.Add()
-	j.db.group.doLater(j.insertQueued(row), func(err error) {
+	row.write = newLater(j.insertQueued(row), func(err error) {
 		if err != nil {
 			log.fail(fmt.Errorf("the journal could not write intent %s, whose call may have been sent (%w): journaled calls are refused until Airlock restarts, which puts the intent back", in.ID, err))
 			j.db.unqueue(in.ID) // a group that failed as a whole did not take it
 		}
 		log.settle()
 		written()
-	})
+	}, rowLinger)
+	j.db.queue(row)
+	j.db.group.queueLater(row.write)
 	if err := carried(); err != nil {
 		// The intent is durable, the checkpoint before it may not be:
-		// the call is not sent, and its intent says so.
-		written := j.db.later.Add()
-		j.db.group.doLater(j.rejectIntent(in.ID), func(error) { written() })
+		// the call is not sent, and its intent says so, with its row if
+		// that is still queued.
+		if queued, _ := j.db.endQueued(in.ID, store.OutcomeRejected, notDurable); !queued {
+			written := j.db.later.Add()
+			j.db.group.doLater(j.rejectIntent(in.ID), func(error) { written() })
+		}
 		return fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	return nil
@@ -170,6 +175,7 @@ func (j journal) insertIntent(in store.Intent, writer string) func(ctx context.C
 type queuedRow struct {
 	in      store.Intent
 	writer  string
+	write   *pending      // the row's write, queued to wait up to rowLinger
 	outcome store.Outcome // "" while it has none
 	detail  string
 	endedAt time.Time
@@ -202,6 +208,7 @@ func (db *DB) endQueued(id string, outcome store.Outcome, detail string) (queued
 		return true, fmt.Errorf("end %s: it ended %s already: %w", id, row.outcome, store.ErrConflict)
 	}
 	row.outcome, row.detail, row.endedAt = outcome, detail, now()
+	row.write.soon() // an outcome waits laterLinger at most
 	return true, nil
 }
 
@@ -226,11 +233,15 @@ func (j journal) insertQueued(row *queuedRow) func(ctx context.Context, tx *sql.
 	}
 }
 
+// notDurable is the detail of an intent whose call was not sent because
+// the journal could not make it durable.
+const notDurable = "the journal could not make the intent durable"
+
 // rejectIntent is the committer's write that ends an intent whose call
 // was not sent, because the intent could not be made durable.
 func (j journal) rejectIntent(id string) func(ctx context.Context, tx *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
-		_, err := j.db.group.exec(ctx, tx, endQuery, string(store.OutcomeRejected), "the journal could not make the intent durable", micros(now()), id)
+		_, err := j.db.group.exec(ctx, tx, endQuery, string(store.OutcomeRejected), notDurable, micros(now()), id)
 		return err
 	}
 }

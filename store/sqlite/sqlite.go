@@ -21,7 +21,8 @@
 //     to the WAL without an fsync: writes a caller waits for at once, with
 //     what is queued; writes nobody waits for (BeginLater's rows, EndLater's
 //     outcomes) within 10 ms, or as soon as a read through the DB needs
-//     them. The WAL is synced within 10 ms of a commit, and before an intent
+//     them; an intent's row waits up to 100 ms for its outcome, to be
+//     written with it in one INSERT. The WAL is synced within 10 ms of a commit, and before an intent
 //     log is reused. A crash takes outcomes of the last 20 ms at most (never
 //     an intent, which its log keeps): their intents read as unknown, never
 //     as sent again. The audit trail's batches, too, are committed without a
@@ -267,7 +268,7 @@ func (db *DB) intentLog() (string, *intentLog, error) {
 		return "", nil, err
 	}
 	if db.log == nil {
-		l, err := createLog(db.writersDir(), id, db.group.cover)
+		l, err := createLog(db.writersDir(), id, db.group.cover, db.group.flush)
 		if err != nil {
 			return "", nil, fmt.Errorf("cannot make the journal's intent log: %w", err)
 		}
