@@ -396,10 +396,7 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 		switch key {
 		case "id":
 		case "cmd", "name", "request_id", "action", "uri", "server", "prompt", "template", "argument", "value":
-			field := map[string]*string{"cmd": &cmd.Cmd, "name": &cmd.Name, "request_id": &cmd.RequestID, "action": &cmd.Action,
-				"uri": &cmd.URI, "server": &cmd.Server, "prompt": &cmd.Prompt, "template": &cmd.Template,
-				"argument": &cmd.Argument, "value": &cmd.Value}[key]
-			if err := json.Unmarshal(raw, field); err != nil {
+			if err := json.Unmarshal(raw, cmd.stringField(key)); err != nil {
 				return fmt.Errorf("not a valid JSON command: %q must be a string", key)
 			}
 		case "context":
@@ -423,9 +420,74 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 	return nil
 }
 
+// stringField is the field of the string member key.
+func (cmd *shellCommand) stringField(key string) *string {
+	switch key {
+	case "cmd":
+		return &cmd.Cmd
+	case "name":
+		return &cmd.Name
+	case "request_id":
+		return &cmd.RequestID
+	case "action":
+		return &cmd.Action
+	case "uri":
+		return &cmd.URI
+	case "server":
+		return &cmd.Server
+	case "prompt":
+		return &cmd.Prompt
+	case "template":
+		return &cmd.Template
+	case "argument":
+		return &cmd.Argument
+	case "value":
+		return &cmd.Value
+	}
+	panic("shell: no string member " + key)
+}
+
 // topLevel splits a JSON object into its members' raw values, refusing
 // duplicate keys.
 func topLevel(text []byte) (map[string]json.RawMessage, error) {
+	// The common case, a valid object whose keys differ, in one
+	// Unmarshal: as many members as the map has keys.
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(text, &fields) == nil && fields != nil && topLevelMembers(text) == len(fields) {
+		return fields, nil
+	}
+	return topLevelTokens(text)
+}
+
+// topLevelMembers counts the members of text, a valid JSON object: the
+// colons outside strings at its top level.
+func topLevelMembers(text []byte) int {
+	n, depth, inString := 0, 0, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inString:
+			switch c {
+			case '\\':
+				i++ // what it escapes
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case c == ':' && depth == 1:
+			n++
+		}
+	}
+	return n
+}
+
+// topLevelTokens is topLevel token by token, saying what is wrong.
+func topLevelTokens(text []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(text))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, fmt.Errorf("not a JSON object")
