@@ -394,57 +394,30 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 	cmd.ID = fields["id"]
 	for key, raw := range fields {
 		switch key {
-		case "id":
-		case "cmd", "name", "request_id", "action", "uri", "server", "prompt", "template", "argument", "value":
-			if err := json.Unmarshal(raw, cmd.stringField(key)); err != nil {
-				return fmt.Errorf("not a valid JSON command: %q must be a string", key)
-			}
-		case "context":
-			if !bytes.Equal(raw, []byte("null")) {
-				cmd.Context = raw
-			}
-		case "args":
-			if !bytes.Equal(raw, []byte("null")) {
-				cmd.Args = raw
-			}
+		case "id", "cmd", "name", "request_id", "action", "uri", "server", "prompt", "template", "argument", "value", "context", "args":
 		case "content":
 			if _, err := topLevel(raw); err != nil && !bytes.Equal(raw, []byte("null")) {
 				return fmt.Errorf(`not a valid JSON command: "content" must be a JSON object: %v`, err)
 			}
-			cmd.Content = raw
 		default:
 			return fmt.Errorf(`not a valid JSON command: unknown key %q (want "id", "cmd", "name", "args"; an answer: "request_id", "action", "content"; `+
 				`a read: "uri", "server"; a completion: "prompt", "template", "server", "argument", "value", "context")`, key)
 		}
 	}
-	return nil
-}
-
-// stringField is the field of the string member key.
-func (cmd *shellCommand) stringField(key string) *string {
-	switch key {
-	case "cmd":
-		return &cmd.Cmd
-	case "name":
-		return &cmd.Name
-	case "request_id":
-		return &cmd.RequestID
-	case "action":
-		return &cmd.Action
-	case "uri":
-		return &cmd.URI
-	case "server":
-		return &cmd.Server
-	case "prompt":
-		return &cmd.Prompt
-	case "template":
-		return &cmd.Template
-	case "argument":
-		return &cmd.Argument
-	case "value":
-		return &cmd.Value
+	// Every key is one of cmd's own, spelled as its tag is, and there
+	// once: Unmarshal, which would match another spelling, fills cmd.
+	if err := json.Unmarshal(text, cmd); err != nil {
+		if te := (*json.UnmarshalTypeError)(nil); errors.As(err, &te) {
+			return fmt.Errorf("not a valid JSON command: %q must be a string", te.Field)
+		}
+		return fmt.Errorf("not a valid JSON command: %v", err)
 	}
-	panic("shell: no string member " + key)
+	for _, raw := range []*json.RawMessage{&cmd.Args, &cmd.Context} {
+		if bytes.Equal(*raw, []byte("null")) {
+			*raw = nil
+		}
+	}
+	return nil
 }
 
 // topLevel splits a JSON object into its members' raw values, refusing

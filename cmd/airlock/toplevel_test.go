@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,39 @@ func TestTopLevelRefuses(t *testing.T) {
 		}
 		if want != "" && err.Error() != want {
 			t.Errorf("%s: %q, want %q", text, err, want)
+		}
+	}
+}
+
+// TestDecodeCommand: a line's members land in their fields, null
+// arguments are none, and a member of the wrong type or an unknown one is
+// refused, saying which.
+func TestDecodeCommand(t *testing.T) {
+	var cmd shellCommand
+	if err := decodeCommand([]byte(`{"id":7,"cmd":"call","name":"fs__write","args":{"a":1},"context":null,"content":null,"server":"s","value":"v"}`), &cmd); err != nil {
+		t.Fatal(err)
+	}
+	if string(cmd.ID) != "7" || cmd.Cmd != "call" || cmd.Name != "fs__write" || string(cmd.Args) != `{"a":1}` || cmd.Context != nil ||
+		string(cmd.Content) != "null" || cmd.Server != "s" || cmd.Value != "v" {
+		t.Errorf("decoded %+v", cmd)
+	}
+	cmd = shellCommand{}
+	if err := decodeCommand([]byte(`{"cmd":"call","args":null}`), &cmd); err != nil || cmd.Args != nil {
+		t.Errorf("null args: %q, %v; want none", cmd.Args, err)
+	}
+	for text, want := range map[string]string{
+		`{"id":1,"cmd":5}`:                `"cmd" must be a string`,
+		`{"id":1,"cmd":"call","name":{}}`: `"name" must be a string`,
+		`{"id":1,"Name":"x"}`:             `unknown key "Name"`,
+		`{"id":1,"content":[1]}`:          `"content" must be a JSON object`,
+	} {
+		cmd = shellCommand{}
+		err := decodeCommand([]byte(text), &cmd)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %s", text, err, want)
+		}
+		if string(cmd.ID) != "1" {
+			t.Errorf("%s: the id of a refused line is %q, want 1 (its reply must carry it)", text, cmd.ID)
 		}
 	}
 }
