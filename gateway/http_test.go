@@ -150,6 +150,9 @@ func TestHealthAndReadiness(t *testing.T) {
 func TestMaxSessions(t *testing.T) {
 	f := start(t, "", &gateway.Options{Serve: config.Serve{MaxSessions: 2}})
 	first := f.connect(t, session, nil)
+	// Its initialize is counted until its handler returns, which may be
+	// after Connect does: wait, so that the count below is the stream's.
+	waitFor(t, "the first session's initialize to settle", func() bool { return f.g.Opening() == 0 })
 	// A 2026-07-28 client that listens for changes holds a stream open.
 	f.connect(t, stateless, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}})
 	// The client opens its stream after Connect returns.
