@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -92,4 +93,35 @@ func goroutineID() string {
 	buf = buf[:runtime.Stack(buf, false)]
 	buf = bytes.TrimPrefix(buf, []byte("goroutine "))
 	return string(buf[:bytes.IndexByte(buf, ' ')])
+}
+
+// TestWorkersIdleBound: after a burst of functions, no more than
+// maxIdleWorkers stay waiting; the others end as soon as they are done.
+func TestWorkersIdleBound(t *testing.T) {
+	var w workers
+	defer w.Close()
+	before := runtime.NumGoroutine()
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	const burst = maxIdleWorkers + 50
+	started.Add(burst)
+	for range burst {
+		w.Go(func() {
+			started.Done()
+			<-release
+		})
+	}
+	started.Wait()
+	close(release)
+	waitIdle(t, &w)
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine()-before > maxIdleWorkers && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine() - before; n > maxIdleWorkers {
+		t.Errorf("%d goroutines left after a burst of %d, want at most %d idle workers", n, burst, maxIdleWorkers)
+	}
+	if n := w.idle.Load(); n > maxIdleWorkers {
+		t.Errorf("%d idle workers, want at most %d", n, maxIdleWorkers)
+	}
 }
