@@ -387,6 +387,8 @@ func (c *committer) lead(all bool) {
 	case slices.ContainsFunc(c.queue, func(p *pending) bool { return p.lead != nil }):
 		go c.lead(true) // a caller waits behind them
 	default:
+		// What maxGroup left of all that was asked for goes on at once.
+		c.hurry = c.hurry || all
 		c.lingering = true
 		go c.linger()
 	}

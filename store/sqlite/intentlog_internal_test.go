@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -337,5 +338,32 @@ func TestLaterWriteSoon(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a write was not committed 10 s after soon")
+	}
+}
+
+// TestFlushPastMaxGroup: a flush commits everything queued, even more than
+// one group holds, however long the writes could have waited.
+func TestFlushPastMaxGroup(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = maxGroup + 100
+	var committed sync.WaitGroup
+	committed.Add(n)
+	for range n {
+		db.group.queueLater(newLater(func(context.Context, *sql.Tx) error { return nil }, func(error) { committed.Done() }, time.Hour))
+	}
+	db.group.flush()
+	done := make(chan struct{})
+	go func() {
+		committed.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%d writes due in an hour were not all committed 10 s after a flush", n)
 	}
 }
