@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // One function at a time runs on one worker, kept between them; as many
@@ -74,16 +76,7 @@ func TestWorkers(t *testing.T) {
 // waitIdle waits until every function given to w has returned.
 func waitIdle(t *testing.T, w *workers) {
 	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		w.pending.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a function given to the workers did not return")
-	}
+	testenv.Returns(t, "every function given to the workers returned", w.pending.Wait)
 }
 
 // goroutineID is the number of the goroutine that calls it, as its stack

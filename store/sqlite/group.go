@@ -285,8 +285,9 @@ const laterLinger = 10 * time.Millisecond
 // in its log may wait, unless its outcome comes first (then laterLinger
 // from then): a call that is answered within it has its row and outcome
 // written in one INSERT, where there would be an INSERT and an UPDATE.
-// Another process sees an intent in flight up to rowLinger late.
-const rowLinger = 100 * time.Millisecond
+// Another process sees an intent in flight up to rowLinger late. A
+// variable for the package's tests only.
+var rowLinger = 100 * time.Millisecond
 
 // flush ends a linger now, if one is under way, and the next one before
 // it begins if a group is committing: what is queued is committed without
@@ -307,7 +308,8 @@ func (c *committer) flush() {
 // (nudge), then commits what is queued. It looks again at least every
 // laterLinger, for writes that soon made due sooner.
 func (c *committer) linger() {
-	var t *time.Timer
+	t := time.NewTimer(laterLinger)
+	defer t.Stop()
 	all := false // all that is queued, or what is due
 	for !all {
 		c.mu.Lock()
@@ -317,13 +319,7 @@ func (c *committer) linger() {
 		if all || wait <= 0 {
 			break
 		}
-		wait = min(wait, laterLinger)
-		if t == nil {
-			t = time.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
-		}
+		t.Reset(min(wait, laterLinger))
 		select {
 		case <-t.C:
 		case <-c.nudge:
@@ -374,6 +370,7 @@ func (c *committer) enqueue(p *pending) error {
 func (c *committer) lead(all bool) {
 	c.mu.Lock()
 	group := c.take(all)
+	cut := all && len(c.queue) > 0 // by maxGroup
 	c.mu.Unlock()
 	c.commit(group)
 	c.mu.Lock()
@@ -388,7 +385,7 @@ func (c *committer) lead(all bool) {
 		go c.lead(true) // a caller waits behind them
 	default:
 		// What maxGroup left of all that was asked for goes on at once.
-		c.hurry = c.hurry || all
+		c.hurry = c.hurry || cut
 		c.lingering = true
 		go c.linger()
 	}

@@ -19,14 +19,14 @@
 //     have, before it ends that writer's open intents unknown.
 //   - The journal's rows and outcomes are committed in groups (group.go),
 //     to the WAL without an fsync: writes a caller waits for at once, with
-//     what is queued; writes nobody waits for (BeginLater's rows, EndLater's
-//     outcomes) within 10 ms, or as soon as a read through the DB needs
-//     them; an intent's row waits up to 100 ms for its outcome, to be
-//     written with it in one INSERT. The WAL is synced within 10 ms of a commit, and before an intent
-//     log is reused. A crash takes outcomes of the last 20 ms at most (never
-//     an intent, which its log keeps): their intents read as unknown, never
-//     as sent again. The audit trail's batches, too, are committed without a
-//     sync of their own.
+//     what is queued; writes nobody waits for as soon as a read through
+//     the DB needs them, or else EndLater's outcomes within 10 ms and
+//     BeginLater's rows within 100 ms, or with their outcome, in one
+//     INSERT. The WAL is synced within 10 ms of a commit, and before an
+//     intent log is reused. A crash takes outcomes of the last 20 ms at
+//     most (never an intent, which its log keeps): their intents read as
+//     unknown, never as sent again. The audit trail's batches, too, are
+//     committed without a sync of their own.
 //   - Writes in one process go through one connection; writers in other
 //     processes wait on SQLite's lock for up to the busy timeout. Every
 //     state change that must happen at most once (End, Resolve, Decide,
