@@ -3,6 +3,8 @@ package airlock_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,16 +116,26 @@ func TestMetricsOfCalls(t *testing.T) {
 		t.Errorf("airlock_content_requests_total{resource, denied} = %v, want 1", got)
 	}
 
-	// Two slow calls: one holds the server's only slot, the other waits
-	// for it; both hold a place of tenant acme, which has no third.
-	ctx, cancel := context.WithCancel(context.Background())
+	// Two slow calls: the first holds the server's only slot and has
+	// reached the server, the second waits for the slot; both hold a place
+	// of tenant acme, which has no third. Each has its own context: a
+	// shared one is cancelled child by child, so the first could end and
+	// free its slot before the second saw the cancellation.
 	var wg sync.WaitGroup
 	results := make([]*airlock.Result, 2)
-	for i := range results {
+	cancels := make([]context.CancelFunc, 2)
+	slow := func(i int) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels[i] = cancel
 		wg.Go(func() {
 			results[i] = h.Call(ctx, h.Snapshot(), airlock.Call{Name: "sdk__slow", Arguments: json.RawMessage(`{}`)})
 		})
 	}
+	slow(0)
+	waitFor(t, 10*time.Second, "the first slow call to reach the server", func() bool {
+		return slices.ContainsFunc(calls(t, srv), func(c string) bool { return strings.HasPrefix(c, "call slow ") })
+	})
+	slow(1)
 	waitFor(t, 10*time.Second, "one call in the slot and one waiting", func() bool {
 		return metricValue(t, m, "airlock_server_calls_in_flight", server) == 1 &&
 			metricValue(t, m, "airlock_server_calls_queued", server) == 1
@@ -133,7 +145,8 @@ func TestMetricsOfCalls(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	cancel()
+	cancels[1]()
+	cancels[0]()
 	wg.Wait()
 	for name, want := range map[string]float64{"airlock_requests_in_flight": 0, "airlock_tenant_calls_in_flight": 0, "airlock_tenants_at_limit": 0} {
 		if got := metricValue(t, m, name, map[string]string{}); got != want {
@@ -145,14 +158,11 @@ func TestMetricsOfCalls(t *testing.T) {
 	}
 	// The one that was sent is a write whose outcome is unknown (the
 	// journal keeps it for a person); the one that waited never went out.
-	unknown := 0
-	for _, r := range results {
-		if r.Status == airlock.OutcomeUnknown {
-			unknown++
-		}
+	if results[0].Status != airlock.OutcomeUnknown || results[1].Status != airlock.Cancelled {
+		t.Fatalf("results %s and %s, want outcome_unknown and cancelled", results[0].Status, results[1].Status)
 	}
-	if unknown != 1 {
-		t.Fatalf("results %s and %s, want one outcome_unknown", results[0].Status, results[1].Status)
+	if n := len(calls(t, srv)); n != 3 {
+		t.Errorf("the server saw %d calls, want 3 (echo, fail, one slow): %q", n, calls(t, srv))
 	}
 	if got := metricValue(t, m, "airlock_journal_unknown_outcomes", map[string]string{}); got != 1 {
 		t.Errorf("airlock_journal_unknown_outcomes = %v, want 1", got)
