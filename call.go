@@ -369,6 +369,7 @@ func decodeArguments(raw json.RawMessage) (map[string]any, error) {
 // again only when local policy marks it idempotent:
 //
 //	the send ends                          journal    sent again              the call ends
+//	never starts: cancelled meanwhile      rejected   -                       cancelled
 //	with an answer                         succeeded  -                       ok
 //	with an answer that isError            failed     -                       tool_error
 //	with the server's JSON-RPC error       failed     no                      connection_error
@@ -397,6 +398,13 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 			// the operator's log, not for the model.
 			h.log.Error("cannot journal a call's intent: the call was not sent", "tool", tool.Name, "error", err)
 			return nil, q.fail(Denied, err, "%s was not sent: the journal cannot record it right now (the host's store did not take the write); try again later", tool.Name)
+		}
+		// A cancellation that came while the intent was made durable is
+		// seen here: it takes effect along a context's children one by
+		// one, and a write's intent takes a sync of the disk.
+		if err := ctx.Err(); err != nil && attempt == 1 && q.intent != "" {
+			h.endIntent(q.intent, store.OutcomeRejected, "cancelled before it was sent")
+			return nil, q.fail(Cancelled, err, "%s: cancelled before it was sent to server %s", tool.Name, tool.Server)
 		}
 		h.auditSent(ctx, q, attempt, map[string]any{"intent": q.intent})
 		q.sent = q.link

@@ -111,3 +111,43 @@ func TestCancelledBeforeSent(t *testing.T) {
 		t.Errorf("journal records = %+v, %v; want none", recs, err)
 	}
 }
+
+// cancellingJournal is a journal that cancels a call's context while it
+// makes the call's intent durable, as a caller's cancellation can arrive.
+type cancellingJournal struct {
+	store.Journal
+	cancel context.CancelFunc
+}
+
+func (j cancellingJournal) Begin(ctx context.Context, in store.Intent) error {
+	j.cancel()
+	return j.Journal.Begin(ctx, in)
+}
+
+type cancellingStore struct {
+	store.Store
+	j cancellingJournal
+}
+
+func (s cancellingStore) Journal() store.Journal { return s.j }
+
+// TestCancelledWhileJournaled: a write whose caller cancels it while its
+// intent is made durable is not sent either: its intent ends rejected.
+func TestCancelledWhileJournaled(t *testing.T) {
+	c := &counted{}
+	cfg := newConfig(t, inProcess)
+	classify(cfg, "c", "write", "note")
+	ctx, cancel := context.WithCancel(context.Background())
+	st := sharedStore(t)
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": c.server()},
+		&airlock.Options{Store: cancellingStore{Store: st, j: cancellingJournal{Journal: st.Journal(), cancel: cancel}}})
+	r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "c__note", Arguments: json.RawMessage(`{"text":"never"}`)})
+	wantStatus(t, r, airlock.Cancelled)
+	if n := c.calls.Load(); n != 0 {
+		t.Errorf("the server received %d calls, want none", n)
+	}
+	recs, err := st.Journal().Records(context.Background(), store.RecordFilter{All: true})
+	if err != nil || len(recs) != 1 || recs[0].Status != store.OutcomeRejected {
+		t.Errorf("journal records = %+v, %v; want one, rejected", recs, err)
+	}
+}
