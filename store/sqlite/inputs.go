@@ -75,15 +75,15 @@ func (db *DB) AnswerInput(ctx context.Context, id string, answer json.RawMessage
 	if !json.Valid(answer) {
 		return fmt.Errorf("answer input request %s: the answer is not JSON", id)
 	}
-	return db.settleInput(ctx, "answer", id, store.InputAnswered, sql.NullString{String: string(answer), Valid: true}, by)
+	return db.settleInput(ctx, "answer", id, store.InputAnswered, sql.NullString{String: string(answer), Valid: true}, sql.NullString{String: by, Valid: true})
 }
 
 // WithdrawInput settles a pending request as withdrawn; see store.Inputs.
 func (db *DB) WithdrawInput(ctx context.Context, id string) error {
-	return db.settleInput(ctx, "withdraw", id, store.InputWithdrawn, sql.NullString{}, "")
+	return db.settleInput(ctx, "withdraw", id, store.InputWithdrawn, sql.NullString{}, sql.NullString{}) // nobody answered
 }
 
-func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer sql.NullString, by string) error {
+func (db *DB) settleInput(ctx context.Context, verb, id string, to store.InputStatus, answer, by sql.NullString) error {
 	update := func() (int64, error) {
 		res, err := db.w.ExecContext(ctx, `UPDATE inputs SET status = ?, answer = ?, answered_by = ?, settled_at = ?, ask = json_remove(ask, '$.url') WHERE id = ? AND status = 'pending'`,
 			string(to), answer, by, micros(now()), id)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -335,5 +336,29 @@ func pragmaSynchronous(t *testing.T, db *DB, what string) {
 	var sync string
 	if err := db.w.QueryRowContext(t.Context(), "PRAGMA synchronous").Scan(&sync); err != nil || sync != "2" {
 		t.Errorf("after %s, PRAGMA synchronous = %q (%v), want 2 (FULL)", what, sync, err)
+	}
+}
+
+// TestWithdrawnInputHasNoAnswerer: a withdrawn question's answered_by is
+// NULL, as in the PostgreSQL store; an answered one's names who answered.
+func TestWithdrawnInputHasNoAnswerer(t *testing.T) {
+	db := openDB(t)
+	for _, id := range []string{"inq_a", "inq_w"} {
+		if err := db.AskInput(t.Context(), store.InputAsk{ID: id, Call: "call_1", Server: "w", Tool: "w__deploy", Tenant: "acme", User: "ada",
+			Mode: "form", Message: "Which?", Schema: json.RawMessage(`{"type":"object"}`), CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.AnswerInput(t.Context(), "inq_a", json.RawMessage(`{"action":"decline"}`), "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.WithdrawInput(t.Context(), "inq_w"); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]sql.NullString{"inq_a": {String: "ada", Valid: true}, "inq_w": {}} {
+		var got sql.NullString
+		if err := db.r.QueryRowContext(t.Context(), `SELECT answered_by FROM inputs WHERE id = ?`, id).Scan(&got); err != nil || got != want {
+			t.Errorf("%s: answered_by = %+v, %v; want %+v", id, got, err, want)
+		}
 	}
 }
