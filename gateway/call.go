@@ -123,7 +123,8 @@ func (g *Gateway) toolCall(ex *exchange, who caller, p *mcp.CallToolParamsRaw, t
 //	  denied, busy
 //	approval_required                isError: the approval id and how a person approves it
 //	auth_required                    isError: the login a person must make
-//	outcome_unknown                  isError: the outcome is unknown, do not repeat blindly, the recovery id
+//	outcome_unknown                  isError, in the gateway's words: the outcome is unknown, do not repeat
+//	                                 blindly, the recovery id
 //	unknown_tool                     JSON-RPC error -32602 "Unknown tool: NAME", as the specification gives
 //	contract_error, connection_error JSON-RPC error -32603 with a message of the gateway's own: nothing the
 //	                                 server said reaches the client as tool text
@@ -152,8 +153,7 @@ func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolR
 	case airlock.AuthRequired:
 		return toolError(r, loginNeeded(r)), nil
 	case airlock.OutcomeUnknown:
-		return toolError(r, fmt.Sprintf("The outcome of this call is unknown: %s\nDo not repeat the call blindly: it may already have taken effect. Recovery id: %s",
-			r.Err.Msg, r.RecoveryID)), nil
+		return toolError(r, unknownText(r)+" Recovery id: "+r.RecoveryID), nil
 	case airlock.UnknownTool:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Unknown tool: " + clip(name)}
 	case airlock.Cancelled:
@@ -163,6 +163,19 @@ func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolR
 		return nil, shuttingDown
 	}
 	return nil, failure(r)
+}
+
+// unknownText says that a write's outcome is unknown, in the gateway's
+// words: the result's message can end with what the server wrote on its
+// way out (its stderr, a malformed line), which is for the operator (the
+// audit trail, airlock recovery show), never for the client's model.
+func unknownText(r *airlock.Result) string {
+	server := "its server"
+	if r.Err != nil && r.Err.Server != "" {
+		server = "server " + r.Err.Server
+	}
+	return fmt.Sprintf("The outcome of this call is unknown: it was sent to %s, and no usable answer came (it timed out, was cancelled, or the server broke off; airlock audit has the details, trace %s). Do not repeat the call blindly: it may already have taken effect.",
+		server, r.TraceID)
 }
 
 // loginNeeded is the text of an auth_required result: the login a person

@@ -53,6 +53,7 @@ const policy = `policy:
     - {server: w, tool: badout, effect: read}
     - {server: w, tool: wait, effect: read}
     - {server: w, tool: crash, effect: read}
+    - {server: w, tool: crash_write, effect: write}
     - {server: w, tool: extra, effect: read}
     - {server: w, tool: note, effect: write}
     - {server: w, tool: wait_write, effect: write}
@@ -60,6 +61,7 @@ const policy = `policy:
     - {server: b, tool: wait_write, effect: write}
   rules:
     - {server: "*", tool: wait_write, decision: allow}
+    - {server: w, tool: crash_write, decision: allow}
 `
 
 // start serves a fixture; rules are more policy rules (YAML list items),
@@ -391,6 +393,32 @@ func TestBusyAndTimeouts(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOutcomeUnknownInGatewayWords: the client of a write whose outcome
+// is unknown is told so in the gateway's words, with the recovery id and
+// the trace; not what the server wrote on its way out (its stderr is for
+// the operator, and could be words addressed to the client's model).
+func TestOutcomeUnknownInGatewayWords(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) { outcomeUnknownInGatewayWords(t, era) })
+	}
+}
+
+func outcomeUnknownInGatewayWords(t *testing.T, era string) {
+	cs := start(t, "", nil).connect(t, era, nil) // a fixture of its own: the call ends its server
+	res, err := call(t, cs, "w__crash_write", `{}`)
+	if err != nil || !res.IsError || status(res) != "outcome_unknown" {
+		t.Fatalf("a write whose server died: %+v, %v; want outcome_unknown", res, err)
+	}
+	id, _ := res.Meta["airlock/recovery_id"].(string)
+	txt := resultText(res)
+	if id == "" || !strings.Contains(txt, "Recovery id: "+id) || !strings.Contains(txt, "server w") || !strings.Contains(txt, "trace ") {
+		t.Errorf("outcome_unknown text %q (recovery id %q), want the server, the trace and the recovery id", txt, id)
+	}
+	if strings.Contains(txt, "IGNORE") || strings.Contains(txt, "stderr") {
+		t.Errorf("outcome_unknown text %q repeats what the server wrote", txt)
+	}
 }
 
 // TestApprovalThroughElicitation: a client that declared elicitation is

@@ -423,11 +423,7 @@ func (g *Gateway) settleWith(ctx context.Context, j *job, res mcp.Result, err er
 
 // unknownOutcome is the error of a task whose write's outcome is unknown.
 func unknownOutcome(r *airlock.Result) *jsonrpc.Error {
-	msg := "outcome_unknown: the outcome of this call is unknown"
-	if r.Err != nil {
-		msg += ": " + r.Err.Msg
-	}
-	msg += fmt.Sprintf("; do not repeat the call blindly: it may already have taken effect (recovery id %s)", r.RecoveryID)
+	msg := fmt.Sprintf("outcome_unknown: %s (recovery id %s)", unknownText(r), r.RecoveryID)
 	data, _ := json.Marshal(map[string]string{"class": string(r.Status), "recovery_id": r.RecoveryID, "trace_id": r.TraceID})
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg, Data: data}
 }
