@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -36,6 +37,10 @@ const shellHelp = `commands, one per line:
   turn                end the turn: move to the newest catalog snapshot
   quit                wait for calls in flight and leave
 `
+
+// shellDrain is how long the shell's calls in flight may go on after an
+// interrupt before they are cancelled (docs/cli.md).
+const shellDrain = 10 * time.Second
 
 // maxShellLine bounds one input line: a call's arguments fit many times over.
 const maxShellLine = 64 << 20
@@ -77,7 +82,12 @@ func (e *env) shell(o *options, _ []string) error {
 	}
 	defer e.closeSession(sess)
 
-	sh := &shell{env: e, host: sess, snap: sess.BeginTurn(e.ctx), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout), view: view}
+	// An interrupt (SIGINT, SIGTERM) stops new calls; the calls in flight
+	// get shellDrain to finish, then are cancelled.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(e.ctx))
+	defer cancelWork()
+	defer context.AfterFunc(e.ctx, func() { time.AfterFunc(shellDrain, cancelWork) })()
+	sh := &shell{env: e, ctx: work, host: sess, snap: sess.BeginTurn(e.ctx), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout), view: view}
 	if ed != nil {
 		return sh.edit(ed)
 	}
@@ -120,7 +130,7 @@ const shellPrompt = "airlock> "
 // until quit, the end of the input (Ctrl-D) or an interrupt (Ctrl-C).
 func (s *shell) edit(ed *lineEditor) error {
 	for {
-		text, err := ed.readLine(s.env.ctx, shellPrompt, true)
+		text, err := ed.readLine(s.env.ctx, shellPrompt, true) // an interrupt ends the prompt at once
 		switch {
 		case err == io.EOF:
 			return nil
@@ -160,6 +170,7 @@ func readLines(r io.Reader) <-chan line {
 
 type shell struct {
 	env   *env
+	ctx   context.Context // the calls': see shellDrain
 	host  *session
 	snap  *airlock.Snapshot // the current turn's snapshot
 	out   *lockedWriter
@@ -195,14 +206,14 @@ func (s *shell) handleText(text string) bool {
 	case "status":
 		printStatus(&b, s.col, s.host.Servers())
 	case "turn":
-		s.snap = s.host.BeginTurn(s.env.ctx)
+		s.snap = s.host.BeginTurn(s.ctx)
 		fmt.Fprintf(&b, "snapshot %s (generation %d)\n", s.snap.ID(), s.snap.Generation())
 	case "approve", "deny":
 		if rest == "" {
 			fmt.Fprintf(&b, "usage: %s ID\n", cmd)
 			break
 		}
-		if err := s.host.h.Decide(s.env.ctx, rest, cmd == "approve", whoami(), "from the shell"); err != nil {
+		if err := s.host.h.Decide(s.ctx, rest, cmd == "approve", whoami(), "from the shell"); err != nil {
 			fmt.Fprintf(&b, "%v\n", err)
 		} else {
 			fmt.Fprintf(&b, "%s: %sd\n", rest, cmd)
@@ -217,9 +228,9 @@ func (s *shell) handleText(text string) bool {
 		var r *airlock.Result
 		var server string
 		if cmd == "call" {
-			r, server = s.host.h.Call(s.env.ctx, s.snap, airlock.Call{Name: name, Arguments: raw}), toolServer(s.snap, name)
+			r, server = s.host.h.Call(s.ctx, s.snap, airlock.Call{Name: name, Arguments: raw}), toolServer(s.snap, name)
 		} else {
-			r, server = s.host.h.GetPrompt(s.env.ctx, s.snap, airlock.PromptGet{Name: name, Arguments: raw}), promptServer(s.snap, name)
+			r, server = s.host.h.GetPrompt(s.ctx, s.snap, airlock.PromptGet{Name: name, Arguments: raw}), promptServer(s.snap, name)
 		}
 		s.view.finish()
 		printResult(&b, &b, r)
@@ -234,7 +245,7 @@ func (s *shell) handleText(text string) bool {
 			b.WriteString("usage: read URI [SERVER]\n")
 			break
 		}
-		r := s.host.h.ReadResource(s.env.ctx, s.snap, airlock.Read{URI: f[0], Server: field(f, 1)})
+		r := s.host.h.ReadResource(s.ctx, s.snap, airlock.Read{URI: f[0], Server: field(f, 1)})
 		s.view.finish()
 		printRead(&b, &b, r)
 	case "complete":
@@ -243,7 +254,7 @@ func (s *shell) handleText(text string) bool {
 			b.WriteString("usage: complete prompt NAME ARGUMENT [VALUE] | complete template URI_TEMPLATE ARGUMENT [VALUE [SERVER]]\n")
 			break
 		}
-		c, err := s.host.h.Complete(s.env.ctx, s.snap, req)
+		c, err := s.host.h.Complete(s.ctx, s.snap, req)
 		printCompletion(&b, &b, c, err)
 	default:
 		fmt.Fprintf(&b, "unknown command %q; type help\n", cmd)
@@ -319,11 +330,11 @@ func (s *shell) handleJSON(text []byte) bool {
 	case "status":
 		s.reply(cmd.ID, map[string]any{"servers": statusOutput(s.host.Servers())})
 	case "turn":
-		s.snap = s.host.BeginTurn(s.env.ctx)
+		s.snap = s.host.BeginTurn(s.ctx)
 		s.reply(cmd.ID, map[string]any{"snapshot": s.snap.ID(), "generation": s.snap.Generation()})
 	case "approve", "deny":
 		// The approval request's id goes in "name".
-		if err := s.host.h.Decide(s.env.ctx, cmd.Name, cmd.Cmd == "approve", whoami(), "from the shell"); err != nil {
+		if err := s.host.h.Decide(s.ctx, cmd.Name, cmd.Cmd == "approve", whoami(), "from the shell"); err != nil {
 			s.reply(cmd.ID, map[string]string{"error": err.Error()})
 			return true
 		}
@@ -334,7 +345,7 @@ func (s *shell) handleJSON(text []byte) bool {
 			return true
 		}
 		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
-			return callOutput(s.host.h.Call(s.env.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)}))
+			return callOutput(s.host.h.Call(s.ctx, snap, airlock.Call{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)}))
 		})
 	case "answer":
 		s.reply(cmd.ID, s.answerCommand(&cmd))
@@ -348,7 +359,7 @@ func (s *shell) handleJSON(text []byte) bool {
 			return true
 		}
 		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
-			return readOutput(s.host.h.ReadResource(s.env.ctx, snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}))
+			return readOutput(s.host.h.ReadResource(s.ctx, snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}))
 		})
 	case "prompt":
 		if cmd.Name == "" {
@@ -360,7 +371,7 @@ func (s *shell) handleJSON(text []byte) bool {
 			return true
 		}
 		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
-			return promptOutput(s.host.h.GetPrompt(s.env.ctx, snap, airlock.PromptGet{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)}))
+			return promptOutput(s.host.h.GetPrompt(s.ctx, snap, airlock.PromptGet{Name: cmd.Name, Arguments: cmd.Args, Elicit: s.elicitFor(cmd.ID)}))
 		})
 	case "complete":
 		req, err := checkCompletion(airlock.CompleteRequest{Prompt: cmd.Prompt, Template: cmd.Template, Server: cmd.Server,
@@ -370,7 +381,7 @@ func (s *shell) handleJSON(text []byte) bool {
 			return true
 		}
 		s.replyLater(cmd.ID, func(snap *airlock.Snapshot) any {
-			return completionOutput(s.host.h.Complete(s.env.ctx, snap, req))
+			return completionOutput(s.host.h.Complete(s.ctx, snap, req))
 		})
 	case "subscribe":
 		s.reply(cmd.ID, s.subscribe(&cmd))

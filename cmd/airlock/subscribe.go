@@ -37,7 +37,7 @@ func (s *shell) subscribe(cmd *shellCommand) any {
 	if dup {
 		return map[string]bool{"ok": true}
 	}
-	if err := s.host.h.Subscribe(s.env.ctx, s.snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}); err != nil {
+	if err := s.host.h.Subscribe(s.ctx, s.snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}); err != nil {
 		return map[string]string{"status": string(err.Kind), "error": err.Msg}
 	}
 	s.subs.mu.Lock()
@@ -59,7 +59,7 @@ func (s *shell) unsubscribe(cmd *shellCommand) any {
 	if !ok {
 		return map[string]string{"error": `unsubscribe: not subscribed to that "uri" (and "server"): name them as the subscribe command did`}
 	}
-	if err := s.host.h.Unsubscribe(s.env.ctx, s.snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}); err != nil {
+	if err := s.host.h.Unsubscribe(s.ctx, s.snap, airlock.Read{URI: cmd.URI, Server: cmd.Server}); err != nil {
 		return map[string]string{"status": string(err.Kind), "error": err.Msg}
 	}
 	return map[string]bool{"ok": true}

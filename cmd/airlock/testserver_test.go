@@ -24,16 +24,9 @@ func serveTestServer() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "cli-test", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "slow_write", Description: "Record the call, then wait until cancelled, and record that.", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			f, err := os.OpenFile(os.Getenv(envTestMark), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-			if err == nil {
-				fmt.Fprintln(f, "called")
-				f.Close()
-			}
+			markTest("called")
 			<-ctx.Done()
-			if f, err := os.OpenFile(os.Getenv(envTestMark), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
-				fmt.Fprintln(f, "cancelled")
-				f.Close()
-			}
+			markTest("cancelled")
 			return nil, ctx.Err()
 		})
 	// A write that answers at once: it records its tag in the mark.
@@ -42,10 +35,7 @@ func serveTestServer() {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var in struct{ Tag string }
 			json.Unmarshal(req.Params.Arguments, &in)
-			if f, err := os.OpenFile(os.Getenv(envTestMark), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
-				fmt.Fprintln(f, "record "+in.Tag)
-				f.Close()
-			}
+			markTest("record " + in.Tag)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "recorded " + in.Tag}}}, nil
 		})
 	// A tool whose description hides text: a right-to-left override and
@@ -73,6 +63,7 @@ func serveTestServer() {
 				PauseMS int `json:"pause_ms"`
 			}{3, 300}
 			json.Unmarshal(req.Params.Arguments, &in)
+			markTest("progress")
 			for i := 1; i <= in.Steps; i++ {
 				select {
 				case <-ctx.Done():
@@ -94,6 +85,14 @@ func serveTestServer() {
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
+	}
+}
+
+// markTest appends a line to the mark file, when the server has one.
+func markTest(line string) {
+	if f, err := os.OpenFile(os.Getenv(envTestMark), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+		fmt.Fprintln(f, line)
+		f.Close()
 	}
 }
 
