@@ -108,6 +108,10 @@ func (e *env) shell(o *options, _ []string) error {
 			sh.calls.Close()
 			return e.ctx.Err()
 		case l, ok := <-lines:
+			if l.long {
+				sh.tooLong(o.json)
+				continue
+			}
 			if !ok || (l.err == nil && !sh.handle(l.text, o.json)) {
 				// No answer can come any more.
 				sh.asks.close()
@@ -147,25 +151,63 @@ func (s *shell) edit(ed *lineEditor) error {
 
 type line struct {
 	text []byte
+	long bool // longer than maxShellLine: read to its end and dropped
 	err  error
 }
 
 // readLines reads stdin on its own goroutine, so that an interrupt is not
-// stuck behind a blocking read.
+// stuck behind a blocking read. A line longer than maxShellLine is passed
+// over (long), and the lines after it are read as usual.
 func readLines(r io.Reader) <-chan line {
 	ch := make(chan line)
 	go func() {
 		defer close(ch)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64<<10), maxShellLine)
-		for sc.Scan() {
-			ch <- line{text: bytes.Clone(sc.Bytes())}
-		}
-		if err := sc.Err(); err != nil {
-			ch <- line{err: err}
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			text, long, err := readLine(br, maxShellLine)
+			if long {
+				ch <- line{long: true}
+			} else if text != nil {
+				ch <- line{text: text}
+			}
+			if err != nil {
+				if err != io.EOF {
+					ch <- line{err: err}
+				}
+				return
+			}
 		}
 	}()
 	return ch
+}
+
+// readLine reads one line, without its end (\n or \r\n), or what is
+// left at the end of the input (nil for nothing). A line of more than max
+// bytes is read to its end and not kept: long.
+func readLine(br *bufio.Reader, max int) (text []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			text = append(text, chunk...)
+			if long = len(text) > max+len("\r\n"); long {
+				text = nil
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if long {
+			return nil, true, err
+		}
+		if err != nil && len(text) == 0 {
+			return nil, false, err
+		}
+		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+		if len(text) > max {
+			return nil, true, err
+		}
+		return text, false, err
+	}
 }
 
 type shell struct {
@@ -187,6 +229,16 @@ func (s *shell) handle(text []byte, jsonMode bool) bool {
 		return s.handleJSON(text)
 	}
 	return s.handleText(strings.TrimSpace(string(text)))
+}
+
+// tooLong says that a line longer than maxShellLine was passed over.
+func (s *shell) tooLong(jsonMode bool) {
+	msg := fmt.Sprintf("a line of more than %d MiB was passed over, unread: a command must fit in one line of at most that", maxShellLine>>20)
+	if jsonMode {
+		s.reply(nil, map[string]string{"error": msg})
+		return
+	}
+	s.out.Write([]byte(msg + "\n"))
 }
 
 func (s *shell) handleText(text string) bool {
