@@ -452,6 +452,7 @@ func (s *shell) handleJSON(text []byte) bool {
 func decodeCommand(text []byte, cmd *shellCommand) error {
 	fields, err := topLevel(text)
 	if err != nil {
+		cmd.ID = idOf(text)
 		return fmt.Errorf(`not a valid JSON command: %v (want {"id", "cmd", "name", "args"})`, err)
 	}
 	cmd.ID = fields["id"]
@@ -481,6 +482,34 @@ func decodeCommand(text []byte, cmd *shellCommand) error {
 		}
 	}
 	return nil
+}
+
+// idOf is the "id" of a line that is not a valid command, where it can be
+// told, so that its error goes to the command that has it: the line's
+// first JSON value is an object read to its end, with "id" once.
+func idOf(text []byte) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var id json.RawMessage
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil || (key == "id" && id != nil) {
+			return nil // unreadable, or "id" twice: neither is the id
+		}
+		if key == "id" {
+			id = value
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil
+	}
+	return id
 }
 
 // topLevel splits a JSON object into its members' raw values, refusing

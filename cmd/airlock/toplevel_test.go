@@ -73,10 +73,13 @@ func TestDecodeCommand(t *testing.T) {
 		t.Errorf("null args: %q, %v; want none", cmd.Args, err)
 	}
 	for text, want := range map[string]string{
-		`{"id":1,"cmd":5}`:                `"cmd" must be a string`,
-		`{"id":1,"cmd":"call","name":{}}`: `"name" must be a string`,
-		`{"id":1,"Name":"x"}`:             `unknown key "Name"`,
-		`{"id":1,"content":[1]}`:          `"content" must be a JSON object`,
+		`{"id":1,"cmd":5}`:                            `"cmd" must be a string`,
+		`{"id":1,"cmd":"call","name":{}}`:             `"name" must be a string`,
+		`{"id":1,"Name":"x"}`:                         `unknown key "Name"`,
+		`{"id":1,"content":[1]}`:                      `"content" must be a JSON object`,
+		`{"id":1,"cmd":"call","name":"a","name":"b"}`: `duplicate key "name"`,
+		`{"id":1,"cmd":"turn"} {}`:                    `not a valid JSON command`,
+		`{"cmd":"turn","id":1}x`:                      `not a valid JSON command`,
 	} {
 		cmd = shellCommand{}
 		err := decodeCommand([]byte(text), &cmd)
@@ -85,6 +88,13 @@ func TestDecodeCommand(t *testing.T) {
 		}
 		if string(cmd.ID) != "1" {
 			t.Errorf("%s: the id of a refused line is %q, want 1 (its reply must carry it)", text, cmd.ID)
+		}
+	}
+	// Where the id cannot be told, the reply's is null.
+	for _, text := range []string{`{"id":1,"id":2,"cmd":"turn"}`, `{"id":1,"cmd":`, `[{"id":1}]`, `{"id":1,"args":` + strings.Repeat("[", 20000) + `}`} {
+		cmd = shellCommand{}
+		if err := decodeCommand([]byte(text), &cmd); err == nil || cmd.ID != nil {
+			t.Errorf("%.40s: id %q, %v; want an error and no id", text, cmd.ID, err)
 		}
 	}
 }
