@@ -1,9 +1,18 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/airlockhq/airlock/internal/lines"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -13,7 +22,8 @@ import (
 // flight get up to the drain timeout to finish before the session closes.
 // Nothing but MCP messages is written to out.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	t := &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: int(g.opts.MaxBodyBytes)}
+	w := &lineWriter{w: out}
+	t := &mcp.IOTransport{Reader: guardLines(in, w, int(g.opts.MaxBodyBytes)), Writer: w, MaxLineLength: int(g.opts.MaxBodyBytes)}
 	ss, err := g.server.Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {
 		return err
@@ -35,4 +45,83 @@ func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.Write
 	case <-time.After(closeTimeout):
 	}
 	return nil
+}
+
+// guardLines passes the lines of in that are JSON-RPC messages on to the
+// SDK's transport, which would end the session at the first that is not;
+// every other line is answered on w, as JSON-RPC asks, and the session
+// goes on: one that is not JSON (-32700), longer than max bytes, a batch
+// (MCP has none since 2025-06-18), or JSON that is not a message (-32600).
+// Blank lines are passed over.
+func guardLines(in io.ReadCloser, w *lineWriter, max int) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		br := bufio.NewReaderSize(in, 64<<10)
+		for {
+			text, long, err := lines.Read(br, max)
+			if refusal := refuseLine(text, long, max); refusal != nil {
+				w.Write(refusal)
+			} else if len(bytes.TrimSpace(text)) > 0 {
+				if _, werr := pw.Write(append(text, '\n')); werr != nil {
+					return // the session is closed
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return closeBoth{pr, in}
+}
+
+// refuseLine is the JSON-RPC error line that answers a line that is not a
+// message the session can take, or nil.
+func refuseLine(text []byte, long bool, max int) []byte {
+	code, msg := 0, ""
+	switch trimmed := bytes.TrimSpace(text); {
+	case long:
+		code, msg = jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message of more than %d bytes; it was not read", max)
+	case len(trimmed) == 0:
+		return nil
+	case !json.Valid(trimmed):
+		code, msg = jsonrpc.CodeParseError, "Parse error: the line is not JSON; each line must be one JSON-RPC message"
+	case trimmed[0] == '[':
+		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: a batch; send each JSON-RPC message on a line of its own"
+	default:
+		if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
+			code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message: "+err.Error()
+		}
+	}
+	if code == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	return append(b, '\n')
+}
+
+// A lineWriter writes each message to w in one piece, whichever
+// goroutine writes it: the session's, or guardLines' answers.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.WriteCloser
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lineWriter) Close() error { return l.w.Close() }
+
+// closeBoth reads from the pipe, and closes it and the input it is fed from.
+type closeBoth struct {
+	*io.PipeReader
+	in io.Closer
+}
+
+func (c closeBoth) Close() error {
+	c.PipeReader.Close()
+	return c.in.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -400,5 +401,69 @@ func TestServeCPUProfile(t *testing.T) {
 	data, err := os.ReadFile(prof)
 	if err != nil || len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b { // gzip, as pprof writes profiles
 		t.Errorf("profile %s: %d bytes, %v; want a gzipped profile", prof, len(data), err)
+	}
+}
+
+// TestServeStdioBadLines: serve --stdio answers each line that is not a
+// JSON-RPC message with a JSON-RPC error (not JSON, not a message, a
+// batch, longer than the bound), and the session goes on.
+func TestServeStdioBadLines(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	data, _ := os.ReadFile(cfg)
+	writeFile(t, cfg, string(data)+"limits:\n  max_message_bytes: 1048576\n")
+	cmd := exec.Command(airlockBin, "serve", "--stdio", "--config", cfg)
+	cmd.Dir = dir
+	stderr := &testenv.Buffer{}
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	exchange := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(in, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, `"notifications/`) {
+			return nil
+		}
+		if !sc.Scan() {
+			t.Fatalf("no answer to %.80s; stderr:\n%s", line, stderr)
+		}
+		return decode(t, sc.Text())
+	}
+	wantError := func(line string, code float64) {
+		t.Helper()
+		got := exchange(line)
+		if e, _ := got["error"].(map[string]any); got["id"] != nil || e == nil || e["code"] != code {
+			t.Errorf("%.80s: %v, want a JSON-RPC error %v with id null", line, got, code)
+		}
+	}
+	wantError("garbage{", -32700)
+	if got := exchange(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`); got["id"] != 1.0 || got["result"] == nil {
+		t.Fatalf("initialize: %v", got)
+	}
+	wantError(`{"foo":1}`, -32600)
+	wantError(`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`, -32600)
+	wantError(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"`+strings.Repeat("x", 2<<20)+`"}}`, -32600)
+	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	got := exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	if res, _ := got["result"].(map[string]any); got["id"] != 4.0 || res == nil || len(res["tools"].([]any)) != 2 {
+		t.Errorf("tools/list after the bad lines: %v", got)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("serve --stdio after its input ended: %v\nstderr:\n%s", err, stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockhq/airlock/internal/lines"
 	"io"
 	"os"
 	"strconv"
@@ -164,7 +165,7 @@ func readLines(r io.Reader) <-chan line {
 		defer close(ch)
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
-			text, long, err := readLine(br, maxShellLine)
+			text, long, err := lines.Read(br, maxShellLine)
 			if long {
 				ch <- line{long: true}
 			} else if text != nil {
@@ -179,35 +180,6 @@ func readLines(r io.Reader) <-chan line {
 		}
 	}()
 	return ch
-}
-
-// readLine reads one line, without its end (\n or \r\n), or what is
-// left at the end of the input (nil for nothing). A line of more than max
-// bytes is read to its end and not kept: long.
-func readLine(br *bufio.Reader, max int) (text []byte, long bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !long {
-			text = append(text, chunk...)
-			if long = len(text) > max+len("\r\n"); long {
-				text = nil
-			}
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if long {
-			return nil, true, err
-		}
-		if err != nil && len(text) == 0 {
-			return nil, false, err
-		}
-		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
-		if len(text) > max {
-			return nil, true, err
-		}
-		return text, false, err
-	}
 }
 
 type shell struct {
