@@ -1,7 +1,9 @@
 package airlock
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,6 +77,26 @@ type Error struct {
 func (e *Error) Error() string { return e.Msg }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Reason says why a call that was sent ended without a usable answer (an
+// outcome_unknown, a connection_error), in Airlock's words alone: for a
+// client's model, which must not read what the server wrote on its way
+// out, as Msg may quote it for a person.
+func (e *Error) Reason() string {
+	switch {
+	case errors.Is(e, errInputRounds):
+		return "the server asked for input more often than limits.max_input_rounds allows, and the call was stopped"
+	case errors.Is(e, errTimeout):
+		return "no answer came within the server's request_timeout"
+	case errors.Is(e, errTooLong):
+		return "it ran longer than the server's max_call_duration"
+	case errors.Is(e, context.Canceled):
+		return "it was cancelled"
+	case errors.Is(e, mcp.ErrSessionMissing):
+		return "the server's session was gone"
+	}
+	return "the server broke off, or gave no usable answer"
+}
 
 func newError(kind Kind, server, tool string, cause error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Server: server, Tool: tool, Msg: fmt.Sprintf(format, args...), Err: cause}

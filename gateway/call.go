@@ -170,12 +170,15 @@ func result(ctx context.Context, name string, r *airlock.Result) (*mcp.CallToolR
 // way out (its stderr, a malformed line), which is for the operator (the
 // audit trail, airlock recovery show), never for the client's model.
 func unknownText(r *airlock.Result) string {
-	server := "its server"
-	if r.Err != nil && r.Err.Server != "" {
-		server = "server " + r.Err.Server
+	server, reason := "its server", "the server broke off, or gave no usable answer"
+	if r.Err != nil {
+		reason = r.Err.Reason()
+		if r.Err.Server != "" {
+			server = "server " + r.Err.Server
+		}
 	}
-	return fmt.Sprintf("The outcome of this call is unknown: it was sent to %s, and no usable answer came (it timed out, was cancelled, or the server broke off; airlock audit has the details, trace %s). Do not repeat the call blindly: it may already have taken effect.",
-		server, r.TraceID)
+	return fmt.Sprintf("The outcome of this call is unknown: it was sent to %s, and %s (airlock audit has the details, trace %s). Do not repeat the call blindly: it may already have taken effect.",
+		server, reason, r.TraceID)
 }
 
 // loginNeeded is the text of an auth_required result: the login a person

@@ -387,7 +387,7 @@ func TestBusyAndTimeouts(t *testing.T) {
 		}
 		id, _ := res.Meta["airlock/recovery_id"].(string)
 		txt := resultText(res)
-		for _, want := range []string{"outcome of this call is unknown", "Do not repeat the call blindly", "Recovery id: " + id} {
+		for _, want := range []string{"outcome of this call is unknown", "request_timeout", "Do not repeat the call blindly", "Recovery id: " + id} {
 			if id == "" || !strings.Contains(txt, want) {
 				t.Errorf("outcome_unknown text %q (recovery id %q), want it to contain %q", txt, id, want)
 			}

@@ -134,6 +134,31 @@ func (e *env) serve(o *options, _ []string) error {
 		opts.Elicit, opts.Roots = g.Elicit, g.Roots
 		return nil
 	}
+	// Over HTTP the address is taken first, so that a port in use is said
+	// at once, and probes are answered while the servers start (/healthz
+	// 200, everything else 503).
+	var early *handoff
+	stopStarting := func() {}
+	if o.httpAddr != "" {
+		cfg, err := checked()
+		if err != nil {
+			return err
+		}
+		ln, host, err := listen(o.httpAddr)
+		if err != nil {
+			return err
+		}
+		if cfg.Serve.Auth == nil && !egress.IsLoopbackHost(host) {
+			// The name resolved to an address that is not loopback.
+			ln.Close()
+			return notLoopback(o.httpAddr, host)
+		}
+		early = newHandoff(ln)
+		defer early.close()
+		stopStarting = serveStarting(early.phase(false))
+		fmt.Fprintf(e.stderr, "airlock: listening on http://%s; starting the servers (/healthz answers 200, /readyz 503 until they are up)\n", ln.Addr())
+		defer func() { stopStarting() }()
+	}
 	s, err := e.openSession(&o.common)
 	if err != nil {
 		return err
@@ -164,15 +189,9 @@ func (e *env) serve(o *options, _ []string) error {
 		}
 		return g.ServeStdio(e.ctx, in, nopWriteCloser{e.stdout})
 	}
-	ln, host, err := listen(o.httpAddr)
-	if err != nil {
-		return err
-	}
-	if auth == nil && !egress.IsLoopbackHost(host) {
-		// The name resolved to an address that is not loopback.
-		ln.Close()
-		return notLoopback(o.httpAddr, host)
-	}
+	stopStarting()
+	stopStarting = func() {}
+	ln := early.phase(true)
 	fmt.Fprintf(e.stderr, "airlock: serving MCP at http://%s%s (Ctrl-C or SIGTERM to stop)\n", ln.Addr(), gateway.Endpoint)
 	if pages != nil {
 		fmt.Fprintf(e.stderr, "airlock: console at http://%s%s\n", ln.Addr(), console.Prefix)

@@ -467,3 +467,66 @@ func TestServeStdioBadLines(t *testing.T) {
 		t.Errorf("serve --stdio after its input ended: %v\nstderr:\n%s", err, stderr)
 	}
 }
+
+var listeningOn = regexp.MustCompile(`listening on (http://\S+);`)
+
+// TestServeAnswersProbesWhileStarting: serve --http takes its address
+// before its servers start, and answers probes meanwhile: /healthz 200,
+// /readyz and /mcp 503 with Retry-After; once the servers are up (one
+// failed: it never answered within its connect_timeout), /readyz is 200.
+func TestServeAnswersProbesWhileStarting(t *testing.T) {
+	dir := workdir(t)
+	cfg := serveConfig(t, dir)
+	data, _ := os.ReadFile(cfg)
+	writeFile(t, cfg, strings.Replace(string(data), "policy:", `  - id: mute
+    command: sleep
+    args: ["60"]
+    allowed_tools: ["*"]
+    connect_timeout: 5s
+policy:`, 1))
+	cmd := exec.Command(airlockBin, "serve", "--http", "127.0.0.1:0", "--config", cfg)
+	cmd.Dir = dir
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(pipe)
+	var base string
+	for base == "" && lines.Scan() {
+		if m := listeningOn.FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+		} else if servingAt.MatchString(lines.Text()) {
+			t.Fatal("serving before saying where it listens")
+		}
+	}
+	if base == "" {
+		t.Fatal("no address on stderr")
+	}
+	get := func(path string) (int, http.Header) {
+		t.Helper()
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz while starting: %d, want 200", code)
+	}
+	for _, path := range []string{"/readyz", "/mcp"} {
+		if code, h := get(path); code != 503 || h.Get("Retry-After") == "" {
+			t.Errorf("%s while starting: %d (Retry-After %q), want 503 with Retry-After", path, code, h.Get("Retry-After"))
+		}
+	}
+	for lines.Scan() && !servingAt.MatchString(lines.Text()) {
+	}
+	if code, _ := get("/readyz"); code != 200 {
+		t.Errorf("/readyz once serving: %d, want 200", code)
+	}
+	go io.Copy(io.Discard, pipe)
+}
