@@ -171,7 +171,7 @@ func (g *Gateway) runAsking(ctx context.Context, ex *exchange, who caller, a ask
 	case a.any() && a.modern:
 		return g.park(ctx, ex, who, a, run, finish)
 	case a.any():
-		return finish(ctx, run(ctx, a.askSession(ex.session)))
+		return finish(ctx, run(ctx, a.askSession(ctx, ex.session)))
 	}
 	return finish(ctx, run(ctx, a.decline()))
 }
@@ -198,9 +198,15 @@ func (k askers) onGet(g *airlock.PromptGet) {
 
 // askSession returns the askers of a request of a 2025-11-25 client: each
 // question is a request on the client's session, made in the context of
-// the client's own request.
-func (a asking) askSession(ss *mcp.ServerSession) askers {
+// the client's own request (req), so that it goes on that request's
+// stream (a client need not listen on a stream of its own), and ends
+// with it.
+func (a asking) askSession(req context.Context, ss *mcp.ServerSession) askers {
 	return a.via(func(ctx context.Context, _ string, _ int, p mcp.InputRequest) (mcp.InputResponse, error) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(req, cancel)()
+		ctx = requestValues{ctx, req}
 		switch p := p.(type) {
 		case *mcp.ElicitParams:
 			return ss.Elicit(ctx, p)
@@ -211,6 +217,21 @@ func (a asking) askSession(ss *mcp.ServerSession) askers {
 		}
 		return nil, fmt.Errorf("cannot ask %T", p)
 	})
+}
+
+// requestValues is a question's context with the values of the client's
+// request (req) where its own has none: the SDK finds there which request
+// the question belongs to, and so which stream it goes on.
+type requestValues struct {
+	context.Context
+	req context.Context
+}
+
+func (c requestValues) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.req.Value(key)
 }
 
 // via returns the askers that put the server's questions to the client

@@ -3,9 +3,11 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -75,6 +77,23 @@ func addAskTools(s *mcp.Server) {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"color": name("color", "color")}, RequestState: "round=2;name=" + n}, nil
 		}
 		return &mcp.CallToolResult{Content: text(strings.TrimPrefix(state, "round=2;name=") + " likes " + accepted(req, "color", "color"))}, nil
+	})
+	// ask_legacy asks for a name, then a color, with elicitation/create
+	// requests (2025-11-25), and says both.
+	s.AddTool(&mcp.Tool{Name: "ask_legacy", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var got []string
+		for _, prop := range []string{"name", "color"} {
+			r, err := req.Session.Elicit(ctx, name(prop, prop))
+			if err != nil {
+				return nil, err
+			}
+			if r.Action != "accept" {
+				return &mcp.CallToolResult{IsError: true, Content: text(prop + ": " + r.Action)}, nil
+			}
+			v, _ := r.Content[prop].(string)
+			got = append(got, v)
+		}
+		return &mcp.CallToolResult{Content: text(got[0] + " likes " + got[1])}, nil
 	})
 	// later works for a second, then asks for a name, and greets it.
 	s.AddTool(&mcp.Tool{Name: "later", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -193,7 +212,7 @@ func startAsksWith(t *testing.T, more string, opts *gateway.Options) *fixture {
   - id: w
     command: %q
     env: {%s: asks, %s: %q}
-    allowed_tools: [needs_sampling, keyed, both, three, later, twice]
+    allowed_tools: [needs_sampling, keyed, both, three, later, twice, ask_legacy]
     allowed_prompts: [rooted]
     tool_prefix: ""
     sampling: allow
@@ -450,5 +469,93 @@ func TestRootsInOneRoundWithTheRest(t *testing.T) {
 				t.Fatalf("round 2: %+v, %v; want %q", last, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestSessionQuestionsOnTheCallsStream: a 2025-11-25 client that never
+// opened a stream of its own (no GET) is asked the server's questions on
+// its tools/call's own stream, and answers them with POSTs; the server
+// too speaks 2025-11-25, and asks with elicitation/create requests.
+func TestSessionQuestionsOnTheCallsStream(t *testing.T) {
+	f := startAsksWith(t, "    protocol_versions: [\"2025-11-25\"]\n", nil)
+	session := ""
+	send := func(body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if session = resp.Header.Get("Mcp-Session-Id"); session == "" {
+		t.Fatalf("initialize: %s, no session", resp.Status)
+	}
+	resp = send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+
+	call := send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_legacy","arguments":{}}}`)
+	defer call.Body.Close()
+	if ct := call.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		t.Fatalf("tools/call answered %s with %s, want a stream", call.Status, ct)
+	}
+	events := make(chan map[string]any)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(call.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var msg map[string]any
+				if json.Unmarshal([]byte(data), &msg) == nil {
+					events <- msg
+				}
+			}
+		}
+	}()
+	answers := map[string]string{"name": "Ada", "color": "blue"}
+	for {
+		var msg map[string]any
+		select {
+		case m, ok := <-events:
+			if !ok {
+				t.Fatal("the call's stream ended without its result")
+			}
+			msg = m
+		case <-time.After(30 * time.Second):
+			t.Fatal("nothing on the call's stream for 30 s: the question went elsewhere")
+		}
+		if msg["method"] == "elicitation/create" {
+			params, _ := msg["params"].(map[string]any)
+			props, _ := params["requestedSchema"].(map[string]any)["properties"].(map[string]any)
+			content := map[string]any{}
+			for prop := range props {
+				content[prop] = answers[prop]
+			}
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg["id"], "result": map[string]any{"action": "accept", "content": content}})
+			r := send(string(b))
+			r.Body.Close()
+			continue
+		}
+		if msg["id"] != 2.0 {
+			continue
+		}
+		res, _ := msg["result"].(map[string]any)
+		content, _ := res["content"].([]any)
+		if len(content) != 1 || content[0].(map[string]any)["text"] != "Ada likes blue" {
+			t.Errorf("the call's result: %v, want Ada likes blue", msg)
+		}
+		return
 	}
 }

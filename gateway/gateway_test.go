@@ -279,14 +279,14 @@ func TestListAndCallBothEras(t *testing.T) {
 		for _, tool := range list.Tools {
 			names = append(names, tool.Name)
 		}
-		want := "b__wait b__wait_write w__badout w__crash w__echo w__fail w__note w__wait w__wait_write"
+		want := "b__wait b__wait_write w__badout w__crash w__crash_write w__echo w__fail w__note w__wait w__wait_write"
 		if got := strings.Join(names, " "); got != want {
 			t.Errorf("tools = %s, want %s", got, want)
 		}
 		for _, tool := range list.Tools {
 			// The server claims nothing; policy classifies all but
-			// note and wait_write as reads.
-			read := !strings.HasSuffix(tool.Name, "__note") && !strings.HasSuffix(tool.Name, "__wait_write")
+			// note, wait_write and crash_write as reads.
+			read := !strings.HasSuffix(tool.Name, "__note") && !strings.HasSuffix(tool.Name, "_write")
 			if tool.Annotations == nil || tool.Annotations.ReadOnlyHint != read {
 				t.Errorf("%s: annotations %+v, want readOnlyHint %v (local policy's effect)", tool.Name, tool.Annotations, read)
 			}
