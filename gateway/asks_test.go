@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -478,34 +477,7 @@ func TestRootsInOneRoundWithTheRest(t *testing.T) {
 // too speaks 2025-11-25, and asks with elicitation/create requests.
 func TestSessionQuestionsOnTheCallsStream(t *testing.T) {
 	f := startAsksWith(t, "    protocol_versions: [\"2025-11-25\"]\n", nil)
-	session := ""
-	send := func(body string) *http.Response {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
-	resp := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"raw","version":"1"}}}`)
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if session = resp.Header.Get("Mcp-Session-Id"); session == "" {
-		t.Fatalf("initialize: %s, no session", resp.Status)
-	}
-	resp = send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	resp.Body.Close()
-
+	send := rawSession(t, f, `{"elicitation":{"form":{}}}`)
 	call := send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_legacy","arguments":{}}}`)
 	defer call.Body.Close()
 	if ct := call.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {

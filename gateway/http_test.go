@@ -331,3 +331,66 @@ func TestRequestsNotLoggedAsSessions(t *testing.T) {
 		}
 	}
 }
+
+// rawSession opens a 2025-11-25 session on f's endpoint by hand, declaring
+// the client capabilities caps (a JSON object), and returns what POSTs a
+// message on it, with the headers of the session and its era.
+func rawSession(t *testing.T, f *fixture, caps string) (send func(body string) *http.Response) {
+	t.Helper()
+	session := ""
+	send = func(body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"raw","version":"1"}}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if session = resp.Header.Get("Mcp-Session-Id"); session == "" {
+		t.Fatalf("initialize: %s, no session", resp.Status)
+	}
+	resp = send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	return send
+}
+
+// TestSessionUnknownMethod: in a 2025-11-25 session, a request for a
+// method the gateway does not serve is answered with JSON-RPC error
+// -32601 for its id, as JSON, not with an HTTP error in plain text; the
+// session goes on.
+func TestSessionUnknownMethod(t *testing.T) {
+	f := start(t, "", nil)
+	send := rawSession(t, f, `{}`)
+	for _, method := range []string{"foo/bar", "sampling/createMessage"} {
+		resp := send(`{"jsonrpc":"2.0","id":5,"method":"` + method + `","params":{}}`)
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var msg struct {
+			ID    int
+			Error struct{ Code int }
+		}
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") ||
+			json.Unmarshal(data, &msg) != nil || msg.ID != 5 || msg.Error.Code != -32601 {
+			t.Errorf("%s: %s %s %s, want 200 and a JSON-RPC error -32601 for id 5", method, resp.Status, resp.Header.Get("Content-Type"), data)
+		}
+	}
+	resp := send(`{"jsonrpc":"2.0","id":6,"method":"ping"}`)
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(data), `"id":6`) {
+		t.Errorf("ping after them: %s %s", resp.Status, data)
+	}
+}

@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
@@ -200,7 +202,7 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		sess.busy()
 		defer sess.idleAgain(s.idle)
-		sess.t.ServeHTTP(w, r)
+		sess.t.ServeHTTP(&notHandled{ResponseWriter: w, body: body}, r)
 	case http.MethodGet:
 		if _, stream := accepts(r.Header.Values("Accept")); !stream {
 			http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
@@ -584,3 +586,53 @@ func owner(r *http.Request) string {
 	}
 	return ""
 }
+
+// notHandled passes a session's answers on, but for the SDK's refusal of a
+// request for a method nobody serves (HTTP 400, text/plain "JSON RPC not
+// handled: …"): a JSON-RPC request is answered with JSON-RPC, so that one
+// becomes error -32601 (method not found) for the request's id, as
+// application/json.
+type notHandled struct {
+	http.ResponseWriter
+	body []byte
+	held bool // a 400 in plain text: its body decides
+}
+
+func (n *notHandled) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(n.Header().Get("Content-Type"), "text/plain") {
+		n.held = true
+		return
+	}
+	n.ResponseWriter.WriteHeader(code)
+}
+
+func (n *notHandled) Write(p []byte) (int, error) {
+	if !n.held {
+		return n.ResponseWriter.Write(p)
+	}
+	n.held = false
+	msg, _ := jsonrpc.DecodeMessage(n.body)
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || !bytes.HasPrefix(p, []byte("JSON RPC not handled")) {
+		n.ResponseWriter.WriteHeader(http.StatusBadRequest)
+		return n.ResponseWriter.Write(p)
+	}
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+		Message: fmt.Sprintf("Method not found: %q", req.Method)}})
+	if err != nil {
+		return 0, err
+	}
+	n.Header().Set("Content-Type", "application/json")
+	n.Header().Del("X-Content-Type-Options")
+	n.ResponseWriter.WriteHeader(http.StatusOK)
+	n.ResponseWriter.Write(data)
+	return len(p), nil
+}
+
+func (n *notHandled) Flush() {
+	if f, ok := n.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (n *notHandled) Unwrap() http.ResponseWriter { return n.ResponseWriter }
