@@ -373,6 +373,7 @@ func TestShellJSON(t *testing.T) {
 		`{"id":5,"cmd":"call","name":"workspace__read_file","args":{"path":"hello.txt","path":"x"}}`,
 		`not json`,
 		`{"id":6,"cmd":"fly"}`,
+		`{"id":9,"cmd":"approve"}`,
 		`{"id":7,"cmd":"quit"}`,
 		`{"id":8,"cmd":"tools"}`,
 	}, "\n")
@@ -393,6 +394,7 @@ func TestShellJSON(t *testing.T) {
 		{`4`, "generation", float64(1)},
 		{`5`, "status", "invalid_arguments"},
 		{`6`, "error", `unknown cmd "fly": use tools, status, call, resources, read, prompts, prompt, complete, subscribe, unsubscribe, approve, deny, answer, turn or quit`},
+		{`9`, "error", `approve needs "name": the approval request's id (apr_…)`},
 	}
 	for _, c := range checks {
 		if got := byID[c.id][c.key]; got != c.want {
@@ -405,8 +407,8 @@ func TestShellJSON(t *testing.T) {
 	if e, _ := byID["null"]["error"].(string); !strings.Contains(e, "not a valid JSON command") {
 		t.Errorf("bad line reply = %v", byID["null"])
 	}
-	if _, ok := byID["8"]; ok || len(lines) != 7 {
-		t.Errorf("got %d replies (%v), want 7 and nothing after quit", len(lines), lines)
+	if _, ok := byID["8"]; ok || len(lines) != 8 {
+		t.Errorf("got %d replies (%v), want 8 and nothing after quit", len(lines), lines)
 	}
 }
 

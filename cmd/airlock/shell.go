@@ -358,6 +358,10 @@ func (s *shell) handleJSON(text []byte) bool {
 		s.reply(cmd.ID, map[string]any{"snapshot": s.snap.ID(), "generation": s.snap.Generation()})
 	case "approve", "deny":
 		// The approval request's id goes in "name".
+		if cmd.Name == "" {
+			s.reply(cmd.ID, map[string]string{"error": cmd.Cmd + ` needs "name": the approval request's id (apr_…)`})
+			return true
+		}
 		if err := s.host.h.Decide(s.ctx, cmd.Name, cmd.Cmd == "approve", whoami(), "from the shell"); err != nil {
 			s.reply(cmd.ID, map[string]string{"error": err.Error()})
 			return true
