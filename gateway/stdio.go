@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/internal/lines"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ServeStdio serves one client on in and out (a process's stdin and

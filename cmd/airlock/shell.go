@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlockhq/airlock/internal/lines"
 	"io"
 	"os"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/auth/oauth"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/lines"
 )
 
 const shellHelp = `commands, one per line:
