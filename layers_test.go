@@ -15,11 +15,11 @@ const module = "github.com/airlockhq/airlock"
 // import (ARCHITECTURE.md). A package not listed may import none.
 var allowedImports = map[string][]string{
 	"":                          {"auth/egress", "auth/oauth", "auth/secrets", "config", "internal/artifact", "internal/audit", "internal/canonical", "internal/catalog", "internal/redact", "internal/schema", "internal/telemetry", "internal/upstream", "internal/worktree", "metrics", "policy", "store", "store/postgres", "store/sqlite"},
-	"cmd/airlock":               {"", "agent", "auth/bearer", "auth/egress", "auth/oauth", "config", "console", "gateway", "metrics", "servers/issues", "servers/workspace", "store"},
+	"cmd/airlock":               {"", "agent", "auth/bearer", "auth/egress", "auth/oauth", "config", "console", "gateway", "internal/lines", "metrics", "servers/issues", "servers/workspace", "store"},
 	"agent":                     {"", "config", "store"},
 	"console":                   {"", "config", "store"},
 	"agent/agenttest":           nil,
-	"gateway":                   {"", "auth/bearer", "config", "metrics", "policy", "store"},
+	"gateway":                   {"", "auth/bearer", "config", "internal/lines", "metrics", "policy", "store"},
 	"bench/callbench":           {"", "agent", "config", "store"},
 	"conformance/client":        {"", "auth/oauth", "auth/secrets", "config", "internal/testenv"},
 	"conformance/taskserver":    {},
@@ -28,6 +28,7 @@ var allowedImports = map[string][]string{
 	"internal/worktree":         {"internal/upstream"},
 	"config":                    {"auth/egress"},
 	"internal/schema":           nil,
+	"internal/lines":            nil,
 	"metrics":                   nil,
 	"internal/artifact":         nil,
 	"internal/testenv":          nil,
