@@ -19,7 +19,17 @@ import (
 // changed by edit (which may be nil), and returns the status and body.
 func post(t *testing.T, f *fixture, era, body string, edit func(*http.Request)) (int, http.Header, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
+	req := newPost(t, f.url, era, body)
+	if edit != nil {
+		edit(req)
+	}
+	return do(t, req)
+}
+
+// newPost is a POST of body to url as a client of era sends it.
+func newPost(t *testing.T, url, era, body string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +51,7 @@ func post(t *testing.T, f *fixture, era, body string, edit func(*http.Request)) 
 			}
 		}
 	}
-	if edit != nil {
-		edit(req)
-	}
-	return do(t, req)
+	return req
 }
 
 func do(t *testing.T, req *http.Request) (int, http.Header, string) {
@@ -340,12 +347,7 @@ func rawSession(t *testing.T, f *fixture, caps string) (send func(body string) *
 	session := ""
 	send = func(body string) *http.Response {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, f.url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		req := newPost(t, f.url, "", body)
 		if session != "" {
 			req.Header.Set("Mcp-Session-Id", session)
 			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")

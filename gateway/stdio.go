@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -21,7 +20,7 @@ import (
 // flight get up to the drain timeout to finish before the session closes.
 // Nothing but MCP messages is written to out.
 func (g *Gateway) ServeStdio(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
-	w := &lineWriter{w: out}
+	w := &lineWriter{Writer: lines.Writer{W: out}, c: out}
 	t := &mcp.IOTransport{Reader: guardLines(in, w, int(g.opts.MaxBodyBytes)), Writer: w, MaxLineLength: int(g.opts.MaxBodyBytes)}
 	ss, err := g.server.Connect(context.WithoutCancel(ctx), t, nil)
 	if err != nil {
@@ -102,17 +101,11 @@ func refuseLine(text []byte, long bool, max int) []byte {
 // A lineWriter writes each message to w in one piece, whichever
 // goroutine writes it: the session's, or guardLines' answers.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	lines.Writer
+	c io.Closer
 }
 
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lineWriter) Close() error { return l.w.Close() }
+func (l *lineWriter) Close() error { return l.c.Close() }
 
 // closeBoth reads from the pipe, and closes it and the input it is fed from.
 type closeBoth struct {

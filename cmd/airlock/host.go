@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/lines"
 )
 
 //go:embed default.yaml
@@ -330,18 +331,7 @@ func openLog(state string, verbose bool, stderr io.Writer) (*slog.Logger, func()
 	if verbose {
 		w = io.MultiWriter(f, stderr)
 	}
-	return slog.New(slog.NewTextHandler(&lockedWriter{w: w}, nil)), func() { f.Close() }, nil
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return slog.New(slog.NewTextHandler(&lines.Writer{W: w}, nil)), func() { f.Close() }, nil
 }
 
 // progress shows each server's start on a terminal.

@@ -166,6 +166,13 @@ var servingAt = regexp.MustCompile(`serving MCP at (http://\S+/mcp)`)
 // it prints on stderr, and the process (killed when the test ends).
 func startServe(t *testing.T, dir string, args ...string) (string, *exec.Cmd) {
 	t.Helper()
+	return startServeUntil(t, dir, servingAt, args...)
+}
+
+// startServeUntil is startServe, returning the first submatch of re on
+// stderr: the address it is listening on before its servers start, say.
+func startServeUntil(t *testing.T, dir string, re *regexp.Regexp, args ...string) (string, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(airlockBin, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
 	pipe, err := cmd.StderrPipe()
@@ -181,7 +188,7 @@ func startServe(t *testing.T, dir string, args ...string) (string, *exec.Cmd) {
 	var seen []string
 	for url == "" && lines.Scan() {
 		seen = append(seen, lines.Text())
-		if m := servingAt.FindStringSubmatch(lines.Text()); m != nil {
+		if m := re.FindStringSubmatch(lines.Text()); m != nil {
 			url = m[1]
 		}
 	}
@@ -484,28 +491,7 @@ func TestServeAnswersProbesWhileStarting(t *testing.T) {
     allowed_tools: ["*"]
     connect_timeout: 5s
 policy:`, 1))
-	cmd := exec.Command(airlockBin, "serve", "--http", "127.0.0.1:0", "--config", cfg)
-	cmd.Dir = dir
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := bufio.NewScanner(pipe)
-	var base string
-	for base == "" && lines.Scan() {
-		if m := listeningOn.FindStringSubmatch(lines.Text()); m != nil {
-			base = m[1]
-		} else if servingAt.MatchString(lines.Text()) {
-			t.Fatal("serving before saying where it listens")
-		}
-	}
-	if base == "" {
-		t.Fatal("no address on stderr")
-	}
+	base, _ := startServeUntil(t, dir, listeningOn, "--http", "127.0.0.1:0", "--config", cfg)
 	get := func(path string) (int, http.Header) {
 		t.Helper()
 		resp, err := http.Get(base + path)
@@ -523,10 +509,11 @@ policy:`, 1))
 			t.Errorf("%s while starting: %d (Retry-After %q), want 503 with Retry-After", path, code, h.Get("Retry-After"))
 		}
 	}
-	for lines.Scan() && !servingAt.MatchString(lines.Text()) {
+	deadline := time.Now().Add(time.Minute)
+	for code, _ := get("/readyz"); code != 200; code, _ = get("/readyz") {
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz is still %d a minute on, want 200 once the servers are up", code)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	if code, _ := get("/readyz"); code != 200 {
-		t.Errorf("/readyz once serving: %d, want 200", code)
-	}
-	go io.Copy(io.Discard, pipe)
 }

@@ -88,7 +88,7 @@ func (e *env) shell(o *options, _ []string) error {
 	work, cancelWork := context.WithCancel(context.WithoutCancel(e.ctx))
 	defer cancelWork()
 	defer context.AfterFunc(e.ctx, func() { time.AfterFunc(shellDrain, cancelWork) })()
-	sh := &shell{env: e, ctx: work, host: sess, snap: sess.BeginTurn(e.ctx), out: &lockedWriter{w: e.stdout}, col: coloursFor(e.stdout), view: view}
+	sh := &shell{env: e, ctx: work, host: sess, snap: sess.BeginTurn(e.ctx), out: &lines.Writer{W: e.stdout}, col: coloursFor(e.stdout), view: view}
 	if ed != nil {
 		return sh.edit(ed)
 	}
@@ -187,7 +187,7 @@ type shell struct {
 	ctx   context.Context // the calls': see shellDrain
 	host  *session
 	snap  *airlock.Snapshot // the current turn's snapshot
-	out   *lockedWriter
+	out   *lines.Writer
 	col   colours
 	view  *progressView // a call's progress bar, on a terminal; or nil
 	calls workers       // the calls in flight: quit waits for them

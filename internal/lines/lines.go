@@ -1,11 +1,14 @@
 // Package lines reads newline-delimited input, one bounded line at a
 // time: a line longer than the bound is read to its end and passed over,
-// so that the lines after it are read as usual.
+// so that the lines after it are read as usual; and writes lines that
+// several goroutines share.
 package lines
 
 import (
 	"bufio"
 	"bytes"
+	"io"
+	"sync"
 )
 
 // Read reads one line from br, without its end (\n or \r\n), or what is
@@ -35,4 +38,17 @@ func Read(br *bufio.Reader, max int) (text []byte, long bool, err error) {
 		}
 		return text, false, err
 	}
+}
+
+// A Writer passes each Write on to W whole, whichever goroutine makes it,
+// so that lines written by several goroutines do not interleave.
+type Writer struct {
+	mu sync.Mutex
+	W  io.Writer
+}
+
+func (w *Writer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.W.Write(p)
 }
