@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/airlockhq/airlock/internal/schema"
 )
@@ -162,6 +163,13 @@ func (r *InputRequest) content(a *InputAnswer) (map[string]any, error) {
 	for name, d := range r.form.defaults {
 		if _, ok := content[name]; !ok {
 			content[name] = d
+		}
+	}
+	// The server asked for its fields: a field it did not ask for does
+	// not fit, though the schema (which allows more) would let it through.
+	for _, name := range slices.Sorted(maps.Keys(content)) {
+		if _, ok := slices.BinarySearch(r.form.names, name); !ok {
+			return nil, fmt.Errorf("%w: %q is not a field of the form (its fields: %s)", ErrAnswerDoesNotFit, name, strings.Join(r.form.names, ", "))
 		}
 	}
 	if err := r.form.schema.Validate(content); err != nil {

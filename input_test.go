@@ -309,6 +309,9 @@ func TestInputRequestCheck(t *testing.T) {
 		if err := req.Check(&airlock.InputAnswer{Action: "maybe"}); err == nil {
 			t.Error("an unknown action passed")
 		}
+		if err := req.Check(accept(map[string]any{"age": 1, "bogus": 1})); err == nil || !strings.Contains(err.Error(), `"bogus" is not a field of the form`) {
+			t.Errorf("an answer with a field the form lacks: %v", err)
+		}
 		return nil, nil
 	}
 	h := openAsks(t, askConfig(t, "2026-07-28", ""), &airlock.Options{Elicit: check})
@@ -460,13 +463,13 @@ func TestInputOverHTTP(t *testing.T) {
 		srv.ProtocolVersions, srv.ToolPrefix, srv.Sampling = []string{version}, new(string), config.SamplingAsk
 		cfg := devConfig(t, srv)
 		classify(cfg, "asks", "read", "form", "multi", "sample")
-		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 3, "a": "y"})}}
+		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 3}), accept(map[string]any{"a": "y"})}}
 		sampler := func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi"}}, nil
 		}
 		h := openWith(t, cfg, &airlock.Options{Elicit: p.elicit, Sample: sampler})
 		for _, c := range []struct{ tool, args, want string }{
-			{"form", `{}`, `accept {"a":"y","age":3,"color":"green","name":"John Doe","score":95.5}`},
+			{"form", `{}`, `accept {"age":3,"color":"green","name":"John Doe","score":95.5}`},
 			{"multi", `{"rounds":2}`, "answers y,y"},
 			{"sample", `{}`, "sampled hi"},
 		} {
