@@ -208,3 +208,21 @@ func TestAuditFollow(t *testing.T) {
 		t.Errorf("stderr = %q, want it to start with %q", stderr.String(), want)
 	}
 }
+
+// TestGovernanceUnreadableStore: the governance commands exit 3, not 2,
+// when the store cannot be read (here a database file that is not one),
+// and say why.
+func TestGovernanceUnreadableStore(t *testing.T) {
+	dir, _ := auditedProject(t)
+	db := filepath.Join(dir, ".airlock", "airlock.db")
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(db + suffix)
+	}
+	writeFile(t, db, strings.Repeat("not a database\n", 512))
+	for _, args := range [][]string{{"approvals", "list"}, {"recovery", "list"}, {"audit"}, {"audit", "verify"}} {
+		r := runCLI(t, dir, "", args...).want(t, 3)
+		if !strings.Contains(r.stderr, "not a database") {
+			t.Errorf("%s: stderr %q, want it to say why", strings.Join(args, " "), r.stderr)
+		}
+	}
+}

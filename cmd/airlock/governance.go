@@ -41,7 +41,9 @@ func (e *env) configAndStore(c *common, open func(*common, *config.Config) (stor
 func (e *env) openStoreOf(c *common, cfg *config.Config) (store.Store, error) {
 	st, err := airlock.OpenConfiguredStore(cfg, stateDir(c, cfg))
 	if err != nil {
-		return nil, usageError("%v", err)
+		// The store cannot be read or reached: exit 3, as docs/cli.md
+		// gives for the governance commands (2 is for the command line).
+		return nil, &exitError{code: exitServer, msg: err.Error()}
 	}
 	// Calls left open by a process that died are unknown now; the store
 	// knows which writers are still alive.
