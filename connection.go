@@ -362,10 +362,26 @@ func dialContext(ctx context.Context, d time.Duration) (context.Context, context
 // that server still waits for a login, or nil. Of several such servers,
 // the one with the longest prefix, then the first by id, is named.
 func (s *Snapshot) loginPending(name string) *server {
+	return s.serverOf(name, func(srv *server, _ string) bool { return srv.getStatus().Status == StatusAuthRequired })
+}
+
+// notRunning returns the failed server that would offer the tool name (it
+// starts with the server's prefix, and allowed_tools has the rest), or
+// nil: its tools are out of the catalog while it is down.
+func (s *Snapshot) notRunning(name string) *server {
+	return s.serverOf(name, func(srv *server, tool string) bool {
+		return srv.getStatus().Status == StatusFailed && srv.cfg.Allows(tool)
+	})
+}
+
+// serverOf returns the server whose tools' local names name would be one
+// of, for which ok holds (given the rest of name), or nil. Of several, the
+// one with the longest prefix, then the first by id, is named.
+func (s *Snapshot) serverOf(name string, ok func(srv *server, tool string) bool) *server {
 	var found *server
 	for _, srv := range s.servers {
 		prefix := srv.cfg.LocalPrefix()
-		if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) || srv.getStatus().Status != StatusAuthRequired {
+		if !strings.HasPrefix(name, prefix) || len(name) == len(prefix) || !ok(srv, name[len(prefix):]) {
 			continue
 		}
 		if found == nil || len(prefix) > len(found.cfg.LocalPrefix()) ||

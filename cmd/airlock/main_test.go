@@ -309,6 +309,15 @@ func TestFailedServer(t *testing.T) {
 	if !strings.Contains(r.stdout, "failed") || !strings.Contains(r.stderr, "no-such-server") {
 		t.Errorf("status output:\n%s\n%s", r.stdout, r.stderr)
 	}
+	// A call of a tool the failed server would offer is a connection
+	// error (exit 3) that says why, not a tool that does not exist; a
+	// name that no allowed tool of any server has is still unknown.
+	r = runCLI(t, dir, "", "call", "broken__anything", "--json").want(t, 3)
+	if out := decode(t, r.stdout); out["status"] != "connection_error" || !strings.Contains(r.stdout, "server broken is not running") ||
+		!strings.Contains(r.stdout, "no-such-server") {
+		t.Errorf("a call of the failed server's tool: %s", r.stdout)
+	}
+	runCLI(t, dir, "", "call", "ws__write_file", "--json").want(t, 1)
 }
 
 func TestMCPServersJSON(t *testing.T) {
