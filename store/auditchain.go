@@ -212,16 +212,18 @@ func (k ChainKey) valid(e ChainEntry) bool {
 
 // Base returns the link a backend's Append continues the chain from, given
 // the head record (nil if there is none) and the newest chained event's
-// link (the zero ChainLink if there is none). When the two disagree it
+// link (the zero ChainLink if there is none), and whether the trail was
+// chained before (ChainBegun). When the two disagree, or a trail chained
+// before has neither, it
 // also returns the EventChainBreak event to append first, at now: the head
 // was deleted, edited, or rolled back behind the events. A head ahead of
 // the events (the newest events deleted) is continued from, so that the
 // gap stays in the chain for VerifyChain to report.
-func (k ChainKey) Base(head *ChainHead, last ChainLink, now time.Time) (ChainLink, *Event) {
+func (k ChainKey) Base(head *ChainHead, last ChainLink, begun bool, now time.Time) (ChainLink, *Event) {
 	if head != nil && hmac.Equal(head.Seal, k.seal(head.N, head.Sum)) && head.N > last.N {
 		return ChainLink{N: head.N, Sum: head.Sum}, nil
 	}
-	kind, detail := k.headBreak(head, last)
+	kind, detail := k.headBreak(head, last, begun)
 	if kind == "" {
 		return last, nil
 	}
@@ -229,9 +231,12 @@ func (k ChainKey) Base(head *ChainHead, last ChainLink, now time.Time) (ChainLin
 }
 
 // headBreak compares the head record with the newest verified link and
-// says what is wrong, or returns "" if they agree.
-func (k ChainKey) headBreak(head *ChainHead, last ChainLink) (BreakKind, string) {
+// says what is wrong, or returns "" if they agree. A trail with neither
+// is new, unless it was chained before (begun).
+func (k ChainKey) headBreak(head *ChainHead, last ChainLink, begun bool) (BreakKind, string) {
 	switch {
+	case head == nil && last.N == 0 && begun:
+		return BreakDeleted, "the chain's head record is missing and no event is chained, though this trail was chained before (its key has the mark of it): the chain was stripped from the events, or the chained events were deleted with the head"
 	case head == nil && last.N == 0:
 		return "", ""
 	case head == nil:
@@ -258,12 +263,12 @@ func events(from, to int64) string {
 
 // VerifyChain walks a trail's entries in the order they were appended and
 // reports the first break, with the sealed head record (nil if there is
-// none). Events written before the trail was chained, ahead of the first
+// none) and whether the trail was chained before (ChainBegun). Events written before the trail was chained, ahead of the first
 // chained one, are counted as unchained, not as a break. A chained entry
 // or a head with a nil key is ErrNoChainKey; an error from entries is
 // returned as it is.
-func VerifyChain(key ChainKey, entries iter.Seq2[ChainEntry, error], head *ChainHead) (ChainReport, error) {
-	v := verifier{key: key}
+func VerifyChain(key ChainKey, entries iter.Seq2[ChainEntry, error], head *ChainHead, begun bool) (ChainReport, error) {
+	v := verifier{key: key, begun: begun}
 	for e, err := range entries {
 		if err != nil {
 			return ChainReport{}, err
@@ -283,6 +288,7 @@ func VerifyChain(key ChainKey, entries iter.Seq2[ChainEntry, error], head *Chain
 // A verifier is the state of one walk along a trail.
 type verifier struct {
 	key     ChainKey
+	begun   bool // the trail was chained before (ChainBegun)
 	r       ChainReport
 	err     error
 	started bool      // a chained entry was seen
@@ -375,7 +381,7 @@ func (v *verifier) finish(head *ChainHead) {
 	if v.r.Break != nil {
 		return
 	}
-	kind, detail := v.key.headBreak(head, v.last)
+	kind, detail := v.key.headBreak(head, v.last, v.begun)
 	if kind == "" {
 		return
 	}

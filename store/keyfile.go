@@ -112,3 +112,27 @@ func keyError(what, name string, err error) error {
 	}
 	return fmt.Errorf("%s the audit key %s: %w", what, name, err)
 }
+
+// ChainBegun reports whether the trail whose key is in the file at keyPath
+// was chained before: MarkChainBegun left its mark beside the key once an
+// append had made the chain's head. A trail with the mark and no head nor
+// chained event had its chain stripped, or its chained events deleted
+// with the head: the database alone cannot tell that from a new trail.
+func ChainBegun(keyPath string) bool {
+	_, err := os.Lstat(chainMark(keyPath))
+	return err == nil
+}
+
+// MarkChainBegun leaves the mark ChainBegun looks for, if it is not there.
+// A mark that cannot be made (a key on a read-only mount) leaves the
+// trail as it was: a stripped chain then looks like a new one.
+func MarkChainBegun(keyPath string) error {
+	f, err := os.OpenFile(chainMark(keyPath), os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return keyError("cannot mark the chain begun beside", filepath.Base(keyPath), err)
+	}
+	return f.Close()
+}
+
+// chainMark is the mark's path: the key file's, with ".chained".
+func chainMark(keyPath string) string { return keyPath + ".chained" }

@@ -70,22 +70,7 @@ func TestAuditVerify(t *testing.T) {
 			fmt.Sprintf("The audit trail is broken: inserted at seq %d,", n+1), map[string]any{"kind": "inserted"}, n + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			copyDir := t.TempDir()
-			if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Chmod(filepath.Join(copyDir, ".airlock", "audit.key"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open("sqlite", filepath.Join(copyDir, ".airlock", "airlock.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = db.Exec(tc.sql)
-			db.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			copyDir := tampered(t, dir, tc.sql)
 			r := runCLI(t, copyDir, "", "audit", "verify").want(t, 1)
 			if !strings.HasPrefix(r.stdout, tc.text) {
 				t.Errorf("audit verify = %q, want it to start with %q", r.stdout, tc.text)
@@ -114,6 +99,26 @@ func TestAuditVerify(t *testing.T) {
 		})
 	}
 
+	// Whoever can write the database but not read the key may strip the
+	// whole chain, or delete every event with the head: the mark beside
+	// the key says the trail was chained, and the next append says so in
+	// the trail too.
+	for _, sql := range []string{
+		`UPDATE events SET chain_n = NULL, chain_prev = NULL, chain_sum = NULL; DELETE FROM audit_head`,
+		`DELETE FROM events; DELETE FROM audit_head`,
+	} {
+		copyDir := tampered(t, dir, sql)
+		for _, after := range []string{"", "another append"} {
+			if after != "" {
+				runCLI(t, copyDir, "", "status").want(t, 0)
+			}
+			r := runCLI(t, copyDir, "", "audit", "verify").want(t, 1)
+			if !strings.Contains(r.stdout, "The audit trail is broken: deleted") || !strings.Contains(r.stdout, "stripped") {
+				t.Errorf("%s, then %q: audit verify = %q, want a break that says the chain was stripped", sql, after, r.stdout)
+			}
+		}
+	}
+
 	if err := os.Remove(filepath.Join(dir, ".airlock", "audit.key")); err != nil {
 		t.Fatal(err)
 	}
@@ -121,6 +126,30 @@ func TestAuditVerify(t *testing.T) {
 	if !strings.Contains(r.stderr, "key is missing") {
 		t.Errorf("audit verify without the key: stderr = %q, want it to say the key is missing", r.stderr)
 	}
+}
+
+// tampered copies the project dir and runs the SQL statements stmts on
+// the copy's database, as someone who can write it but not read the key
+// could; it returns the copy.
+func tampered(t *testing.T, dir, stmts string) string {
+	t.Helper()
+	copyDir := t.TempDir()
+	if err := os.CopyFS(copyDir, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(copyDir, ".airlock", "audit.key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(copyDir, ".airlock", "airlock.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(stmts)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return copyDir
 }
 
 // TestAuditNewest: audit shows the newest events, oldest first, as tail

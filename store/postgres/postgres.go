@@ -61,6 +61,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -104,6 +105,7 @@ type DB struct {
 	mu     sync.Mutex
 	sess   *session       // opened by the first Begin, Acquire or Renew
 	key    store.ChainKey // the audit trail's, read by the first Append or Verify
+	marked atomic.Bool    // the mark of a chained trail is beside the key (markChainBegun)
 	closed bool
 }
 

@@ -63,6 +63,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -104,6 +105,7 @@ type DB struct {
 	writer *writerLock    // taken by the first Begin
 	log    *intentLog     // the writer's, made by the first Begin
 	key    store.ChainKey // the audit trail's, read by the first Append or Verify
+	marked atomic.Bool    // the mark of a chained trail is beside the key (markChainBegun)
 	closed bool
 }
 

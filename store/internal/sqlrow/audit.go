@@ -132,9 +132,10 @@ func Append(events []store.Event, key func(create bool) (store.ChainKey, error),
 // Base reads the audit trail's head and newest link by queryRow, which
 // runs a query of one row in the transaction that appends rows, and
 // returns the link rows extend (store.ChainKey.Base) and rows to append:
-// the event that says the chain was broken first, if it was. noRows is
+// the event that says the chain was broken first, if it was; begun is
+// whether the trail was chained before (store.ChainBegun). noRows is
 // the driver's error for no row.
-func Base(key store.ChainKey, queryRow func(query string) Row, noRows error, rows []store.StoredEvent, now time.Time) (store.ChainLink, []store.StoredEvent, error) {
+func Base(key store.ChainKey, begun bool, queryRow func(query string) Row, noRows error, rows []store.StoredEvent, now time.Time) (store.ChainLink, []store.StoredEvent, error) {
 	head, err := Head(queryRow(HeadQuery), noRows)
 	if err != nil {
 		return store.ChainLink{}, nil, err
@@ -143,7 +144,7 @@ func Base(key store.ChainKey, queryRow func(query string) Row, noRows error, row
 	if err != nil {
 		return store.ChainLink{}, nil, err
 	}
-	link, broken := key.Base(head, last, now)
+	link, broken := key.Base(head, last, begun, now)
 	if broken == nil {
 		return link, rows, nil
 	}
@@ -200,8 +201,8 @@ func chainEntries[T any](rows Rows, at func(T) time.Time) iter.Seq2[store.ChainE
 // head with key, as store.VerifyChain does. Its errors begin "verify the
 // audit trail"; that of a chain with no key to check it with says to
 // restore the key file, from a backup, as restore says where it goes.
-func Verify[T any](key store.ChainKey, head *store.ChainHead, rows Rows, at func(T) time.Time, restore string) (store.ChainReport, error) {
-	r, err := store.VerifyChain(key, chainEntries(rows, at), head)
+func Verify[T any](key store.ChainKey, head *store.ChainHead, begun bool, rows Rows, at func(T) time.Time, restore string) (store.ChainReport, error) {
+	r, err := store.VerifyChain(key, chainEntries(rows, at), head, begun)
 	if errors.Is(err, store.ErrNoChainKey) {
 		return r, fmt.Errorf("verify the audit trail: %w: %s, from a backup; without it no link can be checked", err, restore)
 	}
