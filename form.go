@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/airlockhq/airlock/internal/schema"
 )
@@ -165,13 +164,12 @@ func (r *InputRequest) content(a *InputAnswer) (map[string]any, error) {
 			content[name] = d
 		}
 	}
-	// The server asked for its fields: a field it did not ask for does
-	// not fit, though the schema (which allows more) would let it through.
-	for _, name := range slices.Sorted(maps.Keys(content)) {
-		if _, ok := slices.BinarySearch(r.form.names, name); !ok {
-			return nil, fmt.Errorf("%w: %q is not a field of the form (its fields: %s)", ErrAnswerDoesNotFit, name, strings.Join(r.form.names, ", "))
-		}
-	}
+	// The server gets the fields it asked for: others, which a client may
+	// add (and the schema would let through), are left out.
+	maps.DeleteFunc(content, func(name string, _ any) bool {
+		_, asked := slices.BinarySearch(r.form.names, name)
+		return !asked
+	})
 	if err := r.form.schema.Validate(content); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrAnswerDoesNotFit, err)
 	}

@@ -309,9 +309,7 @@ func TestInputRequestCheck(t *testing.T) {
 		if err := req.Check(&airlock.InputAnswer{Action: "maybe"}); err == nil {
 			t.Error("an unknown action passed")
 		}
-		if err := req.Check(accept(map[string]any{"age": 1, "bogus": 1})); err == nil || !strings.Contains(err.Error(), `"bogus" is not a field of the form`) {
-			t.Errorf("an answer with a field the form lacks: %v", err)
-		}
+
 		return nil, nil
 	}
 	h := openAsks(t, askConfig(t, "2026-07-28", ""), &airlock.Options{Elicit: check})
@@ -463,7 +461,9 @@ func TestInputOverHTTP(t *testing.T) {
 		srv.ProtocolVersions, srv.ToolPrefix, srv.Sampling = []string{version}, new(string), config.SamplingAsk
 		cfg := devConfig(t, srv)
 		classify(cfg, "asks", "read", "form", "multi", "sample")
-		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 3}), accept(map[string]any{"a": "y"})}}
+		// One answer for every question: each form's server gets its own
+		// fields of it, and no other.
+		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 3, "a": "y"})}}
 		sampler := func(context.Context, *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hi"}}, nil
 		}
