@@ -74,25 +74,25 @@ func guardLines(in io.ReadCloser, w *lineWriter, max int) io.ReadCloser {
 }
 
 // refuseLine is the JSON-RPC error line that answers a line that is not a
-// message the session can take, or nil.
+// message the session can take, or nil. A message is decoded once here
+// (and again by the SDK); only a line that fails is looked at further.
 func refuseLine(text []byte, long bool, max int) []byte {
-	code, msg := 0, ""
-	switch trimmed := bytes.TrimSpace(text); {
-	case long:
-		code, msg = jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message of more than %d bytes; it was not read", max)
-	case len(trimmed) == 0:
+	trimmed := bytes.TrimSpace(text)
+	if !long && len(trimmed) == 0 {
 		return nil
-	case !json.Valid(trimmed):
-		code, msg = jsonrpc.CodeParseError, "Parse error: the line is not JSON; each line must be one JSON-RPC message"
-	case trimmed[0] == '[':
-		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: a batch; send each JSON-RPC message on a line of its own"
-	default:
-		if _, err := jsonrpc.DecodeMessage(trimmed); err != nil {
-			code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message: "+err.Error()
-		}
 	}
-	if code == 0 {
+	var code int64
+	var msg string
+	if long {
+		code, msg = jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message of more than %d bytes; it was not read", max)
+	} else if _, err := jsonrpc.DecodeMessage(trimmed); err == nil {
 		return nil
+	} else if !json.Valid(trimmed) {
+		code, msg = jsonrpc.CodeParseError, "Parse error: the line is not JSON; each line must be one JSON-RPC message"
+	} else if trimmed[0] == '[' {
+		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: a batch; send each JSON-RPC message on a line of its own"
+	} else {
+		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message: "+err.Error()
 	}
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
 	return append(b, '\n')

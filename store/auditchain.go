@@ -213,7 +213,7 @@ func (k ChainKey) valid(e ChainEntry) bool {
 // Base returns the link a backend's Append continues the chain from, given
 // the head record (nil if there is none) and the newest chained event's
 // link (the zero ChainLink if there is none), and whether the trail was
-// chained before (ChainBegun). When the two disagree, or a trail chained
+// chained before (ChainMark.Begun). When the two disagree, or a trail chained
 // before has neither, it
 // also returns the EventChainBreak event to append first, at now: the head
 // was deleted, edited, or rolled back behind the events. A head ahead of
@@ -263,8 +263,9 @@ func events(from, to int64) string {
 
 // VerifyChain walks a trail's entries in the order they were appended and
 // reports the first break, with the sealed head record (nil if there is
-// none) and whether the trail was chained before (ChainBegun). Events written before the trail was chained, ahead of the first
-// chained one, are counted as unchained, not as a break. A chained entry
+// none) and whether the trail was chained before (ChainMark.Begun).
+// Events written before the trail was chained, ahead of the first chained
+// one, are counted as unchained, not as a break. A chained entry
 // or a head with a nil key is ErrNoChainKey; an error from entries is
 // returned as it is.
 func VerifyChain(key ChainKey, entries iter.Seq2[ChainEntry, error], head *ChainHead, begun bool) (ChainReport, error) {
@@ -288,7 +289,7 @@ func VerifyChain(key ChainKey, entries iter.Seq2[ChainEntry, error], head *Chain
 // A verifier is the state of one walk along a trail.
 type verifier struct {
 	key     ChainKey
-	begun   bool // the trail was chained before (ChainBegun)
+	begun   bool // the trail was chained before (ChainMark.Begun)
 	r       ChainReport
 	err     error
 	started bool      // a chained entry was seen

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // keyLen is a ChainKey's length in bytes, that of an HMAC-SHA256 sum.
@@ -113,25 +115,36 @@ func keyError(what, name string, err error) error {
 	return fmt.Errorf("%s the audit key %s: %w", what, name, err)
 }
 
-// ChainBegun reports whether the trail whose key is in the file at keyPath
-// was chained before: MarkChainBegun left its mark beside the key once an
-// append had made the chain's head. A trail with the mark and no head nor
-// chained event had its chain stripped, or its chained events deleted
-// with the head: the database alone cannot tell that from a new trail.
-func ChainBegun(keyPath string) bool {
+// A ChainMark is the mark, beside the audit trail's key, that the trail
+// was chained: Set leaves it once an append has made the chain's head. A
+// trail with the mark and neither a head nor a chained event had its
+// chain stripped, or its chained events deleted with the head: the
+// database alone cannot tell that from a new trail. The zero value is
+// ready to use; its methods take the key file's path.
+type ChainMark struct {
+	once sync.Once
+	set  atomic.Bool
+}
+
+// Begun reports whether the trail was chained before: the mark is there.
+func (m *ChainMark) Begun(keyPath string) bool {
+	if m.set.Load() {
+		return true
+	}
 	_, err := os.Lstat(chainMark(keyPath))
 	return err == nil
 }
 
-// MarkChainBegun leaves the mark ChainBegun looks for, if it is not there.
-// A mark that cannot be made (a key on a read-only mount) leaves the
-// trail as it was: a stripped chain then looks like a new one.
-func MarkChainBegun(keyPath string) error {
-	f, err := os.OpenFile(chainMark(keyPath), os.O_CREATE|os.O_WRONLY, 0o600)
-	if err != nil {
-		return keyError("cannot mark the chain begun beside", filepath.Base(keyPath), err)
-	}
-	return f.Close()
+// Set leaves the mark, trying once in the process's life: a mark that
+// cannot be made (a key on a read-only mount) leaves the trail as it was,
+// where a stripped chain looks like a new one.
+func (m *ChainMark) Set(keyPath string) {
+	m.once.Do(func() {
+		if f, err := os.OpenFile(chainMark(keyPath), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+			f.Close()
+			m.set.Store(true)
+		}
+	})
 }
 
 // chainMark is the mark's path: the key file's, with ".chained".

@@ -41,7 +41,7 @@ func (a audit) appendIn(ctx context.Context, key store.ChainKey, rows []store.St
 			return err
 		}
 		queryRow := func(query string) sqlrow.Row { return tx.QueryRow(ctx, query) }
-		link, rows, err := sqlrow.Base(key, a.db.chainBegun(), queryRow, pgx.ErrNoRows, rows, now)
+		link, rows, err := sqlrow.Base(key, a.db.mark.Begun(a.db.keyFile), queryRow, pgx.ErrNoRows, rows, now)
 		if err != nil {
 			return err
 		}
@@ -67,22 +67,12 @@ ON CONFLICT (id) DO UPDATE SET n = excluded.n, sum = excluded.sum, seal = exclud
 	if err != nil {
 		return fmt.Errorf("append %s: cannot write the audit trail: %w", rows[0].Event.Event, err)
 	}
-	a.db.markChainBegun()
+	a.db.mark.Set(a.db.keyFile)
 	return nil
 }
 
 func readHead(ctx context.Context, q querier) (*store.ChainHead, error) {
 	return sqlrow.Head(q.QueryRow(ctx, sqlrow.HeadQuery), pgx.ErrNoRows)
-}
-
-// chainBegun reports whether the trail was chained before (store.ChainBegun).
-func (db *DB) chainBegun() bool { return db.marked.Load() || store.ChainBegun(db.keyFile) }
-
-// markChainBegun leaves the mark of a chained trail beside the key, once.
-func (db *DB) markChainBegun() {
-	if !db.marked.Load() && store.MarkChainBegun(db.keyFile) == nil {
-		db.marked.Store(true)
-	}
 }
 
 // auditKey returns the audit trail's key, read from its file the first
@@ -160,5 +150,5 @@ func (a audit) Verify(ctx context.Context) (store.ChainReport, error) {
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
 	defer rows.Close()
-	return sqlrow.Verify(key, head, a.db.chainBegun(), rows, utc, "put the audit key file back (the file every replica is given)")
+	return sqlrow.Verify(key, head, a.db.mark.Begun(a.db.keyFile), rows, utc, "put the audit key file back (the file every replica is given)")
 }

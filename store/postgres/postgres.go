@@ -61,7 +61,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,9 +102,9 @@ type DB struct {
 	later store.Later
 
 	mu     sync.Mutex
-	sess   *session       // opened by the first Begin, Acquire or Renew
-	key    store.ChainKey // the audit trail's, read by the first Append or Verify
-	marked atomic.Bool    // the mark of a chained trail is beside the key (markChainBegun)
+	sess   *session        // opened by the first Begin, Acquire or Renew
+	key    store.ChainKey  // the audit trail's, read by the first Append or Verify
+	mark   store.ChainMark // the mark, beside the key, that the trail was chained
 	closed bool
 }
 

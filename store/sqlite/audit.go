@@ -31,7 +31,7 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 			return fmt.Errorf("append: cannot write the audit trail: %w", err)
 		}
 		if err == nil {
-			a.db.markChainBegun()
+			a.db.mark.Set(a.db.keyPath())
 		}
 		return err
 	})
@@ -40,7 +40,7 @@ func (a audit) Append(ctx context.Context, events ...store.Event) error {
 // appendIn appends rows, the events of an Append, in tx.
 func (a audit) appendIn(ctx context.Context, tx *sql.Tx, key store.ChainKey, rows []store.StoredEvent, now time.Time) error {
 	queryRow := func(query string) sqlrow.Row { return a.db.group.queryRow(ctx, tx, query) }
-	link, rows, err := sqlrow.Base(key, a.db.chainBegun(), queryRow, sql.ErrNoRows, rows, now)
+	link, rows, err := sqlrow.Base(key, a.db.mark.Begun(a.db.keyPath()), queryRow, sql.ErrNoRows, rows, now)
 	if err != nil {
 		return fmt.Errorf("append: cannot read the audit trail's chain: %w", err)
 	}
@@ -184,5 +184,5 @@ func (a audit) Verify(ctx context.Context) (store.ChainReport, error) {
 		return store.ChainReport{}, fmt.Errorf("verify the audit trail: %w", err)
 	}
 	defer rows.Close()
-	return sqlrow.Verify(key, head, a.db.chainBegun(), rows, fromMicros, "put "+keyFile+" back beside the database")
+	return sqlrow.Verify(key, head, a.db.mark.Begun(a.db.keyPath()), rows, fromMicros, "put "+keyFile+" back beside the database")
 }

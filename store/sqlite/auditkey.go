@@ -29,13 +29,3 @@ func (db *DB) auditKey(create bool) (store.ChainKey, error) {
 
 // keyPath is the path of the audit trail's key file.
 func (db *DB) keyPath() string { return filepath.Join(filepath.Dir(db.path), keyFile) }
-
-// chainBegun reports whether the trail was chained before (store.ChainBegun).
-func (db *DB) chainBegun() bool { return db.marked.Load() || store.ChainBegun(db.keyPath()) }
-
-// markChainBegun leaves the mark of a chained trail beside the key, once.
-func (db *DB) markChainBegun() {
-	if !db.marked.Load() && store.MarkChainBegun(db.keyPath()) == nil {
-		db.marked.Store(true)
-	}
-}

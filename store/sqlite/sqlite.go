@@ -63,7 +63,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	msqlite "modernc.org/sqlite"
@@ -102,10 +101,10 @@ type DB struct {
 	rows   map[string]*queuedRow
 
 	mu     sync.Mutex
-	writer *writerLock    // taken by the first Begin
-	log    *intentLog     // the writer's, made by the first Begin
-	key    store.ChainKey // the audit trail's, read by the first Append or Verify
-	marked atomic.Bool    // the mark of a chained trail is beside the key (markChainBegun)
+	writer *writerLock     // taken by the first Begin
+	log    *intentLog      // the writer's, made by the first Begin
+	key    store.ChainKey  // the audit trail's, read by the first Append or Verify
+	mark   store.ChainMark // the mark, beside the key, that the trail was chained
 	closed bool
 }
 

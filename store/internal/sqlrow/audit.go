@@ -133,7 +133,7 @@ func Append(events []store.Event, key func(create bool) (store.ChainKey, error),
 // runs a query of one row in the transaction that appends rows, and
 // returns the link rows extend (store.ChainKey.Base) and rows to append:
 // the event that says the chain was broken first, if it was; begun is
-// whether the trail was chained before (store.ChainBegun). noRows is
+// whether the trail was chained before (store.ChainMark.Begun). noRows is
 // the driver's error for no row.
 func Base(key store.ChainKey, begun bool, queryRow func(query string) Row, noRows error, rows []store.StoredEvent, now time.Time) (store.ChainLink, []store.StoredEvent, error) {
 	head, err := Head(queryRow(HeadQuery), noRows)
