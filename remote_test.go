@@ -619,3 +619,65 @@ func toolCallOf(r *http.Request) (id json.RawMessage, tool string) {
 	}
 	return msg.ID, msg.Params.Name
 }
+
+// A remote server that goes away during a call (its process ended, so
+// nothing listens at its address) ends the call when the host tries to
+// resume its streams and is refused, not after every retry of the
+// resumption: a read is a connection_error, a write's outcome is unknown.
+func TestRemoteServerGoneMidCall(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		stateless bool
+		resumable bool // the server keeps its events, so streams can be resumed
+		effect    string
+		want      airlock.Kind
+	}{
+		{"session, resumable streams", false, true, "read", airlock.ConnectionError},
+		{"session, resumable streams, a write", false, true, "write", airlock.OutcomeUnknown},
+		{"session", false, false, "read", airlock.ConnectionError},
+		{"stateless", true, false, "read", airlock.ConnectionError},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reached, gone := make(chan struct{}, 1), make(chan struct{})
+			srv := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)
+			srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					// The answer stream is open: progress went out on it.
+					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 1})
+					reached <- struct{}{}
+					select {
+					case <-ctx.Done():
+					case <-gone: // the process is dead; its goroutines end
+					}
+					return nil, errors.New("gone")
+				})
+			opts := &mcp.StreamableHTTPOptions{Stateless: tt.stateless, DisableLocalhostProtection: true}
+			if tt.resumable {
+				opts.EventStore = mcp.NewMemoryEventStore(nil)
+			}
+			ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, opts))
+			t.Cleanup(ts.Close)
+			cfg := devConfig(t, remote("web", ts.URL+"/mcp"))
+			classify(cfg, "web", tt.effect, "wait")
+			cfg.Servers[0].RequestTimeout = 2 * time.Minute
+			h := open(t, cfg)
+
+			go func() {
+				<-reached
+				ts.Listener.Close()
+				ts.CloseClientConnections()
+				close(gone)
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r := h.Call(ctx, h.Snapshot(), airlock.Call{Name: "web__wait", Arguments: json.RawMessage(`{}`)})
+			if ctx.Err() != nil {
+				t.Fatal("the call outlived its server by a minute")
+			}
+			wantStatus(t, r, tt.want)
+			if strings.Contains(r.Err.Msg, "attempts") {
+				t.Errorf("error = %q: the host retried a server that refused the connection", r.Err.Msg)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,8 +100,19 @@ func (e *Error) Reason() string {
 }
 
 func newError(kind Kind, server, tool string, cause error, format string, args ...any) *Error {
-	return &Error{Kind: kind, Server: server, Tool: tool, Msg: fmt.Sprintf(format, args...), Err: cause}
+	msg := fmt.Sprintf(format, args...)
+	if cause != nil {
+		msg = sessionIDText.ReplaceAllString(msg, "")
+	}
+	return &Error{Kind: kind, Server: server, Tool: tool, Msg: msg, Err: cause}
 }
+
+// sessionIDText is how the SDK's errors quote a remote session's id. The
+// id lets whoever holds it send on the session, so it stays out of
+// messages, which reach harnesses, logs and the audit trail; the log names
+// a session by its fingerprint. Session ids are visible ASCII, without
+// spaces (upstream checks).
+var sessionIDText = regexp.MustCompile(` \(session ID: \S*\)`)
 
 // A Call is one tool call as a model provider hands it over.
 type Call struct {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -123,6 +124,13 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
+		if req.Method == http.MethodGet && errors.Is(err, syscall.ECONNREFUSED) {
+			// The SDK resumes a broken stream with GET, and retries for
+			// many seconds; a refused connection means the server is gone
+			// (a stream of a server that came back would be gone too), so
+			// the connection breaks now and its calls end with it.
+			t.fault(Fault{Kind: FaultRefused, Msg: "the server's stream broke, and the server refused the connection when it was to be resumed: nothing listens at its address any more"})
+		}
 		note.wrote(err)
 		return resp, err
 	}

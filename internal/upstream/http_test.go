@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -139,3 +140,55 @@ func TestTwoSessionIDs(t *testing.T) {
 		t.Errorf("checkSessionID(two ids) = %v", err)
 	}
 }
+
+// A remote server that is gone when the host closes its session has nothing
+// left to release: Close reports no failure, and the log says the server
+// was not told.
+func TestCloseWithServerGone(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "remote", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "hello", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	// The server goes away as the session is ended: the connection is cut.
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		sdk.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	srv := &config.Server{ID: "remote", Transport: "http", URL: ts.URL, ProtocolVersions: []string{"2025-11-25"},
+		ConnectTimeout: 10 * time.Second, ProbeTimeout: 2 * time.Second, RequestTimeout: 10 * time.Second, TerminateOnClose: true}
+	var log strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), nil))
+	c, err := DialHTTP(context.Background(), srv, ts.Client(), &Options{Grace: time.Second, Logger: logger})
+	if err != nil {
+		t.Fatalf("DialHTTP: %v", err)
+	}
+	if c.SessionID() == "" {
+		t.Fatal("no session id: the test needs a session to end")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close = %v, want nil: nothing is left running", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), "the server was not told that its session ended") || !strings.Contains(log.String(), "server=remote") {
+		t.Errorf("log = %q, want the failed session end, with the server", log.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
