@@ -98,12 +98,12 @@ func printResult(stdout, stderr io.Writer, r *airlock.Result) {
 	switch {
 	case r.Status == airlock.OK:
 		if r.Content != "" {
-			fmt.Fprintln(stdout, r.Content)
+			fmt.Fprintln(stdout, terminalText(r.Content))
 		}
 	case r.Status.ModelVisible():
-		fmt.Fprintf(stderr, "%s: %s\n", r.Status, r.Content)
+		fmt.Fprintf(stderr, "%s: %s\n", r.Status, terminalText(r.Content))
 	default:
-		fmt.Fprintf(stderr, "%s: %s\n", r.Status, r.Err.Msg)
+		fmt.Fprintf(stderr, "%s: %s\n", r.Status, terminalText(r.Err.Msg))
 	}
 	for _, a := range r.Artifacts {
 		fmt.Fprintln(stderr, artifactLine(a))

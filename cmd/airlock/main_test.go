@@ -221,6 +221,27 @@ func TestCall(t *testing.T) {
 	}
 }
 
+// TestCallShowsEscapes: a server's text goes to the terminal with what a
+// terminal would obey (escape sequences, a bell, a carriage return, a
+// bidirectional override) written out, so that it is seen, not obeyed.
+// --json keeps the text as the server sent it.
+func TestCallShowsEscapes(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, "[greet]")+
+		"policy:\n  rules:\n    - {server: w, tool: greet, decision: allow}\n")
+	name := "\x1b]0;pwned\x07\x1b[2J\rover\u202eevil\r\nline\ttab ünï"
+	args, _ := json.Marshal(map[string]string{"name": name})
+	r := runCLI(t, dir, "", "call", "w__greet", "--args", string(args)).want(t, 0)
+	want := `hello \x1b]0;pwned\a\x1b[2J\rover\u202eevil` + "\r\nline\ttab ünï\n"
+	if r.stdout != want {
+		t.Errorf("stdout = %q, want %q", r.stdout, want)
+	}
+	r = runCLI(t, dir, "", "call", "w__greet", "--args", string(args), "--json").want(t, 0)
+	if got := decode(t, r.stdout)["content"]; got != "hello "+name {
+		t.Errorf("--json content = %q, want the server's text as it is", got)
+	}
+}
+
 func TestCallFailures(t *testing.T) {
 	dir := workdir(t)
 	tests := []struct {

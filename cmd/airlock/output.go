@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"golang.org/x/term"
 
@@ -314,6 +316,40 @@ func displayWidth(s string) int {
 		}
 	}
 	return n
+}
+
+// terminalText is text a server sent, made safe to print as it is: a
+// character a terminal would act on (an escape sequence, a bell, a
+// carriage return that overwrites the line) or that reorders what is
+// shown (a bidirectional override) is written as a Go escape, so that it
+// is seen rather than obeyed. Newlines, tabs and CRLF line ends stay.
+func terminalText(s string) string {
+	safe := func(i int, r rune) bool {
+		switch {
+		case r == '\n', r == '\t':
+			return true
+		case r == '\r':
+			return strings.HasPrefix(s[i+1:], "\n")
+		case 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
+			return false
+		}
+		return !unicode.IsControl(r)
+	}
+	i := strings.IndexFunc(s, func(r rune) bool { return r < ' ' || r >= 0x7f })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for j, r := range s[i:] {
+		if safe(i+j, r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 // oneLine shortens a description for a table cell.

@@ -219,7 +219,7 @@ func printRead(stdout, stderr io.Writer, r *airlock.Result) {
 			fmt.Fprintln(stdout, artifactLine(*c.Artifact))
 			continue
 		}
-		fmt.Fprint(stdout, c.Text)
+		fmt.Fprint(stdout, terminalText(c.Text))
 		if !strings.HasSuffix(c.Text, "\n") {
 			fmt.Fprintln(stdout)
 		}
@@ -230,11 +230,11 @@ func printRead(stdout, stderr io.Writer, r *airlock.Result) {
 // there are more than were sent.
 func printCompletion(stdout, stderr io.Writer, c *airlock.Completion, err *airlock.Error) {
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", err.Kind, err.Msg)
+		fmt.Fprintf(stderr, "%s: %s\n", err.Kind, terminalText(err.Msg))
 		return
 	}
 	for _, v := range c.Values {
-		fmt.Fprintln(stdout, v)
+		fmt.Fprintln(stdout, terminalText(v))
 	}
 	if c.HasMore {
 		more := "more values"

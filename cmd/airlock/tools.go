@@ -115,7 +115,7 @@ func printStatus(w io.Writer, col colours, servers []airlock.ServerStatus) {
 func printFailures(w io.Writer, servers []airlock.ServerStatus) {
 	for _, s := range servers {
 		if s.Err != nil {
-			fmt.Fprintf(w, "\nairlock: %s\n", s.Err.Msg)
+			fmt.Fprintf(w, "\nairlock: %s\n", terminalText(s.Err.Msg))
 		}
 	}
 }
