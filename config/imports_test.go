@@ -57,7 +57,7 @@ development: true
 	mcpDir := filepath.Join(dir, "mcp")
 	github := newServer(mcpDir, "conf/mcp/servers.json:2")
 	github.ID, github.Command = "github", "gh-mcp"
-	github.Env = map[string]string{"TOKEN": "t0ken"}
+	github.Env, github.SecretEnv = map[string]string{}, map[string]string{"TOKEN": "GH_TOKEN"}
 	github.AllowedTools = []string{"search_issues", "get_issue"}
 	memory := newServer(mcpDir, "conf/mcp/servers.json:3")
 	memory.ID, memory.Command = "memory", "mem"

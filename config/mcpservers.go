@@ -330,7 +330,7 @@ func (m *mcpReader) localServer(f map[string]jsonMember, path string, off int, s
 		}
 	}
 	if e, ok := f["env"]; ok {
-		s.Env = m.envMap(e.val, path+".env")
+		s.Env, s.SecretEnv = m.envMap(e.val, path+".env")
 	}
 	if c, ok := f["cwd"]; ok {
 		if dir, ok := m.str(c.val, path+".cwd"); ok {
@@ -366,23 +366,39 @@ func (m *mcpReader) url(v *jsonValue, path string) (string, []string) {
 	return raw, hosts
 }
 
-func (m *mcpReader) envMap(v *jsonValue, path string) map[string]string {
+// envMap reads a server's env. A value that is one variable reference and
+// nothing else ("TOKEN": "${GITHUB_TOKEN}"), of a variable that is set and
+// not empty, is how these files pass credentials: it becomes secret_env
+// (TOKEN: GITHUB_TOKEN), so that its value is redacted wherever Airlock
+// writes, and read from the environment when the server starts.
+func (m *mcpReader) envMap(v *jsonValue, path string) (env, secretEnv map[string]string) {
 	if v.kind != jsonObject {
 		m.errorf(v.off, path, `must be an object of "NAME": "value", not %s`, v.kindName())
-		return nil
+		return nil, nil
 	}
-	out := make(map[string]string, len(v.members))
+	env = make(map[string]string, len(v.members))
 	for name, mem := range m.members(v, path) {
 		kp := joinPath(path, name)
 		if msg := checkEnvName(name); msg != "" {
 			m.errorf(mem.off, kp, "%s", msg)
 			continue
 		}
-		if val, ok := m.str(mem.val, kp); ok {
-			out[name] = val
+		val, ok := m.str(mem.val, kp)
+		if !ok {
+			continue
 		}
+		if ref, isRef := strings.CutPrefix(mem.val.text, "${"); isRef && val != "" {
+			if hostVar, isRef := strings.CutSuffix(ref, "}"); isRef && envNamePattern.MatchString(hostVar) {
+				if secretEnv == nil {
+					secretEnv = map[string]string{}
+				}
+				secretEnv[name] = hostVar
+				continue
+			}
+		}
+		env[name] = val
 	}
-	return out
+	return env, secretEnv
 }
 
 // str returns a string value with variables expanded. Messages never

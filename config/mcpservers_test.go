@@ -21,7 +21,7 @@ func TestParseMCPServers(t *testing.T) {
     "github": {
       "command": "${BIN_DIR}/github-mcp-server",
       "args": ["stdio", "--toolsets=${TOOLSETS:-issues}", "${EMPTY:-unused}"],
-      "env": {"GITHUB_TOKEN": "${TOKEN}", "PLAIN": "x"}
+      "env": {"GITHUB_TOKEN": "${TOKEN}", "PLAIN": "x", "AUTH": "Bearer ${TOKEN}", "DEF": "${UNSET:-d}", "BLANK": "${EMPTY}"}
     },
     "memory": {"type": "stdio", "command": "npx", "args": [], "cwd": "srv"},
     "old": {"disabled": true, "type": "http", "url": "https://example.com/mcp", "command": "${MISSING}"},
@@ -42,7 +42,10 @@ func TestParseMCPServers(t *testing.T) {
 	}
 	github := base("github", "/opt/bin/github-mcp-server", 3)
 	github.Args = []string{"stdio", "--toolsets=issues", ""}
-	github.Env = map[string]string{"GITHUB_TOKEN": "s3cret", "PLAIN": "x"}
+	// A value that is one reference to a set variable is a secret, as
+	// secret_env; any other value is passed on as it is.
+	github.Env = map[string]string{"PLAIN": "x", "AUTH": "Bearer s3cret", "DEF": "d", "BLANK": ""}
+	github.SecretEnv = map[string]string{"GITHUB_TOKEN": "TOKEN"}
 	github.AllowedTools = []string{"search_issues", "get_issue"}
 	memory := base("memory", "npx", 8)
 	memory.Args = []string{}

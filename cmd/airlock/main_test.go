@@ -1302,3 +1302,31 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestMCPServersEnvReferenceIsSecret: in an mcpServers file, an env value
+// that is one ${VAR} is passed to the server as secret_env would be, and
+// its value is redacted wherever Airlock writes it.
+func TestMCPServersEnvReferenceIsSecret(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		// The server runs only if it is given the variable that makes it one.
+		"w": map[string]any{"command": exe, "env": map[string]string{envTestServer: "${SERVE_AS_TEST}", "TOKEN": "${MY_TOKEN}"}},
+	}})
+	writeFile(t, filepath.Join(dir, "servers.json"), string(servers))
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), "import:\n  - file: servers.json\n    allowed_tools: {w: [greet]}\n"+
+		"policy:\n  rules:\n    - {server: w, tool: greet, decision: allow}\n")
+	const canary = "canaryZ9x8y7w6v5u4t3"
+	env := []string{"SERVE_AS_TEST=1", "MY_TOKEN=" + canary}
+	r := runCLIEnv(t, dir, env, "", "call", "w__greet", "--args", `{"name":"`+canary+`"}`, "--json").want(t, 0)
+	if content := decode(t, r.stdout)["content"]; content != "hello [REDACTED:secret]" {
+		t.Errorf("content = %q, want the token redacted", content)
+	}
+	r = runCLIEnv(t, dir, env, "", "audit", "--json").want(t, 0)
+	if strings.Contains(r.stdout, canary) {
+		t.Error("the audit trail holds the token")
+	}
+}
