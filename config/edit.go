@@ -30,7 +30,20 @@ type ServerEntry struct {
 // entry added at the end of its servers: list (made when there is none),
 // with allowed_tools: [] so that it exposes nothing until a person allows
 // its tools. A remote server gets the host of its URL as allowed_hosts.
+// A file whose lines all end in CRLF keeps its line ends.
 func AddServer(data []byte, entry ServerEntry) ([]byte, error) {
+	crlf := bytes.Count(data, []byte("\r\n"))
+	if crlf == 0 || crlf != bytes.Count(data, []byte("\n")) {
+		return addServer(data, entry)
+	}
+	edited, err := addServer(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), entry)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(edited, []byte("\n"), []byte("\r\n")), nil
+}
+
+func addServer(data []byte, entry ServerEntry) ([]byte, error) {
 	text, err := entryYAML(entry)
 	if err != nil {
 		return nil, err
@@ -172,7 +185,7 @@ func entryYAML(e ServerEntry) (string, error) {
 func topMapping(data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("is not valid YAML: %v", err)
+		return nil, fmt.Errorf("it is not valid YAML: %v", err)
 	}
 	if len(doc.Content) == 0 {
 		return nil, nil

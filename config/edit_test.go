@@ -66,6 +66,21 @@ func TestAddServer(t *testing.T) {
 	}
 }
 
+// A file whose lines end in CRLF gets the new entry's lines with CRLF too.
+func TestAddServerKeepsCRLF(t *testing.T) {
+	src := "# Mine.\r\nservers:\r\n  - id: a\r\n    command: x\r\n    allowed_tools: []\r\n"
+	got, err := AddServer([]byte(src), ServerEntry{ID: "b", Command: "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(got), src) || !strings.Contains(string(got), "- id: b\r\n") {
+		t.Errorf("AddServer = %q, want the file and the entry, in CRLF", got)
+	}
+	if n := strings.Count(string(got), "\n"); strings.Count(string(got), "\r\n") != n {
+		t.Errorf("AddServer = %q: line ends are mixed", got)
+	}
+}
+
 func TestAddServerRefuses(t *testing.T) {
 	tests := []struct {
 		name, src string

@@ -154,8 +154,8 @@ func TestParsePolicyErrors(t *testing.T) {
 			`airlock.yaml:11: policy.rules[0].args[2].pointer: "path" is not a JSON Pointer: it starts with /, such as /path`,
 			`airlock.yaml:12: policy.rules[0].args[3].pointer: "/a~2" is not a JSON Pointer: ~ must be followed by 0 (for ~) or 1 (for /)`,
 			`airlock.yaml:13: policy.rules[0].args[4].pointer: "/a~" is not a JSON Pointer: ~ must be followed by 0 (for ~) or 1 (for /)`}},
-		{"arg globs", "policy:\n  rules:\n    - decision: ask\n      args:\n        - pointer: /p\n          allow: [src/, ./src/**, a//b, a/../b, \"[\", \"~/x\", \"C:/x\", \"\", src, src]\n          deny: []\n", []string{
-			`airlock.yaml:10: policy.rules[0].args[0].allow[0]: "src/" ends with /: paths are matched without a trailing slash; write "src", or "src"/** for what is inside`,
+		{"arg globs", "policy:\n  rules:\n    - decision: ask\n      args:\n        - pointer: /p\n          allow: [src/, ./src/**, a//b, a/../b, \"[\", \"~/x\", \"C:/x\", \"\", src, src]\n          deny: [\"../**\"]\n", []string{
+			`airlock.yaml:10: policy.rules[0].args[0].allow[0]: "src/" ends with /: paths are matched without a trailing slash; write "src", or "src/**" for what is inside`,
 			`airlock.yaml:10: policy.rules[0].args[0].allow[1]: "./src/**" is not clean: paths are cleaned (no empty, . or .. segments) before they are matched, so it would never match; write "src/**"`,
 			`airlock.yaml:10: policy.rules[0].args[0].allow[2]: "a//b" is not clean: paths are cleaned (no empty, . or .. segments) before they are matched, so it would never match; write "a/b"`,
 			`airlock.yaml:10: policy.rules[0].args[0].allow[3]: "a/../b" is not clean: paths are cleaned (no empty, . or .. segments) before they are matched, so it would never match; write "b"`,
@@ -164,7 +164,9 @@ func TestParsePolicyErrors(t *testing.T) {
 			`airlock.yaml:10: policy.rules[0].args[0].allow[6]: "C:/x" starts with ~ or a drive letter, which servers may expand; such paths never match an allow glob: use a path relative to the server's root, or an absolute one`,
 			`airlock.yaml:10: policy.rules[0].args[0].allow[7]: must not be empty`,
 			`airlock.yaml:10: policy.rules[0].args[0].allow[9]: "src" is listed twice (first at line 10)`,
-			`airlock.yaml:11: policy.rules[0].args[0].deny: must list at least one glob; leave the key out for none`}},
+			`airlock.yaml:11: policy.rules[0].args[0].deny[0]: "../**" climbs above the server's root with ..: no glob can name such a path; a path that starts with .. once cleaned never matches an allow glob, so an allow glob (such as "**") refuses every one of them`}},
+		{"arg deny empty", "policy:\n  rules:\n    - decision: ask\n      args:\n        - pointer: /p\n          deny: []\n", []string{
+			`airlock.yaml:10: policy.rules[0].args[0].deny: must list at least one glob; leave the key out for none`}},
 		{"arg enum and pattern", "policy:\n  rules:\n    - decision: ask\n      args:\n        - {pointer: /p, enum: [], pattern: \"a(\"}\n        - {pointer: /q, enum: [[x]], pattern: \"(?P<n\"}\n        - {pointer: /r, pattern: \"a)|(b\"}\n", []string{
 			"airlock.yaml:9: policy.rules[0].args[0].enum: must list at least one value; leave the key out for none",
 			"airlock.yaml:9: policy.rules[0].args[0].pattern: is not a valid RE2 regular expression: missing closing ): `a(`",

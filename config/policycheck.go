@@ -65,11 +65,15 @@ func checkPathGlob(g string) string {
 		return fmt.Sprintf("%s is not a valid glob: check its [ ] and { } and escapes", show(g))
 	case g != "/" && strings.HasSuffix(g, "/"):
 		c := strings.TrimSuffix(g, "/")
-		return fmt.Sprintf("%s ends with /: paths are matched without a trailing slash; write %s, or %s/** for what is inside", show(g), show(c), show(c))
+		return fmt.Sprintf("%s ends with /: paths are matched without a trailing slash; write %s, or %s for what is inside", show(g), show(c), show(c+"/**"))
 	}
 	for _, seg := range strings.Split(strings.TrimPrefix(g, "/"), "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return fmt.Sprintf("%s is not clean: paths are cleaned (no empty, . or .. segments) before they are matched, so it would never match; write %s", show(g), show(path.Clean(g)))
+			c := path.Clean(g)
+			if c == ".." || strings.HasPrefix(c, "../") {
+				return fmt.Sprintf("%s climbs above the server's root with ..: no glob can name such a path; a path that starts with .. once cleaned never matches an allow glob, so an allow glob (such as \"**\") refuses every one of them", show(g))
+			}
+			return fmt.Sprintf("%s is not clean: paths are cleaned (no empty, . or .. segments) before they are matched, so it would never match; write %s", show(g), show(c))
 		}
 	}
 	return ""

@@ -286,8 +286,23 @@ func serverFlag(fs *flag.FlagSet, o *options) {
 // answerWaitFlag defines --answer-wait, for a command that may run with
 // nobody at a terminal.
 func answerWaitFlag(fs *flag.FlagSet, o *options) {
-	fs.DurationVar(&o.answerWait, "answer-wait", 0,
+	fs.Var((*answerWait)(&o.answerWait), "answer-wait",
 		"with no terminal to ask on, a server's question waits this long for an answer in the console (airlock console), such as 10m, before it is declined (default: declined at once)")
+}
+
+// answerWait is --answer-wait's value: a duration from 1s to
+// maxAnswerWait, checked as it is given.
+type answerWait time.Duration
+
+func (a *answerWait) String() string { return time.Duration(*a).String() }
+
+func (a *answerWait) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > maxAnswerWait {
+		return fmt.Errorf("give a duration from 1s to 24h, such as 10m")
+	}
+	*a = answerWait(d)
+	return nil
 }
 
 // allFlag defines --all, for a list of more than what awaits a person.

@@ -565,8 +565,10 @@ func TestConsoleAnswersWithoutATerminal(t *testing.T) {
 	if !strings.Contains(r.stdout+r.stderr, "nobody answered in the console within 1s") {
 		t.Errorf("a question nobody answered: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCLI(t, dir, "", "call", "w__ask_form", "--answer-wait", "-1s"); r.code != 2 || !strings.Contains(r.stderr, "give a duration from 1s to 24h") {
-		t.Errorf("--answer-wait -1s: exit %d, %s", r.code, r.stderr)
+	for _, d := range []string{"-1s", "0s", "500ms", "25h", "soon"} {
+		if r := runCLI(t, dir, "", "call", "w__ask_form", "--answer-wait", d); r.code != 2 || !strings.Contains(r.stderr, "give a duration from 1s to 24h") {
+			t.Errorf("--answer-wait %s: exit %d, %s", d, r.code, r.stderr)
+		}
 	}
 
 	// An agent run in the background: its model's call asks, the console

@@ -45,7 +45,7 @@ func (e *env) add(o *options, pos []string) error {
 	}
 	edited, err := config.AddServer(data, entry)
 	if err != nil {
-		return usageError("cannot add server %s to %s: it %v", id, path, err)
+		return usageError("cannot add server %s to %s: %v", id, path, err)
 	}
 	if created {
 		edited = append([]byte(newConfigHeader), edited...)

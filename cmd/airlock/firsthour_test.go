@@ -44,8 +44,13 @@ policy:
 	}
 	r = runCLI(t, dir, "", "--args", "{}", "call", "ws__read_file").want(t, 2)
 	if want := "flag provided but not defined: -args: before the command go only the flags every command takes " +
-		"(--config, --state, --allow, --json, --verbose, --task); the command's own flags follow it: airlock COMMAND [FLAGS]"; !strings.Contains(r.stderr, want) {
+		"(--config, --state, --allow, --json, --verbose, --task, --trace); the command's own flags follow it: airlock COMMAND [FLAGS]"; !strings.Contains(r.stderr, want) {
 		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
+	trace := filepath.Join(dir, "wire.jsonl")
+	runCLI(t, dir, "", "--trace", trace, "--config", "other.yaml", "tools").want(t, 0)
+	if b, err := os.ReadFile(trace); err != nil || !strings.Contains(string(b), `"tools/list"`) {
+		t.Errorf("--trace before the command: trace = %.200q, %v; want the messages", b, err)
 	}
 	r = runCLI(t, dir, "", "--json").want(t, 2)
 	if !strings.Contains(r.stderr, "Usage:") {

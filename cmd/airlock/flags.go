@@ -121,18 +121,19 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 // (`airlock --json tools`); the command then takes them as if they
 // followed it. rest starts with the command.
 func leadingFlags(args []string) (lead, rest []string, err error) {
-	var c common
+	var o options
 	fs := flag.NewFlagSet("airlock", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	c.register(fs)
-	c.registerTask(fs)
+	o.register(fs)
+	o.registerTask(fs)
+	traceFlag(fs, &o)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err
 		}
 		return nil, nil, usageError("%v: before the command go only the flags every command takes "+
-			"(--config, --state, --allow, --json, --verbose, --task); the command's own flags follow it: airlock COMMAND [FLAGS]", err)
+			"(--config, --state, --allow, --json, --verbose, --task, --trace); the command's own flags follow it: airlock COMMAND [FLAGS]", err)
 	}
 	rest = fs.Args()
 	lead = args[:len(args)-len(rest)]

@@ -155,7 +155,7 @@ func (e *env) approve(st store.Store, as airlock.Actor, o *options, pos []string
 			Rule store.AllowRule `json:"rule"`
 		}{a, rule})
 	}
-	fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, a.ExpiresAt.Local().Format(time.DateTime))
+	fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, localTime(a.ExpiresAt))
 	printRemembered(e.stdout, rule)
 	return nil
 }
@@ -171,7 +171,7 @@ var rulesListing = listing[store.AllowRule]{
 	none:   "No answers are remembered.",
 	header: []string{"ID", "SERVER", "TOOL", "FOR", "BY", "CREATED"},
 	row: func(r store.AllowRule) []string {
-		return []string{r.ID, r.Server, r.Tool, r.Tenant + "/" + r.User, r.CreatedBy, r.CreatedAt.Local().Format(time.DateTime)}
+		return []string{r.ID, r.Server, r.Tool, r.Tenant + "/" + r.User, r.CreatedBy, localTime(r.CreatedAt)}
 	},
 }
 
@@ -212,7 +212,7 @@ func (e *env) decide(st store.Store, as airlock.Actor, o *options, id string, gr
 		fmt.Fprintf(e.stdout, "Approved %s: the same call (%s, same arguments) may now run once, until %s.\n", a.ID, a.Tool, localTime(a.ExpiresAt))
 	} else {
 		fmt.Fprintf(e.stdout, "Denied %s: the same call (%s, same arguments) is refused without asking until %s.\n",
-			a.ID, a.Tool, a.DecidedAt.Add(e.actorCfg.Approvals.TTL).Local().Format(time.DateTime))
+			a.ID, a.Tool, localTime(a.DecidedAt.Add(e.actorCfg.Approvals.TTL)))
 	}
 	return nil
 }

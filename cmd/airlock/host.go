@@ -36,12 +36,14 @@ func version() string {
 func (e *env) loadConfig(c *common) (*config.Config, error) {
 	path, err := e.configFile(c)
 	if errors.Is(err, fs.ErrNotExist) {
-		if !c.json {
-			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here or above; using the built-in default (the workspace server over this directory)")
-		}
 		wd, err := os.Getwd()
 		if err != nil {
 			return nil, usageError("cannot determine the working directory: %v", err)
+		}
+		// A directory the default refuses to serve gets the refusal
+		// alone (hostOf), not a notice that it is served first.
+		if !c.json && checkDefaultRoot(wd) == nil {
+			fmt.Fprintln(e.stderr, "airlock: no airlock.yaml here or above; using the built-in default (the workspace server over this directory)")
 		}
 		cfg, err := config.Parse(defaultConfig, "(built-in default)", wd)
 		if err != nil {
@@ -220,9 +222,6 @@ func (e *env) hostOf(c *common, cfg *config.Config) (*airlock.Host, *config.Conf
 // startHost starts every host server of cfg, showing progress on a
 // terminal, and returns the host and the configuration it runs.
 func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.Config, error) {
-	if c.answerWait < 0 || c.answerWait > maxAnswerWait {
-		return nil, nil, usageError("--answer-wait %s: give a duration from 1s to 24h, such as 10m", c.answerWait)
-	}
 	var err error
 	state := stateDir(c, cfg)
 	if cfg, err = protectOwnFiles(cfg, state); err != nil {

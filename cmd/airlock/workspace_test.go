@@ -59,6 +59,10 @@ func TestBuiltInDefaultRoot(t *testing.T) {
 			if r.stdout != "" {
 				t.Errorf("stdout = %q, want nothing", r.stdout)
 			}
+			r = runCLIEnv(t, tt.dir, env, "", "tools").want(t, 2)
+			if strings.Contains(r.stderr, "using the built-in default") {
+				t.Errorf("stderr = %q: says the default is used, then refuses it", r.stderr)
+			}
 			if _, err := os.Lstat(filepath.Join(tt.dir, ".airlock")); err == nil {
 				t.Errorf("a state directory was created in %s", tt.dir)
 			}
