@@ -96,12 +96,7 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 		if srv := snap.notRunning(c.Name); srv != nil {
 			// The tool is allowed, but its server is down: the harness
 			// is told that, not the model that the tool does not exist.
-			why := "it failed"
-			if st := srv.getStatus(); st.Err != nil {
-				why = st.Err.Msg
-			}
-			return r.fail(newError(ConnectionError, srv.cfg.ID, c.Name, nil,
-				"%s: server %s is not running, so its tools are not in the catalog (%s); see airlock status", c.Name, srv.cfg.ID, why))
+			return r.fail(downError(srv, c.Name, "tools"))
 		}
 		return r.fail(newError(UnknownTool, "", c.Name, nil, "unknown tool %q: it is not in the catalog", c.Name))
 	}

@@ -105,6 +105,9 @@ func (h *Host) completionRef(snap *Snapshot, c CompleteRequest) (*mcp.CompleteRe
 	case c.Prompt != "":
 		p, ok := snap.snap.Prompt(c.Prompt)
 		if !ok {
+			if srv := snap.promptNotRunning(c.Prompt); srv != nil {
+				return nil, nil, "", downError(srv, c.Prompt, "prompts")
+			}
 			return bad(UnknownTool, "unknown prompt %q: it is not in the catalog", printable(c.Prompt))
 		}
 		if !slices.ContainsFunc(p.Arguments, func(a catalog.PromptArgument) bool { return a.Name == c.Argument }) {

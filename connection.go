@@ -251,6 +251,9 @@ func (h *Host) linkFor(ctx context.Context, rt route, tool *catalog.Tool) (*link
 		return h.relogin(ctx, srv, tool.Name)
 	}
 	if l == nil {
+		if st := srv.getStatus(); st.Err != nil {
+			return nil, newError(ConnectionError, tool.Server, tool.Name, nil, "server %s is not connected (%s); see airlock status", tool.Server, st.Err.Msg)
+		}
 		return nil, newError(ConnectionError, tool.Server, tool.Name, nil, "server %s is not connected", tool.Server)
 	}
 	if f := l.conn.Fault(); f != nil {
@@ -372,6 +375,24 @@ func (s *Snapshot) notRunning(name string) *server {
 	return s.serverOf(name, func(srv *server, tool string) bool {
 		return srv.getStatus().Status == StatusFailed && srv.cfg.Allows(tool)
 	})
+}
+
+// promptNotRunning is notRunning for a prompt's local name.
+func (s *Snapshot) promptNotRunning(name string) *server {
+	return s.serverOf(name, func(srv *server, prompt string) bool {
+		return srv.getStatus().Status == StatusFailed && srv.cfg.AllowsPrompt(prompt)
+	})
+}
+
+// downError says that what the local name name stands for is out of the
+// catalog because srv, its server, is down; what is "tools" or "prompts".
+func downError(srv *server, name, what string) *Error {
+	why := "it failed"
+	if st := srv.getStatus(); st.Err != nil {
+		why = st.Err.Msg
+	}
+	return newError(ConnectionError, srv.cfg.ID, name, nil,
+		"%s: server %s is not running, so its %s are not in the catalog (%s); see airlock status", name, srv.cfg.ID, what, why)
 }
 
 // serverOf returns the server whose tools' local names name would be one

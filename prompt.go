@@ -74,6 +74,9 @@ func (h *Host) GetPrompt(ctx context.Context, snap *Snapshot, g PromptGet) *Resu
 			TraceID: telemetry.TraceID(ctx)}
 		h.opts.Metrics.Content("", "prompt", string(UnknownTool))
 		defer h.endSpan(&request{kind: policy.KindPrompt, r: r, span: span})
+		if srv := snap.promptNotRunning(g.Name); srv != nil {
+			return r.fail(downError(srv, g.Name, "prompts"))
+		}
 		return r.fail(newError(UnknownTool, "", g.Name, nil, "unknown prompt %q: it is not in the catalog", printable(g.Name)))
 	}
 	args, err := promptArguments(p, g.Arguments)

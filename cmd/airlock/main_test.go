@@ -313,6 +313,8 @@ func TestFailedServer(t *testing.T) {
   - id: broken
     command: ./no-such-server
     allowed_tools: ["*"]
+    allowed_prompts: ["*"]
+    allowed_resources: ["*"]
 `)
 	r := runCLI(t, dir, "", "tools", "--json").want(t, 3)
 	out := decode(t, r.stdout)
@@ -339,6 +341,14 @@ func TestFailedServer(t *testing.T) {
 		t.Errorf("a call of the failed server's tool: %s", r.stdout)
 	}
 	runCLI(t, dir, "", "call", "ws__write_file", "--json").want(t, 1)
+	// So are its prompts and its resources.
+	for _, args := range [][]string{{"prompt", "broken__review"}, {"complete", "--prompt", "broken__review", "--argument", "x", "--value", ""},
+		{"read", "file:///x", "--server", "broken"}} {
+		r = runCLI(t, dir, "", append(args, "--json")...)
+		if r.code != 3 || !strings.Contains(r.stdout+r.stderr, "broken") || !strings.Contains(r.stdout+r.stderr, "no-such-server") {
+			t.Errorf("%v: exit %d, %s%s; want a connection error that says why server broken is down", args, r.code, r.stdout, r.stderr)
+		}
+	}
 }
 
 func TestMCPServersJSON(t *testing.T) {
