@@ -42,34 +42,36 @@ func TestTransportFailureAfterSendingIsUnknown(t *testing.T) {
 		name   string
 		answer func(w http.ResponseWriter, id json.RawMessage)
 		want   airlock.Kind
+		say    string // in the error, when set
 	}{
-		{"500 empty", func(w http.ResponseWriter, _ json.RawMessage) { w.WriteHeader(http.StatusInternalServerError) }, airlock.OutcomeUnknown},
+		{"500 empty", func(w http.ResponseWriter, _ json.RawMessage) { w.WriteHeader(http.StatusInternalServerError) }, airlock.OutcomeUnknown,
+			"the server answered HTTP 500 Internal Server Error instead of a JSON-RPC message"},
 		{"502 html", func(w http.ResponseWriter, _ json.RawMessage) {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusBadGateway)
 			io.WriteString(w, "<html>bad gateway</html>")
-		}, airlock.OutcomeUnknown},
+		}, airlock.OutcomeUnknown, "HTTP 502 Bad Gateway instead of a JSON-RPC message"},
 		{"200 not JSON-RPC", func(w http.ResponseWriter, _ json.RawMessage) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"ok":true}`)
-		}, airlock.OutcomeUnknown},
+		}, airlock.OutcomeUnknown, ""},
 		{"JSON-RPC error", func(w http.ResponseWriter, id json.RawMessage) {
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32603,"message":"disk full"}}`)
-		}, airlock.ConnectionError},
+		}, airlock.ConnectionError, ""},
 		// A 2026-07-28 server rejects a request unread with HTTP 400 and
 		// the JSON-RPC error (SEP-2575): its own answer.
 		{"400 invalid params", func(w http.ResponseWriter, id json.RawMessage) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32602,"message":"bad"}}`)
-		}, airlock.ConnectionError},
+		}, airlock.ConnectionError, ""},
 		// Any other error under a 400 is not how a server answers.
 		{"400 internal error", func(w http.ResponseWriter, id json.RawMessage) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32603,"message":"disk full"}}`)
-		}, airlock.OutcomeUnknown},
+		}, airlock.OutcomeUnknown, "the server answered HTTP 400 Bad Request, with JSON-RPC error -32603: disk full"},
 		// A body that never ends is read only up to the message cap.
 		{"400 endless", func(w http.ResponseWriter, _ json.RawMessage) {
 			w.Header().Set("Content-Type", "text/plain")
@@ -80,7 +82,7 @@ func TestTransportFailureAfterSendingIsUnknown(t *testing.T) {
 					return
 				}
 			}
-		}, airlock.OutcomeUnknown},
+		}, airlock.OutcomeUnknown, ""},
 	}
 	for _, tt := range answers {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,6 +107,9 @@ func TestTransportFailureAfterSendingIsUnknown(t *testing.T) {
 
 			r := call(t, h, "web__note", `{"text":"once"}`)
 			wantStatus(t, r, tt.want)
+			if tt.say != "" && !strings.Contains(r.Err.Msg, tt.say) {
+				t.Errorf("error = %q, want it to say %q", r.Err.Msg, tt.say)
+			}
 			if r.Duration > 5*time.Second {
 				t.Errorf("the call took %s, want an end well before request_timeout", r.Duration)
 			}

@@ -143,10 +143,17 @@ func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, para
 			// A 2026-07-28 server answers a request it rejects unread
 			// with HTTP 400 or 404 and a JSON-RPC error (SEP-2575): the
 			// error is its own answer, as on any other transport.
-		case errors.As(werr, new(*upstream.StatusError)):
-			// The server, or a proxy, answered without a JSON-RPC
-			// message (a 5xx, say), which the SDK reports as a JSON-RPC
-			// error of its own: the request reached it.
+		case errors.As(werr, &status):
+			// The server, or a proxy, answered with an HTTP error (a
+			// 5xx, say), which the SDK reports as a JSON-RPC error,
+			// its own or the one the body held: the request reached it,
+			// and no answer of the protocol says what became of it.
+			var rpc *jsonrpc.Error
+			if note.BodyAnswered() && errors.As(err, &rpc) {
+				status = &upstream.StatusError{Code: status.Code, Said: fmt.Sprintf("JSON-RPC error %d: %s", rpc.Code, printable(rpc.Message))}
+				err = status
+				break
+			}
 			err = werr
 		case werr != nil:
 			// Sending the request failed on the way (the SDK reports

@@ -160,7 +160,7 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 		// is checked as any message when it says it is JSON, and bounded
 		// in any case.
 		if strings.EqualFold(mt, "application/json") {
-			resp.Body = &jsonBody{body: resp.Body, check: check}
+			resp.Body = &jsonBody{body: resp.Body, check: check, response: note.answeredInBody}
 		} else {
 			resp.Body = struct {
 				io.Reader
@@ -289,9 +289,10 @@ func (m *messages) check(msg []byte) (response bool, err error) {
 // read and checked when it ends; a bad one ends with an error instead of
 // EOF, so the SDK never decodes it.
 type jsonBody struct {
-	body  io.ReadCloser
-	check *messages
-	buf   []byte
+	body     io.ReadCloser
+	check    *messages
+	response func() // told that the body is a JSON-RPC response, or nil
+	buf      []byte
 }
 
 func (b *jsonBody) Read(p []byte) (int, error) {
@@ -302,8 +303,12 @@ func (b *jsonBody) Read(p []byte) (int, error) {
 	}
 	b.buf = append(b.buf, p[:n]...)
 	if err == io.EOF && len(bytes.TrimSpace(b.buf)) > 0 {
-		if _, cerr := b.check.check(b.buf); cerr != nil {
+		response, cerr := b.check.check(b.buf)
+		if cerr != nil {
 			return 0, cerr
+		}
+		if response && b.response != nil {
+			b.response()
 		}
 	}
 	return n, err
@@ -426,9 +431,15 @@ func (b *sseBody) Close() error {
 // the request first.
 type StatusError struct {
 	Code int
+	// Said is the JSON-RPC error the body held, as "JSON-RPC error CODE:
+	// MESSAGE", or "" for a body that held none.
+	Said string
 }
 
 func (e *StatusError) Error() string {
+	if e.Said != "" {
+		return fmt.Sprintf("the server answered HTTP %d %s, with %s", e.Code, http.StatusText(e.Code), e.Said)
+	}
 	return fmt.Sprintf("the server answered HTTP %d %s instead of a JSON-RPC message", e.Code, http.StatusText(e.Code))
 }
 
@@ -444,7 +455,18 @@ type callNoteKey struct{}
 type CallNote struct {
 	err  atomic.Pointer[error]
 	lost atomic.Bool
+	body atomic.Bool // an HTTP error's body held a JSON-RPC response
 }
+
+func (n *CallNote) answeredInBody() {
+	if n != nil {
+		n.body.Store(true)
+	}
+}
+
+// BodyAnswered reports whether the body of the HTTP error that answered
+// the request (WriteErr is a *StatusError) held a JSON-RPC response.
+func (n *CallNote) BodyAnswered() bool { return n.body.Load() }
 
 // WithCallNote returns a context for one request and the note that learns
 // about it.
