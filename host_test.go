@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -468,20 +467,13 @@ func namedServer(name string) *mcp.Server {
 }
 
 func TestServerStderrGoesToTheLog(t *testing.T) {
-	var log strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return log.Write(p)
-	}), nil))
+	var log testenv.Buffer
+	logger := slog.New(slog.NewTextHandler(&log, nil))
 	h, err := airlock.Open(context.Background(), newConfig(t, testServer(t, "bad", "exit")), &airlock.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.Close()
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(log.String(), "cannot open the database") || !strings.Contains(log.String(), "server=bad") {
 		t.Errorf("host log:\n%s\nwant the server's stderr, tagged with the server", log.String())
 	}
@@ -509,10 +501,6 @@ func TestServerStderrIsBounded(t *testing.T) {
 		t.Errorf("the host log does not count what it dropped:\n%.3000s", out)
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // TestHiddenCharactersNeverReachTheModel: a tool whose description and
 // schema hide text is in the catalog with that text shown, flagged, and

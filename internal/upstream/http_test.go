@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // sessionRenamer serves an SDK server over Streamable HTTP, but hands
@@ -165,13 +166,8 @@ func TestCloseWithServerGone(t *testing.T) {
 	defer ts.Close()
 	srv := &config.Server{ID: "remote", Transport: "http", URL: ts.URL, ProtocolVersions: []string{"2025-11-25"},
 		ConnectTimeout: 10 * time.Second, ProbeTimeout: 2 * time.Second, RequestTimeout: 10 * time.Second, TerminateOnClose: true}
-	var log strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return log.Write(p)
-	}), nil))
+	log := &testenv.Buffer{}
+	logger := slog.New(slog.NewTextHandler(log, nil))
 	c, err := DialHTTP(context.Background(), srv, ts.Client(), &Options{Grace: time.Second, Logger: logger})
 	if err != nil {
 		t.Fatalf("DialHTTP: %v", err)
@@ -182,13 +178,7 @@ func TestCloseWithServerGone(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Errorf("Close = %v, want nil: nothing is left running", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(log.String(), "the server was not told that its session ended") || !strings.Contains(log.String(), "server=remote") {
 		t.Errorf("log = %q, want the failed session end, with the server", log.String())
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
