@@ -437,7 +437,31 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
-	c.gatePage(w, r, http.StatusOK, "Signed out", "You are signed out of the console. The provider may still remember you: sign out there too on a shared computer.", "", loginPath)
+	data := gateData{Link: loginPath}
+	msg := "You are signed out of the console. The provider may still remember you: sign out there too on a shared computer."
+	if end := s.endSession(r.Context()); end != "" {
+		data.Provider = end
+		msg = "You are signed out of the console. The provider may still remember you: on a shared computer, sign out there too."
+	}
+	c.gateWith(w, http.StatusOK, "Signed out", msg, data)
+}
+
+// endSession is where the browser signs out at the provider (OpenID
+// Connect RP-Initiated Logout, with the console's client id), or "" for a
+// provider that names no end_session_endpoint or cannot be reached.
+func (s *signins) endSession(ctx context.Context) string {
+	party, err := s.provider(ctx)
+	if err != nil {
+		return ""
+	}
+	u, err := url.Parse(party.GetEndSessionEndpoint())
+	if err != nil || u.Host == "" || u.Scheme != "https" && u.Scheme != "http" {
+		return ""
+	}
+	q := u.Query()
+	q.Set("client_id", s.cfg.ClientID)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // safeNext is where a sign-in returns to: a console page, never another
@@ -458,11 +482,17 @@ func safeNext(next string) string {
 // a refresh to it when Refresh is set).
 type gateData struct {
 	Refresh, Link string
+	Provider      string // where to sign out at the provider too, or ""
 }
 
 // gatePage writes one of the sign-in's pages.
 func (c *Console) gatePage(w http.ResponseWriter, r *http.Request, status int, title, msg, refresh, link string) {
-	p := page{Name: "gate", Title: title, Now: time.Now(), Data: gateData{Refresh: refresh, Link: link}}
+	c.gateWith(w, status, title, msg, gateData{Refresh: refresh, Link: link})
+}
+
+// gateWith writes a sign-in page with data.
+func (c *Console) gateWith(w http.ResponseWriter, status int, title, msg string, data gateData) {
+	p := page{Name: "gate", Title: title, Now: time.Now(), Data: data}
 	if status >= 400 {
 		p.Error = msg
 	} else {

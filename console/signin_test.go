@@ -3,6 +3,8 @@ package console_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -172,9 +174,22 @@ func TestSignIn(t *testing.T) {
 	if code, _ := f.post("/console/logout", url.Values{"csrf": {"stale"}}); code != http.StatusForbidden {
 		t.Errorf("a sign-out without the token: %d", code)
 	}
-	if code, body := f.post("/console/logout", url.Values{"csrf": {token}}); code != 200 || !strings.Contains(body, "signed out") {
+	code, body = f.post("/console/logout", url.Values{"csrf": {token}})
+	if code != 200 || !strings.Contains(body, "signed out") {
 		t.Errorf("sign out: %d\n%s", code, body)
 	}
+	// The page leads on to signing out at the provider, at the endpoint
+	// its metadata names, for the console's client.
+	var meta struct {
+		EndSession string `json:"end_session_endpoint"`
+	}
+	if err := getJSON(idp.URL+"/.well-known/openid-configuration", &meta); err != nil || meta.EndSession == "" {
+		t.Fatalf("the provider's metadata: %v, end_session_endpoint %q", err, meta.EndSession)
+	}
+	if want := `id="provider" href="` + meta.EndSession + `?client_id=` + consoleClient + `"`; !strings.Contains(body, want) {
+		t.Errorf("the signed-out page does not lead to the provider's sign-out (%s):\n%s", want, body)
+	}
+
 	if code, loc := f.location("/console/approvals"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/console/login") {
 		t.Errorf("after the sign-out: %d %s", code, loc)
 	}
@@ -397,3 +412,16 @@ func TestSignInAcrossReplicas(t *testing.T) {
 }
 
 func url0(token string) url.Values { return url.Values{"csrf": {token}} }
+
+// getJSON decodes the JSON document at url into v.
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
