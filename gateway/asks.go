@@ -200,24 +200,44 @@ func (k askers) onGet(g *airlock.PromptGet) {
 // question is a request on the client's session, made in the context of
 // the client's own request (req), so that it goes on that request's
 // stream (a client need not listen on a stream of its own), and ends
-// with it.
+// with it, or when the client leaves that stream: its events cannot be
+// resumed, so an answer could never be asked for again.
 func (a asking) askSession(req context.Context, ss *mcp.ServerSession) askers {
+	gone := streamGoneOf(req)
 	return a.via(func(ctx context.Context, _ string, _ int, p mcp.InputRequest) (mcp.InputResponse, error) {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(req, cancel)()
-		ctx = requestValues{ctx, req}
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(req, func() { cancel(context.Cause(req)) })()
+		if gone != nil {
+			go func() {
+				select {
+				case <-gone:
+					cancel(errStreamGone)
+				case <-ctx.Done():
+				}
+			}()
+		}
+		asked := requestValues{ctx, req}
+		var res mcp.InputResponse
+		var err error
 		switch p := p.(type) {
 		case *mcp.ElicitParams:
-			return ss.Elicit(ctx, p)
+			res, err = ss.Elicit(asked, p)
 		case *mcp.CreateMessageParams:
-			return ss.CreateMessage(ctx, p)
+			res, err = ss.CreateMessage(asked, p)
 		case *mcp.ListRootsParams:
-			return ss.ListRoots(ctx, p)
+			res, err = ss.ListRoots(asked, p)
+		default:
+			return nil, fmt.Errorf("cannot ask %T", p)
 		}
-		return nil, fmt.Errorf("cannot ask %T", p)
+		if err != nil && ctx.Err() != nil && context.Cause(ctx) != nil {
+			err = context.Cause(ctx) // why the question was taken back
+		}
+		return res, err
 	})
 }
+
+var errStreamGone = errors.New("the client left the request's stream before answering")
 
 // requestValues is a question's context with the values of the client's
 // request (req) where its own has none: the SDK finds there which request

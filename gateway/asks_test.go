@@ -19,6 +19,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
+	"github.com/airlockhq/airlock/store"
 )
 
 // The upstream's tools that ask their client (2026-07-28: input_required
@@ -530,4 +531,77 @@ func TestSessionQuestionsOnTheCallsStream(t *testing.T) {
 		}
 		return
 	}
+}
+
+// TestSessionClientLeaves: in a 2025-11-25 session, a question on a call's
+// stream that the client leaves unanswered (its events have no ids, so
+// the stream cannot be resumed) is taken back, and the call ends; DELETE
+// ends a session at once, cancelling the calls still running on it.
+func TestSessionClientLeaves(t *testing.T) {
+	f := startAsksWith(t, "    protocol_versions: [\"2025-11-25\"]\n", nil)
+	send := rawSession(t, f, `{"elicitation":{"form":{}}}`)
+	asked := func(id int) *http.Response {
+		t.Helper()
+		call := send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"ask_legacy","arguments":{}}}`, id))
+		sc := bufio.NewScanner(call.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"elicitation/create"`) {
+				return call
+			}
+		}
+		call.Body.Close()
+		t.Fatalf("call %d: its stream ended without the question", id)
+		return nil
+	}
+	results := func() int {
+		n := 0
+		for _, e := range auditOf(t, f.h) {
+			if e.Event == store.EventResult && e.Tool == "ask_legacy" {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30 s: %s", what)
+			}
+		}
+	}
+
+	// The client leaves the question's stream: the call ends.
+	asked(2).Body.Close()
+	waitFor("the call whose client left is still running", func() bool { return results() == 1 })
+
+	// DELETE, with a question waiting on a stream still open.
+	call := asked(3)
+	defer call.Body.Close()
+	req := newPost(t, f.url, "", "")
+	req.Method = http.MethodDelete
+	req.Header.Set("Mcp-Session-Id", call.Request.Header.Get("Mcp-Session-Id"))
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("DELETE with a call running: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("DELETE: %s", resp.Status)
+	}
+	waitFor("the call of the ended session is still running", func() bool { return results() == 2 })
+	if r := send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a request on the ended session: %s, want 404", r.Status)
+	}
+}
+
+// auditOf returns h's audit trail so far.
+func auditOf(t *testing.T, h *airlock.Host) []store.Event {
+	t.Helper()
+	events, err := h.Store().Audit().Events(context.Background(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events
 }

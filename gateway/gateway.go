@@ -201,7 +201,7 @@ func New(opts *Options) *Gateway {
 	})
 	g.content.Store(&contentIndex{})
 	// Outermost, around the SDK's own multi-round-trip middleware.
-	g.server.AddReceivingMiddleware(g.traced, g.unasked, g.noteLevel, g.screen)
+	g.server.AddReceivingMiddleware(g.sessions.bound, g.traced, g.unasked, g.noteLevel, g.screen)
 	g.server.AddSendingMiddleware(g.onlyTheirs)
 	return g
 }

@@ -102,6 +102,17 @@ type session struct {
 	refs    int
 	timer   *time.Timer
 
+	// life ends when the session does: the requests still running on it
+	// are cancelled then, since nothing can take their answers.
+	life    context.Context
+	endLife context.CancelFunc
+
+	// streams are the client's POST streams open on this replica, by the
+	// token the gateway gave each; a stream's channel is closed when the
+	// client left it before its end (streamGone).
+	streamsMu sync.Mutex
+	streams   map[string]chan struct{}
+
 	touched atomic.Int64 // when the store last heard of it (Unix nanoseconds)
 	gets    atomic.Int32 // GET streams open on this replica
 	refused atomic.Bool  // the store could not record it: the initialize failed
@@ -202,7 +213,11 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		sess.busy()
 		defer sess.idleAgain(s.idle)
+		token := s.newID()
+		r.Header.Set(streamHeader, token) // the gateway's own: one a client sent is replaced
+		sess.openStream(token)
 		sess.t.ServeHTTP(&notHandled{ResponseWriter: w, body: body}, r)
+		sess.closeStream(token, r.Context().Err() != nil)
 	case http.MethodGet:
 		if _, stream := accepts(r.Header.Values("Accept")); !stream {
 			http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
@@ -268,7 +283,7 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request) {
 	}
 	sess.t.ServeHTTP(w, r)
 	if sess.ss.InitializeParams() == nil || sess.refused.Load() {
-		sess.ss.Close()
+		sess.close()
 		return
 	}
 	s.g.opts.Measures.SessionOpened(metrics.SessionInitialized)
@@ -277,7 +292,9 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request) {
 // connect opens this process's copy of session id for owner, with state
 // (nil: a new session, which the client initializes).
 func (s *sessions) connect(ctx context.Context, id, owner string, state *mcp.ServerSessionState) (*session, error) {
-	sess := &session{id: id, tag: sessionTag(id), owner: owner, t: &mcp.StreamableServerTransport{SessionID: id}}
+	sess := &session{id: id, tag: sessionTag(id), owner: owner, t: &mcp.StreamableServerTransport{SessionID: id},
+		streams: map[string]chan struct{}{}}
+	sess.life, sess.endLife = context.WithCancel(context.WithoutCancel(ctx))
 	sess.conn = &sessionConn{s: s, sess: sess}
 	if state != nil {
 		sess.conn.negotiated = state.NegotiatedProtocolVersion
@@ -285,6 +302,7 @@ func (s *sessions) connect(ctx context.Context, id, owner string, state *mcp.Ser
 	}
 	ss, err := s.g.server.Connect(ctx, sessionTransport{sess}, &mcp.ServerSessionOptions{State: state})
 	if err != nil {
+		sess.endLife()
 		return nil, err
 	}
 	sess.ss = ss
@@ -293,14 +311,15 @@ func (s *sessions) connect(ctx context.Context, id, owner string, state *mcp.Ser
 		// Two requests of a session this replica did not hold came at
 		// once: the first copy serves both.
 		s.mu.Unlock()
-		ss.Close()
+		sess.close()
 		return prev, errTaken
 	}
-	sess.timer = time.AfterFunc(s.idle, func() { ss.Close() })
+	sess.timer = time.AfterFunc(s.idle, sess.close)
 	s.open[id] = sess
 	s.mu.Unlock()
 	go func() {
 		ss.Wait()
+		sess.endLife()
 		sess.stopTimer()
 		s.mu.Lock()
 		if s.open[id] == sess {
@@ -423,7 +442,7 @@ func (s *sessions) touch(ctx context.Context, sess *session, state []byte) bool 
 	case err == nil:
 		sess.touched.Store(time.Now().UnixNano())
 	case errors.Is(err, store.ErrNotFound):
-		sess.ss.Close()
+		sess.close()
 		return false
 	default:
 		s.unshared.Do(func() {
@@ -444,7 +463,7 @@ func (s *sessions) end(ctx context.Context, sess *session) error {
 		}
 		s.announce("end " + sess.tag)
 	}
-	sess.ss.Close()
+	sess.close()
 	return nil
 }
 
@@ -495,7 +514,7 @@ func (s *sessions) heard(payload string) {
 	switch verb {
 	case "end":
 		if sess := s.byTag(rest); sess != nil {
-			sess.ss.Close()
+			sess.close()
 		}
 	case "answer":
 		s.heardAnswer(rest)
@@ -541,6 +560,86 @@ func (s *sessions) setLevel(ctx context.Context, ss *mcp.ServerSession, level mc
 	}
 	sess.conn.setLevel(level)
 	s.touch(ctx, sess, sess.conn.state())
+}
+
+// close ends this copy of the session: the requests still running on it
+// are cancelled, since no answer of theirs can reach the client any
+// more, and the SDK's session is closed once they have returned.
+func (sess *session) close() {
+	sess.endLife()
+	sess.ss.Close()
+}
+
+// streamHeader carries, on each POST of a session, the token of its
+// stream, which the gateway sets; a request's handler finds it in the
+// request's headers (RequestExtra.Header).
+const streamHeader = "Airlock-Stream"
+
+func (sess *session) openStream(token string) {
+	sess.streamsMu.Lock()
+	defer sess.streamsMu.Unlock()
+	sess.streams[token] = make(chan struct{})
+}
+
+// closeStream forgets the stream token names; gone says the client left
+// it before its end, which closes its channel.
+func (sess *session) closeStream(token string, gone bool) {
+	sess.streamsMu.Lock()
+	defer sess.streamsMu.Unlock()
+	if gone {
+		close(sess.streams[token])
+	}
+	delete(sess.streams, token)
+}
+
+// streamGone returns the channel that is closed if the client leaves the
+// stream token names, or nil for a stream this copy does not serve.
+func (sess *session) streamGone(token string) <-chan struct{} {
+	sess.streamsMu.Lock()
+	defer sess.streamsMu.Unlock()
+	return sess.streams[token]
+}
+
+// byID returns this process's copy of session id, if any.
+func (s *sessions) byID(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.open[id]
+}
+
+// bound is receiving middleware: a request on a session this process
+// holds runs in a context that ends with the session (DELETE, the idle
+// timeout, an end another replica announced), and a question it asks
+// learns if the client leaves its stream (streamGoneOf).
+func (s *sessions) bound(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss == nil || ss.ID() == "" {
+			return next(ctx, method, req)
+		}
+		sess := s.byID(ss.ID())
+		if sess == nil {
+			return next(ctx, method, req)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(sess.life, cancel)()
+		if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+			if gone := sess.streamGone(ex.Header.Get(streamHeader)); gone != nil {
+				ctx = context.WithValue(ctx, streamGoneKey{}, gone)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+type streamGoneKey struct{}
+
+// streamGoneOf returns the channel closed when the client leaves the
+// stream of ctx's request, or nil.
+func streamGoneOf(ctx context.Context) <-chan struct{} {
+	gone, _ := ctx.Value(streamGoneKey{}).(<-chan struct{})
+	return gone
 }
 
 // busy holds the idle timer while a request of the session runs.
