@@ -215,6 +215,10 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateless http.H
 		if body, ok = g.readBody(w, r); !ok {
 			return
 		}
+		if refusal, id := checkMessage(body); refusal != nil {
+			writeRefusal(w, http.StatusBadRequest, id, refusal)
+			return
+		}
 	}
 	if r.Header.Get(sessionHeader) != "" {
 		g.sessions.serve(w, r, body)
@@ -330,9 +334,14 @@ func (g *Gateway) admitted() {
 
 // writeError answers a request with a JSON-RPC error, encoded by the SDK.
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, msg string) {
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg}})
+	writeRefusal(w, status, id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: msg})
+}
+
+// writeRefusal answers with the JSON-RPC error e for id, with HTTP status.
+func writeRefusal(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
 	if err != nil {
-		http.Error(w, msg, status)
+		http.Error(w, e.Message, status)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

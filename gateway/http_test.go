@@ -396,3 +396,54 @@ func TestSessionUnknownMethod(t *testing.T) {
 		t.Errorf("ping after them: %s %s", resp.Status, data)
 	}
 }
+
+// TestIDsThatCannotBeEchoed: a request whose id the SDK would not give
+// back as sent (a fraction, an exponent, an integer past 2^53 - 1), or
+// whose id is null, and a message that is neither a request nor a
+// response, are refused with -32600 (id null where the id cannot be
+// echoed), in both eras, before they reach the SDK.
+func TestIDsThatCannotBeEchoed(t *testing.T) {
+	f := start(t, "", nil)
+	send := rawSession(t, f, `{}`)
+	for _, tt := range []struct {
+		body string
+		id   any
+	}{
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":-123456789012345678901234567890,"method":"ping"}`, nil},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, nil},
+		{`{"jsonrpc":"2.0","id":7}`, 7.0},
+	} {
+		for _, era := range []string{"session", stateless} {
+			var status int
+			var body string
+			if era == "session" {
+				resp := send(tt.body)
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				status, body = resp.StatusCode, string(data)
+			} else {
+				status, _, body = post(t, f, stateless, tt.body, nil)
+			}
+			var msg struct {
+				ID    any
+				Error struct {
+					Code    int
+					Message string
+				}
+			}
+			if status != http.StatusBadRequest || json.Unmarshal([]byte(body), &msg) != nil || msg.Error.Code != -32600 || msg.ID != tt.id {
+				t.Errorf("%s %s: %d %s; want 400 with -32600 for id %v", era, tt.body, status, body, tt.id)
+			}
+		}
+	}
+	// The largest id the SDK holds exactly is answered under itself.
+	resp := send(`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`)
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(data), `"id":9007199254740991`) {
+		t.Errorf("ping with id 2^53-1: %s", data)
+	}
+}

@@ -86,7 +86,12 @@ func refuseLine(text []byte, long bool, max int) []byte {
 	if long {
 		code, msg = jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message of more than %d bytes; it was not read", max)
 	} else if _, err := jsonrpc.DecodeMessage(trimmed); err == nil {
-		return nil
+		refusal, id := checkMessage(trimmed)
+		if refusal == nil {
+			return nil
+		}
+		b, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: refusal})
+		return append(b, '\n')
 	} else if !json.Valid(trimmed) {
 		code, msg = jsonrpc.CodeParseError, "Parse error: the line is not JSON; each line must be one JSON-RPC message"
 	} else if trimmed[0] == '[' {

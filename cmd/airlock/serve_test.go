@@ -464,6 +464,18 @@ func TestServeStdioBadLines(t *testing.T) {
 	wantError(`{"foo":1}`, -32600)
 	wantError(`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`, -32600)
 	wantError(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"x":"`+strings.Repeat("x", 2<<20)+`"}}`, -32600)
+	// Ids the SDK cannot echo exactly, a request with id null, and a
+	// message that is neither a request nor a response.
+	wantError(`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600)
+	wantError(`{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}`, -32600)
+	wantError(`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, -32600)
+	wantError(`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x","arguments":{}}}`, -32600)
+	if got := exchange(`{"jsonrpc":"2.0","id":5}`); got["id"] != 5.0 || got["error"].(map[string]any)["code"] != -32600.0 {
+		t.Errorf("a message with neither method nor result: %v, want -32600 for id 5", got)
+	}
+	if got := exchange(`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`); got["id"] != 9007199254740991.0 || got["result"] == nil {
+		t.Errorf("ping with the largest safe id: %v", got)
+	}
 	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	got := exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	if res, _ := got["result"].(map[string]any); got["id"] != 4.0 || res == nil || len(res["tools"].([]any)) != 2 {
