@@ -43,6 +43,9 @@ func (g *Gateway) read(at func(uri string) target) mcp.ResourceHandler {
 		}
 		defer release()
 		to, ex := at(req.Params.URI), readExchange(req)
+		if err := g.checkState(ex, who); err != nil {
+			return nil, err
+		}
 		q := g.question(ex, who, to.uri, whatRead)
 		rd := airlock.Read{URI: to.uri, Server: to.server}
 		rel := g.relayFor(ctx, req.Session, req.Params)
@@ -89,6 +92,9 @@ func (g *Gateway) get(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetP
 	p, ex := req.Params, promptExchange(req)
 	who, err := g.callerOf(req.Extra)
 	if err != nil {
+		return nil, err
+	}
+	if err := g.checkState(ex, who); err != nil {
 		return nil, err
 	}
 	if ex.parked() {

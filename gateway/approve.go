@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,6 +255,27 @@ func (g *Gateway) openState(state, tool, caller string) (string, bool) {
 		return "", false
 	}
 	return st.Approval, true
+}
+
+// checkState refuses a retry that answers a server's questions (answers
+// under keys other than the approval question's) with a request state
+// that is neither a waiting call's (parked.go checks those) nor an
+// approval question's that this gateway signed for ex's subject and for
+// who: run as a new request, it would hand answers meant for another
+// request to a new one, and leave that one waiting. A retry that answers
+// only the approval question goes on: a state not the gateway's approves
+// nothing (question).
+func (g *Gateway) checkState(ex *exchange, who caller) error {
+	if ex.state == "" || ex.parked() {
+		return nil
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(ex.responses)), func(k string) bool { return k != questionInput }) {
+		return nil
+	}
+	if _, ok := g.openState(ex.state, ex.subject, who.key()); !ok {
+		return noParkedCall
+	}
+	return nil
 }
 
 func (g *Gateway) mac(body []byte) []byte {

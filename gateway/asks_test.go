@@ -313,6 +313,14 @@ func TestParkedRoundsKeepTheServersKeys(t *testing.T) {
 	if _, err := callKeyed(mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "red"}}}, first.RequestState); err == nil {
 		t.Error("round 1's state answered round 2's question")
 	}
+	// A state the gateway never gave names no call: the answers are not
+	// handed to a new call of the tool.
+	for _, state := range []string{"garbage", "x.y", "round=2;name=Eve"} {
+		res, err := callKeyed(mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "red"}}}, state)
+		if err == nil || !strings.Contains(err.Error(), "the request state names no call waiting for an answer here") {
+			t.Errorf("state %q: %+v, %v; want it refused", state, res, err)
+		}
+	}
 	last, err := callKeyed(mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}}, second.RequestState)
 	if err != nil || last.NeedsInput() || resultText(last) != "Ada likes blue" {
 		t.Fatalf("round 3: %+v, %v; want Ada likes blue", last, err)

@@ -48,6 +48,9 @@ func (g *Gateway) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		return nil, err
 	}
+	if err := g.checkState(ex, who); err != nil {
+		return nil, err
+	}
 	if ex.parked() {
 		return as[*mcp.CallToolResult](g.resume(ctx, ex, who)) // the answer to a question its server asked (parked.go)
 	}

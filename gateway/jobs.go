@@ -172,6 +172,9 @@ func (g *Gateway) taskCall(ctx context.Context, req *mcp.CallToolRequest, tt tas
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := g.checkState(ex, who); err != nil {
+		return nil, nil, err
+	}
 	if ex.parked() {
 		// The retry of a round the call answered before it became a task.
 		pc := g.openParked(ex.state, ex.subject, who.key())
