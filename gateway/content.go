@@ -267,7 +267,12 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 					// A URI no server lists, such as a resource link a
 					// tool returned: the host reads it from the server
 					// whose allowed_resources match it, or refuses.
-					return g.read(unlisted)(ctx, rr)
+					res, err := g.read(unlisted)(ctx, rr)
+					if res != nil {
+						// The SDK sets these on the reads it routes.
+						g.cacheable(ctx, rr, &res.Cacheable)
+					}
+					return res, err
 				}
 			}
 		case "subscriptions/listen":

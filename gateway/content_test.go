@@ -274,6 +274,14 @@ func TestReadResource(t *testing.T) {
 				}
 			}
 		}
+		// Every read says how it may be cached, however it was routed: a
+		// URI qualified though one server lists it is not in the list.
+		for _, uri := range []string{"test://static-text", "airlock://w/test://static-text", "airlock://v/test://shared"} {
+			res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+			if err != nil || res.CacheScope != "public" || res.TTLMs != 0 {
+				t.Errorf("%s: %+v, %v; want cacheScope public, ttlMs 0", uri, res, err)
+			}
+		}
 	})
 }
 
