@@ -350,7 +350,8 @@ func writeRefusal(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.E
 }
 
 // Serve serves Handler on ln until ctx ends, then drains: the listener
-// closes, /readyz answers 503, new calls are refused, calls in flight get
+// closes (a probe of /readyz then fails to connect, as a load balancer
+// takes for not ready), new calls are refused, calls in flight get
 // up to the drain timeout to finish (then they are cancelled), and every
 // session ends.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
