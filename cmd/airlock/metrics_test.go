@@ -146,6 +146,9 @@ func TestServeMetricsToken(t *testing.T) {
 	if !strings.Contains(r.stderr, "is shorter than 16 characters") || strings.Contains(r.stderr, "short\n") {
 		t.Errorf("short token: stderr %q", r.stderr)
 	}
+	if strings.Contains(r.stderr, "listening on") {
+		t.Errorf("short token: stderr %q; want it refused before anything listens", r.stderr)
+	}
 
 	const token = "5f1c0e7d9a4b3c2d1e0f5a6b7c8d9e0f"
 	t.Setenv("AIRLOCK_TEST_METRICS_TOKEN", token)

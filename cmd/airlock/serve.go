@@ -56,14 +56,15 @@ func (e *env) serve(o *options, _ []string) error {
 		if err != nil {
 			return err
 		}
-		if host == "" || !egress.IsLoopbackHost(host) {
-			cfg, err := checked()
-			if err != nil {
-				return err
-			}
-			if cfg.Serve.Auth == nil {
-				return notLoopback(o.httpAddr, host)
-			}
+		cfg, err := checked()
+		if err != nil {
+			return err
+		}
+		if cfg.Serve.Auth == nil && (host == "" || !egress.IsLoopbackHost(host)) {
+			return notLoopback(o.httpAddr, host)
+		}
+		if _, err := metricsToken(cfg.Serve.MetricsTokenEnv, os.LookupEnv); err != nil {
+			return err
 		}
 	}
 	if o.console {
