@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,6 +154,31 @@ func (g *governance) close() error {
 // a file will see. Unlike the audit trail's redaction it leaves credential-
 // looking text alone: a tool may legitimately return a token the agent asked
 // for, but never one the host holds for a server.
+// Redact returns s with the secrets the host knows (secret_env values,
+// OAuth client secrets, the store's password, Options.Secrets) and the
+// credential formats it recognises replaced by markers, as the audit
+// trail and the journal have them.
+func (h *Host) Redact(s string) string { return h.gov.redactor.String(s) }
+
+// RedactJSON is Redact for JSON text, such as a tool call's arguments: a
+// value under a key that names a credential is redacted whole, and the
+// result is JSON again. Text that is not JSON is redacted as text.
+func (h *Host) RedactJSON(text string) string {
+	var v any
+	d := json.NewDecoder(strings.NewReader(text))
+	d.UseNumber()
+	if d.Decode(&v) != nil || d.More() {
+		return h.Redact(text)
+	}
+	var out strings.Builder
+	e := json.NewEncoder(&out)
+	e.SetEscapeHTML(false)
+	if e.Encode(h.gov.redactor.Value(v)) != nil {
+		return h.Redact(text)
+	}
+	return strings.TrimSuffix(out.String(), "\n")
+}
+
 func (g *governance) scrub(s string) string {
 	for _, v := range g.secrets {
 		s = strings.ReplaceAll(s, v, "[REDACTED:secret]")

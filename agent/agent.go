@@ -195,7 +195,7 @@ type pending struct {
 func (a *Agent) Start(ctx context.Context, prompt string) *Outcome {
 	r := a.newRun()
 	r.rec = store.RunRecord{ID: store.NewID("run_"), Status: store.RunRunning, Tenant: a.o.Principal.Tenant, User: a.o.Principal.User,
-		Provider: a.o.Provider.Name(), Model: a.o.Model, Task: a.o.Task, Title: printable(prompt, 100)}
+		Provider: a.o.Provider.Name(), Model: a.o.Model, Task: a.o.Task, Title: printable(a.o.Host.Redact(prompt), 100)}
 	r.cp = checkpoint{Version: checkpointVersion, System: a.o.System, MaxSteps: a.o.MaxSteps,
 		Messages: []Message{{Role: RoleUser, Text: prompt}}}
 	if a.o.Lock != nil {
@@ -329,7 +329,7 @@ func (r *run) save() error {
 
 func (r *run) saveLocked() error {
 	r.behind = true
-	cp, err := json.Marshal(r.cp)
+	cp, err := json.Marshal(r.atRest())
 	if err != nil {
 		return fmt.Errorf("cannot encode the run's checkpoint: %w", err)
 	}
@@ -351,6 +351,41 @@ func (r *run) saveLocked() error {
 	}
 	r.behind = false
 	return nil
+}
+
+// atRest is the checkpoint as it is saved: every text and every call's
+// arguments with the secrets the host knows redacted, as the audit trail
+// has them, but for the arguments of a call that has no result yet,
+// which a resumed run sends as the model wrote them. A resumed run shows
+// the model its earlier steps as saved.
+func (r *run) atRest() checkpoint {
+	h := r.o.Host
+	cp := r.cp
+	cp.Messages = make([]Message, len(r.cp.Messages))
+	for i, m := range r.cp.Messages {
+		m.Text = h.Redact(m.Text)
+		m.Calls = slices.Clone(m.Calls)
+		for j := range m.Calls {
+			m.Calls[j].Arguments = h.RedactJSON(m.Calls[j].Arguments)
+		}
+		m.Results = slices.Clone(m.Results)
+		for j := range m.Results {
+			m.Results[j].Text = h.Redact(m.Results[j].Text)
+		}
+		cp.Messages[i] = m
+	}
+	cp.Pending = make([]*pending, len(r.cp.Pending))
+	for i, p := range r.cp.Pending {
+		q := *p
+		if q.Result != nil {
+			q.Call.Arguments = h.RedactJSON(q.Call.Arguments)
+			res := *q.Result
+			res.Text = h.Redact(res.Text)
+			q.Result = &res
+		}
+		cp.Pending[i] = &q
+	}
+	return cp
 }
 
 // loop drives the run: it settles the calls of the last step, then asks
@@ -518,7 +553,7 @@ func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *
 	if p.loaded {
 		if res, ok := r.recovered(ctx, p); ok {
 			r.keep(p, &res, "", false)
-			r.emit(Event{Event: EventToolCall, Name: p.Call.Name, CallID: p.Call.ID, Status: res.Status, Args: argSummary(p.Call.Arguments)})
+			r.emit(Event{Event: EventToolCall, Name: p.Call.Name, CallID: p.Call.ID, Status: res.Status, Args: argSummary(r.o.Host.RedactJSON(p.Call.Arguments))})
 			return
 		}
 	}
@@ -527,7 +562,7 @@ func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *
 	if t, ok := off.byName[p.Call.Name]; ok {
 		server = t.Server
 	}
-	r.emit(Event{Event: EventToolCall, Name: p.Call.Name, CallID: p.Call.ID, Server: server, Status: "started", Args: argSummary(p.Call.Arguments)})
+	r.emit(Event{Event: EventToolCall, Name: p.Call.Name, CallID: p.Call.ID, Server: server, Status: "started", Args: argSummary(r.o.Host.RedactJSON(p.Call.Arguments))})
 	end := func(status string) {
 		r.emit(Event{Event: EventToolCall, Name: p.Call.Name, CallID: p.Call.ID, Server: server, Status: status,
 			DurationMS: time.Since(began).Milliseconds()})

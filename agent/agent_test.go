@@ -769,3 +769,44 @@ func TestCancelledRunResumes(t *testing.T) {
 		t.Errorf("results = %q", got)
 	}
 }
+
+// TestRunKeepsNoSecret: the run's record, its checkpoint and its events
+// hold the secrets the host knows redacted, the prompt's and the calls'
+// alike; a call waiting for approval keeps its arguments as the model
+// wrote them until it is sent, so the write made after the approval is
+// the one the model asked for.
+func TestRunKeepsNoSecret(t *testing.T) {
+	const token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+	f := newFixture(t, "openai", fixtureOptions{},
+		agenttest.Step{Calls: []agenttest.Call{{Name: "fs__write_file", Args: `{"path":"key.txt","content":"` + token + `"}`}}},
+		agenttest.Step{Text: "Saved " + token + "."})
+	a := f.agent(t, false, nil)
+	out := a.Start(t.Context(), "save my token "+token)
+	if out.Status != store.RunWaiting || len(out.Approvals) != 1 {
+		t.Fatalf("outcome = %+v, want waiting for one approval", out)
+	}
+	if err := f.h.Decide(t.Context(), out.Approvals[0], true, "tester", "fine"); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := a.Resume(t.Context(), out.RunID); err != nil || done.Status != store.RunDone {
+		t.Fatalf("resume after approval = %+v, %v", done, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.root, "key.txt")); err != nil || string(b) != token {
+		t.Errorf("key.txt = %q, %v; want what the model wrote", b, err)
+	}
+	rec, err := f.h.Store().(store.Runs).RunRecord(t.Context(), out.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rec.Title, token) || strings.Contains(string(rec.Checkpoint), token) {
+		t.Errorf("the run's record holds the token:\ntitle %q\ncheckpoint %s", rec.Title, rec.Checkpoint)
+	}
+	if !strings.Contains(string(rec.Checkpoint), "[REDACTED") {
+		t.Errorf("checkpoint %s: nothing redacted", rec.Checkpoint)
+	}
+	for _, e := range f.eventsOf(agent.EventToolCall) {
+		if strings.Contains(e.Args, token) {
+			t.Errorf("event %+v shows the token", e)
+		}
+	}
+}
