@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -119,9 +120,16 @@ func Teardown(ctx context.Context, stateDir, dir string, info Info, r *CloseRepo
 		if info.Worktree == "" || !exists(info.Worktree) {
 			return "no worktree", nil
 		}
+		// Commits made on a detached HEAD are on no branch: one is made
+		// for them, or removing the worktree would leave them to git's
+		// garbage collection.
+		kept, err := keepDetached(ctx, info.Worktree, info.ID)
+		if err != nil {
+			return "", err
+		}
 		d, err := dirty(ctx, info.Worktree)
 		if err != nil || !d {
-			return "nothing to save", err
+			return join(kept, "nothing to save"), err
 		}
 		ref, err := stash(ctx, info.Worktree, fmt.Sprintf("airlock: uncommitted work of task %s, saved when it closed", info.ID))
 		if err != nil {
@@ -129,7 +137,14 @@ func Teardown(ctx context.Context, stateDir, dir string, info Info, r *CloseRepo
 		}
 		r.Stash = ref
 		r.Restore = fmt.Sprintf("git -C %s stash apply %s", shellQuote(info.Repo), short(ref))
-		return fmt.Sprintf("saved as stash %s of %s; get it back with: %s", short(ref), info.Repo, r.Restore), nil
+		detail := join(kept, fmt.Sprintf("saved as stash %s of %s; get it back with: %s", short(ref), info.Repo, r.Restore))
+		// What git cannot stash (a git repository inside the worktree)
+		// is still there: the worktree is kept rather than lose it.
+		if left, err := git(ctx, info.Worktree, "status", "--porcelain", "--untracked-files=all"); err != nil || left != "" {
+			return "", fmt.Errorf("%s; but git could not save %s (a git repository inside the worktree is not stashed), so the worktree is kept: move it out of %s, then close the task again",
+				detail, strings.Join(statusPaths(left), ", "), info.Worktree)
+		}
+		return detail, nil
 	})
 	record := filepath.Join(stateDir, "closed-tasks", fmt.Sprintf("%s-%s.json", info.ID, time.Now().UTC().Format("20060102T150405Z")))
 	r.Run("record the task", func() (string, error) {
@@ -202,4 +217,42 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// join joins the details of a step that are not empty with "; ".
+func join(details ...string) string {
+	return strings.Join(slices.DeleteFunc(details, func(d string) bool { return d == "" }), "; ")
+}
+
+// keepDetached makes a branch for the worktree's HEAD when it is detached
+// and no branch, tag or remote branch holds it, and says so ("" when
+// there was nothing to keep).
+func keepDetached(ctx context.Context, worktree, id string) (string, error) {
+	if _, err := git(ctx, worktree, "symbolic-ref", "-q", "HEAD"); err == nil {
+		return "", nil // on a branch
+	}
+	head, err := git(ctx, worktree, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return "", nil // no commit yet
+	}
+	held, err := git(ctx, worktree, "for-each-ref", "--contains", head, "--count=1", "--format=%(refname)", "refs/heads", "refs/tags", "refs/remotes")
+	if err != nil || held != "" {
+		return "", err
+	}
+	branch := fmt.Sprintf("airlock/task/%s-detached-%s", id, short(head))
+	if _, err := git(ctx, worktree, "branch", branch, head); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the commits of its detached HEAD are kept on the branch %s", branch), nil
+}
+
+// statusPaths are the paths of git status --porcelain output.
+func statusPaths(out string) []string {
+	var paths []string
+	for line := range strings.Lines(out) {
+		if line = strings.TrimRight(line, "\n"); len(line) > 3 {
+			paths = append(paths, line[3:])
+		}
+	}
+	return paths
 }

@@ -176,3 +176,70 @@ func TestListShowsDamagedRecords(t *testing.T) {
 		t.Errorf("List = %v, want %v", got, want)
 	}
 }
+
+// TestCloseLosesNoCommitAndNoNestedRepository: commits made on a detached
+// HEAD get a branch of their own before the worktree goes; a git
+// repository inside the worktree, which git cannot stash, keeps the
+// worktree, and closing again once it is moved out completes.
+func TestCloseLosesNoCommitAndNoNestedRepository(t *testing.T) {
+	ctx := context.Background()
+	r, state := repo(t), t.TempDir()
+	open := func(id string) *Pending {
+		t.Helper()
+		p, err := Create(ctx, state, r, Info{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		p.Lock.Unlock()
+		return p
+	}
+	run := func(dir string, args ...string) string {
+		t.Helper()
+		out, err := git(ctx, dir, append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return out
+	}
+
+	p := open("detached")
+	run(p.Info.Worktree, "checkout", "--detach")
+	os.WriteFile(filepath.Join(p.Info.Worktree, "late.txt"), []byte("late\n"), 0o644)
+	run(p.Info.Worktree, "add", "late.txt")
+	run(p.Info.Worktree, "commit", "-m", "on no branch")
+	head := run(p.Info.Worktree, "rev-parse", "HEAD")
+	report, err := Close(ctx, state, "detached")
+	if err != nil {
+		t.Fatalf("Close: %v\n%+v", err, report)
+	}
+	branch := "airlock/task/detached-detached-" + head[:12]
+	if got := run(r, "rev-parse", "refs/heads/"+branch); got != head {
+		t.Errorf("branch %s = %q, want the detached commit %s; steps %+v", branch, got, head, report.Steps)
+	}
+
+	p = open("nested")
+	nested := filepath.Join(p.Info.Worktree, "nested")
+	os.MkdirAll(nested, 0o755)
+	run(nested, "init", "-q")
+	os.WriteFile(filepath.Join(nested, "work.txt"), []byte("precious\n"), 0o644)
+	os.WriteFile(filepath.Join(p.Info.Worktree, "notes.txt"), []byte("notes\n"), 0o644)
+	report, err = Close(ctx, state, "nested")
+	if err == nil || !strings.Contains(err.Error(), "nested/") || !strings.Contains(err.Error(), "the worktree is kept") {
+		t.Fatalf("Close with a nested repository = %v; want it kept, naming nested/\n%+v", err, report)
+	}
+	if b, err := os.ReadFile(filepath.Join(nested, "work.txt")); err != nil || string(b) != "precious\n" {
+		t.Fatalf("nested/work.txt = %q, %v; want it where it was", b, err)
+	}
+	if report.Stash == "" {
+		t.Error("the rest of the work was not stashed")
+	}
+	if err := os.Rename(nested, filepath.Join(t.TempDir(), "nested")); err != nil {
+		t.Fatal(err)
+	}
+	if report, err := Close(ctx, state, "nested"); err != nil {
+		t.Fatalf("closing again once it is moved out: %v\n%+v", err, report)
+	}
+}
