@@ -189,9 +189,6 @@ func (h *Host) restart(s *server, f *upstream.Fault, rebuild bool) bool {
 			return false
 		}
 		h.install(life, s, next, tools, began, attempt)
-		if s.afterRestart != nil {
-			s.afterRestart()
-		}
 		h.catalogChanged()
 		return true
 	}

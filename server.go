@@ -77,13 +77,15 @@ type server struct {
 	mu     sync.Mutex
 	status ServerStatus
 
-	life         context.Context // ends when the server's host or task does: stops its watchers
-	watchers     sync.WaitGroup  // supervisor and health check
-	abandoned    stopper         // stops connections that failed to start
-	supervised   atomic.Bool     // the supervisor runs
-	checked      atomic.Bool     // the health check runs
-	afterRestart func()          // called when the supervisor restarted it
-	ready        chan struct{}   // closed when the first start has ended, well or not
+	life       context.Context // ends when the server's host or task does: stops its watchers
+	watchers   sync.WaitGroup  // supervisor and health check
+	abandoned  stopper         // stops connections that failed to start
+	supervised atomic.Bool     // the supervisor runs
+	checked    atomic.Bool     // the health check runs
+	// track records a task server's processes as they start and stop
+	// (task.go); nil for the host's, which the host records.
+	track func(upstream.ProcessRecord, bool)
+	ready chan struct{} // closed when the first start has ended, well or not
 }
 
 func newServer(cfg config.Server, stateDir string) *server {
@@ -478,8 +480,8 @@ func (h *Host) upstreamOptions(s *server) *upstream.Options {
 	if version == "" {
 		version = "dev"
 	}
-	var track func(upstream.ProcessRecord, bool)
-	if !s.cfg.TaskScoped() { // a task records its own (task.go)
+	track := s.track // a task records its own (task.go)
+	if track == nil && !s.cfg.TaskScoped() {
 		track = h.procs.track(s.cfg.ID)
 	}
 	return &upstream.Options{

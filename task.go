@@ -36,6 +36,12 @@ type Task struct {
 
 	releaseOnce sync.Once
 	releaseErr  error
+
+	// procs are its servers' processes that run, by marker, recorded on
+	// disk as each starts and stops: a process that dies while they
+	// start leaves the next one what it needs to stop them.
+	procsMu sync.Mutex
+	procs   map[string]worktree.Group
 }
 
 // TaskInfo is a task as recorded on disk.
@@ -196,7 +202,7 @@ func (t *Task) start(ctx context.Context) error {
 	}
 	for _, sc := range t.h.perTask {
 		s := newServer(sc.ForWorkspace(t.info.Worktree), t.dir)
-		s.afterRestart = func() { t.recordProcesses() }
+		s.track = t.trackProcesses(s.cfg.ID)
 		t.servers = append(t.servers, s)
 	}
 	t.h.startAll(ctx, t.life, t.servers)

@@ -412,3 +412,54 @@ func TestClosingCancelsCallsInFlight(t *testing.T) {
 	// The call was sent and then cancelled: its outcome is unknown.
 	wantStatus(t, <-done, airlock.OutcomeUnknown)
 }
+
+// TestTaskServerStartingWhenItsProcessDies: a task's server is recorded
+// as soon as its process starts, before the handshake, so that what it
+// started is stopped by the next close even when the process that
+// attached died while the server was still starting.
+func TestTaskServerStartingWhenItsProcessDies(t *testing.T) {
+	repo := gitRepo(t)
+	srv := config.Server{ID: "slowstart", Transport: "stdio", Scope: "task", Command: "sh",
+		// A child of its own that outlives sh, then no answer to the
+		// handshake.
+		Args: []string{"-c", "sleep 300 & exec sleep 300"}, AllowedTools: []string{"*"},
+		ConnectTimeout: 3 * time.Second, ProbeTimeout: time.Second, RequestTimeout: time.Second, MaxConcurrency: 1, QueueTimeout: time.Second}
+	h, state := taskHost(t, repo, taskServer(t, "good", "sdk"))
+	openTask(t, h, "starting").Release()
+
+	cfg := newConfig(t, srv)
+	cfg.Dir = repo
+	spec, _ := json.Marshal(map[string]any{"config": cfg, "state": state, "task": "starting"})
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envMode+"=holder", "AIRLOCK_TEST_HOLDER="+string(spec))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	recorded := func() bool {
+		recs, _ := filepath.Glob(filepath.Join(state, "tasks", "starting", "procs", "*.json"))
+		return len(recs) > 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); !recorded(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("the starting server's process was not recorded")
+		}
+	}
+	cmd.Process.Kill() // while the server starts
+	cmd.Wait()
+	groups := taskGroups(t, state, "starting")
+	report, err := airlock.CloseTask(context.Background(), state, "starting")
+	if err != nil {
+		t.Fatalf("CloseTask: %v\n%+v", err, report)
+	}
+	if d := report.Steps[0].Detail; d != "1 found" {
+		t.Errorf("leftover step = %q, want 1 found", d)
+	}
+	for _, g := range groups {
+		if procs, _ := testenv.ProcsInGroup(g); len(procs) > 0 {
+			t.Errorf("group %d still has %v", g, procs)
+		}
+	}
+}
