@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,7 +125,7 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 			fs.StringVar(&o.run.provider, "provider", "", "the model's provider: openai (and every server compatible with it) or anthropic (default: agent.provider)")
 			fs.StringVar(&o.run.model, "model", "", "the provider's model name (default: agent.model)")
 			fs.StringVar(&o.run.baseURL, "base-url", "", "the provider's endpoint, such as http://127.0.0.1:11434/v1 (default: agent.base_url, else the provider's own)")
-			fs.IntVar(&o.run.maxSteps, "max-steps", 0, "at most this many model steps (default: agent.max_steps, else 50)")
+			fs.Var(bounded{&o.run.maxSteps, 1, 10000}, "max-steps", "at most this many model steps, 1 to 10000 (default: agent.max_steps, else 50)")
 			fs.BoolVar(&o.run.yesReads, "yes-reads", false, "approve, without asking, the calls policy asks about of tools local policy calls reads")
 			fs.StringVar(&o.run.resume, "resume", "", "go on with this run (see airlock runs): after an approval, a crash or an interruption")
 			answerWaitFlag(fs, o)
@@ -132,7 +133,8 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 		run: (*env).run},
 	{name: "runs", usage: runsUsage,
 		flags: func(fs *flag.FlagSet, o *options) {
-			fs.IntVar(&o.limit, "limit", 50, "at most this many runs, the newest")
+			o.limit = 50
+			fs.Var(bounded{&o.limit, 1, 100000}, "limit", "at most this many runs, the newest (1 to 100000; default 50)")
 		},
 		run: inRuns((*env).runsList),
 		subs: []command{
@@ -218,7 +220,8 @@ var commands = command{unknown: "unknown command %q; run airlock help", subs: []
 	{name: "audit", usage: auditUsage,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.DurationVar(&o.since, "since", 24*time.Hour, "how far back, such as 30m or 48h")
-			fs.IntVar(&o.limit, "limit", 1000, "at most this many events, the newest (printed oldest first)")
+			o.limit = 1000
+			fs.Var(bounded{&o.limit, 1, 1000000}, "limit", "at most this many events, the newest, printed oldest first (1 to 1000000; default 1000)")
 			fs.BoolVar(&o.follow, "follow", false, "then keep printing new events as they are written, until interrupted")
 		},
 		run: (*env).audit,
@@ -288,6 +291,29 @@ func serverFlag(fs *flag.FlagSet, o *options) {
 func answerWaitFlag(fs *flag.FlagSet, o *options) {
 	fs.Var((*answerWait)(&o.answerWait), "answer-wait",
 		"with no terminal to ask on, a server's question waits this long for an answer in the console (airlock console), such as 10m, before it is declined (default: declined at once)")
+}
+
+// bounded is an integer flag's value, checked as it is given: from min to
+// max.
+type bounded struct {
+	n        *int
+	min, max int
+}
+
+func (b bounded) String() string {
+	if b.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*b.n)
+}
+
+func (b bounded) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < b.min || n > b.max {
+		return fmt.Errorf("give a whole number from %d to %d", b.min, b.max)
+	}
+	*b.n = n
+	return nil
 }
 
 // answerWait is --answer-wait's value: a duration from 1s to

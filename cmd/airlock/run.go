@@ -245,8 +245,16 @@ func runExit(out *agent.Outcome, interrupted bool) error {
 	case store.RunDone:
 		return nil
 	case store.RunWaiting:
-		return &exitError{code: exitApproval, msg: fmt.Sprintf("run %s waits for approval: airlock approvals approve %s, then airlock run --resume %s",
-			out.RunID, strings.Join(out.Approvals, " "), out.RunID)}
+		approve := make([]string, len(out.Approvals))
+		for i, id := range out.Approvals {
+			approve[i] = "airlock approvals approve " + id
+		}
+		what := "approval"
+		if len(approve) > 1 {
+			what = fmt.Sprintf("%d approvals", len(approve))
+		}
+		return &exitError{code: exitApproval, msg: fmt.Sprintf("run %s waits for %s: %s, then airlock run --resume %s",
+			out.RunID, what, strings.Join(approve, "; "), out.RunID)}
 	case store.RunCancelled:
 		return &exitError{code: exitInterrupted, msg: fmt.Sprintf("interrupted: airlock run --resume %s goes on", out.RunID)}
 	}

@@ -228,6 +228,10 @@ func TestRunPausesForApproval(t *testing.T) {
 	if len(approvals) != 2 {
 		t.Fatalf("stderr names approvals %v, want two:\n%s", approvals, r.stderr)
 	}
+	// Each command it gives runs as it is: approve takes one id.
+	if want := "waits for 2 approvals: airlock approvals approve " + approvals[0] + "; airlock approvals approve " + approvals[1] + ", then"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr = %q, want %q", r.stderr, want)
+	}
 	id, status := runIDOf(t, dir)
 	if status != "waiting" || !strings.Contains(r.stderr, "airlock run --resume "+id) {
 		t.Errorf("run %s is %s; stderr:\n%s", id, status, r.stderr)
@@ -419,7 +423,10 @@ func TestRunUsageErrors(t *testing.T) {
 		{nil, []string{"run", "--provider", "anthropic", "--model", "claude", "hi"}, "ANTHROPIC_API_KEY is not set"},
 		{nil, []string{"run", "--provider", "openai", "--model", "m", "--base-url", "ftp://example.com", "hi"}, "--base-url"},
 		{[]string{"OPENAI_API_KEY=sk-x"}, []string{"run", "--provider", "openai", "--model", "m", "--base-url", "http://models.example.com/v1", "hi"}, "in the clear"},
-		{nil, []string{"run", "--provider", "openai", "--model", "m", "--base-url", local, "--max-steps", "-1", "hi"}, "--max-steps"},
+		{nil, []string{"run", "--provider", "openai", "--model", "m", "--base-url", local, "--max-steps", "-1", "hi"}, "-max-steps: give a whole number from 1 to 10000"},
+		{nil, []string{"run", "--provider", "openai", "--model", "m", "--base-url", local, "--max-steps", "0", "hi"}, "-max-steps: give a whole number from 1 to 10000"},
+		{nil, []string{"runs", "--limit", "0"}, "-limit: give a whole number from 1 to 100000"},
+		{nil, []string{"audit", "--limit", "-5"}, "-limit: give a whole number from 1 to 1000000"},
 		{nil, []string{"run", "--resume", "run_nope", "--base-url", local}, "no run run_nope"},
 		{nil, []string{"run", "--resume", "run_nope", "more"}, "takes no prompt"},
 	} {
@@ -476,4 +483,26 @@ func regexpAll(expr, s string) []string {
 		}
 	}
 	return out
+}
+
+// TestRunShowsEscapes: what the model writes (its text, a tool name it
+// made up) reaches the terminal with what a terminal would obey shown,
+// not obeyed.
+func TestRunShowsEscapes(t *testing.T) {
+	dir, _ := runProject(t, "")
+	m := agenttest.New(t,
+		agenttest.Step{Text: "Look\x1b]0;pwned\x07 here\x1b[2J.", Calls: []agenttest.Call{{Name: "evil\x1b[2J\x1b[H", Args: `{}`}}},
+		agenttest.Step{Text: "Done."})
+	// The provider refuses the made-up name in the next step's history;
+	// what matters here is what was shown before.
+	r := runCLIEnv(t, dir, noKeys, "", append([]string{"run"}, append(modelFlags(m, "openai"), "go")...)...)
+	if !strings.Contains(r.stderr, "→ evil[2J[H") {
+		t.Errorf("stderr = %q, want the made-up tool's name shown", r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "\x1b") || strings.Contains(r.stdout+r.stderr, "\x07") {
+		t.Errorf("an escape sequence reached the terminal:\nstdout %q\nstderr %q", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `Look\x1b]0;pwned\a here\x1b[2J.`) {
+		t.Errorf("stdout = %q, want the model's text with its escapes shown", r.stdout)
+	}
 }

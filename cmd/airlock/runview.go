@@ -42,7 +42,7 @@ func (v *runView) event(e agent.Event) {
 	}
 	switch e.Event {
 	case agent.EventText:
-		fmt.Fprint(v.stdout, e.Text)
+		fmt.Fprint(v.stdout, terminalText(e.Text)) // the model's: what a terminal would obey is shown
 		v.open = !strings.HasSuffix(e.Text, "\n")
 		return
 	case agent.EventRun, agent.EventDone:
@@ -56,14 +56,14 @@ func (v *runView) event(e agent.Event) {
 	case agent.EventToolCall:
 		v.toolLine(e)
 	case agent.EventApprovalRequired:
-		fmt.Fprintf(v.stderr, "%s %s needs a person's approval: %s\n", v.col.paint("33", "!"), e.Name, e.ApprovalID)
+		fmt.Fprintf(v.stderr, "%s %s needs a person's approval: %s\n", v.col.paint("33", "!"), printable(e.Name, 200), e.ApprovalID)
 	case agent.EventRetry:
 		wait := time.Duration(e.WaitMS) * time.Millisecond
 		fmt.Fprintf(v.stderr, "%s %s; asking again in %s\n", v.col.paint("33", "↻"), printable(e.Text, 300), wait.Round(100*time.Millisecond))
 	case agent.EventNotice:
 		fmt.Fprintf(v.stderr, "%s %s\n", v.col.dim("·"), printable(e.Text, 500))
 	case agent.EventError:
-		fmt.Fprintf(v.stderr, "%s %s: %s\n", v.col.red("✗"), e.Name, printable(e.Text, 1000))
+		fmt.Fprintf(v.stderr, "%s %s: %s\n", v.col.red("✗"), printable(e.Name, 200), printable(e.Text, 1000))
 	case agent.EventWaiting, agent.EventFailed, agent.EventCancelled:
 		// The exit message says it.
 	}
@@ -72,14 +72,15 @@ func (v *runView) event(e agent.Event) {
 // toolLine shows a tool call starting or ending.
 func (v *runView) toolLine(e agent.Event) {
 	if e.Status == "started" {
-		fmt.Fprintf(v.stderr, "%s %s %s\n", v.col.dim("→"), e.Name, v.col.dim(e.Args))
+		// The name is the model's, as it wrote it: a made-up one too.
+		fmt.Fprintf(v.stderr, "%s %s %s\n", v.col.dim("→"), printable(e.Name, 200), v.col.dim(e.Args))
 		return
 	}
 	mark := v.col.green("✓")
 	if e.Status != "ok" {
 		mark = v.col.red("✗")
 	}
-	line := fmt.Sprintf("%s %s %s", mark, e.Name, e.Status)
+	line := fmt.Sprintf("%s %s %s", mark, printable(e.Name, 200), e.Status)
 	if e.DurationMS > 0 {
 		line += " " + v.col.dim(roundDuration(time.Duration(e.DurationMS)*time.Millisecond).String())
 	}
