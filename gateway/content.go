@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
@@ -285,7 +287,10 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		res, err := next(ctx, method, req)
-		if err != nil || g.content.Load().completable() {
+		if err != nil {
+			return res, plainer(method, req, err)
+		}
+		if g.content.Load().completable() {
 			return res, err
 		}
 		switch r := res.(type) {
@@ -300,6 +305,37 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// plainer says what the SDK's terse refusals of a request mean, and what
+// to do: a list's cursor that no page gave, a second initialize (which
+// the SDK answers with code 0, no JSON-RPC code).
+func plainer(method string, req mcp.Request, err error) error {
+	var werr *jsonrpc.Error
+	switch {
+	case method == "initialize" && !errors.As(err, &werr):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest,
+			Message: "Invalid Request: " + err.Error() + ": a session is initialized once"}
+	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams && werr.Message == "invalid params" && cursorOf(req) != "":
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
+			Message: "invalid params: the cursor is not one this gateway gave; pass back the nextCursor of the page before, or list again without one"}
+	}
+	return err
+}
+
+// cursorOf is the cursor of a list request, or "".
+func cursorOf(req mcp.Request) string {
+	switch p := req.GetParams().(type) {
+	case *mcp.ListToolsParams:
+		return p.Cursor
+	case *mcp.ListPromptsParams:
+		return p.Cursor
+	case *mcp.ListResourcesParams:
+		return p.Cursor
+	case *mcp.ListResourceTemplatesParams:
+		return p.Cursor
+	}
+	return ""
 }
 
 // isListed reports whether the gateway lists a tool of that name.

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -445,5 +446,29 @@ func TestIDsThatCannotBeEchoed(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(string(data), `"id":9007199254740991`) {
 		t.Errorf("ping with id 2^53-1: %s", data)
+	}
+}
+
+// TestSessionRefusalsSayWhy: a list's cursor that no page gave, and a
+// second initialize, are refused with a JSON-RPC code and words that say
+// what to do.
+func TestSessionRefusalsSayWhy(t *testing.T) {
+	f := start(t, "", nil)
+	send := rawSession(t, f, `{}`)
+	for _, tt := range []struct {
+		body string
+		code int
+		says string
+	}{
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"garbage"}}`, -32602, "the cursor is not one this gateway gave"},
+		{`{"jsonrpc":"2.0","id":3,"method":"prompts/list","params":{"cursor":"zz"}}`, -32602, "the cursor is not one this gateway gave"},
+		{`{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, -32600, "a session is initialized once"},
+	} {
+		resp := send(tt.body)
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(data), fmt.Sprintf(`"code":%d`, tt.code)) || !strings.Contains(string(data), tt.says) {
+			t.Errorf("%s: %s; want %d saying %q", tt.body, data, tt.code, tt.says)
+		}
 	}
 }
