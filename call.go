@@ -77,6 +77,9 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	r := q.r
 
 	ctx, leave, failed := h.admit(ctx, q)
+	if c.Admitted != nil {
+		c.Admitted()
+	}
 	if failed != nil {
 		return failed
 	}

@@ -134,6 +134,12 @@ type Call struct {
 	// snapshot counts in that snapshot's turn instead. Without either, a
 	// call counts in no turn.
 	Turn string
+	// Admitted, when set, is called once the call has been counted in its
+	// turn (or refused there), before anything else of the pipeline, which
+	// may wait. A caller that makes a step's calls at once, starting each
+	// once the one before was admitted, has limits.max_calls_per_turn
+	// applied in the order of its calls.
+	Admitted func()
 
 	// Progress, when set, is told of each progress notification the
 	// server sends about this call, on the terms of Options.CallProgress

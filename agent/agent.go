@@ -535,21 +535,28 @@ func (r *run) settle(ctx context.Context, snap *airlock.Snapshot, off offered) {
 		if p.Result != nil {
 			continue
 		}
+		// The calls run at once, but each starts once the one before it
+		// was counted in the turn: limits.max_calls_per_turn refuses the
+		// last of them, not whichever lost a race.
+		admitted := make(chan struct{})
+		admit := sync.OnceFunc(func() { close(admitted) })
 		wg.Go(func() {
+			defer admit()
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
 			defer func() { <-slots }()
-			r.call(ctx, snap, off, p)
+			r.call(ctx, snap, off, p, admit)
 		})
+		<-admitted
 	}
 	wg.Wait()
 }
 
 // call runs one call of the step and keeps its result.
-func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *pending) {
+func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *pending, admitted func()) {
 	if p.loaded {
 		if res, ok := r.recovered(ctx, p); ok {
 			r.keep(p, &res, "", false)
@@ -575,7 +582,7 @@ func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *
 		return
 	}
 
-	res := r.o.Host.Call(ctx, snap, airlock.Call{ID: p.Ref, Name: p.Call.Name, Arguments: json.RawMessage(p.Call.Arguments)})
+	res := r.o.Host.Call(ctx, snap, airlock.Call{ID: p.Ref, Name: p.Call.Name, Arguments: json.RawMessage(p.Call.Arguments), Admitted: admitted})
 	_, used := off.byName[p.Call.Name]
 	switch res.Status {
 	case airlock.ApprovalRequired:

@@ -810,3 +810,30 @@ func TestRunKeepsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnLimitInTheModelsOrder: a step of more calls than
+// limits.max_calls_per_turn allows runs the first ones, in the model's
+// order, and refuses the rest, however the calls run at once.
+func TestTurnLimitInTheModelsOrder(t *testing.T) {
+	var calls []agenttest.Call
+	for i := range 12 {
+		calls = append(calls, agenttest.Call{Name: "t__slow", Args: fmt.Sprintf(`{"ms":%d,"tag":"c%d"}`, 10*(12-i), i)})
+	}
+	f := newFixture(t, "openai", fixtureOptions{yaml: hostYAML + "limits: {max_calls_per_turn: 4}\n"},
+		agenttest.Step{Calls: calls},
+		agenttest.Step{Text: "Done."})
+	a := f.agent(t, false, func(o *agent.Options) { o.Parallel = 8 })
+	if out := a.Start(t.Context(), "go"); out.Status != store.RunDone {
+		t.Fatalf("outcome = %+v", out)
+	}
+	results := f.model.Requests()[1].ToolResults()
+	if len(results) != 12 {
+		t.Fatalf("results = %q", results)
+	}
+	for i, res := range results {
+		refused := strings.Contains(res, "max_calls_per_turn")
+		if refused != (i >= 4) {
+			t.Errorf("call %d: %q; want the first 4 run and the rest refused", i, res)
+		}
+	}
+}
