@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -49,7 +52,7 @@ func (a *asking) elicitOnce(ctx context.Context, elicit Elicitor, inputs store.I
 	who := a.q.snap.who
 	ask := store.InputAsk{ID: id, Call: a.q.r.CallID, Server: req.Server, Tool: req.Tool, Tenant: who.Tenant,
 		User: who.User, Mode: req.Mode, Message: req.Message, Schema: req.Schema, URL: req.URL,
-		Domain: req.Domain, Round: req.Round, Problem: req.Problem}
+		Domain: req.Domain, Round: req.Round, Problem: req.Problem, Asker: asker()}
 	if err := inputs.AskInput(ctx, ask); err != nil {
 		a.h.log.Warn("the input request cannot be kept for the console; it is asked here only", "request", id, "error", err)
 		return elicit(ctx, req)
@@ -130,7 +133,28 @@ func ListInputs(ctx context.Context, st store.Store, f store.InputFilter, as Act
 		}
 		f.Tenant, f.User = as.Principal.Tenant, as.Principal.User
 	}
-	return inputs.InputAsks(ctx, f)
+	asks, err := inputs.InputAsks(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(asks, func(a store.InputAsk) bool { return orphaned(ctx, inputs, a) }), nil
+}
+
+// asker names this process in the questions it asks (store.InputAsk.Asker).
+var asker = sync.OnceValue(upstream.Identity)
+
+// orphaned reports whether a is a pending question whose asking process
+// has ended (it was killed before it could withdraw it): nothing waits
+// for its answer. It is withdrawn then, so that nobody answers into the
+// void.
+func orphaned(ctx context.Context, inputs store.Inputs, a store.InputAsk) bool {
+	if a.Status != store.InputPending || a.Asker == "" || !upstream.Ended(a.Asker) {
+		return false
+	}
+	if err := inputs.WithdrawInput(ctx, a.ID); err != nil && !errors.Is(err, store.ErrConflict) {
+		return false // still pending: shown, and an answer is refused
+	}
+	return true
 }
 
 // InputAskFor returns st's question id if as may see it.
@@ -165,6 +189,10 @@ func AnswerInput(ctx context.Context, st store.Store, id string, ans *InputAnswe
 	}
 	if a.Status != store.InputPending {
 		return fmt.Errorf("input request %s is %s: %w", id, a.Status, store.ErrConflict)
+	}
+	if a.Asker != "" && upstream.Ended(a.Asker) {
+		orphaned(ctx, st.(store.Inputs), a)
+		return fmt.Errorf("input request %s: the process that asked it has ended, and its call with it; nothing would take the answer: %w", id, store.ErrConflict)
 	}
 	var content map[string]any
 	if a.Mode == ElicitURL {

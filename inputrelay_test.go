@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlockhq/airlock"
+	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -135,5 +139,53 @@ func TestCheckAnswer(t *testing.T) {
 	}
 	if got, err := airlock.CheckAnswer(schema, &airlock.InputAnswer{Action: airlock.AnswerDecline}); err != nil || got != nil {
 		t.Errorf("a decline: %v (%v)", got, err)
+	}
+}
+
+// TestQuestionOfAnEndedProcess: a question whose asking process ended
+// (killed before it could withdraw it) is withdrawn when the questions are
+// listed, and an answer to it is refused, saying why; a question of a
+// process that runs, or of another machine, stays.
+func TestQuestionOfAnEndedProcess(t *testing.T) {
+	st, err := airlock.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	inputs := st.(store.Inputs)
+	self := upstream.Identity()
+	if self == "" {
+		t.Fatal("this process cannot be named: no /proc")
+	}
+	host, _ := os.Hostname()
+	ended := fmt.Sprintf("%s/%d/1", host, os.Getpid()) // this pid, another start: a process that ended
+	ctx := context.Background()
+	for id, asker := range map[string]string{"inq_ended": ended, "inq_ended2": ended, "inq_live": self, "inq_elsewhere": "other-machine/1/1", "inq_unknown": ""} {
+		if err := inputs.AskInput(ctx, store.InputAsk{ID: id, Call: "call_x", Server: "s", Tool: "t", Tenant: "acme", User: "ada",
+			Mode: "form", Message: "Name?", Round: 1, Asker: asker}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := airlock.Actor{AllPrincipals: true, By: "ops"}
+	if err := airlock.AnswerInput(ctx, st, "inq_ended2", &airlock.InputAnswer{Action: airlock.AnswerDecline}, ops); !errors.Is(err, store.ErrConflict) ||
+		!strings.Contains(err.Error(), "the process that asked it has ended") {
+		t.Errorf("answering the ended process's question = %v, want a conflict that says why", err)
+	}
+	asks, err := airlock.ListInputs(ctx, st, store.InputFilter{Status: store.InputPending}, ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, a := range asks {
+		ids = append(ids, a.ID)
+	}
+	slices.Sort(ids)
+	if want := []string{"inq_elsewhere", "inq_live", "inq_unknown"}; !slices.Equal(ids, want) {
+		t.Errorf("pending = %v, want %v", ids, want)
+	}
+	for _, id := range []string{"inq_ended", "inq_ended2"} {
+		if a, err := inputs.InputAsk(ctx, id); err != nil || a.Status != store.InputWithdrawn {
+			t.Errorf("%s = %+v, %v; want it withdrawn", id, a, err)
+		}
 	}
 }

@@ -33,6 +33,10 @@ type InputAsk struct {
 	// last answer to it did not fit the form.
 	Round   int    `json:"round"`
 	Problem string `json:"problem,omitempty"`
+	// Asker names the process that asks, "HOST/PID/START", so that a
+	// question whose process ended can be told from one that waits; ""
+	// where it cannot be said.
+	Asker string `json:"asker,omitempty"`
 
 	Status InputStatus `json:"status"`
 	// Answer is the answer given elsewhere, as JSON ({"action": …,

@@ -146,3 +146,44 @@ func cwdInside(pid int, dir string) bool {
 	cwd = strings.TrimSuffix(cwd, " (deleted)")
 	return cwd == dir || strings.HasPrefix(cwd, dir+string(os.PathSeparator))
 }
+
+// Identity names this process on this machine, as "HOST/PID/START"
+// (START: when it started, in clock ticks after boot), for a record that
+// another process may test with Ended. It is "" where /proc cannot say.
+func Identity() string {
+	host, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	p, err := readProc(os.Getpid())
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%s/%d/%d", host, p.pid, p.start)
+}
+
+// Ended reports whether the process identity (Identity) names is known to
+// have ended: it ran on this machine, and no process with its pid and
+// start time runs now. A process of another machine, or an identity that
+// cannot be read, is not known to have ended.
+func Ended(identity string) bool {
+	i := strings.LastIndexByte(identity, '/')
+	j := strings.LastIndexByte(identity[:max(i, 0)], '/')
+	if i < 0 || j < 0 {
+		return false
+	}
+	host, err := os.Hostname()
+	if err != nil || host != identity[:j] {
+		return false
+	}
+	pid, err1 := strconv.Atoi(identity[j+1 : i])
+	start, err2 := strconv.ParseUint(identity[i+1:], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 {
+		return false
+	}
+	p, err := readProc(pid)
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	return err == nil && (p.start != start || p.zombie())
+}
