@@ -82,6 +82,9 @@ func (p *Pending) addWorktree(ctx context.Context) error {
 	} else {
 		if info.Base == "" {
 			info.Base = "HEAD"
+			if _, err := git(ctx, info.Repo, "rev-parse", "--verify", "--quiet", "HEAD"); err != nil {
+				return fmt.Errorf("task %s: the repository %s has no commit yet, and a task's worktree starts from one: commit first (git commit --allow-empty -m start will do), or name a base with --base", info.ID, info.Repo)
+			}
 		}
 		info.NewBranch = true
 		_, err = git(ctx, info.Repo, "worktree", "add", "-b", info.Branch, info.Worktree, info.Base)

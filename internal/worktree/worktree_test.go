@@ -243,3 +243,20 @@ func TestCloseLosesNoCommitAndNoNestedRepository(t *testing.T) {
 		t.Fatalf("closing again once it is moved out: %v\n%+v", err, report)
 	}
 }
+
+// A repository without a commit has nothing for a worktree to start from:
+// opening a task there says so, and what to do.
+func TestCreateWithoutACommit(t *testing.T) {
+	ctx := context.Background()
+	dir, state := t.TempDir(), t.TempDir()
+	if _, err := git(ctx, dir, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Create(ctx, state, dir, Info{ID: "first"})
+	if err == nil || !strings.Contains(err.Error(), "has no commit yet") || !strings.Contains(err.Error(), "commit first") {
+		t.Errorf("Create in a repository without a commit = %v", err)
+	}
+	if infos, _ := List(state); len(infos) != 0 {
+		t.Errorf("tasks after the failure = %+v, want none", infos)
+	}
+}
