@@ -286,13 +286,7 @@ func TestTaskLeftByACrashedProcess(t *testing.T) {
 	// ignores the closed stdin but dies with that process (the parent-death
 	// signal); what the server started stays: a child in its group, one
 	// that left the group (setsid), a daemon.
-	cfg := newConfig(t, srv)
-	cfg.Dir = repo
-	spec, _ := json.Marshal(map[string]any{"config": cfg, "state": state, "task": "orphan"})
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envMode+"=holder", "AIRLOCK_TEST_HOLDER="+string(spec))
-	out, err := cmd.CombinedOutput()
+	out, err := holder(t, repo, state, "orphan", srv).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "attached") {
 		t.Fatalf("holder: %v\n%s", err, out)
 	}
@@ -310,18 +304,7 @@ func TestTaskLeftByACrashedProcess(t *testing.T) {
 	if len(infos) != 1 || infos[0].InUse || infos[0].Status != airlock.TaskOpen {
 		t.Fatalf("ListTasks = %+v, want the task open and not in use", infos)
 	}
-	report, err := airlock.CloseTask(context.Background(), state, "orphan")
-	if err != nil {
-		t.Fatalf("CloseTask: %v\n%+v", err, report)
-	}
-	if d := report.Steps[0].Detail; d != "1 found" {
-		t.Errorf("leftover step = %q, want 1 found", d)
-	}
-	for _, g := range groups {
-		if procs, _ := testenv.ProcsInGroup(g); len(procs) > 0 {
-			t.Errorf("group %d still has %v", g, procs)
-		}
-	}
+	closeLeft(t, state, "orphan", groups)
 	for _, m := range marks(t, srv) {
 		if f := strings.Fields(m); len(f) == 3 && f[0] == "leftover" {
 			if pid, _ := strconv.Atoi(f[1]); running(srv, pid) {
@@ -427,12 +410,7 @@ func TestTaskServerStartingWhenItsProcessDies(t *testing.T) {
 	h, state := taskHost(t, repo, taskServer(t, "good", "sdk"))
 	openTask(t, h, "starting").Release()
 
-	cfg := newConfig(t, srv)
-	cfg.Dir = repo
-	spec, _ := json.Marshal(map[string]any{"config": cfg, "state": state, "task": "starting"})
-	exe, _ := os.Executable()
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envMode+"=holder", "AIRLOCK_TEST_HOLDER="+string(spec))
+	cmd := holder(t, repo, state, "starting", srv)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -449,8 +427,29 @@ func TestTaskServerStartingWhenItsProcessDies(t *testing.T) {
 	}
 	cmd.Process.Kill() // while the server starts
 	cmd.Wait()
-	groups := taskGroups(t, state, "starting")
-	report, err := airlock.CloseTask(context.Background(), state, "starting")
+	closeLeft(t, state, "starting", taskGroups(t, state, "starting"))
+}
+
+// holder is a process that attaches to the task id of state, with the
+// servers srv, as a host over repo, and exits without releasing it
+// (holdTaskAndDie).
+func holder(t *testing.T, repo, state, id string, srv ...config.Server) *exec.Cmd {
+	t.Helper()
+	cfg := newConfig(t, srv...)
+	cfg.Dir = repo
+	spec, _ := json.Marshal(map[string]any{"config": cfg, "state": state, "task": id})
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envMode+"=holder", "AIRLOCK_TEST_HOLDER="+string(spec))
+	return cmd
+}
+
+// closeLeft closes the task id that a dead process left, and checks that
+// the close found what it left running, and that groups run no process
+// any more.
+func closeLeft(t *testing.T, state, id string, groups []int) {
+	t.Helper()
+	report, err := airlock.CloseTask(context.Background(), state, id)
 	if err != nil {
 		t.Fatalf("CloseTask: %v\n%+v", err, report)
 	}
