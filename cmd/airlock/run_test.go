@@ -246,6 +246,10 @@ func TestRunPausesForApproval(t *testing.T) {
 		t.Errorf("the model was asked again with nothing decided: %d requests", len(m.Requests()))
 	}
 
+	if s := runCLI(t, dir, "", "runs", "show", id).want(t, 0); !strings.Contains(s.stdout, "2 calls of the last step have no result yet") {
+		t.Errorf("runs show of the waiting run:\n%s", s.stdout)
+	}
+
 	// Which approval is which: approvals list shows the arguments.
 	l := runCLI(t, dir, "", "approvals", "list", "--json").want(t, 0)
 	var listed struct{ Approvals []map[string]any }

@@ -166,23 +166,35 @@ func (e *env) runsShow(cfg *config.Config, runs store.Runs, o *options, pos []st
 		fmt.Fprintln(e.stdout)
 		switch m.Role {
 		case "user":
-			fmt.Fprintf(e.stdout, "%s\n%s\n", col.bold("user:"), m.Text)
+			fmt.Fprintf(e.stdout, "%s\n%s\n", col.bold("user:"), terminalText(m.Text))
 		case "assistant":
 			fmt.Fprintln(e.stdout, col.bold("assistant:"))
 			if m.Text != "" {
-				fmt.Fprintln(e.stdout, m.Text)
+				fmt.Fprintln(e.stdout, terminalText(m.Text))
 			}
 			for _, c := range m.Calls {
-				fmt.Fprintf(e.stdout, "  → %s %s\n", c.Name, printable(c.Arguments, 200))
+				fmt.Fprintf(e.stdout, "  → %s %s\n", printable(c.Name, 200), printable(c.Arguments, 200))
 			}
 		case "tool":
 			for _, r := range m.Results {
-				fmt.Fprintf(e.stdout, "  ← %s %s: %s\n", r.Name, r.Status, printable(r.Text, 300))
+				fmt.Fprintf(e.stdout, "  ← %s %s: %s\n", printable(r.Name, 200), r.Status, printable(r.Text, 300))
 			}
 		}
 	}
-	if len(cp.Pending) > 0 {
-		fmt.Fprintf(e.stdout, "\n%d calls of the last step have no result yet (airlock run --resume %s)\n", len(cp.Pending), rec.ID)
+	waiting := 0
+	for _, raw := range cp.Pending {
+		var p struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(raw, &p) == nil && p.Result == nil {
+			waiting++
+		}
+	}
+	switch {
+	case waiting == 1:
+		fmt.Fprintf(e.stdout, "\n1 call of the last step has no result yet (airlock run --resume %s)\n", rec.ID)
+	case waiting > 1:
+		fmt.Fprintf(e.stdout, "\n%d calls of the last step have no result yet (airlock run --resume %s)\n", waiting, rec.ID)
 	}
 	return nil
 }
