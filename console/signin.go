@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -471,6 +472,7 @@ func safeNext(next string) string {
 	u, err := url.Parse(next)
 	// The login cookie holds it: a browser keeps no cookie over 4 KB.
 	if err != nil || next == "" || len(next) > 1024 || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, Prefix) ||
+		path.Clean(u.Path) != strings.TrimSuffix(u.Path, "/") || // no dot segments: the page named is the page gone to
 		strings.ContainsAny(next, "\\\r\n") || strings.HasPrefix(u.Path, loginPath) || strings.HasPrefix(u.Path, callbackPath) ||
 		u.Path == Prefix+"events" || strings.HasPrefix(u.Path, Prefix+"static/") {
 		return home

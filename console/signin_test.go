@@ -311,7 +311,7 @@ func TestSignInRefusals(t *testing.T) {
 	}
 
 	// A next that leaves the console ends on the approvals page.
-	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/console/login", "/elsewhere", "/console/audit?tool=" + strings.Repeat("x", 5000)} {
+	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/console/login", "/elsewhere", "/console/../mcp", "/console/%2e%2e/mcp", "/console/audit?tool=" + strings.Repeat("x", 5000)} {
 		f.fresh()
 		code, auth := f.location("/console/login?next=" + url.QueryEscape(next))
 		if code != http.StatusSeeOther {
