@@ -160,7 +160,13 @@ func (e *env) serve(o *options, _ []string) error {
 		fmt.Fprintf(e.stderr, "airlock: listening on http://%s; starting the servers (/healthz answers 200, /readyz 503 until they are up)\n", ln.Addr())
 		defer func() { stopStarting() }()
 	}
-	s, err := e.openSession(&o.common)
+	var s *session
+	var err error
+	if cfg != nil {
+		s, err = e.sessionOf(&o.common, cfg) // loaded for the checks above: once is enough
+	} else {
+		s, err = e.openSession(&o.common)
+	}
 	if err != nil {
 		return err
 	}
