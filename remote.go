@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,5 +119,16 @@ func authError(server, tool string, err error) *Error {
 // call again is harmless (see sendCall).
 func refusedUnread(err error) bool {
 	var oe *oauth.Error
-	return errors.Is(err, mcp.ErrSessionMissing) || errors.As(err, &oe)
+	return errors.Is(err, mcp.ErrSessionMissing) || errors.As(err, &oe) || notDialed(err)
+}
+
+// notDialed reports whether err is a request that never reached the
+// network: no connection could be made for it (the address refused it or
+// could not be reached, the name did not resolve, the egress guard
+// refused it), so nothing of it was sent.
+func notDialed(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	var refused *egress.RefusedError
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &dns) || errors.As(err, &refused)
 }

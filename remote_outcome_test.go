@@ -193,3 +193,41 @@ func TestSessionGoneAfterAWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteToAServerThatIsGone: a write to a remote server that no
+// longer listens never left the machine: it is a connection_error, its
+// intent ends failed, and nobody is asked to resolve it.
+func TestWriteToAServerThatIsGone(t *testing.T) {
+	c := &counted{}
+	hs := newHTTPServer(t, c.server, true)
+	cfg := devConfig(t, remote("web", hs.url))
+	classify(cfg, "web", "write", "note")
+	h := open(t, cfg)
+	wantStatus(t, call(t, h, "web__note", `{"text":"first"}`), airlock.OK)
+
+	// Nothing listens at its address now (its open streams are cut).
+	hs.ts.Listener.Close()
+	hs.ts.CloseClientConnections()
+	r := call(t, h, "web__note", `{"text":"second"}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if r.RecoveryID != "" || !strings.Contains(r.Err.Msg, "nothing was sent") {
+		t.Errorf("result = %+v (%s); want no recovery record, and the reason", r, r.Err.Msg)
+	}
+	st, err := airlock.OpenStore(h.StateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := st.Journal().Records(context.Background(), store.RecordFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
+		if rec.Status == store.OutcomeUnknown {
+			t.Errorf("journal record %+v is unknown", rec)
+		}
+	}
+	if n := c.calls.Load(); n != 1 {
+		t.Errorf("the server got %d writes, want the first only", n)
+	}
+}

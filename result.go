@@ -103,6 +103,8 @@ func newError(kind Kind, server, tool string, cause error, format string, args .
 	msg := fmt.Sprintf(format, args...)
 	if cause != nil {
 		msg = sessionIDText.ReplaceAllString(msg, "")
+		msg = mismatchedIDsText.ReplaceAllString(msg, "mismatching session IDs")
+		msg = sessionHeaderText.ReplaceAllString(msg, `"Mcp-Session-Id: …"`)
 	}
 	return &Error{Kind: kind, Server: server, Tool: tool, Msg: msg, Err: cause}
 }
@@ -113,6 +115,14 @@ func newError(kind Kind, server, tool string, cause error, format string, args .
 // a session by its fingerprint. Session ids are visible ASCII, without
 // spaces (upstream checks).
 var sessionIDText = regexp.MustCompile(` \(session ID: \S*\)`)
+
+// mismatchedIDsText and sessionHeaderText are the SDK's and Go's other
+// ways of quoting a session id: the two ids of a response that named
+// another session, and a malformed header line.
+var (
+	mismatchedIDsText = regexp.MustCompile(`mismatching session IDs "(?:[^"\\]|\\.)*" and "(?:[^"\\]|\\.)*"`)
+	sessionHeaderText = regexp.MustCompile(`(?i)"Mcp-Session-Id:(?:[^"\\]|\\.)*"`)
+)
 
 // A Call is one tool call as a model provider hands it over.
 type Call struct {

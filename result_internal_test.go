@@ -18,3 +18,17 @@ func TestErrorLeavesOutSessionIDs(t *testing.T) {
 		t.Error("the cause is not kept")
 	}
 }
+
+// So do the other ways errors quote one: a response that named another
+// session, and a malformed header line.
+func TestErrorLeavesOutQuotedSessionIDs(t *testing.T) {
+	for _, tt := range []struct{ cause, want string }{
+		{`calling "tools/call": mismatching session IDs "62BOJFMM" and "SECRET\"SID-changed"`, `sf__write: malformed result: calling "tools/call": mismatching session IDs`},
+		{`net/http: malformed MIME header line: "Mcp-Session-Id: bad id\x01"`, `sf__write: malformed result: net/http: malformed MIME header line: "Mcp-Session-Id: …"`},
+	} {
+		cause := errors.New(tt.cause)
+		if e := newError(ContractError, "sf", "sf__write", cause, "sf__write: malformed result: %v", cause); e.Msg != tt.want {
+			t.Errorf("Msg = %q, want %q", e.Msg, tt.want)
+		}
+	}
+}

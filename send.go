@@ -240,6 +240,8 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 		return e(ContractError, "%s", h.tooManyRounds(q))
 	case errors.Is(err, mcp.ErrSessionMissing):
 		return e(ConnectionError, "%s: the server answered that its session is gone (HTTP 404)", tool.Name)
+	case notDialed(err):
+		return e(ConnectionError, "%s: server %s could not be reached, so nothing was sent: %v", tool.Name, tool.Server, err)
 	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
 	case errors.Is(err, errTooLong):

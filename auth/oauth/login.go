@@ -266,7 +266,10 @@ func (c *Client) requestScopes(ctx context.Context, srv *Server, p Partition, ch
 // requested when the response names none (RFC 6749 §5.1), sorted: scopes
 // are a set, and servers list them in any order.
 func grantedScopes(tok *oauth2.Token, requested []string) []string {
-	return slices.Compact(slices.Sorted(slices.Values(scopesOf(tok, requested))))
+	// What is not a scope token (RFC 6749 §3.3: visible ASCII but " and
+	// \) grants nothing, and is not kept to be shown.
+	granted := slices.DeleteFunc(scopesOf(tok, requested), func(s string) bool { return !bearer.IsScopeToken(s) })
+	return slices.Compact(slices.Sorted(slices.Values(granted)))
 }
 
 func scopesOf(tok *oauth2.Token, requested []string) []string {

@@ -2,8 +2,11 @@ package oauth
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"golang.org/x/oauth2"
 
 	"github.com/airlockhq/airlock/auth/bearer"
 )
@@ -38,5 +41,14 @@ func TestInsufficientScope(t *testing.T) {
 	}
 	if _, _, ok := insufficientScope(http.Header{"Www-Authenticate": {`Bearer error="invalid_token"`}}); ok {
 		t.Error("invalid_token taken for insufficient_scope")
+	}
+}
+
+// A token response's scope is kept as scope tokens only: what is not one
+// (a control character, a quote) grants nothing and is never shown.
+func TestGrantedScopesAreTokens(t *testing.T) {
+	tok := (&oauth2.Token{AccessToken: "x"}).WithExtra(map[string]any{"scope": "mcp:read evil\x1b[31mRED\x1b]0;pwned\x07scope mcp:read say\"hi"})
+	if got := grantedScopes(tok, nil); !slices.Equal(got, []string{"mcp:read"}) {
+		t.Errorf("grantedScopes = %q, want [mcp:read]", got)
 	}
 }

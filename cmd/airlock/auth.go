@@ -89,7 +89,7 @@ func (e *env) authLogin(o *options, pos []string) error {
 	if o.json {
 		return writeJSON(e.stdout, statusJSON(st, who, nil))
 	}
-	fmt.Fprintf(e.stdout, "logged in to %s (issuer %s, scopes %s)\n", st.Server, st.Issuer, strings.Join(st.Scopes, " "))
+	fmt.Fprintf(e.stdout, "logged in to %s (issuer %s, scopes %s)\n", st.Server, st.Issuer, printable(strings.Join(st.Scopes, " "), 500))
 	return nil
 }
 
@@ -200,7 +200,7 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 		if !s.expiry.IsZero() {
 			expires = localTime(s.expiry)
 		}
-		rows = append(rows, []string{s.Server, state, dash(s.Issuer), dash(strings.Join(s.Scopes, " ")), expires})
+		rows = append(rows, []string{s.Server, state, dash(s.Issuer), dash(printable(strings.Join(s.Scopes, " "), 200)), expires})
 	}
 	table(w, col, rows)
 	for _, s := range out {
