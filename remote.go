@@ -119,7 +119,9 @@ func authError(server, tool string, err error) *Error {
 // call again is harmless (see sendCall).
 func refusedUnread(err error) bool {
 	var oe *oauth.Error
-	return errors.Is(err, mcp.ErrSessionMissing) || errors.As(err, &oe) || notDialed(err)
+	var se *upstream.StatusError
+	return errors.Is(err, mcp.ErrSessionMissing) || errors.As(err, &oe) || notDialed(err) ||
+		errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden)
 }
 
 // notDialed reports whether err is a request that never reached the

@@ -72,6 +72,12 @@ func TestTransportFailureAfterSendingIsUnknown(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(id)+`,"error":{"code":-32603,"message":"disk full"}}`)
 		}, airlock.OutcomeUnknown, "the server answered HTTP 400 Bad Request, with JSON-RPC error -32603: disk full"},
+		// A server with no oauth: that wants credentials refused the
+		// request unread: the configuration is what to fix.
+		{"401 without oauth", func(w http.ResponseWriter, _ json.RawMessage) {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="http://127.0.0.1/.well-known/oauth-protected-resource"`)
+			w.WriteHeader(http.StatusUnauthorized)
+		}, airlock.ConnectionError, "HTTP 401 Unauthorized: it wants credentials, and its configuration gives none (configure oauth: for it"},
 		// A body that never ends is read only up to the message cap.
 		{"400 endless", func(w http.ResponseWriter, _ json.RawMessage) {
 			w.Header().Set("Content-Type", "text/plain")

@@ -49,6 +49,7 @@ func DialHTTP(ctx context.Context, srv *config.Server, client *http.Client, opts
 		limit:      limit,
 		streamIdle: srv.StreamReadTimeout,
 		terminate:  srv.TerminateOnClose,
+		oauth:      srv.OAuth != nil,
 		trace:      opts.Trace,
 		heard:      c.heard,
 		fault:      c.setFault,
@@ -97,6 +98,7 @@ type httpLimits struct {
 	limit      int
 	streamIdle time.Duration
 	terminate  bool
+	oauth      bool                                                                // the server has oauth:, whose transport takes 401 and 403
 	trace      func(sent bool, msg []byte)                                         // Options.Trace, or nil
 	heard      func(stream context.Context, method string, params json.RawMessage) // Conn.heard
 	fault      func(Fault)
@@ -143,10 +145,10 @@ func (t *httpLimits) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusNotFound && req.Header.Get("Mcp-Session-Id") != "" {
 		t.fault(Fault{Kind: FaultSessionExpired, Msg: "the server ended the session (HTTP 404 for its session id)"})
 		note.wrote(fmt.Errorf("HTTP 404 for the session: %w", mcp.ErrSessionMissing))
-	} else if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+	} else if resp.StatusCode/100 != 2 && (!t.oauth || resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden) {
 		// The request reached the server (or a proxy in front of it),
-		// which answered with no JSON-RPC message; 401 and 403 are the
-		// credentials' business (the OAuth transport below).
+		// which answered with no JSON-RPC message; with oauth:, 401 and
+		// 403 are the credentials' business (the OAuth transport below).
 		note.wrote(&StatusError{Code: resp.StatusCode})
 	}
 	if resp.Body == nil {
@@ -437,6 +439,10 @@ type StatusError struct {
 }
 
 func (e *StatusError) Error() string {
+	if e.Code == http.StatusUnauthorized || e.Code == http.StatusForbidden {
+		return fmt.Sprintf("the server answered HTTP %d %s: it wants credentials, and its configuration gives none (configure oauth: for it; see docs/remote.md)",
+			e.Code, http.StatusText(e.Code))
+	}
 	if e.Said != "" {
 		return fmt.Sprintf("the server answered HTTP %d %s, with %s", e.Code, http.StatusText(e.Code), e.Said)
 	}
