@@ -141,6 +141,12 @@ func TestHostileTokenResponses(t *testing.T) {
 		{"string expires_in", func(a map[string]any) {
 			a["expires_in"] = "3600"
 		}, `expires_in as a string ("3600"), not a number`},
+		{"fractional expires_in", func(a map[string]any) {
+			a["expires_in"] = 3600.5
+		}, "a token response that does not decode (a member of the wrong type, such as an expires_in that is not a whole number"},
+		{"no token_type", func(a map[string]any) {
+			delete(a, "token_type")
+		}, "token response has no token_type"},
 	}
 	for _, tt := range tests {
 		t.Run("login/"+tt.name, func(t *testing.T) {

@@ -205,6 +205,9 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 		if e := fetchFailed(srv.ID, "an answer of the authorization server", err); e != nil {
 			return nil, e
 		}
+		if badTokenJSON(err) {
+			return nil, refused(srv.ID, "the authorization server sent "+tokenJSONProblem+"; nothing was stored; report this to the authorization server's operator", nil)
+		}
 		return nil, loginFailed(srv.ID, "the login failed", clean(err))
 	}
 	if got == nil {
@@ -290,9 +293,22 @@ func scopesOf(tok *oauth2.Token, requested []string) []string {
 	return append([]string(nil), requested...)
 }
 
+// badTokenJSON reports whether err is golang.org/x/oauth2 failing to
+// decode a token response: a JSON member of the wrong type, such as an
+// expires_in that is not a whole number (RFC 6749 §5.1), which it reads
+// before checkTokenResponse can.
+func badTokenJSON(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "oauth2: cannot parse json")
+}
+
+const tokenJSONProblem = "a token response that does not decode (a member of the wrong type, such as an expires_in that is not a whole number of seconds from 1 to 31536000)"
+
 // clean rewrites errors that may quote an authorization server's response
 // body into ones that name only its status and error code.
 func clean(err error) error {
+	if badTokenJSON(err) {
+		return errors.New("the authorization server sent " + tokenJSONProblem)
+	}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		status := 0

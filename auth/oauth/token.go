@@ -241,6 +241,9 @@ func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) 
 		if e := fetchFailed(srv.ID, "a refreshed access token", err); e != nil {
 			return "", e
 		}
+		if badTokenJSON(err) {
+			return "", refused(srv.ID, "the authorization server sent "+tokenJSONProblem+"; nothing was stored; report this to the authorization server's operator", nil)
+		}
 		return "", unavailable(srv.ID, "cannot refresh the access token", clean(err))
 	}
 	if err := checkTokenResponse(srv.ID, tok); err != nil {

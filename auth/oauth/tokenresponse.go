@@ -28,6 +28,10 @@ const (
 // token that is expired on arrival). It returns the authorization server's
 // mistake as a refusal; nothing of a refused response is stored.
 func checkTokenResponse(server string, tok *oauth2.Token) *Error {
+	if tok.TokenType == "" {
+		// RFC 6749 §5.1 requires it; the library would take Bearer.
+		return refused(server, "the authorization server's token response has no token_type; nothing was stored; report this to the authorization server's operator", nil)
+	}
 	if !strings.EqualFold(tok.Type(), "Bearer") {
 		return refused(server, "the authorization server issued a "+printable(tok.Type(), 32)+" token; only bearer tokens are supported", nil)
 	}
