@@ -92,7 +92,13 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 	if !ok {
 		if srv := snap.loginPending(c.Name); srv != nil {
 			// Its server lists no tools until someone logs in; the person
-			// is told so, not the model that a tool does not exist.
+			// is told so, not the model that a tool does not exist. A
+			// login made since (in another process) is taken up now, and
+			// the tools join the catalog at the next turn.
+			if _, err := h.relogin(ctx, srv, c.Name); err == nil {
+				return r.fail(newError(ConnectionError, srv.cfg.ID, c.Name, nil,
+					"%s: server %s is logged in now, and lists its tools from the next turn on (the shell's turn, Host.BeginTurn): call it then", c.Name, srv.cfg.ID))
+			}
 			return r.fail(newError(AuthRequired, srv.cfg.ID, c.Name, nil,
 				"%s: server %s lists its tools only after a login: run airlock auth login %s", c.Name, srv.cfg.ID, srv.cfg.ID))
 		}

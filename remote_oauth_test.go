@@ -244,6 +244,22 @@ func TestToolPrefixWaitingForLogin(t *testing.T) {
 		t.Errorf("p-read before login: %q, want the login the server waits for", r.Err.Msg)
 	}
 	wantStatus(t, call(t, h, "prot__read", `{}`), airlock.UnknownTool)
+
+	// A login made elsewhere (airlock auth login, in another process) is
+	// taken up at the next call, which says the tools come with the next
+	// turn; they do.
+	if _, err := airlock.OpenCredentials(w.cfg, w.options()).Login(context.Background(), "prot"); err != nil {
+		t.Fatal(err)
+	}
+	r = call(t, h, "p-read", `{}`)
+	wantStatus(t, r, airlock.ConnectionError)
+	if !strings.Contains(r.Err.Msg, "server prot is logged in now, and lists its tools from the next turn on") {
+		t.Errorf("p-read after a login elsewhere: %q", r.Err.Msg)
+	}
+	snap := h.BeginTurn(context.Background())
+	if r := h.Call(context.Background(), snap, airlock.Call{Name: "p-read", Arguments: json.RawMessage(`{}`)}); r.Status != airlock.OK {
+		t.Errorf("p-read in the next turn: %s (%v)", r.Status, r.Err)
+	}
 }
 
 func scanForCanaries(t *testing.T, dir, extra string, secrets []string) {
