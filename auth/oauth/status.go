@@ -40,16 +40,20 @@ func (c *Client) Status(ctx context.Context, srv *Server, who Owner) (*Status, e
 	if err := srv.validate(); err != nil {
 		return nil, err
 	}
+	// A client credentials server has no token until its first use,
+	// which obtains one without a person.
+	none := &Status{Server: srv.ID, Expired: srv.clientCredentials(), Refreshable: srv.clientCredentials()}
 	p, err := c.partitionFor(ctx, srv, who)
 	if errors.Is(err, ErrAuthRequired) {
-		return &Status{Server: srv.ID}, nil
+		return none, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	rec, err := c.loadRecord(ctx, p)
 	if errors.Is(err, secrets.ErrNotFound) {
-		return &Status{Server: srv.ID, Issuer: p.Issuer}, nil
+		none.Issuer = p.Issuer
+		return none, nil
 	}
 	if err != nil {
 		return nil, unavailable(srv.ID, "cannot read the stored token", err)

@@ -134,7 +134,7 @@ func (e *env) authStatus(o *options, pos []string) error {
 		switch {
 		case err != nil:
 			code = exitServer
-		case !j.LoggedIn || (j.Expired && !j.Refreshable):
+		case (!j.LoggedIn || j.Expired) && !j.Refreshable:
 			code = max(code, exitAuth)
 		}
 		out = append(out, j)
@@ -187,6 +187,8 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 			state = col.red("error")
 		case s.LoginAgain:
 			state = col.paint("33", "log in again")
+		case !s.LoggedIn && s.Refreshable:
+			state = "no token yet"
 		case !s.LoggedIn:
 			state = col.paint("33", "not logged in")
 		case s.Expired && s.Refreshable:
@@ -209,6 +211,8 @@ func printAuthStatus(w io.Writer, col colours, who airlock.Principal, out []auth
 			fmt.Fprintf(w, "\nairlock: %s\n", *s.Error)
 		case s.LoginAgain:
 			fmt.Fprintf(w, "\n%s: the authorization server refused the refresh token: run airlock auth login %s\n", s.Server, s.Server)
+		case !s.LoggedIn && s.Refreshable:
+			fmt.Fprintf(w, "\n%s: its client obtains a token at the first call (client_credentials): no login is needed\n", s.Server)
 		case !s.LoggedIn || (s.Expired && !s.Refreshable):
 			fmt.Fprintf(w, "\n%s: run airlock auth login %s\n", s.Server, s.Server)
 		}
