@@ -140,7 +140,7 @@ func (h *Host) priorAnswer(ctx context.Context, q *request, b approvalBinding) (
 	tool, who, now := q.tool, q.snap.who, h.gov.now()
 	approvals := h.gov.store.Approvals()
 	unreadable := func(err error) (*Result, bool) {
-		return q.fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err), true
+		return h.approvalsUnreadable(q, err), true
 	}
 
 	if a, err := approvals.Consume(ctx, b.digest, who.Tenant, who.User, now); err == nil {
@@ -182,6 +182,14 @@ func (h *Host) usedGrant(ctx context.Context, q *request, a store.Approval) *Res
 	return nil
 }
 
+// approvalsUnreadable refuses q, whose approvals the store could not
+// read or write: the store's words (an address, a database's message) go
+// to the operator's log, not to the model.
+func (h *Host) approvalsUnreadable(q *request, err error) *Result {
+	h.log.Error("cannot read or record approvals: the call is refused", "tool", q.tool.Name, "error", err)
+	return q.fail(Denied, err, "%s refused: its approvals cannot be read right now (the host's store did not answer); try again later", q.tool.Name)
+}
+
 // approvalRequest returns the request for a person about the call: the
 // principal's pending one for exactly this call, or a new one, recorded
 // and audited.
@@ -190,7 +198,7 @@ func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBindin
 	approvals := h.gov.store.Approvals()
 	pending, err := approvals.List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Tenant: who.Tenant, User: who.User})
 	if err != nil {
-		return store.Approval{}, q.fail(Denied, err, "%s refused: approvals cannot be read: %v", tool.Name, err)
+		return store.Approval{}, h.approvalsUnreadable(q, err)
 	}
 	if i := slices.IndexFunc(pending, func(a store.Approval) bool { return a.Digest == b.digest && owns(who, a) }); i >= 0 {
 		return pending[i], nil
@@ -206,7 +214,7 @@ func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBindin
 		Summary: h.gov.redactor.String(summary), Target: h.gov.redactor.String(cfg.Target()), Definition: b.definition,
 		Status: store.ApprovalPending, CreatedAt: now, ExpiresAt: now.Add(h.gov.ttl), Tenant: who.Tenant, User: who.User}
 	if err := approvals.Create(ctx, req); err != nil {
-		return store.Approval{}, q.fail(Denied, err, "%s refused: the approval request cannot be recorded: %v", tool.Name, err)
+		return store.Approval{}, h.approvalsUnreadable(q, err)
 	}
 	h.audit(ctx, q.event(store.EventApprovalRequested, principalFields(map[string]any{"approval": req.ID, "rule": d.Rule}, "", who)))
 	return req, nil
@@ -248,7 +256,7 @@ func (h *Host) askNow(ctx context.Context, q *request, b approvalBinding, req st
 		if a, gerr := h.gov.store.Approvals().Get(ctx, req.ID); errors.Is(err, store.ErrConflict) && gerr == nil && a.Status != store.ApprovalPending {
 			return h.decidedElsewhere(ctx, q, b, a) // answered elsewhere first
 		}
-		return q.fail(Denied, err, "%s refused: %v", q.tool.Name, err), true
+		return h.approvalsUnreadable(q, err), true
 	}
 	if answer == Deny {
 		return q.fail(Denied, nil, "%s refused: a person denied approval %s", q.tool.Name, req.ID), true

@@ -342,3 +342,20 @@ func TestGrantDoesNotSurviveALaunchChange(t *testing.T) {
 		})
 	}
 }
+
+// TestApprovalsStoreDown: a call whose approvals the store cannot read is
+// refused in Airlock's words; the store's own (a database's message) go
+// to the host's log only.
+func TestApprovalsStoreDown(t *testing.T) {
+	st, err := airlock.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := openAs(t, governed(t, testServer(t, "s", "sdk")), st, carol, &airlock.Options{ShutdownWait: time.Second})
+	st.Close() // the store goes away under the host
+	r := call(t, h, "s__echo", `{"text":"hi"}`)
+	wantStatus(t, r, airlock.Denied)
+	if want := "s__echo refused: its approvals cannot be read right now (the host's store did not answer); try again later"; r.Err.Msg != want {
+		t.Errorf("refusal = %q, want %q", r.Err.Msg, want)
+	}
+}
