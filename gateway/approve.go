@@ -181,11 +181,18 @@ func (g *Gateway) question(ex *exchange, who caller, name, what string) *questio
 	}
 	q.answer.approval = id
 	if res, ok := ex.responses[questionInput].(*mcp.ElicitResult); ok {
+		// Only the form's own answer decides: approve true or false, or
+		// declining the form. An accept without a yes or a no (approve
+		// missing, or not a boolean) answers nothing, and the request
+		// stays pending for a person, as when the form is dismissed.
+		approve, answered := res.Content["approve"].(bool)
 		switch {
-		case res.Action == "accept" && res.Content["approve"] == true:
+		case res.Action == "accept" && answered && approve:
 			q.answer.verdict = airlock.Allow
-		case res.Action == "accept", res.Action == "decline":
+		case res.Action == "accept" && answered, res.Action == "decline":
 			q.answer.verdict = airlock.Deny
+		case res.Action == "accept":
+			g.log.Warn("approval answer ignored: the form's approve is not true or false", "tool", clip(name), "approval", id)
 		}
 	}
 	return q

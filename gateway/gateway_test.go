@@ -430,16 +430,13 @@ func TestApprovalThroughElicitation(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			var mu sync.Mutex
 			var asked []string
-			approve := true
+			answer := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}
 			cs := f.connect(t, era, &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					mu.Lock()
 					defer mu.Unlock()
 					asked = append(asked, req.Params.Message)
-					if approve {
-						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-					}
-					return &mcp.ElicitResult{Action: "decline"}, nil
+					return answer, nil
 				},
 			})
 			before := len(marks(t, f.mark, "call note "))
@@ -454,7 +451,7 @@ func TestApprovalThroughElicitation(t *testing.T) {
 				t.Errorf("approval id %q, want the grant the call ran on", id)
 			}
 
-			approve = false
+			answer = &mcp.ElicitResult{Action: "decline"}
 			res, err = call(t, cs, "w__note", `{"text":"no `+era+`"}`)
 			if err != nil || !res.IsError || status(res) != "denied" || !strings.Contains(resultText(res), "a person denied approval") {
 				t.Errorf("declined call: %+v (%q), %v; want denied", res, resultText(res), err)
@@ -502,6 +499,39 @@ func askApproval(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams
 		t.Fatalf("first round: %+v, %v; want one input request and a request state", res, err)
 	}
 	return res.RequestState
+}
+
+// TestApprovalAnswerNeitherYesNorNo: an answer to the approval form that
+// is neither yes nor no (approve missing, or not a boolean) decides
+// nothing: the call is approval_required, and the same call is asked
+// again, not refused as denied.
+func TestApprovalAnswerNeitherYesNorNo(t *testing.T) {
+	f := start(t, "", nil)
+	c := mcp.NewClient(&mcp.Implementation{Name: "hand", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		// Declared, so that the gateway asks; answered by hand below.
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("answered by hand")
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: f.url}, &mcp.ClientSessionOptions{ProtocolVersion: stateless})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, content := range []map[string]any{{"approve": "yes"}, {}, {"zzz": true}} {
+		params := &mcp.CallToolParams{Name: "w__note", Arguments: map[string]any{"text": "maybe"}}
+		state := askApproval(t, cs, params)
+		params.InputResponses = mcp.InputResponseMap{"airlock_approval": &mcp.ElicitResult{Action: "accept", Content: content}}
+		params.RequestState = state
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil || !res.IsError || status(res) != "approval_required" {
+			t.Errorf("answered %v: %+v (%q), %v; want approval_required, nothing decided", content, res, resultText(res), err)
+		}
+	}
+	if got := marks(t, f.mark, "call note "); len(got) != 0 {
+		t.Errorf("the server saw %q", got)
+	}
 }
 
 // approveYes is the answer yes to an approval question.
