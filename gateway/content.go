@@ -290,6 +290,14 @@ func (g *Gateway) screen(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return res, plainer(method, req, err)
 		}
+		if r, ok := res.(*mcp.InitializeResult); ok && r.Capabilities != nil && r.Capabilities.Extensions[taskExtension] != nil {
+			// Tasks are served to 2026-07-28 clients only (taskwire.go):
+			// a session is not offered what it could not use.
+			c := *r.Capabilities
+			c.Extensions = maps.Clone(c.Extensions)
+			delete(c.Extensions, taskExtension)
+			r.Capabilities = &c
+		}
 		if g.content.Load().completable() {
 			return res, err
 		}

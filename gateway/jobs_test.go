@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -430,5 +431,26 @@ func TestTaskOnlyToolApprovedFirst(t *testing.T) {
 	}
 	if got := marks(t, f.mark, "call note"); len(got) != 1 {
 		t.Errorf("the server saw %q, want one call", got)
+	}
+}
+
+// TestTasksOfferedTo2026ClientsOnly: the tasks extension is declared in
+// server/discover, and not in a 2025-11-25 session's initialize: such a
+// session could not use it (tasks/get there is method not found).
+func TestTasksOfferedTo2026ClientsOnly(t *testing.T) {
+	f := startTasks(t, nil)
+	req := newPost(t, f.url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"protocolVersion":"2025-11-25"`) || strings.Contains(string(body), "io.modelcontextprotocol/tasks") {
+		t.Errorf("initialize answered %s; want no tasks extension", body)
+	}
+	_, _, disc := post(t, f, stateless, `{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":`+declaring+`}}`, nil)
+	if !strings.Contains(disc, `"io.modelcontextprotocol/tasks"`) {
+		t.Errorf("server/discover answered %s; want the tasks extension", disc)
 	}
 }
