@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
+	"github.com/airlockhq/airlock/internal/testenv"
 )
 
 // post sends body to the endpoint as a client of era would, with headers
@@ -470,5 +473,30 @@ func TestSessionRefusalsSayWhy(t *testing.T) {
 		if !strings.Contains(string(data), fmt.Sprintf(`"code":%d`, tt.code)) || !strings.Contains(string(data), tt.says) {
 			t.Errorf("%s: %s; want %d saying %q", tt.body, data, tt.code, tt.says)
 		}
+	}
+}
+
+// TestSharedSessionOutlivesALongCall: with sessions shared in PostgreSQL,
+// a session whose call runs longer than serve.session_idle_timeout is not
+// idle: its next request finds it.
+func TestSharedSessionOutlivesALongCall(t *testing.T) {
+	db := testenv.PostgresDatabase(t)
+	shared := fmt.Sprintf("store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+	f := start(t, shared, &gateway.Options{Serve: config.Serve{SessionIdleTimeout: time.Second}, StateKey: make([]byte, 32)})
+	send := rawSession(t, f, `{}`)
+	go func() {
+		time.Sleep(3 * time.Second) // three idle timeouts
+		os.WriteFile(f.mark+".go", nil, 0o644)
+	}()
+	resp := send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"w__wait","arguments":{}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"done"`) {
+		t.Fatalf("the long call: %s %s", resp.Status, body)
+	}
+	resp = send(`{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the request after the long call: %s, want the session still there", resp.Status)
 	}
 }

@@ -213,6 +213,7 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 		sess.busy()
 		defer sess.idleAgain(s.idle)
+		defer s.keepAlive(sess)()
 		token := s.newID()
 		r.Header.Set(streamHeader, token) // the gateway's own: one a client sent is replaced
 		sess.openStream(token)
@@ -598,6 +599,30 @@ func (sess *session) streamGone(token string) <-chan struct{} {
 	sess.streamsMu.Lock()
 	defer sess.streamsMu.Unlock()
 	return sess.streams[token]
+}
+
+// keepAlive tells the shared store, while a request of sess runs, that
+// the session is in use, as the idle timer here is held: a call that runs
+// longer than the idle timeout does not let the session's record expire
+// under it. It returns the function that stops.
+func (s *sessions) keepAlive(sess *session) (stop func()) {
+	if s.shared == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(max(s.idle/3, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.touch(sess.life, sess, nil)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // byID returns this process's copy of session id, if any.
