@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/airlockhq/airlock"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/gateway"
+	"github.com/airlockhq/airlock/internal/testenv"
 	"github.com/airlockhq/airlock/store"
 )
 
@@ -612,4 +614,36 @@ func auditOf(t *testing.T, h *airlock.Host) []store.Event {
 		t.Fatal(err)
 	}
 	return events
+}
+
+// TestRetryToAReplicaThatIsGone: a retry that reaches one replica while
+// its call waited on another that has since stopped gets an error as soon
+// as the round is seen not to be taken, not after the answer's long wait.
+func TestRetryToAReplicaThatIsGone(t *testing.T) {
+	defer gateway.SetPickupWithin(2 * time.Second)()
+	db := testenv.PostgresDatabase(t)
+	shared := fmt.Sprintf("store: {url: %q, audit_key: %q}\n", db, filepath.Join(t.TempDir(), "audit.key"))
+	opts := &gateway.Options{StateKey: make([]byte, 32), DrainTimeout: time.Second}
+	first, other := startAsksWith(t, shared, opts), startAsksWith(t, shared, opts)
+	testenv.WaitListening(t, db, "gateway", 2)
+	cs := first.rounds(t, elicitOnly)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	asked, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "keyed", Arguments: map[string]any{}})
+	if err != nil || !asked.NeedsInput() {
+		t.Fatalf("first round: %+v, %v", asked, err)
+	}
+	first.g.Close() // it hears no more, as a replica that died
+
+	retry := other.rounds(t, elicitOnly)
+	began := time.Now()
+	_, err = retry.CallTool(ctx, &mcp.CallToolParams{Name: "keyed", Arguments: map[string]any{},
+		InputResponses: mcp.InputResponseMap{"user_name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}},
+		RequestState:   asked.RequestState})
+	if err == nil || !strings.Contains(err.Error(), "did not take the answer") {
+		t.Errorf("retry after its replica stopped: %v", err)
+	}
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("the retry took %s", took)
+	}
 }

@@ -33,6 +33,10 @@ import (
 // being told: an announcement that was missed costs at most this.
 const relayPoll = 2 * time.Second
 
+// pickupWithin bounds how long a round handed to another replica may wait
+// to be taken: a live replica takes it as soon as it hears of it.
+var pickupWithin = 15 * time.Second
+
 // relays hands rounds of parked calls among the replicas.
 type relays struct {
 	g    *Gateway
@@ -84,10 +88,22 @@ func (g *Gateway) relayRound(ctx context.Context, ex *exchange, who caller, st p
 	defer poll.Stop()
 	deadline := time.NewTimer(answerWithin + time.Minute)
 	defer deadline.Stop()
+	pickup := time.NewTimer(pickupWithin)
+	defer pickup.Stop()
 	for {
 		select {
 		case <-wake:
 		case <-poll.C:
+		case <-pickup.C:
+			// A live replica takes the round at once; one that has not
+			// is gone (or never heard). Taking it back, if it is still
+			// there, settles which: it is then never run.
+			err := g.storeDo(ctx, func(ctx context.Context) error { _, err := r.mail.Collect(ctx, "in."+box); return err })
+			if err == nil {
+				g.log.Warn("a round handed to another replica was not taken; that replica is gone or cannot be reached", "replica", st.Replica)
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: fmt.Sprintf("the call waits on another replica, which did not take the answer within %s: it has stopped, or cannot be reached; send the answer again, or make the call again if it has stopped", pickupWithin)}
+			}
 		case <-deadline.C:
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 				Message: "the replica where the call waits did not answer; make the call again"}
