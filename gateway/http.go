@@ -339,14 +339,9 @@ func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, msg string) {
 
 // writeRefusal answers with the JSON-RPC error e for id, with HTTP status.
 func writeRefusal(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
-	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: e})
-	if err != nil {
-		http.Error(w, e.Message, status)
-		return
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	w.Write(data)
+	w.Write(errorResponse(id, e))
 }
 
 // Serve serves Handler on ln until ctx ends, then drains: the listener

@@ -441,6 +441,9 @@ func TestIDsThatCannotBeEchoed(t *testing.T) {
 			if status != http.StatusBadRequest || json.Unmarshal([]byte(body), &msg) != nil || msg.Error.Code != -32600 || msg.ID != tt.id {
 				t.Errorf("%s %s: %d %s; want 400 with -32600 for id %v", era, tt.body, status, body, tt.id)
 			}
+			if tt.id == nil && !strings.Contains(body, `"id":null`) {
+				t.Errorf("%s %s: %s; want \"id\": null (JSON-RPC 2.0 §5)", era, tt.body, body)
+			}
 		}
 	}
 	// The largest id the SDK holds exactly is answered under itself.

@@ -81,26 +81,22 @@ func refuseLine(text []byte, long bool, max int) []byte {
 	if !long && len(trimmed) == 0 {
 		return nil
 	}
-	var code int64
-	var msg string
+	var id jsonrpc.ID
+	var e *jsonrpc.Error
 	if long {
-		code, msg = jsonrpc.CodeInvalidRequest, fmt.Sprintf("Invalid Request: a message of more than %d bytes; it was not read", max)
+		e = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("Invalid Request: a message of more than %d bytes; it was not read", max)}
 	} else if _, err := jsonrpc.DecodeMessage(trimmed); err == nil {
-		refusal, id := checkMessage(trimmed)
-		if refusal == nil {
+		if e, id = checkMessage(trimmed); e == nil {
 			return nil
 		}
-		b, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: refusal})
-		return append(b, '\n')
 	} else if !json.Valid(trimmed) {
-		code, msg = jsonrpc.CodeParseError, "Parse error: the line is not JSON; each line must be one JSON-RPC message"
+		e = &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: "Parse error: the line is not JSON; each line must be one JSON-RPC message"}
 	} else if trimmed[0] == '[' {
-		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: a batch; send each JSON-RPC message on a line of its own"
+		e = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: a batch; send each JSON-RPC message on a line of its own"}
 	} else {
-		code, msg = jsonrpc.CodeInvalidRequest, "Invalid Request: not a JSON-RPC 2.0 message: "+err.Error()
+		e = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "Invalid Request: not a JSON-RPC 2.0 message: " + err.Error()}
 	}
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
-	return append(b, '\n')
+	return append(errorResponse(id, e), '\n')
 }
 
 // A lineWriter writes each message to w in one piece, whichever

@@ -453,7 +453,9 @@ func TestServeStdioBadLines(t *testing.T) {
 	wantError := func(line string, code float64) {
 		t.Helper()
 		got := exchange(line)
-		if e, _ := got["error"].(map[string]any); got["id"] != nil || e == nil || e["code"] != code {
+		if id, present := got["id"]; !present {
+			t.Errorf("%.80s: %v, want \"id\": null (JSON-RPC 2.0 §5)", line, got)
+		} else if e, _ := got["error"].(map[string]any); id != nil || e == nil || e["code"] != code {
 			t.Errorf("%.80s: %v, want a JSON-RPC error %v with id null", line, got, code)
 		}
 	}
