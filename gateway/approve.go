@@ -7,8 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -276,11 +274,14 @@ func (g *Gateway) checkState(ex *exchange, who caller) error {
 	if ex.state == "" || ex.parked() {
 		return nil
 	}
-	if !slices.ContainsFunc(slices.Collect(maps.Keys(ex.responses)), func(k string) bool { return k != questionInput }) {
-		return nil
-	}
-	if _, ok := g.openState(ex.state, ex.subject, who.key()); !ok {
-		return noParkedCall
+	for key := range ex.responses {
+		if key == questionInput {
+			continue
+		}
+		if _, ok := g.openState(ex.state, ex.subject, who.key()); !ok {
+			return noParkedCall
+		}
+		break
 	}
 	return nil
 }
