@@ -148,13 +148,11 @@ func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, para
 			// 5xx, say), which the SDK reports as a JSON-RPC error,
 			// its own or the one the body held: the request reached it,
 			// and no answer of the protocol says what became of it.
-			var rpc *jsonrpc.Error
-			if note.BodyAnswered() && errors.As(err, &rpc) {
-				status = &upstream.StatusError{Code: status.Code, Said: fmt.Sprintf("JSON-RPC error %d: %s", rpc.Code, printable(rpc.Message))}
-				err = status
-				break
+			if rpc := (*jsonrpc.Error)(nil); note.BodyAnswered() && errors.As(err, &rpc) {
+				err = &upstream.StatusError{Code: status.Code, Said: fmt.Sprintf("JSON-RPC error %d: %s", rpc.Code, printable(rpc.Message))}
+			} else {
+				err = werr
 			}
-			err = werr
 		case werr != nil:
 			// Sending the request failed on the way (the SDK reports
 			// this as a JSON-RPC error of its own, as if the server had
