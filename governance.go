@@ -150,10 +150,6 @@ func (g *governance) close() error {
 	return nil
 }
 
-// scrub replaces the exact values of configured secrets in text a model or
-// a file will see. Unlike the audit trail's redaction it leaves credential-
-// looking text alone: a tool may legitimately return a token the agent asked
-// for, but never one the host holds for a server.
 // Redact returns s with the secrets the host knows (secret_env values,
 // OAuth client secrets, the store's password, Options.Secrets) and the
 // credential formats it recognises replaced by markers, as the audit
@@ -164,21 +160,22 @@ func (h *Host) Redact(s string) string { return h.gov.redactor.String(s) }
 // value under a key that names a credential is redacted whole, and the
 // result is JSON again. Text that is not JSON is redacted as text.
 func (h *Host) RedactJSON(text string) string {
-	var v any
-	d := json.NewDecoder(strings.NewReader(text))
-	d.UseNumber()
-	if d.Decode(&v) != nil || d.More() {
+	if !json.Valid([]byte(text)) {
 		return h.Redact(text)
 	}
 	var out strings.Builder
 	e := json.NewEncoder(&out)
 	e.SetEscapeHTML(false)
-	if e.Encode(h.gov.redactor.Value(v)) != nil {
+	if e.Encode(h.gov.redactor.Value(json.RawMessage(text))) != nil {
 		return h.Redact(text)
 	}
 	return strings.TrimSuffix(out.String(), "\n")
 }
 
+// scrub replaces the exact values of configured secrets in text a model or
+// a file will see. Unlike the audit trail's redaction it leaves credential-
+// looking text alone: a tool may legitimately return a token the agent asked
+// for, but never one the host holds for a server.
 func (g *governance) scrub(s string) string {
 	for _, v := range g.secrets {
 		s = strings.ReplaceAll(s, v, "[REDACTED:secret]")

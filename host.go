@@ -285,7 +285,7 @@ func Open(ctx context.Context, cfg *config.Config, opts *Options) (*Host, error)
 	// Secrets never reach the log either.
 	h.log = slog.New(redact.NewHandler(h.log.Handler(), h.gov.redactor))
 	stopLeftovers(h.opts.StateDir, h.opts.StopGrace, h.log)
-	h.procs = newProcRecord(h.opts.StateDir, h.log)
+	h.procs = newProcRecord(hostProcPath(h.opts.StateDir), h.log)
 	// With the standard OpenTelemetry environment set, audit events are
 	// also exported as OTLP log records.
 	if h.trail, err = openTrail(ctx, h.gov.store, audit.Options{Logger: h.log, Redactor: h.gov.redactor,

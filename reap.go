@@ -23,9 +23,10 @@ import (
 // are recorded with their task (internal/worktree) and ended when it
 // closes.
 
-// A procRecord keeps the file STATE/procs/PID-N.json listing the running
-// host-scoped stdio servers of one Host. Its methods are safe for
-// concurrent use.
+// A procRecord keeps a file listing running stdio servers as their
+// processes start and stop: a Host's host-scoped ones (hostProcPath), or
+// those one attachment to a task started (worktree.ProcPath). Its methods
+// are safe for concurrent use.
 type procRecord struct {
 	path string
 	log  *slog.Logger
@@ -39,12 +40,17 @@ type procRecord struct {
 // directory.
 var hostsOpened atomic.Uint64
 
-func newProcRecord(stateDir string, log *slog.Logger) *procRecord {
-	name := fmt.Sprintf("%d-%d.json", os.Getpid(), hostsOpened.Add(1))
-	return &procRecord{path: filepath.Join(stateDir, "procs", name), log: log, servers: map[string]upstream.Recorded{}}
+func newProcRecord(path string, log *slog.Logger) *procRecord {
+	return &procRecord{path: path, log: log, servers: map[string]upstream.Recorded{}}
 }
 
-// track is the upstream.Options.Track of host-scoped server id.
+// hostProcPath is where a new Host records its host-scoped servers:
+// STATE/procs/PID-N.json.
+func hostProcPath(stateDir string) string {
+	return filepath.Join(stateDir, "procs", fmt.Sprintf("%d-%d.json", os.Getpid(), hostsOpened.Add(1)))
+}
+
+// track is the upstream.Options.Track of server id.
 func (r *procRecord) track(id string) func(upstream.ProcessRecord, bool) {
 	return func(rec upstream.ProcessRecord, running bool) {
 		r.mu.Lock()
@@ -54,20 +60,29 @@ func (r *procRecord) track(id string) func(upstream.ProcessRecord, bool) {
 		} else {
 			delete(r.servers, rec.Marker)
 		}
-		var err error
-		if len(r.servers) == 0 {
-			if err = os.Remove(r.path); os.IsNotExist(err) {
-				err = nil
-			}
-		} else {
-			list := slices.SortedFunc(maps.Values(r.servers), func(a, b upstream.Recorded) int { return cmp.Compare(a.PGID, b.PGID) })
-			err = upstream.WriteRecord(r.path, list)
-		}
-		if err != nil && !r.failed {
+		if err := r.writeLocked(); err != nil && !r.failed {
 			r.failed = true
 			r.log.Warn("cannot record the servers' processes; if this process dies, what they started may keep running", "error", err)
 		}
 	}
+}
+
+// write writes the file as the servers are now.
+func (r *procRecord) write() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writeLocked()
+}
+
+// writeLocked writes the file, or removes it when no server runs.
+func (r *procRecord) writeLocked() error {
+	if len(r.servers) == 0 {
+		if err := os.Remove(r.path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	return upstream.WriteRecord(r.path, slices.SortedFunc(maps.Values(r.servers), func(a, b upstream.Recorded) int { return cmp.Compare(a.PGID, b.PGID) }))
 }
 
 // stopLeftovers ends what host processes that died left running in the

@@ -37,11 +37,10 @@ type Task struct {
 	releaseOnce sync.Once
 	releaseErr  error
 
-	// procs are its servers' processes that run, by marker, recorded on
-	// disk as each starts and stops: a process that dies while they
-	// start leaves the next one what it needs to stop them.
-	procsMu sync.Mutex
-	procs   map[string]worktree.Group
+	// procs records its servers' processes on disk as each starts and
+	// stops: a process that dies while they start leaves the next one
+	// what it needs to stop them.
+	procs *procRecord
 }
 
 // TaskInfo is a task as recorded on disk.
@@ -200,9 +199,10 @@ func (t *Task) start(ctx context.Context) error {
 			}
 		}
 	}
+	t.procs = newProcRecord(worktree.ProcPath(t.dir, t.attachment()), t.h.log)
 	for _, sc := range t.h.perTask {
 		s := newServer(sc.ForWorkspace(t.info.Worktree), t.dir)
-		s.track = t.trackProcesses(s.cfg.ID)
+		s.track = t.procs.track(s.cfg.ID)
 		t.servers = append(t.servers, s)
 	}
 	t.h.startAll(ctx, t.life, t.servers)
@@ -212,9 +212,9 @@ func (t *Task) start(ctx context.Context) error {
 	}
 	t.h.tasks[t] = true
 	t.h.tasksMu.Unlock()
-	if err := t.recordProcesses(); err != nil {
+	if err := t.procs.write(); err != nil {
 		t.stopServers()
-		return err
+		return fmt.Errorf("task %s: cannot record its servers: %w", t.info.ID, err)
 	}
 	t.line = newLineage(append(slices.Clone(t.h.servers), t.servers...), t)
 	if err := t.h.build(t.line); err != nil {

@@ -1,14 +1,10 @@
 package airlock
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
-	"github.com/airlockhq/airlock/internal/upstream"
 	"github.com/airlockhq/airlock/internal/worktree"
 )
 
@@ -69,37 +65,6 @@ func (t *Task) Close(ctx context.Context, opts *CloseOptions) (*CloseReport, err
 // CloseTaskWith also keeps a shared store's record in step.
 func CloseTask(ctx context.Context, stateDir, id string) (*CloseReport, error) {
 	return worktree.Close(ctx, stateDir, id)
-}
-
-// recordProcesses records the process groups of the task's servers in this
-// process, so that a task left by a crashed process can still be cleaned
-// up.
-func (t *Task) recordProcesses() error {
-	t.procsMu.Lock()
-	defer t.procsMu.Unlock()
-	groups := slices.SortedFunc(maps.Values(t.procs), func(a, b worktree.Group) int { return cmp.Compare(a.PGID, b.PGID) })
-	return worktree.RecordProcesses(t.dir, t.attachment(), groups)
-}
-
-// trackProcesses is the Track of the task's server id: its processes are
-// recorded as soon as they start, before the handshake, and forgotten once
-// they and what they started have stopped.
-func (t *Task) trackProcesses(id string) func(upstream.ProcessRecord, bool) {
-	return func(rec upstream.ProcessRecord, running bool) {
-		t.procsMu.Lock()
-		if t.procs == nil {
-			t.procs = map[string]worktree.Group{}
-		}
-		if running {
-			t.procs[rec.Marker] = worktree.Group{Server: id, ProcessRecord: rec}
-		} else {
-			delete(t.procs, rec.Marker)
-		}
-		t.procsMu.Unlock()
-		if err := t.recordProcesses(); err != nil {
-			t.h.log.Warn("cannot record the task's server processes; if this process dies, what they started may keep running", "task", t.info.ID, "error", err)
-		}
-	}
 }
 
 func (t *Task) forgetProcesses() { worktree.ForgetProcesses(t.dir, t.attachment()) }
