@@ -438,13 +438,8 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Path: Prefix, MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
-	data := gateData{Link: loginPath}
-	msg := "You are signed out of the console. The provider may still remember you: sign out there too on a shared computer."
-	if end := s.endSession(r.Context()); end != "" {
-		data.Provider = end
-		msg = "You are signed out of the console. The provider may still remember you: on a shared computer, sign out there too."
-	}
-	c.gateWith(w, http.StatusOK, "Signed out", msg, data)
+	c.gateWith(w, http.StatusOK, "Signed out", "You are signed out of the console. The provider may still remember you: sign out there too on a shared computer.",
+		gateData{Link: loginPath, Provider: s.endSession(r.Context())})
 }
 
 // endSession is where the browser signs out at the provider (OpenID
