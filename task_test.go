@@ -414,9 +414,24 @@ func TestTaskServerStartingWhenItsProcessDies(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Recorded, and what it starts is running: sh and the sleep it left
+	// in its group.
 	recorded := func() bool {
 		recs, _ := filepath.Glob(filepath.Join(state, "tasks", "starting", "procs", "*.json"))
-		return len(recs) > 0
+		for _, path := range recs {
+			var rec struct {
+				Servers []struct{ PGID int } `json:"servers"`
+			}
+			if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &rec) != nil {
+				continue
+			}
+			for _, s := range rec.Servers {
+				if procs, _ := testenv.ProcsInGroup(s.PGID); len(procs) >= 2 {
+					return true
+				}
+			}
+		}
+		return false
 	}
 	for deadline := time.Now().Add(10 * time.Second); !recorded(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
