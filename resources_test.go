@@ -23,7 +23,8 @@ type contentServer struct {
 	reads   map[string]*atomic.Int64
 	blob    []byte
 	subbed  chan string
-	large   int // bytes of test://static/large
+	watched atomic.Int64 // resources subscribed to and not yet unsubscribed
+	large   int          // bytes of test://static/large
 	getArgs chan map[string]string
 }
 
@@ -44,10 +45,17 @@ func newContentServer() *contentServer {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
 		},
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
-			cs.subbed <- req.Params.URI
+			cs.watched.Add(1)
+			select {
+			case cs.subbed <- req.Params.URI:
+			default:
+			}
 			return nil
 		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error {
+			cs.watched.Add(-1)
+			return nil
+		},
 	})
 	mcp.AddTool(cs.Server, &mcp.Tool{Name: "noop"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: text("ok")}, nil, nil
@@ -326,6 +334,39 @@ func TestSubscribe(t *testing.T) {
 			case <-deadline:
 				t.Fatal("no update reached Options.ResourceUpdated")
 			}
+		}
+	})
+}
+
+// TestUnsubscribeAtOnce: an Unsubscribe right after its Subscribe leaves
+// nothing watched upstream, though a 2026-07-28 subscription's stream is
+// opened in the background.
+func TestUnsubscribeAtOnce(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		cs := newContentServer()
+		h := openContentHost(t, cs, version, nil, nil)
+		snap := h.Snapshot()
+		ctx := context.Background()
+		rd := airlock.Read{URI: "test://static/text"}
+		for range 20 {
+			if err := h.Subscribe(ctx, snap, rd); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Unsubscribe(ctx, snap, rd); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A server may hear of the last cancellation only with the next
+		// request on the connection.
+		if r := h.ReadResource(ctx, snap, rd); r.Status != airlock.OK {
+			t.Fatal(r.Err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for cs.watched.Load() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the server still watches %d subscriptions after every one was undone", cs.watched.Load())
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 }

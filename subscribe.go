@@ -149,12 +149,15 @@ func (h *Host) unleaseSubscription(s *server, ln *lane) {
 }
 
 // subscribe sends resources/subscribe on conn. A 2026-07-28 subscription
-// is a stream that lasts until Unsubscribe (or the connection) ends it.
+// is a subscriptions/listen stream that lasts until Unsubscribe (or the
+// connection) ends it; the SDK's Subscribe returns once it has recorded
+// the stream and sent its request, without waiting for the stream, and
+// must have done so before an Unsubscribe comes: one that came first
+// would find nothing to end, and the stream would stay open upstream.
 func subscribe(ctx context.Context, srv *server, conn *upstream.Conn, uri string) error {
 	params := &mcp.SubscribeParams{URI: uri}
 	if conn.ProtocolVersion() >= "2026-07-28" {
-		go conn.Session().Subscribe(conn.Live(), params)
-		return nil
+		return conn.Session().Subscribe(conn.Live(), params)
 	}
 	ctx, cancel := context.WithTimeout(ctx, srv.cfg.RequestTimeout)
 	defer cancel()
@@ -168,17 +171,16 @@ func subscribe(ctx context.Context, srv *server, conn *upstream.Conn, uri string
 func (h *Host) resubscribe(s *server, who Principal, conn *upstream.Conn) {
 	// In a goroutine of its own: a lane is dialled again while Subscribe
 	// holds the subscriptions' lock.
+	// The lock is held while subscribing, so that an Unsubscribe meanwhile
+	// comes after, and ends what was subscribed again.
 	go func() {
 		h.subs.mu.Lock()
-		var uris []string
+		defer h.subs.mu.Unlock()
 		for k := range h.subs.count {
-			if k.server == s.cfg.ID && k.who == who {
-				uris = append(uris, k.uri)
+			if k.server != s.cfg.ID || k.who != who {
+				continue
 			}
-		}
-		h.subs.mu.Unlock()
-		for _, uri := range uris {
-			if err := subscribe(conn.Live(), s, conn, uri); err != nil {
+			if err := subscribe(conn.Live(), s, conn, k.uri); err != nil {
 				h.log.Warn("subscribing again on a new connection", "server", s.cfg.ID, "error", err)
 			}
 		}
