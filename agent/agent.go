@@ -587,10 +587,13 @@ func (r *run) call(ctx context.Context, snap *airlock.Snapshot, off offered, p *
 	switch res.Status {
 	case airlock.ApprovalRequired:
 		r.keep(p, nil, res.ApprovalID, used)
-		summary := ""
-		if res.Err != nil {
-			summary = res.Err.Msg
+		// The host's message tells a caller to call again; a run is
+		// resumed instead.
+		summary := fmt.Sprintf("%s needs a person's approval", p.Call.Name)
+		if why := res.Decision.Reason; why != "" {
+			summary += " (" + why + ")"
 		}
+		summary += fmt.Sprintf(": airlock approvals approve %s, then airlock run --resume %s", res.ApprovalID, r.rec.ID)
 		r.emit(Event{Event: EventApprovalRequired, Name: p.Call.Name, CallID: p.Call.ID, ApprovalID: res.ApprovalID, Summary: summary})
 		end(string(res.Status))
 		return

@@ -481,6 +481,9 @@ func TestApprovalPausesTheRun(t *testing.T) {
 		}
 		if got := f.eventsOf(agent.EventApprovalRequired); len(got) != 1 || got[0].ApprovalID != out.Approvals[0] {
 			t.Errorf("approval events = %+v", got)
+		} else if want := "airlock approvals approve " + out.Approvals[0] + ", then airlock run --resume " + out.RunID; !strings.Contains(got[0].Summary, want) ||
+			strings.Contains(got[0].Summary, "call again") {
+			t.Errorf("approval summary = %q, want it to say %q", got[0].Summary, want)
 		}
 		if len(f.model.Requests()) != 1 {
 			t.Errorf("the model was asked again while a call waited")
