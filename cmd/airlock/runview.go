@@ -23,7 +23,11 @@ type runView struct {
 	col    colours
 	// open: text was written to stdout and no newline ended it yet.
 	open bool
-	err  error // the first failed write of stdout
+	// cr: the model's text so far ended with a carriage return, not
+	// written yet: a line feed in the next text makes it a line ending,
+	// anything else a control shown escaped.
+	cr  bool
+	err error // the first failed write of stdout
 }
 
 func newRunView(stdout, stderr io.Writer, asJSON bool) *runView {
@@ -42,8 +46,18 @@ func (v *runView) event(e agent.Event) {
 	}
 	switch e.Event {
 	case agent.EventText:
-		fmt.Fprint(v.stdout, terminalText(e.Text)) // the model's: what a terminal would obey is shown
-		v.open = !strings.HasSuffix(e.Text, "\n")
+		text := e.Text
+		if v.cr {
+			text, v.cr = "\r"+text, false
+		}
+		if strings.HasSuffix(text, "\r") {
+			text, v.cr = text[:len(text)-1], true
+		}
+		fmt.Fprint(v.stdout, terminalText(text)) // the model's: what a terminal would obey is shown
+		if text != "" {
+			v.open = !strings.HasSuffix(text, "\n")
+		}
+		v.open = v.open || v.cr
 		return
 	case agent.EventRun, agent.EventDone:
 		// The run's id is said when it matters: when it waits, fails or is
@@ -89,6 +103,10 @@ func (v *runView) toolLine(e agent.Event) {
 
 // endLine ends the model's text with a newline before another line.
 func (v *runView) endLine() {
+	if v.cr {
+		fmt.Fprint(v.stdout, terminalText("\r"))
+		v.cr = false
+	}
 	if v.open {
 		fmt.Fprintln(v.stdout)
 		v.open = false
