@@ -478,6 +478,12 @@ func TestServeStdioBadLines(t *testing.T) {
 	if got := exchange(`{"jsonrpc":"2.0","id":9007199254740991,"method":"ping"}`); got["id"] != 9007199254740991.0 || got["result"] == nil {
 		t.Errorf("ping with the largest safe id: %v", got)
 	}
+	// White space after a message is no part of it; a second value on
+	// the line is refused, and the session goes on after both.
+	if got := exchange(`{"jsonrpc":"2.0","id":6,"method":"ping"}  ` + "\t"); got["id"] != 6.0 || got["result"] == nil {
+		t.Errorf("ping with white space after it: %v", got)
+	}
+	wantError(`{"jsonrpc":"2.0","id":7,"method":"ping"}{"jsonrpc":"2.0","id":8,"method":"ping"}`, -32700)
 	exchange(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	got := exchange(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	if res, _ := got["result"].(map[string]any); got["id"] != 4.0 || res == nil || len(res["tools"].([]any)) != 2 {
