@@ -503,3 +503,25 @@ func TestSharedSessionOutlivesALongCall(t *testing.T) {
 		t.Errorf("the request after the long call: %s, want the session still there", resp.Status)
 	}
 }
+
+// TestSessionBatchWithoutVersionHeader: a 2025-11-25 session refuses a
+// batch even when the request leaves Mcp-Protocol-Version out: the
+// session's negotiated version has no batches, and nothing of it runs.
+func TestSessionBatchWithoutVersionHeader(t *testing.T) {
+	f := start(t, "", nil)
+	send := rawSession(t, f, `{}`)
+	init := send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	init.Body.Close()
+	sid := init.Request.Header.Get("Mcp-Session-Id")
+	req := newPost(t, f.url, "", `[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"w__note","arguments":{}}}]`)
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), "batching is not supported") {
+		t.Errorf("a batch without the version header: %s %s, want 400 (no batches since 2025-06-18)", resp.Status, data)
+	}
+}

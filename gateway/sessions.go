@@ -177,6 +177,11 @@ func sessionTag(id string) string {
 // serve takes a request of the session era: a POST (an initialize without
 // a session id, or any message of a session), the GET stream of a session,
 // or its DELETE.
+// refuseBatch answers a batch in a protocol version that has none.
+func refuseBatch(w http.ResponseWriter, version string) {
+	http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (protocol version: %s)", version), http.StatusBadRequest)
+}
+
 func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	id := r.Header.Get(sessionHeader)
 	version := r.Header.Get(versionHeader)
@@ -192,7 +197,7 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	switch r.Method {
 	case http.MethodPost:
 		if isBatch(body) && version >= "2025-06-18" {
-			http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
+			refuseBatch(w, version)
 			return
 		}
 		if baseMediaType(r.Header.Get("Content-Type")) != "application/json" {
@@ -210,6 +215,17 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		sess, ok := s.lookup(w, r, id)
 		if !ok {
 			return
+		}
+		if version == "" && isBatch(body) {
+			// A client that leaves the header out still speaks the
+			// version its session negotiated.
+			sess.conn.mu.Lock()
+			version = sess.conn.negotiated
+			sess.conn.mu.Unlock()
+			if version >= "2025-06-18" {
+				refuseBatch(w, version)
+				return
+			}
 		}
 		sess.busy()
 		defer sess.idleAgain(s.idle)
