@@ -173,7 +173,9 @@ type SampleRequest struct {
 	// alone, Together 1).
 	Key             string
 	Round, Together int
-	// Params are the request's, as the server sent them.
+	// Params are the request's, as the server sent them, but for
+	// configured secrets, scrubbed from the system prompt and the text of
+	// the messages (as the person is shown them, and as in a tool result).
 	Params *mcp.CreateMessageParams
 }
 

@@ -561,7 +561,7 @@ func (a *asking) sample(ctx context.Context, p *mcp.CreateMessageParams, at plac
 	req := a.request(InputSampling, at.round)
 	req.Key, req.Sampling, req.Together = at.key, a.samplingRequest(p), at.together
 	sr := &SampleRequest{ToolCallID: q.call.ID, Tool: q.tool.Name, Server: q.tool.Server, Key: at.key,
-		Round: at.round, Together: at.together, Params: p}
+		Round: at.round, Together: at.together, Params: a.scrubbedParams(p)}
 	switch q.srv.cfg.Sampling {
 	case config.SamplingAsk:
 		sr.Together = 1 // asked once the person agreed, alone
@@ -628,6 +628,32 @@ func withoutTools(p *mcp.CreateMessageWithToolsParams) (*mcp.CreateMessageParams
 		out.Messages = append(out.Messages, &mcp.SamplingMessage{Role: m.Role, Content: m.Content[0]})
 	}
 	return out, nil
+}
+
+// scrubbedParams is p with configured secrets scrubbed from its system
+// prompt and its messages' text, as the person is shown it: what goes to
+// a model is what the person agreed to, and no secret the host holds for
+// a server reaches a client's model, as none reaches it in a tool result.
+func (a *asking) scrubbedParams(p *mcp.CreateMessageParams) *mcp.CreateMessageParams {
+	if p == nil {
+		return nil
+	}
+	out := *p
+	out.SystemPrompt = a.h.gov.scrub(p.SystemPrompt)
+	out.Messages = make([]*mcp.SamplingMessage, len(p.Messages))
+	for i, m := range p.Messages {
+		if m == nil {
+			continue
+		}
+		mm := *m
+		if c, ok := m.Content.(*mcp.TextContent); ok {
+			tc := *c
+			tc.Text = a.h.gov.scrub(c.Text)
+			mm.Content = &tc
+		}
+		out.Messages[i] = &mm
+	}
+	return &out
 }
 
 // samplingRequest is what a person is shown of a sampling request.

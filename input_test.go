@@ -546,3 +546,25 @@ func TestElicitorSeesTheCallEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestSamplingScrubsSecrets: what goes to the Sampler (the gateway's
+// client's model) has the host's secrets scrubbed, as the person asked
+// first is shown it and as a tool result has them.
+func TestSamplingScrubsSecrets(t *testing.T) {
+	var got *mcp.CreateMessageParams
+	sampler := func(_ context.Context, req *airlock.SampleRequest) (*mcp.CreateMessageResult, error) {
+		got = req.Params
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hello"}}, nil
+	}
+	eachEra(t, func(t *testing.T, version string) {
+		got = nil
+		h := openAsks(t, askConfig(t, version, config.SamplingAllow), &airlock.Options{Sample: sampler, Secrets: []string{"You are terse.", "Say hello"}})
+		wantStatus(t, call(t, h, "sample", `{}`), airlock.OK)
+		if got == nil {
+			t.Fatal("the sampler was not asked")
+		}
+		if strings.Contains(got.SystemPrompt, "terse") || len(got.Messages) != 1 || strings.Contains(got.Messages[0].Content.(*mcp.TextContent).Text, "hello") {
+			t.Errorf("the sampler got a secret: system prompt %q, messages %+v", got.SystemPrompt, got.Messages[0].Content)
+		}
+	})
+}
