@@ -96,7 +96,7 @@ func TestExample(t *testing.T) {
 			Scopes: []string{"mcp:tools"}, TenantClaim: "tenant", UserClaim: "sub"},
 			Console: &ServeConsole{ClientID: "airlock-console", ClientSecretEnv: "AIRLOCK_CONSOLE_SECRET", Scopes: []string{"profile"},
 				Operators: []ConsoleOperator{{Tenant: "acme", User: "alice"}}},
-			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, SessionIdleTimeout: 30 * time.Minute, MetricsTokenEnv: "AIRLOCK_METRICS_TOKEN"},
+			AllowedOrigins: []string{"http://localhost:6274"}, MaxSessions: 1000, MaxSessionsPerUser: 100, SessionIdleTimeout: 30 * time.Minute, MetricsTokenEnv: "AIRLOCK_METRICS_TOKEN"},
 		Agent: Agent{Provider: ProviderOpenAI, Model: "qwen3:8b", BaseURL: "http://127.0.0.1:11434/v1", APIKeyEnv: DefaultOpenAIKeyEnv,
 			System: "You work in this repository through its tools. Say what you changed.", MaxSteps: DefaultAgentMaxSteps, MaxToolsInPrompt: DefaultMaxToolsInPrompt},
 	}

@@ -13,11 +13,12 @@ import (
 // zero.
 const (
 	DefaultMaxSessions        = 1000
+	DefaultMaxSessionsPerUser = 100
 	DefaultSessionIdleTimeout = 30 * time.Minute
 )
 
 var serveKeys = keySet{
-	known: []string{"auth", "console", "allowed_origins", "max_sessions", "session_idle_timeout", "metrics_token_env"},
+	known: []string{"auth", "console", "allowed_origins", "max_sessions", "max_sessions_per_user", "session_idle_timeout", "metrics_token_env"},
 	elsewhere: map[string]string{
 		"servers": "at the top level", "limits": "at the top level", "tenancy": "at the top level",
 	},
@@ -46,6 +47,12 @@ type Serve struct {
 	// MaxSessions bounds the sessions (2025-11-25) and subscription
 	// streams (2026-07-28) open at once; 0 means [DefaultMaxSessions].
 	MaxSessions int
+	// MaxSessionsPerUser bounds, with Auth, the sessions and subscription
+	// streams one principal (tenant and user) holds at once, so that no
+	// one fills MaxSessions for everyone; 0 means
+	// [DefaultMaxSessionsPerUser]. Without Auth every client is the same
+	// principal, and only MaxSessions applies.
+	MaxSessionsPerUser int
 	// SessionIdleTimeout ends a session that has made no request for this
 	// long; 0 means [DefaultSessionIdleTimeout].
 	SessionIdleTimeout time.Duration
@@ -129,6 +136,11 @@ func (r *yamlReader) serve(p pair, s *Serve) {
 	if kp, ok := f["max_sessions"]; ok {
 		if v, ok := r.integer(kp.val, "serve.max_sessions", 1, 1000000, "sessions"); ok {
 			s.MaxSessions = v
+		}
+	}
+	if kp, ok := f["max_sessions_per_user"]; ok {
+		if v, ok := r.integer(kp.val, "serve.max_sessions_per_user", 1, 1000000, "sessions"); ok {
+			s.MaxSessionsPerUser = v
 		}
 	}
 	r.timeoutKey(f, "serve", "session_idle_timeout", &s.SessionIdleTimeout)

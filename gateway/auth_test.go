@@ -34,12 +34,51 @@ const (
 // user from sub, the mcp:tools scope required.
 func startAuth(t *testing.T, idp *bearertest.Issuer) *fixture {
 	t.Helper()
+	return startAuthServing(t, idp, config.Serve{})
+}
+
+// startAuthServing is startAuth with serve: otherwise as given.
+func startAuthServing(t *testing.T, idp *bearertest.Issuer, serve config.Serve) *fixture {
+	t.Helper()
 	a := &config.ServeAuth{Issuer: idp.URL, Resource: gatewayResource, Scopes: []string{scopeTools}, TenantClaim: "tenant", UserClaim: "sub"}
 	v, err := gateway.NewVerifier(a, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, "", &gateway.Options{Serve: config.Serve{Auth: a}, Verifier: v})
+	serve.Auth = a
+	return start(t, "", &gateway.Options{Serve: serve, Verifier: v})
+}
+
+// TestMaxSessionsPerUser: with serve.auth, one principal's sessions and
+// subscription streams are bounded by serve.max_sessions_per_user, so that
+// it cannot fill serve.max_sessions for everyone; another principal still
+// gets in, and a session that ends makes room.
+func TestMaxSessionsPerUser(t *testing.T) {
+	idp := bearertest.New(t, nil)
+	f := startAuthServing(t, idp, config.Serve{MaxSessions: 10, MaxSessionsPerUser: 2})
+	mallory, bob := token(t, idp, "t9", "mallory"), token(t, idp, "t1", "bob")
+	first := f.connectAs(t, session, mallory, nil)
+	f.connectAs(t, session, mallory, nil)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	as := func(tok string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	code, h, body := post(t, f, "", initialize, as(mallory))
+	if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" || !strings.Contains(body, "serve.max_sessions_per_user (2)") {
+		t.Errorf("a third session of one user: %d %q, want 503 naming serve.max_sessions_per_user", code, body)
+	}
+	listen := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+	if code, _, body := post(t, f, stateless, listen, as(mallory)); code != http.StatusServiceUnavailable || !strings.Contains(body, "serve.max_sessions_per_user") {
+		t.Errorf("a listen stream past the user's bound: %d %q, want 503", code, body)
+	}
+	if res, err := call(t, f.connectAs(t, session, bob, nil), "w__echo", `{"text":"bob"}`); err != nil || resultText(res) != "bob" {
+		t.Errorf("another user's session: %+v, %v", res, err)
+	}
+	first.Close()
+	waitFor(t, "room for mallory's session", func() bool {
+		code, _, _ := post(t, f, "", initialize, as(mallory))
+		return code == http.StatusOK
+	})
 }
 
 // token mints an access token for the gateway, for tenant and user, with

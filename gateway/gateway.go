@@ -119,7 +119,8 @@ type Gateway struct {
 	handler func() http.Handler // built once
 
 	sessionMu sync.Mutex
-	opening   int // initialize requests not yet answered, and listen streams open
+	opening   int            // initialize requests not yet answered, and listen streams open
+	openingBy map[string]int // the same by owner, with serve.auth
 
 	sessions *sessions     // 2025-11-25 sessions (sessions.go)
 	levels   sessionLevels // the logging levels 2025-11-25 sessions set
@@ -161,6 +162,9 @@ func New(opts *Options) *Gateway {
 	}
 	if g.opts.Serve.MaxSessions <= 0 {
 		g.opts.Serve.MaxSessions = config.DefaultMaxSessions
+	}
+	if g.opts.Serve.MaxSessionsPerUser <= 0 {
+		g.opts.Serve.MaxSessionsPerUser = config.DefaultMaxSessionsPerUser
 	}
 	if g.opts.Serve.SessionIdleTimeout <= 0 {
 		g.opts.Serve.SessionIdleTimeout = config.DefaultSessionIdleTimeout

@@ -241,15 +241,14 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, stateless http.H
 	case req.Method == "subscriptions/listen":
 		// Both open something that lasts: a session, or a stream that
 		// stays open until the client leaves. Together they are bounded.
-		if !g.admit() {
-			g.log.Warn("refused: too many sessions", "max_sessions", g.opts.Serve.MaxSessions, "remote", r.RemoteAddr)
+		who := owner(r)
+		if limit := g.admit(who); limit != "" {
+			g.log.Warn("refused: too many sessions", "limit", limit, "remote", r.RemoteAddr)
 			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusServiceUnavailable, req.ID, fmt.Sprintf(
-				"too many sessions: the gateway holds serve.max_sessions (%d) sessions and subscriptions; end one (HTTP DELETE with its Mcp-Session-Id) or try again later",
-				g.opts.Serve.MaxSessions))
+			writeError(w, http.StatusServiceUnavailable, req.ID, g.tooMany(limit))
 			return
 		}
-		defer g.admitted()
+		defer g.admitted(who)
 	}
 	next.ServeHTTP(w, r)
 }
@@ -308,28 +307,51 @@ func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 }
 
 // admit counts in an initialize, until it is answered, or a
-// subscriptions/listen stream, while it lasts, if those and the sessions
-// open are fewer than serve.max_sessions.
-func (g *Gateway) admit() bool {
+// subscriptions/listen stream, while it lasts, for who (owner), if those
+// and the sessions open are fewer than serve.max_sessions, and, with
+// serve.auth, those of who fewer than serve.max_sessions_per_user. It
+// returns the limit that refused, "" when admitted. A session whose
+// initialize is not answered yet is counted as opening, not twice.
+func (g *Gateway) admit(who string) string {
 	g.sessionMu.Lock()
 	defer g.sessionMu.Unlock()
-	n := g.opening
-	for ss := range g.server.Sessions() {
-		if ss.ID() != "" { // a stateful session; stateless ones have none
-			n++
-		}
+	all, theirs := g.sessions.held(who)
+	if g.opening+all >= g.opts.Serve.MaxSessions {
+		return "serve.max_sessions"
 	}
-	if n >= g.opts.Serve.MaxSessions {
-		return false
+	if g.opts.Serve.Auth != nil {
+		if g.openingBy[who]+theirs >= g.opts.Serve.MaxSessionsPerUser {
+			return "serve.max_sessions_per_user"
+		}
+		if g.openingBy == nil {
+			g.openingBy = map[string]int{}
+		}
+		g.openingBy[who]++
 	}
 	g.opening++
-	return true
+	return ""
 }
 
-func (g *Gateway) admitted() {
+func (g *Gateway) admitted(who string) {
 	g.sessionMu.Lock()
+	defer g.sessionMu.Unlock()
 	g.opening--
-	g.sessionMu.Unlock()
+	if g.opts.Serve.Auth != nil {
+		if g.openingBy[who]--; g.openingBy[who] <= 0 {
+			delete(g.openingBy, who)
+		}
+	}
+}
+
+// tooMany is the refusal of a session or stream past limit (admit's).
+func (g *Gateway) tooMany(limit string) string {
+	if limit == "serve.max_sessions_per_user" {
+		return fmt.Sprintf("too many sessions: you hold serve.max_sessions_per_user (%d) sessions and subscriptions at once; "+
+			"end one of yours (HTTP DELETE with its Mcp-Session-Id, or close a subscriptions/listen stream) or try again later",
+			g.opts.Serve.MaxSessionsPerUser)
+	}
+	return fmt.Sprintf("too many sessions: this replica holds serve.max_sessions (%d) sessions and subscriptions; try again later",
+		g.opts.Serve.MaxSessions)
 }
 
 // writeError answers a request with a JSON-RPC error, encoded by the SDK.

@@ -363,15 +363,16 @@ func (s *sessions) lookup(w http.ResponseWriter, r *http.Request, id string) (*s
 	s.mu.Unlock()
 	if sess == nil {
 		var err error
+		var tooMany *tooManyError
 		if sess, err = s.adopt(r.Context(), id, owner(r)); err != nil {
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				notFound()
 			case errors.Is(err, errNotYours):
 				http.Error(w, notYours, http.StatusForbidden)
-			case errors.Is(err, errTooMany):
+			case errors.As(err, &tooMany):
 				w.Header().Set("Retry-After", "5")
-				http.Error(w, fmt.Sprintf("too many sessions: this replica holds serve.max_sessions (%d) sessions and subscriptions; try again later", s.g.opts.Serve.MaxSessions), http.StatusServiceUnavailable)
+				http.Error(w, s.g.tooMany(tooMany.limit), http.StatusServiceUnavailable)
 			default:
 				s.g.log.Warn("cannot read a session from the store", "session", fingerprint(id), "error", err)
 				w.Header().Set("Retry-After", "5")
@@ -413,10 +414,10 @@ func (s *sessions) adopt(ctx context.Context, id, who string) (*session, error) 
 	if err := json.Unmarshal(rec.State, &state); err != nil || state.InitializeParams == nil {
 		return nil, fmt.Errorf("the store holds a session state that cannot be read: %w", store.ErrNotFound)
 	}
-	if !s.g.admit() {
-		return nil, errTooMany
+	if limit := s.g.admit(who); limit != "" {
+		return nil, &tooManyError{limit}
 	}
-	defer s.g.admitted()
+	defer s.g.admitted(who)
 	sess, err := s.connect(context.WithoutCancel(ctx), id, rec.Owner, &state)
 	if errors.Is(err, errTaken) {
 		return sess, nil
@@ -433,9 +434,33 @@ func (s *sessions) adopt(ctx context.Context, id, who string) (*session, error) 
 	return sess, nil
 }
 
+// A tooManyError refuses a session past a limit (admit's).
+type tooManyError struct{ limit string }
+
+func (e *tooManyError) Error() string { return "too many sessions: " + e.limit }
+
+// held counts the sessions of this replica whose initialize was answered:
+// all of them, and those of who.
+func (s *sessions) held(who string) (all, theirs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sess := range s.open {
+		sess.conn.mu.Lock()
+		answered := sess.conn.negotiated != ""
+		sess.conn.mu.Unlock()
+		if !answered {
+			continue
+		}
+		all++
+		if sess.owner == who {
+			theirs++
+		}
+	}
+	return all, theirs
+}
+
 var (
 	errTaken    = errors.New("a copy of the session is open already")
-	errTooMany  = errors.New("too many sessions")
 	errNotYours = errors.New("another's session")
 )
 
