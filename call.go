@@ -1,9 +1,11 @@
 package airlock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -52,6 +54,10 @@ type request struct {
 	// span is the request's trace span (spans.go); nil when the host
 	// makes none.
 	span trace.Span
+	// exact is the structuredContent of the round's tools/call result as
+	// the server wrote it, numbers as json.Number (the SDK's float64
+	// loses digits past 2^53); nil until a result came with one.
+	exact atomic.Pointer[any]
 }
 
 // fail ends q with an error about its tool.
@@ -157,6 +163,25 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 
 	// Turn the answer into what the caller sees.
 	return h.answer(ctx, q, res)
+}
+
+// exactStructured is the structuredContent of a tools/call result as the
+// server wrote it, numbers as json.Number; nil when it has none.
+func exactStructured(raw json.RawMessage) *any {
+	if !bytes.Contains(raw, []byte(`"structuredContent"`)) {
+		return nil
+	}
+	var res struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(raw, &res) != nil || len(res.StructuredContent) == 0 {
+		return nil
+	}
+	v, err := schema.Decode(res.StructuredContent, &schema.DecodeOptions{MaxDepth: 10000, MaxBytes: len(res.StructuredContent)})
+	if err != nil {
+		return nil
+	}
+	return &v
 }
 
 // describe sets what hooks see of q.
@@ -303,19 +328,25 @@ func (h *Host) answer(ctx context.Context, q *request, res *mcp.CallToolResult) 
 	}
 
 	// Check the result against the snapshot's output schema: a server that
-	// declared one must keep to it.
+	// declared one must keep to it. Its numbers are taken as the server
+	// wrote them: the SDK's float64 would round 9007199254740993 to
+	// 9007199254740992, and check and pass on another value.
+	sc := res.StructuredContent
+	if exact := q.exact.Load(); sc != nil && exact != nil {
+		sc = *exact
+	}
 	if q.tool.Output != nil {
-		if res.StructuredContent == nil {
+		if sc == nil {
 			return q.fail(ContractError, nil, "%s: server returned no structuredContent although the tool declares an outputSchema", q.tool.Name)
 		}
-		if err := q.tool.Output.Validate(res.StructuredContent); err != nil {
+		if err := q.tool.Output.Validate(sc); err != nil {
 			return q.fail(ContractError, err, "%s: structuredContent violates the tool's outputSchema: %v", q.tool.Name, err)
 		}
 	}
 	var structured json.RawMessage
-	if res.StructuredContent != nil {
+	if sc != nil {
 		var err error
-		if structured, err = json.Marshal(h.gov.scrubValue(res.StructuredContent)); err != nil {
+		if structured, err = json.Marshal(h.gov.scrubValue(sc)); err != nil {
 			return q.fail(ContractError, err, "%s: structuredContent cannot be encoded: %v", q.tool.Name, err)
 		}
 	}

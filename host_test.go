@@ -618,3 +618,29 @@ func TestAvailable(t *testing.T) {
 		t.Errorf("offer of none's echo = %+v, want its description and input schema", echo)
 	}
 }
+
+// TestStructuredContentKeepsNumbers: a result's structuredContent reaches
+// the caller with the numbers the server wrote, and is checked against the
+// output schema with them: an id past 2^53 is not rounded to its neighbour,
+// and a value just over a maximum is not rounded under it.
+func TestStructuredContentKeepsNumbers(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "ids", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("found"),
+				StructuredContent: json.RawMessage(`{"id":9007199254740993,"big":12345678901234567890123}`)}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "bounded", InputSchema: json.RawMessage(`{"type":"object"}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740992}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("n"), StructuredContent: json.RawMessage(`{"n":9007199254740993}`)}, nil
+		})
+	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": s}, nil)
+
+	r := call(t, h, "c__lookup", `{}`)
+	wantStatus(t, r, airlock.OK)
+	if want := `{"big":12345678901234567890123,"id":9007199254740993}`; string(r.Structured) != want {
+		t.Errorf("structured = %s, want %s", r.Structured, want)
+	}
+	wantStatus(t, call(t, h, "c__bounded", `{}`), airlock.ContractError)
+}

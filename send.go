@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -129,6 +130,8 @@ func (h *Host) sendRound(ctx, callCtx, sendCtx context.Context, q *request, para
 		// be caught on such a connection (see awaitLate).
 		sendCtx, q.late = upstream.WithLateWatch(sendCtx)
 	}
+	q.exact.Store(nil)
+	sendCtx = upstream.WithRawResult(sendCtx, func(raw json.RawMessage) { q.exact.Store(exactStructured(raw)) })
 	res, err := q.link.conn.Session().CallTool(sendCtx, params)
 	var status *upstream.StatusError
 	if err != nil && note != nil && ctx.Err() == nil {
