@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/policy"
@@ -181,6 +183,24 @@ func (g *governance) scrub(s string) string {
 		s = strings.ReplaceAll(s, v, "[REDACTED:secret]")
 	}
 	return s
+}
+
+// scrubbedTool is t with the secrets taken out of all a model reads of it
+// (a server may repeat its own key in a description): its titles, its
+// description and its schemas. t is left as it was.
+func (g *governance) scrubbedTool(t *mcp.Tool) *mcp.Tool {
+	if len(g.secrets) == 0 || t == nil {
+		return t
+	}
+	c := *t
+	c.Title, c.Description = g.scrub(c.Title), g.scrub(c.Description)
+	if c.Annotations != nil {
+		a := *c.Annotations
+		a.Title = g.scrub(a.Title)
+		c.Annotations = &a
+	}
+	c.InputSchema, c.OutputSchema = g.scrubValue(c.InputSchema), g.scrubValue(c.OutputSchema)
+	return &c
 }
 
 // scrubValue applies scrub to every string of a decoded JSON value.

@@ -644,3 +644,45 @@ func TestStructuredContentKeepsNumbers(t *testing.T) {
 	}
 	wantStatus(t, call(t, h, "c__bounded", `{}`), airlock.ContractError)
 }
+
+// TestToolDescriptionsKeepNoSecret: a server that repeats a configured
+// secret in a tool's title or description (its own key, say, in a
+// "connected as …" line) shows it to no model and leaves it in no store:
+// descriptions and schemas are scrubbed as results are.
+func TestToolDescriptionsKeepNoSecret(t *testing.T) {
+	const secret = "sk-live-canary0123456789abcdef"
+	s := mcp.NewServer(&mcp.Implementation{Name: "leaky", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "who", Title: "Connected as " + secret, Description: "uses key " + secret,
+		Annotations: &mcp.ToolAnnotations{Title: "Key " + secret},
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"k":{"type":"string","description":"key ` + secret + `"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("ok")}, nil
+		})
+	cfg := newConfig(t, inProcess)
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, &airlock.Options{Secrets: []string{secret}})
+	tools := h.Snapshot().Tools()
+	if len(tools) != 1 {
+		t.Fatalf("%d tools, want 1", len(tools))
+	}
+	for _, text := range []string{tools[0].Title, tools[0].Description, tools[0].Annotations.Title, string(tools[0].InputSchema)} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the catalog shows %q, which holds the secret", text)
+		}
+	}
+	for _, o := range h.Available() {
+		if strings.Contains(o.Title+o.Description, secret) {
+			t.Errorf("tools --available shows %q, which holds the secret", o.Title+" "+o.Description)
+		}
+	}
+	dir := h.StateDir()
+	h.Close()
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), secret) {
+			t.Errorf("%s holds the secret", p)
+		}
+		return nil
+	})
+}

@@ -330,6 +330,9 @@ func (h *Host) discover(ctx context.Context, s *server, conn *upstream.Conn) ([]
 	if lister.taskSupport == nil {
 		lister.taskSupport = map[string]string{}
 	}
+	if len(h.gov.secrets) > 0 {
+		lister.scrub = h.gov.scrubbedTool
+	}
 	if s.fresh.Swap(false) {
 		expireListed(s.pages)
 	}

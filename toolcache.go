@@ -38,6 +38,9 @@ type recordingLister struct {
 	taskSupport map[string]string
 	ttlMs       int
 	scope       string
+	// scrub, when set, takes the host's secrets out of each tool listed
+	// (governance.scrubbedTool), before the catalog or the store sees it.
+	scrub func(*mcp.Tool) *mcp.Tool
 	// pages are the cache fields of the pages it passed, as the SDK keeps
 	// them (expireListed).
 	pages []*mcp.Cacheable
@@ -50,6 +53,11 @@ func (l *recordingLister) ListTools(ctx context.Context, params *mcp.ListToolsPa
 	res, err := l.inner.ListTools(ctx, params)
 	if err != nil {
 		return nil, err
+	}
+	if l.scrub != nil {
+		for i, t := range res.Tools {
+			res.Tools[i] = l.scrub(t)
+		}
 	}
 	l.tools = append(l.tools, res.Tools...)
 	if len(l.pages) == 0 || res.TTLMs < l.ttlMs {
