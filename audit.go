@@ -231,7 +231,10 @@ func (h *Host) recordResult(ctx context.Context, q *request) {
 			fields["session"] = upstream.Fingerprint(id)
 		}
 	}
-	if r.Err != nil {
+	if r.Err != nil && r.Status != ToolError {
+		// A tool error's message is the tool's own text, its result: it is
+		// recorded below with the content, as shape and hash unless
+		// audit.record_values names the tool.
 		fields["error"] = r.Err.Msg
 	}
 	if r.ApprovalID != "" {

@@ -2,6 +2,7 @@ package airlock_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -111,5 +112,53 @@ func TestAuditTellsCallsApart(t *testing.T) {
 	}
 	if v, ok := results[other.CallID].Fields["content"]; ok {
 		t.Errorf("content of c__other = %v, want only its shape and hash", v)
+	}
+}
+
+// TestAuditKeepsToolErrorsAsShape: a tool error's text is the tool's
+// result, so the audit trail keeps it as the content's shape and hash, as
+// for any result, unless audit.record_values names the tool: not whole in
+// the result's error field (where it could hold whatever the tool echoed,
+// and be as large as the server made it).
+func TestAuditKeepsToolErrorsAsShape(t *testing.T) {
+	const private = "patient=Jane Doe ssn=123-45-6789"
+	s := mcp.NewServer(&mcp.Implementation{Name: "failing", Version: "1"}, nil)
+	for _, name := range []string{"kept", "hashed"} {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{IsError: true, Content: text("no record for " + private)}, nil
+			})
+	}
+	cfg := newConfig(t, inProcess)
+	cfg.Audit.RecordValues = []string{"c__kept"}
+	st := sharedStore(t)
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, &airlock.Options{Store: st, StateDir: t.TempDir()})
+	kept, hashed := call(t, h, "c__kept", `{}`), call(t, h, "c__hashed", `{}`)
+	wantStatus(t, kept, airlock.ToolError)
+	wantStatus(t, hashed, airlock.ToolError)
+	h.Close()
+
+	events, err := st.Audit().Events(context.Background(), time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Event != store.EventResult {
+			continue
+		}
+		b, _ := json.Marshal(e.Fields)
+		switch e.Fields["call"] {
+		case hashed.CallID:
+			if strings.Contains(string(b), private) {
+				t.Errorf("the result of c__hashed, whose values are not kept, holds its text: %s", b)
+			}
+			if h, _ := e.Fields["content_hash"].(string); !strings.HasPrefix(h, "sha256:") {
+				t.Errorf("the result of c__hashed has no content_hash: %s", b)
+			}
+		case kept.CallID:
+			if !strings.Contains(string(b), private) {
+				t.Errorf("the result of c__kept, whose values are kept, lacks its text: %s", b)
+			}
+		}
 	}
 }
