@@ -118,6 +118,12 @@ func commandHook(h config.Hook, dir string) BeforeHook {
 		if err := dec.Decode(&v); err != nil {
 			return deny(`answered something other than {"decision": "allow|deny|ask", "reason": "…"}`)
 		}
+		// One answer, and nothing after it: a hook that printed a second
+		// one (an allow, then a deny when it found a problem) did not
+		// answer clearly, and the first must not stand for it.
+		if _, err := dec.Token(); err != io.EOF {
+			return deny(`answered more than one {"decision": "allow|deny|ask", "reason": "…"}, or something after it`)
+		}
 		switch v.Decision {
 		case Allow, Ask, Deny:
 		default:
