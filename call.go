@@ -212,6 +212,12 @@ func (h *Host) govern(ctx context.Context, q *request, req policy.Request) *Resu
 	case Allow:
 		return nil
 	case Ask:
+		// Nobody is asked about a call its input schema refuses: it could
+		// never be sent, and would spend the grant. (An allowed call is
+		// validated after govern; a denied one is refused unvalidated.)
+		if err := q.tool.Input.Validate(q.args); err != nil {
+			return q.fail(InvalidArguments, err, "invalid arguments for %s: %v", q.tool.Name, err)
+		}
 		return h.approve(ctx, q)
 	}
 	return q.fail(Denied, nil, "%s refused: %s", q.tool.Name, r.Decision.Reason)

@@ -669,3 +669,28 @@ func TestLateAnswerIsKeptAsEvidence(t *testing.T) {
 		t.Errorf("late_answer fields = %v, want call %s and recovery %s", f, r.CallID, r.RecoveryID)
 	}
 }
+
+// TestInvalidArgumentsAreNotAskedAbout: a call whose arguments the tool's
+// input schema refuses could never be sent, so nobody is asked to approve
+// it: it is invalid_arguments at once (the model can fix it), no approval
+// request is made, and no grant is spent on it.
+func TestInvalidArgumentsAreNotAskedAbout(t *testing.T) {
+	st := sharedStore(t)
+	c := &counted{}
+	cfg := governed(t, inProcess) // note is external: policy asks
+	ap := &answering{}
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": c.server()}, &airlock.Options{Store: st, Principal: carol, StateDir: t.TempDir(), Approver: ap})
+
+	r := call(t, h, "c__note", `{"text": 5}`)
+	wantStatus(t, r, airlock.InvalidArguments)
+	if n := ap.asked.Load(); n != 0 {
+		t.Errorf("the approver was asked %d times about a call with invalid arguments", n)
+	}
+	list, err := st.Approvals().List(context.Background(), store.ApprovalFilter{})
+	if err != nil || len(list) != 0 {
+		t.Errorf("approval requests: %d, %v; want none", len(list), err)
+	}
+	if n := c.calls.Load(); n != 0 {
+		t.Errorf("the server got %d calls", n)
+	}
+}
