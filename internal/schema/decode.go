@@ -139,23 +139,44 @@ func appendPointerToken(b []byte, tok string) []byte {
 func pointerString(toks []string) string {
 	var b []byte
 	for _, t := range toks {
-		b = appendPointerToken(b, t)
+		b = appendPointerToken(b, shortToken(t))
 	}
 	return string(b)
+}
+
+// shortToken cuts a key of a pointer in a message to maxQuoted
+// characters, marked with …: the key is the caller's own, and a huge one
+// must not come back whole.
+func shortToken(t string) string {
+	if head, left := clip(t); left > 0 {
+		return head + "…"
+	}
+	return t
 }
 
 // quoteForMessage quotes s for an error message, shortened so that a hostile
 // key or value cannot flood the message.
 func quoteForMessage(s string) string {
-	const maxRunes = 64
+	if head, left := clip(s); left > 0 {
+		return strings.TrimSuffix(jsonQuote(head), `"`) + `…"`
+	}
+	return jsonQuote(s)
+}
+
+// maxQuoted is how many characters of a caller's own key or value a
+// message quotes.
+const maxQuoted = 64
+
+// clip cuts s to maxQuoted characters; left is how many bytes it left out.
+func clip(s string) (head string, left int) {
 	n := 0
 	for i := range s {
-		if n == maxRunes {
-			return strings.TrimSuffix(jsonQuote(s[:i]), `"`) + `…"`
+		if n == maxQuoted {
+			return s[:i], len(s) - i
 		}
 		n++
 	}
-	return jsonQuote(s)
+	return s, 0
 }
 
 // jsonQuote quotes s as a JSON string, leaving <, > and & readable.

@@ -250,3 +250,17 @@ func TestCheckAllocations(t *testing.T) {
 		t.Errorf("Check allocates %v times for a small message and %v for one with 200 times more values; want 0", s, l)
 	}
 }
+
+// TestDecodeErrorLongKey: a huge key on the way to an error is cut in the
+// pointer, so that the message stays short.
+func TestDecodeErrorLongKey(t *testing.T) {
+	key := strings.Repeat("k", 100000)
+	_, err := Decode([]byte(`{"args": {"`+key+`": "\ud800"}}`), nil)
+	var de *DecodeError
+	if !errors.As(err, &de) {
+		t.Fatalf("Decode error = %v, want a *DecodeError", err)
+	}
+	if want := "/args/" + strings.Repeat("k", 64) + "…"; de.Pointer != want {
+		t.Errorf("pointer = %.100q… (%d bytes), want %q", de.Pointer, len(de.Pointer), want)
+	}
+}

@@ -149,11 +149,41 @@ func reason(k jsonschema.ErrorKind) string {
 		return fmt.Sprintf("must contain at least %d matching items, got %d", k.Want, len(k.Got))
 	case *kind.AdditionalProperties:
 		// Listed in map order by the library; sorted, the message is stable.
-		return (&kind.AdditionalProperties{Properties: slices.Sorted(slices.Values(k.Properties))}).LocalizedString(libPrinter)
+		// A value with thousands of unknown keys names a few of them.
+		props := slices.Sorted(slices.Values(k.Properties))
+		more := ""
+		if len(props) > maxNamed {
+			more = fmt.Sprintf(" (and %d more)", len(props)-maxNamed)
+			props = props[:maxNamed]
+		}
+		for i, p := range props {
+			props[i] = shorten(p)
+		}
+		return (&kind.AdditionalProperties{Properties: props}).LocalizedString(libPrinter) + more
+	case *kind.Pattern:
+		// The value is the caller's own: a few characters of it say which
+		// one it is, and a huge one must not come back whole (to the model,
+		// and into the audit trail, which keeps values only for the tools
+		// audit.record_values names).
+		return (&kind.Pattern{Got: shorten(k.Got), Want: k.Want}).LocalizedString(libPrinter)
+	case *kind.PropertyNames:
+		return (&kind.PropertyNames{Property: shorten(k.Property)}).LocalizedString(libPrinter)
 	case *kind.MaxContains:
 		return fmt.Sprintf("must contain at most %d matching items, got %d", k.Want, len(k.Got))
 	}
 	return k.LocalizedString(libPrinter)
+}
+
+// maxNamed bounds the names one message lists.
+const maxNamed = 10
+
+// shorten cuts s to maxQuoted characters, noting how many bytes were left
+// out.
+func shorten(s string) string {
+	if head, left := clip(s); left > 0 {
+		return fmt.Sprintf("%s… (%d more bytes)", head, left)
+	}
+	return s
 }
 
 // rat writes an exact number: an integer as such, anything else in decimal.
