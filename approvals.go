@@ -196,6 +196,8 @@ func (h *Host) approvalsUnreadable(q *request, err error) *Result {
 func (h *Host) approvalRequest(ctx context.Context, q *request, b approvalBinding) (store.Approval, *Result) {
 	tool, who, d, cfg := q.tool, q.snap.who, q.decision, &q.srv.cfg
 	approvals := h.gov.store.Approvals()
+	h.gov.requesting.Lock()
+	defer h.gov.requesting.Unlock()
 	pending, err := approvals.List(ctx, store.ApprovalFilter{Status: store.ApprovalPending, Tenant: who.Tenant, User: who.User})
 	if err != nil {
 		return store.Approval{}, h.approvalsUnreadable(q, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,6 +34,9 @@ type governance struct {
 	ttl       time.Duration
 	principal Principal
 	now       func() time.Time
+	// requesting serializes finding and making approval requests, so that
+	// calls made together for the same call get one request, not one each.
+	requesting sync.Mutex
 }
 
 // openGovernance builds the governance of a host from its configuration.

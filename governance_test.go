@@ -694,3 +694,34 @@ func TestInvalidArgumentsAreNotAskedAbout(t *testing.T) {
 		t.Errorf("the server got %d calls", n)
 	}
 }
+
+// TestSameCallsTogetherGetOneRequest: the same call made several times at
+// once (a model's parallel calls, a shell's concurrent lines) needs one
+// approval, and gets one request, not one each.
+func TestSameCallsTogetherGetOneRequest(t *testing.T) {
+	st := sharedStore(t)
+	c := &counted{}
+	h := openIn(t, governed(t, inProcess), map[string]*mcp.Server{"c": c.server()}, &airlock.Options{Store: st, StateDir: t.TempDir()})
+	snap := h.Snapshot()
+	var wg sync.WaitGroup
+	results := make([]*airlock.Result, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			results[i] = h.Call(ctx, snap, airlock.Call{ID: "c", Name: "c__note", Arguments: json.RawMessage(`{"text":"same"}`)})
+		}()
+	}
+	wg.Wait()
+	ids := map[string]bool{}
+	for _, r := range results {
+		wantStatus(t, r, airlock.ApprovalRequired)
+		ids[r.ApprovalID] = true
+	}
+	list, err := st.Approvals().List(context.Background(), store.ApprovalFilter{})
+	if err != nil || len(list) != 1 || len(ids) != 1 {
+		t.Errorf("%d requests in the store (%v), %d approval ids in the results; want one", len(list), err, len(ids))
+	}
+}
