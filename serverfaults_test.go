@@ -261,3 +261,44 @@ func TestDecisionErrorsNameTheirSubjectOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestServerThatStopsReadingStdin: a stdio server busy in one call reads
+// nothing more, and once the pipe to it is full a write to it blocks. The
+// call that writes is still bounded by request_timeout: before, it waited
+// until the server read its input again (for ever, if it never did), and
+// neither request_timeout nor an interrupt ended it.
+func TestServerThatStopsReadingStdin(t *testing.T) {
+	srv := rawServer(t, "deaf", map[string]string{
+		"server/discover": "ignore",
+		"initialize":      legacyInit,
+		"tools/list":      helloTools,
+		"tools/call":      "delay:20000:" + helloCall, // reads nothing while it sleeps
+	})
+	srv.ProbeTimeout = 200 * time.Millisecond
+	srv.RequestTimeout = time.Second
+	h := open(t, newConfig(t, srv))
+
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		call(t, h, "deaf__hello", `{}`)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(strings.Join(marks(t, srv), ","), "tools/call") {
+		if time.Now().After(deadline) {
+			t.Fatal("the server never saw the first call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	big := `{"text":"` + strings.Repeat("x", 4<<20-64) + `"}` // more than a pipe holds
+	start := time.Now()
+	r := call(t, h, "deaf__hello", big)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the call took %v, want it ended by request_timeout (1s)", d.Round(time.Millisecond))
+	}
+	if r.Status == airlock.OK {
+		t.Errorf("status = %s, want a failure", r.Status)
+	}
+	<-first
+}

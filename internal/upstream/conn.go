@@ -253,14 +253,18 @@ func (c *Conn) handshake(ctx context.Context, t mcp.Transport, opts *Options, pr
 	var transport mcp.Transport = t // a remote one is checked in its round tripper (http.go)
 	if !srv.Remote() {
 		c.late = &lateAnswers{}
-		var stdout *stdoutWindow
+		var (
+			stdout *stdoutWindow
+			stdin  *os.File
+		)
 		if c.cmd != nil {
-			stdout = c.stdoutSeen
+			stdout, stdin = c.stdoutSeen, c.stdin
 		}
 		transport = &guardedTransport{
 			inner:  t,
 			late:   c.late,
 			stdout: stdout,
+			stdin:  stdin,
 			trace:  opts.Trace,
 			heard:  c.heard,
 			fault: func(f Fault) {
@@ -590,6 +594,7 @@ type guardedTransport struct {
 	heard  func(stream context.Context, method string, params json.RawMessage) // Conn.heard
 	fault  func(Fault)
 	stdout *stdoutWindow // a stdio server's latest output; nil for others
+	stdin  *os.File      // a stdio server's input; nil for others
 }
 
 func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -597,7 +602,11 @@ func (t *guardedTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &guardedConn{Connection: c, late: t.late, trace: t.trace, heard: t.heard, fault: t.fault, stdout: t.stdout, raw: &rawResults{}}, nil
+	g := &guardedConn{Connection: c, late: t.late, trace: t.trace, heard: t.heard, fault: t.fault, stdout: t.stdout, raw: &rawResults{}}
+	if t.stdin != nil {
+		g.stdin, g.writing = t.stdin, make(chan struct{}, 1)
+	}
+	return g, nil
 }
 
 // A guardedConn rejects responses that are not strict JSON: duplicate keys,
@@ -615,6 +624,13 @@ type guardedConn struct {
 	fault  func(Fault)
 	stdout *stdoutWindow
 	raw    *rawResults // the requests whose results are wanted as sent (results.go)
+	// stdin is a stdio server's input, whose writes are bounded by the
+	// writer's context: a server that stops reading its input fills the
+	// pipe, and a write without a bound would block for ever, whatever
+	// request_timeout or an interrupt says. writing lets one write at a
+	// time own the pipe's deadline.
+	stdin   *os.File
+	writing chan struct{}
 }
 
 func (c *guardedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -652,7 +668,41 @@ func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.tap(true, msg)
 	c.raw.sent(ctx, msg)
 	c.late.sent(ctx, msg)
-	return c.Connection.Write(ctx, msg)
+	if c.stdin == nil {
+		return c.Connection.Write(ctx, msg)
+	}
+	select {
+	case c.writing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.writing }()
+	deadline, _ := ctx.Deadline()
+	c.stdin.SetWriteDeadline(deadline)
+	var (
+		mu       sync.Mutex
+		finished bool
+	)
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			c.stdin.SetWriteDeadline(time.Now())
+		}
+	})
+	err := c.Connection.Write(ctx, msg)
+	stop()
+	mu.Lock()
+	finished = true
+	mu.Unlock()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// Part of the message may be in the pipe: nothing more can be
+		// sent on it. The deadline stays in the past.
+		c.fault(Fault{Kind: FaultExited, Msg: "server stopped reading its input (stdin): a message to it could not be written"})
+		return err
+	}
+	c.stdin.SetWriteDeadline(time.Time{})
+	return err
 }
 
 // tap shows msg to Options.Trace, as the wire carries it.
