@@ -13,6 +13,18 @@ import (
 // shell --json does not cancel the calls in flight: a write that needs a
 // second more finishes, its answer is written, and then the shell ends.
 func TestShellInterruptLetsCallsFinish(t *testing.T) {
+	testShellSignalLetsCallsFinish(t, syscall.SIGINT)
+}
+
+// TestShellHangupLetsCallsFinish: a hangup (the terminal closed, an SSH
+// session dropped) ends airlock shell as an interrupt does. Before, SIGHUP
+// killed it at once: no answer for the call in flight, and whatever its
+// servers had started (a daemon, a child that left the group) kept running.
+func TestShellHangupLetsCallsFinish(t *testing.T) {
+	testShellSignalLetsCallsFinish(t, syscall.SIGHUP)
+}
+
+func testShellSignalLetsCallsFinish(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	mark := filepath.Join(t.TempDir(), "mark")
 	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`, envTestMark, mark)+`policy:
@@ -30,11 +42,11 @@ func TestShellInterruptLetsCallsFinish(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := sh.cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := sh.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	if l := sh.next(); l["id"] != "slow" || l["status"] != "ok" {
-		t.Fatalf("the call in flight at the interrupt: %v, want ok", l)
+		t.Fatalf("the call in flight at %v: %v, want ok", sig, l)
 	}
 	for l := range sh.lines {
 		t.Errorf("after the answer: %v", l)

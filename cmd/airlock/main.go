@@ -20,7 +20,10 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A hangup (the terminal closed, an SSH session dropped) ends the
+	// command as an interrupt does: servers are closed, with what they
+	// started, and the journal and runs are settled.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(report(err, os.Stderr))

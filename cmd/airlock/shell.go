@@ -83,7 +83,7 @@ func (e *env) shell(o *options, _ []string) error {
 	}
 	defer e.closeSession(sess)
 
-	// An interrupt (SIGINT, SIGTERM) stops new calls; the calls in flight
+	// An interrupt (SIGINT, SIGTERM, SIGHUP) stops new calls; the calls in flight
 	// get shellDrain to finish, then are cancelled.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(e.ctx))
 	defer cancelWork()
