@@ -840,3 +840,30 @@ func TestTurnLimitInTheModelsOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestSilentProviderIsAskedAgain: a provider that takes the request and
+// then sends nothing (a hung proxy, an overloaded server) does not hold
+// the run for ever: after the idle timeout the step is asked again, as
+// for a stream cut short. Before, the run waited until it was interrupted.
+func TestSilentProviderIsAskedAgain(t *testing.T) {
+	eachAPI(t, func(t *testing.T, api string, stream bool) {
+		f := newFixture(t, api, fixtureOptions{}, agenttest.Step{Hold: true}, agenttest.Step{Text: "Here."})
+		p, err := agent.NewProvider(agent.ProviderOptions{Name: api, BaseURL: f.model.URL(api), IdleTimeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := agent.New(agent.Options{Host: f.h, Provider: p, Model: "test-model", Stream: stream, Events: f.event})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		out := a.Start(ctx, "hi")
+		if out.Status != store.RunDone || out.Text != "Here." {
+			t.Fatalf("outcome = %+v, want done after asking again", out)
+		}
+		if r := f.eventsOf(agent.EventRetry); len(r) != 1 || !strings.Contains(r[0].Text, "sent nothing for 300ms") {
+			t.Errorf("retries = %+v, want one naming the silence", r)
+		}
+	})
+}

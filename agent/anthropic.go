@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -21,6 +22,7 @@ import (
 type anthropicAPI struct {
 	messages anthropic.MessageService
 	key      string
+	idle     time.Duration
 }
 
 var _ Provider = (*anthropicAPI)(nil)
@@ -43,7 +45,7 @@ func newAnthropic(o ProviderOptions, hc *http.Client) *anthropicAPI {
 	if o.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
 	}
-	return &anthropicAPI{messages: anthropic.NewMessageService(opts...), key: o.APIKey}
+	return &anthropicAPI{messages: anthropic.NewMessageService(opts...), key: o.APIKey, idle: idleTimeout(o)}
 }
 
 func (p *anthropicAPI) Name() string { return config.ProviderAnthropic }
@@ -62,8 +64,13 @@ func (p *anthropicAPI) Step(ctx context.Context, req *Request, text func(string)
 		return nil, err
 	}
 	if !req.Stream {
-		res, err := p.messages.New(ctx, params)
+		wctx, idle, stopIdle := watchIdle(ctx, p.idle)
+		defer stopIdle()
+		res, err := p.messages.New(wctx, params)
 		if err != nil {
+			if err := idle.err(p.Name()); err != nil {
+				return nil, err
+			}
 			return nil, p.fail(ctx, err)
 		}
 		out := &Response{Stop: string(res.StopReason), Usage: Usage{Input: res.Usage.InputTokens, Output: res.Usage.OutputTokens}}
@@ -80,7 +87,9 @@ func (p *anthropicAPI) Step(ctx context.Context, req *Request, text func(string)
 		return out, nil
 	}
 
-	stream := p.messages.NewStreaming(ctx, params)
+	sctx, idle, stopIdle := watchIdle(ctx, p.idle)
+	defer stopIdle()
+	stream := p.messages.NewStreaming(sctx, params)
 	defer stream.Close()
 	// The blocks are put together here, from the events, rather than by
 	// the SDK's Message.Accumulate, which replaces a tool call's input
@@ -99,6 +108,7 @@ func (p *anthropicAPI) Step(ctx context.Context, req *Request, text func(string)
 		stopped bool
 	)
 	for stream.Next() {
+		idle.touch()
 		ev := stream.Current()
 		switch ev.Type {
 		case "message_start":
@@ -151,6 +161,9 @@ func (p *anthropicAPI) Step(ctx context.Context, req *Request, text func(string)
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if err := idle.err(p.Name()); err != nil {
+			return nil, err
 		}
 		var apiErr *anthropic.Error
 		if errors.As(err, &apiErr) {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -21,6 +22,7 @@ import (
 type openAI struct {
 	chat openai.ChatCompletionService
 	key  string
+	idle time.Duration
 }
 
 var _ Provider = (*openAI)(nil)
@@ -39,7 +41,7 @@ func newOpenAI(o ProviderOptions, hc *http.Client) *openAI {
 	if o.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(o.APIKey))
 	}
-	return &openAI{chat: openai.NewChatCompletionService(opts...), key: o.APIKey}
+	return &openAI{chat: openai.NewChatCompletionService(opts...), key: o.APIKey, idle: idleTimeout(o)}
 }
 
 func (p *openAI) Name() string { return config.ProviderOpenAI }
@@ -60,8 +62,13 @@ func (p *openAI) Step(ctx context.Context, req *Request, text func(string)) (*Re
 		return nil, err
 	}
 	if !req.Stream {
-		res, err := p.chat.New(ctx, params)
+		wctx, idle, stopIdle := watchIdle(ctx, p.idle)
+		defer stopIdle()
+		res, err := p.chat.New(wctx, params)
 		if err != nil {
+			if err := idle.err(p.Name()); err != nil {
+				return nil, err
+			}
 			return nil, p.fail(ctx, err)
 		}
 		if len(res.Choices) == 0 {
@@ -80,7 +87,9 @@ func (p *openAI) Step(ctx context.Context, req *Request, text func(string)) (*Re
 	}
 
 	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	stream := p.chat.NewStreaming(ctx, params)
+	sctx, idle, stopIdle := watchIdle(ctx, p.idle)
+	defer stopIdle()
+	stream := p.chat.NewStreaming(sctx, params)
 	defer stream.Close()
 	var (
 		out    Response
@@ -89,6 +98,7 @@ func (p *openAI) Step(ctx context.Context, req *Request, text func(string)) (*Re
 		finish string
 	)
 	for stream.Next() {
+		idle.touch()
 		chunk := stream.Current()
 		if chunk.JSON.Usage.Valid() {
 			out.Usage = Usage{Input: chunk.Usage.PromptTokens, Output: chunk.Usage.CompletionTokens}
@@ -125,6 +135,9 @@ func (p *openAI) Step(ctx context.Context, req *Request, text func(string)) (*Re
 	if err := stream.Err(); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if err := idle.err(p.Name()); err != nil {
+			return nil, err
 		}
 		var apiErr *openai.Error
 		if errors.As(err, &apiErr) {

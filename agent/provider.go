@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockhq/airlock/config"
@@ -131,6 +132,51 @@ type ProviderOptions struct {
 	APIKey string
 	// HTTPClient sends the requests; nil means a client of its own.
 	HTTPClient *http.Client
+	// IdleTimeout bounds how long a streamed answer may stay silent (no
+	// response, or no event of its stream) before the step is given up
+	// and asked again, as a stream cut short is. Zero means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+}
+
+// DefaultIdleTimeout is how long a provider's stream may stay silent.
+const DefaultIdleTimeout = 5 * time.Minute
+
+// An idleWatch cancels a streamed request its provider has sent nothing
+// on for d: without it, a provider that accepts a request and then hangs
+// (never answers, or stops mid-stream without closing it) would hold the
+// run for ever, whatever the retries.
+type idleWatch struct {
+	d     time.Duration
+	t     *time.Timer
+	fired atomic.Bool
+}
+
+// watchIdle returns ctx, cancelled after d of silence, the watch, and the
+// function that stops it.
+func watchIdle(ctx context.Context, d time.Duration) (context.Context, *idleWatch, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &idleWatch{d: d}
+	w.t = time.AfterFunc(d, func() {
+		w.fired.Store(true)
+		cancel()
+	})
+	return ctx, w, func() {
+		w.t.Stop()
+		cancel()
+	}
+}
+
+// touch says the provider sent something.
+func (w *idleWatch) touch() { w.t.Reset(w.d) }
+
+// err is the step's failure when the watch gave up on it, or nil.
+func (w *idleWatch) err(provider string) error {
+	if !w.fired.Load() {
+		return nil
+	}
+	return &ProviderError{Provider: provider, Interrupted: true,
+		Message: fmt.Sprintf("the provider sent nothing for %s: the answer was given up", w.d)}
 }
 
 // NewProvider returns the provider o names. The SDKs are told nothing from
@@ -157,6 +203,14 @@ func NewProvider(o ProviderOptions) (Provider, error) {
 		return newAnthropic(o, hc), nil
 	}
 	return nil, fmt.Errorf("unknown provider %q: use openai or anthropic", o.Name)
+}
+
+// idleTimeout is o's IdleTimeout, or the default.
+func idleTimeout(o ProviderOptions) time.Duration {
+	if o.IdleTimeout > 0 {
+		return o.IdleTimeout
+	}
+	return DefaultIdleTimeout
 }
 
 // plainRemote reports whether raw is plain http to a host that is not a
