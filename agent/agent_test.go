@@ -581,6 +581,16 @@ func TestRetriesAreBounded(t *testing.T) {
 	if out.Status != store.RunFailed || !strings.Contains(fmt.Sprint(out.Err), "asked to wait 1h0m0s") {
 		t.Errorf("outcome = %+v, want failed naming the wait", out)
 	}
+	// So does one too long for a time.Duration: before, it overflowed to
+	// a negative wait, read as none, and the provider was asked again at
+	// once, four times.
+	for _, ra := range []string{"99999999999", "1e300", "inf"} {
+		f = newFixture(t, config.ProviderOpenAI, fixtureOptions{}, agenttest.Step{Status: 429, RetryAfter: ra}, agenttest.Step{Text: "too soon"})
+		out = f.agent(t, false, nil).Start(t.Context(), "hi")
+		if out.Status != store.RunFailed || !strings.Contains(fmt.Sprint(out.Err), "asked to wait") || len(f.model.Requests()) != 1 {
+			t.Errorf("Retry-After %s: outcome = %+v after %d requests, want failed at once naming the wait", ra, out, len(f.model.Requests()))
+		}
+	}
 }
 
 func TestStreamCutMidToolCall(t *testing.T) {

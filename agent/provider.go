@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -248,23 +249,35 @@ func retryAfter(h http.Header) time.Duration {
 		return 0
 	}
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		var ms float64
-		if _, err := fmt.Sscanf(v, "%g", &ms); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
+		if d, ok := wait(v, time.Millisecond); ok {
+			return d
 		}
 	}
 	v := h.Get("Retry-After")
 	if v == "" {
 		return 0
 	}
-	var s float64
-	if _, err := fmt.Sscanf(v, "%g", &s); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
+	if d, ok := wait(v, time.Second); ok {
+		return d
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(time.Until(t), 0)
 	}
 	return 0
+}
+
+// wait reads v as a positive number of units. A wait too long for a
+// Duration (or infinite) is the longest one: converted, it would overflow
+// to a negative wait, read as none at all.
+func wait(v string, unit time.Duration) (time.Duration, bool) {
+	var n float64
+	if _, err := fmt.Sscanf(v, "%g", &n); err != nil || !(n > 0) {
+		return 0, false
+	}
+	if n >= float64(math.MaxInt64/int64(unit)) {
+		return time.Duration(math.MaxInt64), true
+	}
+	return time.Duration(n * float64(unit)), true
 }
 
 // networkError wraps an error of a request that got no answer, or
