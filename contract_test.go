@@ -177,6 +177,10 @@ func TestServerRequestsForClientFeaturesAreRefused(t *testing.T) {
 		if len(r.Inputs) != 1 || r.Inputs[0].Kind != what || r.Inputs[0].Action != "" || !strings.Contains(r.Inputs[0].Reason, "refused") {
 			t.Errorf("asked for %s: inputs %+v, want the refusal", what, r.Inputs)
 		}
+		// The entry leaves sampling out: the reason names its default.
+		if what == "sampling" && len(r.Inputs) == 1 && !strings.Contains(r.Inputs[0].Reason, "servers[].sampling is deny)") {
+			t.Errorf("asked for sampling: reason %q, want it to say servers[].sampling is deny", r.Inputs[0].Reason)
+		}
 	}
 }
 

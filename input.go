@@ -153,13 +153,22 @@ func (a *asking) asker() *upstream.Asker {
 	}
 }
 
+// samplingMode is servers[].sampling as a person reads it: an entry that
+// leaves it out has the default, deny.
+func samplingMode(s string) string {
+	if s == "" {
+		return config.SamplingDeny
+	}
+	return s
+}
+
 // undeclared says why the host did not declare a client feature.
 func (a *asking) undeclared(kind string) string {
 	switch kind {
 	case InputElicitation:
 		return "refused: Airlock declared no elicitation to servers (it has nobody to ask: Options.Elicit)"
 	case InputSampling:
-		return fmt.Sprintf("refused: Airlock declared no sampling to this server (servers[].sampling is %s)", a.q.srv.cfg.Sampling)
+		return fmt.Sprintf("refused: Airlock declared no sampling to this server (servers[].sampling is %s)", samplingMode(a.q.srv.cfg.Sampling))
 	case InputRoots:
 		return "refused: Airlock declared no roots to servers (it has none of its own to give: Options.Roots)"
 	}
@@ -265,7 +274,7 @@ func (a *asking) declared(ctx context.Context, requests mcp.InputRequestMap, rou
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			if !a.q.srv.cfg.MaySample() {
 				a.refused(ctx, a.request(InputSampling, round), a.undeclared(InputSampling))
-				return a.contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, a.q.srv.cfg.Sampling)
+				return a.contract("server %s asked for sampling, which Airlock did not declare to it (servers[].sampling is %s)", tool.Server, samplingMode(a.q.srv.cfg.Sampling))
 			}
 		case *mcp.ListRootsParams:
 			if a.h.opts.Roots == nil {
