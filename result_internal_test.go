@@ -3,6 +3,9 @@ package airlock
 import (
 	"errors"
 	"testing"
+
+	"github.com/airlockhq/airlock/config"
+	"github.com/airlockhq/airlock/internal/redact"
 )
 
 // A remote session's id, which the SDK quotes in its errors, stays out of
@@ -30,5 +33,13 @@ func TestErrorLeavesOutQuotedSessionIDs(t *testing.T) {
 		if e := newError(ContractError, "sf", "sf__write", cause, "sf__write: malformed result: %v", cause); e.Msg != tt.want {
 			t.Errorf("Msg = %q, want %q", e.Msg, tt.want)
 		}
+	}
+}
+
+// TestShortestRedactedSecret: the configuration warns of the secrets that
+// redaction passes over, so both agree on how short that is.
+func TestShortestRedactedSecret(t *testing.T) {
+	if config.MinRedactedSecret != redact.MinSecretLen {
+		t.Errorf("config.MinRedactedSecret = %d, redact.MinSecretLen = %d", config.MinRedactedSecret, redact.MinSecretLen)
 	}
 }

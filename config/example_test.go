@@ -22,7 +22,7 @@ func TestExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseYAML(data, "example.yaml", dir, mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary", "USER": "alice"}))
+	cfg, err := parseYAML(data, "example.yaml", dir, mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary-secret", "USER": "alice"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestExampleWithoutUSER(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseYAML(data, "example.yaml", "testdata", mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary"}))
+	cfg, err := parseYAML(data, "example.yaml", "testdata", mapEnv(map[string]string{"EVERYTHING_API_KEY": "canary-secret"}))
 	if err != nil {
 		t.Fatal(err)
 	}

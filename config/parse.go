@@ -203,6 +203,8 @@ func (r *yamlReader) servers(p pair, cfg *Config) []*serverEntry {
 			cfg.notices = append(cfg.notices, noToolsNotice(se.s.ID, fmt.Sprintf("allowed_tools is empty (%s)", se.s.Source)))
 		}
 	}
+	cfg.notices = append(cfg.notices, r.notices...)
+	r.notices = nil
 	return out
 }
 
@@ -485,6 +487,10 @@ func (r *yamlReader) checkedText(p pair, path string, check func(string) string)
 	return v, true
 }
 
+// MinRedactedSecret is the shortest secret value redaction replaces
+// (internal/redact.MinSecretLen): shorter ones would match ordinary text.
+const MinRedactedSecret = 8
+
 // secretEnv reads a secret_env: mapping of NAME: HOST_VAR. Each host
 // variable must be set and non-empty now, so that a missing secret stops
 // the configuration from loading instead of starting a server without it.
@@ -506,6 +512,12 @@ func (r *yamlReader) secretEnv(n *yaml.Node, path string, env map[string]string)
 		case v == "":
 			r.errorf(p.line, path, "the host variable %s is empty: set it to the secret", host)
 			return "", false
+		case len(v) < MinRedactedSecret:
+			// Redaction ignores values this short (they would match
+			// ordinary text): say so rather than let the operator believe
+			// the value is kept out of what Airlock shows and stores.
+			r.notices = append(r.notices, fmt.Sprintf("%s:%d: %s: the value of %s is shorter than %d characters, too short to be redacted: it shows wherever a server repeats it (in results, the audit trail and traces)",
+				r.file, p.line, path, host, MinRedactedSecret))
 		}
 		return host, true
 	})

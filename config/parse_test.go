@@ -632,3 +632,34 @@ func TestSecretPastedForItsVariable(t *testing.T) {
 }
 
 func quoteYAML(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// TestShortSecretIsNoticed: redaction ignores values shorter than
+// MinRedactedSecret, so a secret_env value that short would show wherever a
+// server repeats it; the configuration says so, naming the variable and
+// never its value.
+func TestShortSecretIsNoticed(t *testing.T) {
+	t.Setenv("AIRLOCK_TEST_PIN", "4711")
+	t.Setenv("AIRLOCK_TEST_KEY", "long-enough-secret")
+	yaml := `servers:
+  - id: a
+    command: x
+    allowed_tools: [t]
+    secret_env: {PIN: AIRLOCK_TEST_PIN, KEY: AIRLOCK_TEST_KEY}
+`
+	cfg, err := Parse([]byte(yaml), "airlock.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, n := range cfg.Notices() {
+		if strings.Contains(n, "too short to be redacted") {
+			found = append(found, n)
+		}
+		if strings.Contains(n, "4711") {
+			t.Errorf("a notice quotes the secret: %s", n)
+		}
+	}
+	if len(found) != 1 || !strings.Contains(found[0], "AIRLOCK_TEST_PIN") || !strings.Contains(found[0], "airlock.yaml:5") {
+		t.Errorf("notices = %q, want one naming AIRLOCK_TEST_PIN at airlock.yaml:5", cfg.Notices())
+	}
+}

@@ -27,6 +27,8 @@ type yamlReader struct {
 	lookupEnv func(string) (string, bool)
 	// urls wait for the development flag, which may come late in the file.
 	urls []urlCheck
+	// notices are what reading found worth telling that is no error.
+	notices []string
 }
 
 func (r *yamlReader) errorf(line int, path, format string, args ...any) {
