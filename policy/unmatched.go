@@ -79,8 +79,14 @@ func (p *Policy) Unmatched(cat Catalog, audit config.Audit) []Warning {
 			if !ready[k.server] || slices.ContainsFunc(byServer[k.server], func(t CatalogTool) bool { return t.Remote == k.tool }) {
 				continue
 			}
-			warn(c.at, "server %s has no tool %q in the catalog, so this entry classifies nothing%s",
-				k.server, k.tool, didYouMean(k.tool, remoteNames(byServer[k.server])))
+			hint := didYouMean(k.tool, remoteNames(byServer[k.server]))
+			if i := slices.IndexFunc(byServer[k.server], func(t CatalogTool) bool { return t.Name == k.tool }); i >= 0 {
+				// The catalog lists it, under its local name: policy.tools
+				// names the server's own.
+				hint = fmt.Sprintf("; %q is the tool's local name: policy.tools names the server's own, %q",
+					k.tool, byServer[k.server][i].Remote)
+			}
+			warn(c.at, "server %s has no tool %q in the catalog, so this entry classifies nothing%s", k.server, k.tool, hint)
 		}
 		for _, r := range p.rules {
 			if w, ok := r.unmatched(cat, byServer); ok {

@@ -111,3 +111,25 @@ func TestUnmatchedRecordValuesPrefixes(t *testing.T) {
 		t.Errorf("with own's tools under their own names, warnings = %v, want none", got)
 	}
 }
+
+// TestUnmatchedLocalNameInPolicyTools: policy.tools names the server's own
+// tools; an entry that gives a local name, which the catalog does list, is
+// reported as classifying nothing with the name it should give instead, not
+// as a tool missing from the catalog.
+func TestUnmatchedLocalNameInPolicyTools(t *testing.T) {
+	p, err := New(&config.Policy{Tools: []config.ToolClass{
+		{Server: "fs", Tool: "fs__write_file", Effect: "write", Source: "airlock.yaml:3"}}}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := Catalog{Ready: []string{"fs"}, Tools: []CatalogTool{
+		{Server: "fs", Name: "fs__read_file", Remote: "read_file"},
+		{Server: "fs", Name: "fs__write_file", Remote: "write_file"},
+		{Server: "fs", Name: "fs__tool_with_dots_d1c8cf0a", Remote: "tool.with.dots"}}}
+	got := p.Unmatched(cat, config.Audit{})
+	want := []Warning{{Entry: "policy.tools[0]", Source: "airlock.yaml:3",
+		Msg: `policy.tools[0] (airlock.yaml:3): server fs has no tool "fs__write_file" in the catalog, so this entry classifies nothing; "fs__write_file" is the tool's local name: policy.tools names the server's own, "write_file"`}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Unmatched (-want +got):\n%s", diff)
+	}
+}
