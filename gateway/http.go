@@ -157,8 +157,9 @@ func metricsToken(token string, next http.Handler) http.Handler {
 			http.Error(w, "method not allowed: scrape /metrics with GET", http.StatusMethodNotAllowed)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(got))
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		ok = ok && strings.EqualFold(scheme, "Bearer") // the scheme is case-insensitive (RFC 9110 §11.1)
+		sum := sha256.Sum256([]byte(strings.TrimLeft(got, " ")))
 		if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="airlock metrics"`)
 			http.Error(w, "a bearer token is required: send the one in the variable serve.metrics_token_env names", http.StatusUnauthorized)

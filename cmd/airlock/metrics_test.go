@@ -15,7 +15,8 @@ import (
 )
 
 // scrape GETs the gateway's /metrics (endpoint is its /mcp URL) with the
-// given Host header ("" for the URL's own) and bearer token ("" for none).
+// given Host header ("" for the URL's own) and bearer token ("" for none;
+// one with a space in it is the whole Authorization header).
 func scrape(t *testing.T, endpoint, host, token string) (int, http.Header, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(endpoint, "/mcp")+"/metrics", nil)
@@ -25,8 +26,11 @@ func scrape(t *testing.T, endpoint, host, token string) (int, http.Header, strin
 	if host != "" {
 		req.Host = host
 	}
+	if token != "" && !strings.Contains(token, " ") {
+		token = "Bearer " + token
+	}
 	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -164,6 +168,10 @@ func TestServeMetricsToken(t *testing.T) {
 	code, _, body := scrape(t, url, scraperHost, token)
 	if code != http.StatusOK || sample(body, `airlock_server_status{server="ws",status="ready"}`) != "1" {
 		t.Errorf("with the token: %d\n%.500s", code, body)
+	}
+	// The scheme's name is case-insensitive.
+	if code, _, body := scrape(t, url, scraperHost, "bearer "+token); code != http.StatusOK {
+		t.Errorf("with the token after \"bearer\": %d\n%.300s", code, body)
 	}
 	// The token opens /metrics, nothing else: /mcp still wants a loopback
 	// host name.
