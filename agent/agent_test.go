@@ -877,3 +877,19 @@ func TestSilentProviderIsAskedAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestProviderErrorText: a status without a standard text (Anthropic's
+// 529) reads as cleanly as one with.
+func TestProviderErrorText(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{
+		{529, "anthropic: HTTP 529: Overloaded"},
+		{503, "anthropic: HTTP 503 Service Unavailable: Overloaded"},
+	} {
+		if got := (&agent.ProviderError{Provider: "anthropic", Status: tc.status, Message: "Overloaded"}).Error(); got != tc.want {
+			t.Errorf("status %d: %q, want %q", tc.status, got, tc.want)
+		}
+	}
+}

@@ -98,7 +98,8 @@ type ProviderError struct {
 func (e *ProviderError) Error() string {
 	switch {
 	case e.Status != 0:
-		return fmt.Sprintf("%s: HTTP %d %s: %s", e.Provider, e.Status, http.StatusText(e.Status), e.Message)
+		status := strings.TrimSpace(fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))) // 529 has no text
+		return fmt.Sprintf("%s: HTTP %s: %s", e.Provider, status, e.Message)
 	default:
 		return fmt.Sprintf("%s: %s", e.Provider, e.Message)
 	}

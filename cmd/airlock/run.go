@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -245,9 +246,12 @@ func runExit(out *agent.Outcome, interrupted bool) error {
 	case store.RunDone:
 		return nil
 	case store.RunWaiting:
-		approve := make([]string, len(out.Approvals))
-		for i, id := range out.Approvals {
-			approve[i] = "airlock approvals approve " + id
+		// Calls of a step made alike wait for one approval.
+		var approve []string
+		for _, id := range out.Approvals {
+			if cmd := "airlock approvals approve " + id; !slices.Contains(approve, cmd) {
+				approve = append(approve, cmd)
+			}
 		}
 		what := "approval"
 		if len(approve) > 1 {
@@ -265,11 +269,11 @@ func runExit(out *agent.Outcome, interrupted bool) error {
 	if out.Err != nil {
 		msg = out.Err.Error()
 	}
+	if errors.Is(out.Err, agent.ErrMaxSteps) {
+		return &exitError{code: exitModel, msg: msg} // it says how to resume: with more steps
+	}
 	if out.RunID != "" {
 		msg += fmt.Sprintf(" (run %s; airlock run --resume %s tries again)", out.RunID, out.RunID)
-	}
-	if errors.Is(out.Err, agent.ErrMaxSteps) {
-		return &exitError{code: exitModel, msg: msg}
 	}
 	return &exitError{code: exitServer, msg: msg}
 }

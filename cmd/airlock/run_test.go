@@ -510,3 +510,16 @@ func TestRunShowsEscapes(t *testing.T) {
 		t.Errorf("stdout = %q, want the model's text with its escapes shown", r.stdout)
 	}
 }
+
+// TestRunStepLimitSaysHowToGoOn: a run that reaches --max-steps is told to
+// resume with more steps (a plain resume stops at the limit again), and
+// exits 1.
+func TestRunStepLimitSaysHowToGoOn(t *testing.T) {
+	dir, _ := runProject(t, "")
+	again := agenttest.Step{Calls: []agenttest.Call{{Name: "workspace__list_dir", Args: `{}`}}}
+	m := agenttest.New(t, again, again, agenttest.Step{Text: "Done."})
+	r := runCLIEnv(t, dir, noKeys, "", append([]string{"run", "--max-steps", "1"}, append(modelFlags(m, "openai"), "go")...)...)
+	if r.code != exitModel || !strings.Contains(r.stderr, "--max-steps N") || strings.Contains(r.stderr, "tries again") {
+		t.Errorf("exit %d, stderr %q; want exit %d saying to resume with --max-steps", r.code, r.stderr, exitModel)
+	}
+}
