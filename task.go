@@ -84,6 +84,10 @@ func (h *Host) OpenTask(ctx context.Context, id string, opts *TaskOptions) (*Tas
 	if err := worktree.CheckID(id); err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(id, "-") {
+		// Every later command would read it as an option.
+		return nil, fmt.Errorf("task id %q: start it with a letter, a digit or _ (a leading - reads as an option: airlock task close %s would fail)", id, id)
+	}
 	if opts == nil {
 		opts = &TaskOptions{}
 	}

@@ -342,7 +342,7 @@ func holdTaskAndDie() {
 func TestTaskRules(t *testing.T) {
 	repo := gitRepo(t)
 	h, state := taskHost(t, repo, taskServer(t, "s", "sdk"))
-	for _, id := range []string{"", "a/b", "..", strings.Repeat("x", 65), "a b"} {
+	for _, id := range []string{"", "a/b", "..", strings.Repeat("x", 65), "a b", "-rf"} {
 		if _, err := h.OpenTask(context.Background(), id, nil); err == nil {
 			t.Errorf("OpenTask(%q) succeeded", id)
 		}
