@@ -525,3 +525,13 @@ func TestSessionBatchWithoutVersionHeader(t *testing.T) {
 		t.Errorf("a batch without the version header: %s %s, want 400 (no batches since 2025-06-18)", resp.Status, data)
 	}
 }
+
+// TestInitializeUnderTheHeaderOf2026: an initialize sent with the header of
+// a version that has none is told what to send instead.
+func TestInitializeUnderTheHeaderOf2026(t *testing.T) {
+	f := start(t, "", nil)
+	code, _, body := post(t, f, stateless, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "has no initialize") || strings.Contains(body, "Mcp-Session-Id") {
+		t.Errorf("initialize under 2026-07-28's header: %d %q", code, body)
+	}
+}

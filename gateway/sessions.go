@@ -187,6 +187,10 @@ func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	version := r.Header.Get(versionHeader)
 	switch {
 	case version == "":
+	case version >= "2026-07-28" && id == "":
+		// An initialize, with the header of a version that has none.
+		http.Error(w, fmt.Sprintf("Bad Request: protocol version %s has no initialize: send its requests (server/discover first) without one, or initialize with Mcp-Protocol-Version 2025-11-25 or none", version), http.StatusBadRequest)
+		return
 	case version >= "2026-07-28":
 		http.Error(w, fmt.Sprintf("Bad Request: protocol version %s has no sessions: send its requests without Mcp-Session-Id", version), http.StatusBadRequest)
 		return
