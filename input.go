@@ -409,7 +409,9 @@ func (a *asking) elicitation(p *mcp.ElicitParams, round int) (*InputRequest, err
 		if p.URL != "" {
 			return nil, errors.New("a form elicitation carries no URL")
 		}
-		f, raw, err := newForm(p.RequestedSchema)
+		// The schema's text reaches the person, or a client's model, as
+		// the message does: without the host's secrets.
+		f, raw, err := newForm(a.h.gov.scrubValue(p.RequestedSchema))
 		if err != nil {
 			return nil, err
 		}

@@ -568,3 +568,20 @@ func TestSamplingScrubsSecrets(t *testing.T) {
 		}
 	})
 }
+
+// TestElicitationScrubsSecrets: a form's schema reaches the person with
+// the host's secrets scrubbed, as its message does.
+func TestElicitationScrubsSecrets(t *testing.T) {
+	eachEra(t, func(t *testing.T, version string) {
+		p := &person{answers: []*airlock.InputAnswer{accept(map[string]any{"age": 30})}}
+		h := openAsks(t, askConfig(t, version, ""), &airlock.Options{Elicit: p.elicit, Secrets: []string{"John Doe"}})
+		wantStatus(t, call(t, h, "form", `{}`), airlock.OK)
+		asked := p.requests()
+		if len(asked) != 1 {
+			t.Fatalf("the person was asked %d times, want 1", len(asked))
+		}
+		if strings.Contains(string(asked[0].Schema), "John Doe") {
+			t.Errorf("the form shown holds the secret: %s", asked[0].Schema)
+		}
+	})
+}
