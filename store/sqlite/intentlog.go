@@ -69,12 +69,74 @@ type intentLog struct {
 	// committed for a record the log must then keep (fail): every append
 	// fails after it.
 	broken error
+	// unwritten are intents whose records the log holds and whose rows
+	// the database refused (a full disk, a lock held too long): their
+	// calls may have gone out. Their records stay open (unsettled) until
+	// putBackRows writes the rows; until then no intent is begun.
+	unwritten []unwrittenRow
+	// putting lets one putBackRows at a time write them, so that two
+	// Begins do not both count them settled.
+	putting sync.Mutex
 
 	// The group's writer alone uses these while busy.
 	size int64  // the file's preallocated size
 	off  int64  // where the next record goes
 	seq  uint64 // the next record's sequence number
 	buf  []byte // the group's records
+}
+
+// An unwrittenRow is an intent whose row the database refused, with
+// the writer that began it and why.
+type unwrittenRow struct {
+	in     store.Intent
+	writer string
+	err    error
+}
+
+// rowFailed notes that the row of in, whose record the log holds, could
+// not be committed: its record stays open until putBackRows writes it.
+func (l *intentLog) rowFailed(in store.Intent, writer string, err error) {
+	l.mu.Lock()
+	l.unwritten = append(l.unwritten, unwrittenRow{in: in, writer: writer, err: err})
+	l.settled.Broadcast() // a restart waiting for open records stops waiting
+	l.mu.Unlock()
+}
+
+// putBackRows writes the rows the database refused earlier (rowFailed),
+// with insert, and settles their records; its error, if the database
+// still refuses them, says that no intent may be begun.
+func (l *intentLog) putBackRows(insert func([]unwrittenRow) error) error {
+	l.mu.Lock()
+	none := len(l.unwritten) == 0
+	l.mu.Unlock()
+	if none {
+		return nil
+	}
+	l.putting.Lock()
+	defer l.putting.Unlock()
+	l.mu.Lock()
+	rows := l.unwritten
+	l.mu.Unlock()
+	if len(rows) == 0 {
+		return nil // another Begin wrote them meanwhile
+	}
+	if err := insert(rows); err != nil {
+		return fmt.Errorf("the journal could not write intent %s, whose call may have been sent (%w), and still cannot (%v): journaled calls are refused until it can", rows[0].in.ID, rows[0].err, err)
+	}
+	l.mu.Lock()
+	l.unwritten = l.unwritten[len(rows):]
+	l.open -= len(rows)
+	l.settled.Broadcast()
+	l.mu.Unlock()
+	return nil
+}
+
+// keep reports whether the log holds records whose rows the database does
+// not have, which the next start must put back: it must not be removed.
+func (l *intentLog) keep() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.broken != nil || len(l.unwritten) > 0
 }
 
 // A logEntry is a record's payload: an intent, or the void of one whose
@@ -301,6 +363,10 @@ func (l *intentLog) restart(need int64) error {
 		l.mu.Lock()
 	}
 	for l.open > 0 {
+		if len(l.unwritten) > 0 {
+			l.mu.Unlock()
+			return errors.New("the journal holds intents whose rows the database refused")
+		}
 		l.settled.Wait()
 	}
 	l.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -338,4 +339,84 @@ func TestFlushPastMaxGroup(t *testing.T) {
 	}
 	db.group.flush()
 	testenv.Returns(t, fmt.Sprintf("%d writes due in an hour, all committed after a flush", n), committed.Wait)
+}
+
+// TestCloseKeepsBrokenLog: an intent whose call went out (BeginLater
+// returned) but whose row the database refused (a full disk, say) is kept
+// in the intent log, which says that a restart puts it back. Closing the
+// store cleanly must not throw that record away: the next start recovers
+// the call as unknown instead of losing it.
+func TestCloseKeepsBrokenLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "airlock.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The database refuses the row, as a full disk would.
+	if _, err := db.w.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON intents WHEN new.id = 'rec_lost'
+BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	j := db.Journal().(journal)
+	in := logIntent(1, 10)
+	in.ID = "rec_lost"
+	if err := j.BeginLater(t.Context(), in); err != nil {
+		t.Fatal(err) // durable in the log: the call is sent now
+	}
+	db.awaitLater()
+	if err := j.BeginLater(t.Context(), logIntent(2, 10)); err == nil {
+		t.Fatal("BeginLater after a refused row succeeded; want the log stopped")
+	}
+	if _, err := db.w.Exec(`DROP TRIGGER refuse`); err != nil { // the disk has room again
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+
+	db2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if _, err := db2.Journal().RecoverOpen(context.Background(), now()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := db2.Journal().Get(context.Background(), "rec_lost")
+	if err != nil || r.Status != store.OutcomeUnknown {
+		t.Fatalf("the intent of a sent call whose row was refused, after a clean close and a start: %+v, %v; want it unknown", r.Status, err)
+	}
+}
+
+// TestRefusedRowWrittenLater: once the database takes writes again, the
+// next Begin first writes the row it refused earlier (open: its call may
+// have gone out), and goes on; the host need not be restarted. While it
+// still refuses, every Begin is refused.
+func TestRefusedRowWrittenLater(t *testing.T) {
+	db := openDB(t)
+	if _, err := db.w.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON intents
+BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	j := db.Journal().(journal)
+	in := logIntent(1, 10)
+	if err := j.BeginLater(t.Context(), in); err != nil {
+		t.Fatal(err)
+	}
+	db.awaitLater()
+	if err := j.BeginLater(t.Context(), logIntent(2, 10)); err == nil {
+		t.Fatal("BeginLater while the database refuses rows succeeded")
+	}
+	if _, err := db.w.Exec(`DROP TRIGGER refuse`); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.BeginLater(t.Context(), logIntent(3, 10)); err != nil {
+		t.Fatalf("BeginLater once the database takes rows again: %v", err)
+	}
+	if r, err := j.Get(t.Context(), in.ID); err != nil || r.Status != store.OutcomeOpen {
+		t.Errorf("the refused intent once the database takes rows again: %q, %v; want it open", r.Status, err)
+	}
+	if r, err := j.Get(t.Context(), "rec_3"); err != nil || r.Status != store.OutcomeOpen {
+		t.Errorf("the next intent: %q, %v; want it open", r.Status, err)
+	}
 }

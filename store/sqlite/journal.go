@@ -105,11 +105,22 @@ func (j journal) BeginLater(ctx context.Context, in store.Intent) error {
 	row := &queuedRow{in: in, writer: writer}
 	written := j.db.later.Add()
 	row.write = newLater(j.insertQueued(row), func(err error) {
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			// The id is another intent's: the record must never stand
+			// for that intent's row.
 			log.fail(fmt.Errorf("the journal could not write intent %s, whose call may have been sent (%w): journaled calls are refused until Airlock restarts, which puts the intent back", in.ID, err))
+			j.db.unqueue(in.ID)
+			log.settle()
+		case err != nil:
+			// Refused for now (a full disk, a lock held too long): the
+			// record stays open, and the next Begin writes the row
+			// first, or is refused while the database refuses it.
 			j.db.unqueue(in.ID) // a group that failed as a whole did not take it
+			log.rowFailed(in, writer, err)
+		default:
+			log.settle()
 		}
-		log.settle()
 		written()
 	}, rowLinger)
 	j.db.queue(row)
@@ -138,6 +149,9 @@ func (j journal) beginning(ctx context.Context, in store.Intent) (store.Intent, 
 	writer, log, err := j.db.intentLog()
 	if err != nil {
 		return in, "", nil, fmt.Errorf("begin %s: %w", in.ID, err)
+	}
+	if err := log.putBackRows(j.putBackRows); err != nil {
+		return in, "", nil, fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return in, "", nil, fmt.Errorf("begin %s: cannot write the journal: %w", in.ID, err)
@@ -388,6 +402,20 @@ func (j journal) replayLogs(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// putBackRows inserts, open, the rows of intents this DB began whose rows
+// the database refused (intentLog.rowFailed), in one commit; a row the
+// database has is left as it is.
+func (j journal) putBackRows(rows []unwrittenRow) error {
+	return j.db.group.do(func(ctx context.Context, tx *sql.Tx) error {
+		for _, r := range rows {
+			if _, err := j.db.group.exec(ctx, tx, replayQuery, intentRow(r.in, r.writer)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // putBack inserts the rows of intents that the database does not have, in

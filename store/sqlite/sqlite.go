@@ -217,7 +217,14 @@ func (db *DB) Close() error {
 	// stands for is then on disk.
 	db.group.close(db.log != nil)
 	if db.log != nil {
-		db.log.close()
+		if db.log.keep() {
+			// The log stopped because it holds a record whose row the
+			// database did not take (a call that may have been sent):
+			// it is kept for the next start to put back (replayLogs).
+			db.log.f.Close()
+		} else {
+			db.log.close()
+		}
 		db.log = nil
 	}
 	err := errors.Join(db.w.Close(), db.r.Close())
