@@ -173,9 +173,19 @@ func redactURL(s string) string {
 	if err != nil || u.Scheme == "" || u.Opaque != "" {
 		return "the store URL"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
+	// password, and the passphrase of a client key (sslpassword): any
+	// parameter that names a password, in any case.
+	if q := u.Query(); len(q) > 0 {
+		hidden := false
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q[k] = []string{"xxxxx"}
+				hidden = true
+			}
+		}
+		if hidden {
+			u.RawQuery = q.Encode()
+		}
 	}
 	return fmt.Sprintf("%q", u.Redacted())
 }

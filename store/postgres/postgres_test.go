@@ -358,6 +358,12 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 			[]string{"not a PostgreSQL URL", "ada:xxxxx@"}},
 		{"in a key=value string", "host=127.0.0.1 port=1 dbname=airlock password=" + pw + " sslmode=disable", "",
 			[]string{"host 127.0.0.1 port 1"}},
+		// The passphrase of a client key, and a password parameter in
+		// another case, in URLs that do not parse.
+		{"sslpassword in a bad URL", "postgres://ada@127.0.0.1:5432/airlock?sslmode=verify-full&sslpassword=" + pw + "&sslmode=bogus", "",
+			[]string{"not a PostgreSQL URL"}},
+		{"Password in a bad URL", "postgres://ada@127.0.0.1:99999/airlock?Password=" + pw, "",
+			[]string{"not a PostgreSQL URL"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := postgres.Open(t.Context(), tc.url, filepath.Join(t.TempDir(), "audit.key"), &postgres.Options{Password: tc.password})
