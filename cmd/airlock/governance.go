@@ -277,13 +277,14 @@ func printRecord(w io.Writer, r store.Record) {
 		fmt.Fprintln(w, "  arguments: not kept once the outcome is known; only their hash is")
 	}
 	if r.Detail != "" {
-		fmt.Fprintf(w, "  %s\n", r.Detail)
+		// The detail may quote a server (its JSON-RPC error's message).
+		fmt.Fprintf(w, "  %s\n", terminalText(r.Detail))
 	}
 	if r.LateAnswer != "" {
 		fmt.Fprintf(w, "  later, at %s, %s (evidence, not a resolution)\n", localTime(r.LateAnswerAt), r.LateAnswer)
 	}
 	if r.Resolved {
-		fmt.Fprintf(w, "  resolved as %s by %s: %s\n", r.Resolution, r.ResolvedBy, r.Note)
+		fmt.Fprintf(w, "  resolved as %s by %s: %s\n", r.Resolution, r.ResolvedBy, terminalText(r.Note))
 	} else if r.Status == store.OutcomeUnknown {
 		fmt.Fprintf(w, "  check whether it took effect, then record what you found, one of:\n    airlock recovery resolve %s --outcome applied\n    airlock recovery resolve %s --outcome not-applied\n", r.ID, r.ID)
 	}

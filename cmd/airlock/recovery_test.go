@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/airlockhq/airlock/store"
 )
 
 // TestRecoveryShowsArguments: a write whose outcome is unknown keeps its
@@ -58,5 +60,18 @@ policy:
 	runCLIEnv(t, dir, env, "", strings.Fields(m[0])[1:]...).want(t, 0)
 	if show := runCLIEnv(t, dir, env, "", "recovery", "show", id).want(t, 0); !strings.Contains(show.stdout, "resolved as applied") {
 		t.Errorf("after the hint's command, recovery show = %q", show.stdout)
+	}
+}
+
+// TestRecoveryShowEscapesDetail: a record's detail quotes a server (the
+// message of its JSON-RPC error); recovery show prints it with what a
+// terminal would obey escaped, as call does, never raw.
+func TestRecoveryShowEscapesDetail(t *testing.T) {
+	r := store.Record{Intent: store.Intent{ID: "rec_1", Server: "r", Tool: "r__boom"}, Status: store.OutcomeFailed,
+		Detail: "r__boom: server answered with JSON-RPC error -32000: bad \x1b[2J\x1b]0;title\a \u202eevil"}
+	var b strings.Builder
+	printRecord(&b, r)
+	if out := b.String(); strings.ContainsAny(out, "\x1b\a\u202e") {
+		t.Errorf("recovery show prints a server's escape sequences raw:\n%q", out)
 	}
 }
