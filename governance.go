@@ -3,6 +3,7 @@ package airlock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,12 +87,26 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 	} else {
 		db, err := OpenConfiguredStore(cfg, stateDir)
 		if err != nil {
-			return nil, err
+			return nil, storeUnavailable{err}
 		}
 		g.store, g.ownStore = db, true
 	}
 	return g, nil
 }
+
+// ErrStoreUnavailable is what Open's error is (errors.Is) when the host's
+// store (the journal) cannot be opened or reached: a database that is
+// down, unreadable or refuses the credentials, rather than a mistake in
+// the configuration.
+var ErrStoreUnavailable = errors.New("the store cannot be opened")
+
+// storeUnavailable is an error of opening the store, which Is
+// ErrStoreUnavailable and reads as the store's own error.
+type storeUnavailable struct{ err error }
+
+func (e storeUnavailable) Error() string        { return e.err.Error() }
+func (e storeUnavailable) Unwrap() error        { return e.err }
+func (e storeUnavailable) Is(target error) bool { return target == ErrStoreUnavailable }
 
 // OpenStore opens the store a host keeps in a state directory by default:
 // the SQLite database STATE/airlock.db with the journal, approvals and the

@@ -273,6 +273,11 @@ func (e *env) startHost(c *common, cfg *config.Config) (*airlock.Host, *config.C
 		if errors.As(err, &ae) {
 			return nil, nil, &exitError{code: exitServer, msg: ae.Msg}
 		}
+		if errors.Is(err, airlock.ErrStoreUnavailable) {
+			// The store cannot be read or reached: exit 3, as for the
+			// governance commands; 2 is for the command line.
+			return nil, nil, &exitError{code: exitServer, msg: err.Error()}
+		}
 		return nil, nil, usageError("%v", err)
 	}
 	e.closeLog = closeLog

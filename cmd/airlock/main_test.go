@@ -1340,3 +1340,23 @@ func TestMCPServersEnvReferenceIsSecret(t *testing.T) {
 		t.Error("the audit trail holds the token")
 	}
 }
+
+// TestCallStoreUnreadable: a host command whose store cannot be opened (a
+// damaged database here; a PostgreSQL server that is down or refuses the
+// password alike) exits 3, as the governance commands do, not 2, which
+// says the command line or the configuration is wrong.
+func TestCallStoreUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "airlock.yaml"), testServerYAML(t, `["*"]`))
+	state := filepath.Join(dir, ".airlock")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A file that is not a database.
+	writeFile(t, filepath.Join(state, "airlock.db"), "SQLite format 3\x00"+strings.Repeat("\xff", 8192))
+	r := runCLI(t, dir, "", "recovery", "list")
+	r.want(t, 3)
+	for _, cmd := range [][]string{{"call", "w__echo", "--args", `{"text":"x"}`}, {"tools"}} {
+		runCLI(t, dir, "", cmd...).want(t, 3)
+	}
+}
