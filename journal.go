@@ -3,6 +3,7 @@ package airlock
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -171,6 +172,19 @@ func (h *Host) endIntent(id string, o store.Outcome, detail string) {
 			// it unknown, which is the truth as far as anyone can tell.
 			h.log.Error("cannot record a call's outcome", "intent", id, "outcome", o, "error", err)
 		}
+		if errors.Is(err, store.ErrConflict) && o != store.OutcomeUnknown {
+			// Another process took this host for dead and ended the
+			// intent unknown (its store lock was lost, as when
+			// PostgreSQL restarts): what the server answered is kept on
+			// the record, as evidence for the person who resolves it;
+			// not on this goroutine, which may be the store's own for
+			// EndLater, whose reads wait for it.
+			h.ending.Add(1)
+			go func() {
+				defer h.ending.Done()
+				h.noteOutcome(id, o, detail)
+			}()
+		}
 	}
 	j := h.gov.store.Journal()
 	if later, ok := j.(store.LaterEnder); ok && o != store.OutcomeUnknown {
@@ -256,4 +270,19 @@ func quoteCut(s string) string {
 		s = strings.ToValidUTF8(s[:300], "") + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// noteOutcome keeps on the record id, which recovery ended unknown while
+// its call was still under way in this host, the outcome the host saw:
+// evidence, not a resolution (Journal.LateAnswer).
+func (h *Host) noteOutcome(id string, o store.Outcome, detail string) {
+	note := fmt.Sprintf("the host that sent the call was still running when it was marked unknown, and the server answered: %s", o)
+	if detail != "" {
+		note += ": " + quoteCut(detail)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.gov.store.Journal().LateAnswer(ctx, id, note, h.gov.now()); err != nil {
+		h.log.Warn("cannot keep the outcome of a call marked unknown meanwhile", "intent", id, "error", err)
+	}
 }

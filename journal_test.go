@@ -151,3 +151,55 @@ func TestCancelledWhileJournaled(t *testing.T) {
 		t.Errorf("journal records = %+v, %v; want one, rejected", recs, err)
 	}
 }
+
+// recoveringStore is a store whose journal, before it records an answer's
+// outcome, has the intent ended unknown, as another process's recovery
+// does when it takes a live host for dead (its PostgreSQL session, and so
+// its writer lock, was lost to a restart of the database).
+type recoveringStore struct{ store.Store }
+
+func (s recoveringStore) Journal() store.Journal { return recoveringJournal{s.Store.Journal()} }
+
+type recoveringJournal struct{ store.Journal }
+
+func (j recoveringJournal) End(ctx context.Context, id string, o store.Outcome, detail string) error {
+	if o != store.OutcomeUnknown {
+		if err := j.Journal.End(ctx, id, store.OutcomeUnknown, "the process that sent the call ended before its outcome was recorded"); err != nil {
+			return err
+		}
+	}
+	return j.Journal.End(ctx, id, o, detail)
+}
+
+// EndLater is End for an outcome nobody waits for, as the store's own
+// EndLater (on its goroutines) gives it.
+func (j recoveringJournal) EndLater(id string, o store.Outcome, detail string, done func(error)) {
+	if err := j.Journal.End(context.Background(), id, store.OutcomeUnknown, "the process that sent the call ended before its outcome was recorded"); err != nil {
+		done(err)
+		return
+	}
+	j.Journal.(store.LaterEnder).EndLater(id, o, detail, done)
+}
+
+// TestOutcomeKeptWhenRecoveredMeanwhile: a call whose intent another
+// process ended unknown while the call was under way here ends as the
+// server answered, and its record, unknown for a person to resolve, says
+// what the server answered, as evidence, instead of losing it.
+func TestOutcomeKeptWhenRecoveredMeanwhile(t *testing.T) {
+	st, err := airlock.OpenStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := &counted{}
+	h := openIn(t, newConfig(t, inProcess), map[string]*mcp.Server{"c": c.server()}, &airlock.Options{Store: recoveringStore{st}})
+	wantStatus(t, call(t, h, "c__note", `{"text":"x"}`), airlock.OK)
+	h.Close()
+	recs := records(t, st)
+	if len(recs) != 1 || recs[0].Status != store.OutcomeUnknown {
+		t.Fatalf("journal = %+v, want one unknown record", recs)
+	}
+	if !strings.Contains(recs[0].LateAnswer, "succeeded") {
+		t.Errorf("the record says %q, want what the server answered (succeeded)", recs[0].LateAnswer)
+	}
+}
