@@ -97,10 +97,13 @@ type openRequests struct {
 
 func newOpenRequests() *openRequests { return &openRequests{ids: map[string]bool{}} }
 
-// idKey is a message's id, as a key the same however it is spelled.
-func idKey(raw []byte) (string, bool) {
+// idKey is the id of line, a request (or, with response, a response),
+// as a key the same however the id is spelled; ok is false for any other
+// line.
+func idKey(line []byte, response bool) (key string, ok bool) {
+	id, isRequest, isResponse, ok := head(line)
 	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil || v == nil {
+	if !ok || (response && !isResponse) || (!response && !isRequest) || json.Unmarshal(id, &v) != nil || v == nil {
 		return "", false
 	}
 	return fmt.Sprintf("%T:%v", v, v), true
@@ -111,12 +114,10 @@ func (o *openRequests) read(line []byte) {
 	if o == nil {
 		return
 	}
-	if id, request, _, ok := head(line); ok && request {
-		if k, ok := idKey(id); ok {
-			o.mu.Lock()
-			o.ids[k] = true
-			o.mu.Unlock()
-		}
+	if k, ok := idKey(line, false); ok {
+		o.mu.Lock()
+		o.ids[k] = true
+		o.mu.Unlock()
 	}
 }
 
@@ -125,16 +126,14 @@ func (o *openRequests) wrote(line []byte) {
 	if o == nil {
 		return
 	}
-	if id, _, response, ok := head(line); ok && response {
-		if k, ok := idKey(id); ok {
-			o.mu.Lock()
-			delete(o.ids, k)
-			if len(o.ids) == 0 && o.none != nil {
-				close(o.none)
-				o.none = nil
-			}
-			o.mu.Unlock()
+	if k, ok := idKey(line, true); ok {
+		o.mu.Lock()
+		delete(o.ids, k)
+		if len(o.ids) == 0 && o.none != nil {
+			close(o.none)
+			o.none = nil
 		}
+		o.mu.Unlock()
 	}
 }
 
