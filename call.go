@@ -493,9 +493,16 @@ func (h *Host) sendCall(ctx context.Context, q *request) (*mcp.CallToolResult, *
 			h.endIntent(q.intent, store.OutcomeFailed, e.Msg)
 			return nil, q.r.fail(e)
 		}
-		h.endIntent(q.intent, store.OutcomeUnknown, e.Msg)
+		again := attempt == 1 && q.decision.Idempotent && e.Kind == ConnectionError && ctx.Err() == nil
+		detail := e.Msg
+		if again {
+			// Whoever looks at this record finds why it stays unknown
+			// while the call may have ended ok.
+			detail += "; the tool is marked idempotent, so the call is sent once more, if its server can be reached, under a record of its own"
+		}
+		h.endIntent(q.intent, store.OutcomeUnknown, detail)
 		h.awaitLate(q)
-		if attempt == 1 && q.decision.Idempotent && e.Kind == ConnectionError && ctx.Err() == nil && h.resendOn(ctx, q, false) {
+		if again && h.resendOn(ctx, q, false) {
 			continue
 		}
 		q.r.RecoveryID = q.intent

@@ -317,6 +317,20 @@ func TestIdempotentToolIsRetriedOnce(t *testing.T) {
 			if calls.Load() != 2 {
 				t.Errorf("idempotent: %d calls, want 2", calls.Load())
 			}
+			// The first attempt's record, unknown, says why the call was
+			// ok all the same.
+			h.Close()
+			st, err := airlock.OpenStore(h.StateDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := records(t, st)
+			st.Close()
+			if len(recs) != 2 || !slices.ContainsFunc(recs, func(r store.Record) bool {
+				return r.Status == store.OutcomeUnknown && strings.Contains(r.Detail, "sent once more")
+			}) {
+				t.Errorf("idempotent: journal %+v, want the first attempt unknown, saying it was sent once more", recs)
+			}
 		} else {
 			wantStatus(t, r, airlock.OutcomeUnknown)
 			if calls.Load() != 1 {
