@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -84,12 +87,37 @@ func (db *DB) auditKey(create bool) (store.ChainKey, error) {
 	if db.key != nil {
 		return db.key, nil
 	}
+	if create {
+		if err := db.keyWanted(); err != nil {
+			return nil, err
+		}
+	}
 	key, err := store.LoadChainKey(db.keyFile, create)
 	if err != nil {
 		return nil, err
 	}
 	db.key = key
 	return key, nil
+}
+
+// keyWanted refuses to make a new key file when the trail in the database
+// was chained already: its key is another replica's, which this one must
+// be given (a key of its own would break the chain for every replica, for
+// good).
+func (db *DB) keyWanted() error {
+	if _, err := os.Lstat(db.keyFile); !errors.Is(err, fs.ErrNotExist) {
+		return nil // there is a key (or LoadChainKey says what is wrong)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	head, err := readHead(ctx, db.pool)
+	if err != nil {
+		return fmt.Errorf("cannot read the audit trail's head: %w", err)
+	}
+	if head != nil {
+		return fmt.Errorf("the audit trail in this database was chained with a key this replica does not have: copy the audit key file from another replica to %s (store.audit_key); nothing is appended until then", db.keyFile)
+	}
+	return nil
 }
 
 func (a audit) Events(ctx context.Context, since time.Time, n int) ([]store.Event, error) {

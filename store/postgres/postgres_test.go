@@ -406,3 +406,38 @@ func TestSynchronousCommit(t *testing.T) {
 		t.Errorf("synchronous_commit of the store's sessions: got %q, want on", setting)
 	}
 }
+
+// TestReplicaWithoutTheAuditKey: a replica not given the audit key file
+// of a trail that is chained already appends nothing, and makes no key of
+// its own (which would break the chain for every replica): it says to copy
+// the file. Given the file, it appends.
+func TestReplicaWithoutTheAuditKey(t *testing.T) {
+	url, key := database(t)
+	first := open(t, url, key)
+	ev := store.Event{Time: time.Now(), Event: "test", Server: "s"}
+	if err := first.Audit().Append(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "audit.key")
+	second := open(t, url, other)
+	err := second.Audit().Append(t.Context(), ev)
+	if err == nil || !strings.Contains(err.Error(), "copy the audit key file from another replica to "+other) {
+		t.Fatalf("append without the key: %v, want it refused, saying to copy the file", err)
+	}
+	if _, err := os.Stat(other); err == nil {
+		t.Error("a key file of its own was made")
+	}
+	data, err := os.ReadFile(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(other, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Audit().Append(t.Context(), ev); err != nil {
+		t.Fatalf("append with the key copied: %v", err)
+	}
+	if r, err := first.Audit().Verify(t.Context()); err != nil || !r.Intact || r.Events != 2 {
+		t.Errorf("verify: %+v, %v; want the two events, intact", r, err)
+	}
+}
