@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	authsecrets "github.com/airlockhq/airlock/auth/secrets"
 	"github.com/airlockhq/airlock/config"
 	"github.com/airlockhq/airlock/internal/redact"
 	"github.com/airlockhq/airlock/policy"
@@ -69,8 +70,14 @@ func openGovernance(cfg *config.Config, opts *Options, stateDir string) (*govern
 			}
 		}
 	}
-	if env := cfg.Store.PasswordEnv; env != "" {
-		if v := os.Getenv(env); v != "" {
+	// The host's own: the store's password, the key that seals logins,
+	// the metrics token, the console's client secret.
+	hostVars := []string{cfg.Store.PasswordEnv, authsecrets.DefaultKeyEnv, cfg.Serve.MetricsTokenEnv}
+	if c := cfg.Serve.Console; c != nil {
+		hostVars = append(hostVars, c.ClientSecretEnv)
+	}
+	for _, env := range hostVars {
+		if v := os.Getenv(env); env != "" && v != "" {
 			secrets = append(secrets, v)
 		}
 	}

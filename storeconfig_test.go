@@ -92,3 +92,26 @@ func TestHostPostgresUnreachable(t *testing.T) {
 		t.Errorf("Open error holds the password: %v", err)
 	}
 }
+
+// TestHostsOwnSecretsAreRedacted: the host's own secrets (the key that
+// seals logins, the store's password, the metrics token) are redacted as
+// a server's are, should a server or an error repeat them.
+func TestHostsOwnSecretsAreRedacted(t *testing.T) {
+	const sealKey, storePassword, metricsToken = "c2VhbC1rZXktY2FuYXJ5LTAxMjM0NTY3ODlhYmNkZWY=", "canary-store-password-7", "canary-metrics-token-0123"
+	t.Setenv("AIRLOCK_SECRET_KEY", sealKey)
+	t.Setenv("AIRLOCK_TEST_STORE_PASSWORD", storePassword)
+	t.Setenv("AIRLOCK_TEST_METRICS", metricsToken)
+	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "say", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text(sealKey + " " + storePassword + " " + metricsToken)}, nil
+		})
+	cfg := newConfig(t, inProcess)
+	cfg.Store.PasswordEnv, cfg.Serve.MetricsTokenEnv = "AIRLOCK_TEST_STORE_PASSWORD", "AIRLOCK_TEST_METRICS"
+	h := openIn(t, cfg, map[string]*mcp.Server{"c": s}, nil)
+	r := call(t, h, "c__say", `{}`)
+	wantStatus(t, r, airlock.OK)
+	if r.Content != "[REDACTED:secret] [REDACTED:secret] [REDACTED:secret]" {
+		t.Errorf("result = %q, want each of the host's secrets redacted", r.Content)
+	}
+}
