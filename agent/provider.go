@@ -134,18 +134,19 @@ type ProviderOptions struct {
 	APIKey string
 	// HTTPClient sends the requests; nil means a client of its own.
 	HTTPClient *http.Client
-	// IdleTimeout bounds how long a streamed answer may stay silent (no
-	// response, or no event of its stream) before the step is given up
-	// and asked again, as a stream cut short is. Zero means
+	// IdleTimeout bounds how long a provider may send nothing on a
+	// request (no response, or no event of its stream; an answer not
+	// streamed must come whole within it) before the step is given up and
+	// asked again, as a stream cut short is. Zero means
 	// DefaultIdleTimeout.
 	IdleTimeout time.Duration
 }
 
-// DefaultIdleTimeout is how long a provider's stream may stay silent.
+// DefaultIdleTimeout is how long a provider may stay silent on a request.
 const DefaultIdleTimeout = 5 * time.Minute
 
-// An idleWatch cancels a streamed request its provider has sent nothing
-// on for d: without it, a provider that accepts a request and then hangs
+// An idleWatch cancels a request its provider has sent nothing on for d:
+// without it, a provider that accepts a request and then hangs
 // (never answers, or stops mid-stream without closing it) would hold the
 // run for ever, whatever the retries.
 type idleWatch struct {

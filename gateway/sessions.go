@@ -174,14 +174,14 @@ func sessionTag(id string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// serve takes a request of the session era: a POST (an initialize without
-// a session id, or any message of a session), the GET stream of a session,
-// or its DELETE.
 // refuseBatch answers a batch in a protocol version that has none.
 func refuseBatch(w http.ResponseWriter, version string) {
 	http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (protocol version: %s)", version), http.StatusBadRequest)
 }
 
+// serve takes a request of the session era: a POST (an initialize without
+// a session id, or any message of a session), the GET stream of a session,
+// or its DELETE.
 func (s *sessions) serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	id := r.Header.Get(sessionHeader)
 	version := r.Header.Get(versionHeader)
