@@ -87,6 +87,12 @@ func (q *request) event(name string, fields map[string]any) store.Event {
 		fields = map[string]any{}
 	}
 	fields["call"] = q.r.CallID
+	// Every event of a call names whom it was made for, so that a reader
+	// who may see only one principal's calls (the console) tells them
+	// apart: an event that names nobody is shown to everyone.
+	if _, ok := fields["tenant"]; !ok {
+		principalFields(fields, "", q.snap.who)
+	}
 	e := store.Event{Event: name, Tool: q.call.Name, Snapshot: q.snap.ID(), Fields: fields}
 	if q.tool != nil {
 		e.Server, e.Tool = q.tool.Server, q.tool.Name

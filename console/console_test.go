@@ -322,12 +322,15 @@ func TestAudit(t *testing.T) {
 		store.Event{Event: "result", Server: "w", Tool: "w__greet", Class: "ok", Fields: map[string]any{"tenant": "acme", "user": "ada", "call": "c_acme"}},
 		store.Event{Event: "result", Server: "w", Tool: "w__list", Class: "ok", Fields: map[string]any{"tenant": "acme", "user": "ada", "call": "c_list"}},
 		store.Event{Event: "result", Server: "w", Tool: "w__greet", Class: "denied", Fields: map[string]any{"tenant": "globex", "user": "eve", "call": "c_globex"}},
-		store.Event{Event: "server_ready", Server: "w"})
+		store.Event{Event: "server_ready", Server: "w"},
+		// An event of a call that names nobody (as a call's decision
+		// once did): whose it is cannot be told.
+		store.Event{Event: "decision", Server: "w", Tool: "w__greet", Fields: map[string]any{"call": "c_nobody"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, body := f.get("/console/audit")
-	if !strings.Contains(body, "c_acme") || !strings.Contains(body, "server_ready") || strings.Contains(body, "c_globex") {
+	if !strings.Contains(body, "c_acme") || !strings.Contains(body, "server_ready") || strings.Contains(body, "c_globex") || strings.Contains(body, "c_nobody") {
 		t.Errorf("acme's audit page:\n%s", body)
 	}
 	_, body = f.get("/console/audit?tool=w__greet")
@@ -341,7 +344,7 @@ func TestAudit(t *testing.T) {
 	if _, body = op.get("/console/audit?tenant=globex"); !strings.Contains(body, "c_globex") || strings.Contains(body, "c_acme") {
 		t.Errorf("the operator's audit page for globex:\n%s", body)
 	}
-	if _, body = f.get("/console/audit/verify"); !strings.Contains(body, "The audit trail is intact: 4 events") {
+	if _, body = f.get("/console/audit/verify"); !strings.Contains(body, "The audit trail is intact: 5 events") {
 		t.Errorf("verify:\n%s", body)
 	}
 }

@@ -369,7 +369,9 @@ func (f auditFilter) match(ev store.Event) bool {
 
 // visible reports whether as may see ev: an operator sees every event; a
 // principal, the events of its own calls and decisions and those that
-// name no principal (servers starting, configuration warnings).
+// name no principal (servers starting, configuration warnings). An event
+// of a call that names nobody (written before every event of a call named
+// its principal) is an operator's to see.
 func visible(as airlock.Actor, ev store.Event) bool {
 	if as.AllPrincipals {
 		return true
@@ -377,7 +379,8 @@ func visible(as airlock.Actor, ev store.Event) bool {
 	tenant, hasTenant := ev.Fields["tenant"]
 	user, hasUser := ev.Fields["user"]
 	if !hasTenant && !hasUser {
-		return true
+		_, ofACall := ev.Fields["call"]
+		return !ofACall
 	}
 	return tenant == as.Principal.Tenant && user == as.Principal.User
 }
