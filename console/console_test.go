@@ -93,6 +93,13 @@ func (f *fixture) token(page string) string {
 // Location or body.
 func (f *fixture) post(path string, form url.Values, headers ...string) (int, string) {
 	f.t.Helper()
+	code, body, _ := f.postHeaders(path, form, headers...)
+	return code, body
+}
+
+// postHeaders is post, with the response's headers.
+func (f *fixture) postHeaders(path string, form url.Values, headers ...string) (int, string, http.Header) {
+	f.t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for i := 0; i+1 < len(headers); i += 2 {
@@ -104,10 +111,10 @@ func (f *fixture) post(path string, form url.Values, headers ...string) (int, st
 	}
 	defer resp.Body.Close()
 	if loc := resp.Header.Get("Location"); loc != "" {
-		return resp.StatusCode, loc
+		return resp.StatusCode, loc, resp.Header
 	}
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), resp.Header
 }
 
 func (f *fixture) ask(id string, who airlock.Principal) {
@@ -173,6 +180,17 @@ func TestPagesAndHeaders(t *testing.T) {
 	}
 	if code, _ := f.get("/console/nothing"); code != 404 {
 		t.Errorf("an unknown page: %d", code)
+	}
+	// Error pages are pages too: HTML, kept from caches (a 404 may be
+	// cached unless it says not to be).
+	if resp, err := f.client.Get(f.srv.URL + "/console/nothing"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Errorf("an unknown page: Cache-Control %q, Content-Type %q; want no-store, text/html",
+				resp.Header.Get("Cache-Control"), resp.Header.Get("Content-Type"))
+		}
 	}
 	if code, body := f.get("/console/static/htmx.min.js"); code != 200 || !strings.Contains(body, "htmx") {
 		t.Errorf("htmx: %d", code)

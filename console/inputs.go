@@ -88,10 +88,11 @@ func (c *Console) showInputs(w http.ResponseWriter, r *http.Request, failed, pro
 		}
 		d.Requests = append(d.Requests, v)
 	}
+	status := http.StatusOK
 	if failed != "" {
-		w.WriteHeader(http.StatusBadRequest)
+		status = http.StatusBadRequest
 	}
-	c.render(w, r, "inputs", "Input requests", d)
+	c.renderStatus(w, r, status, "inputs", "Input requests", d)
 }
 
 // defaultText is a field's default as its input holds it.

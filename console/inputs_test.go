@@ -86,7 +86,12 @@ func TestInputs(t *testing.T) {
 	} {
 		c.form.Set("csrf", token)
 		c.form.Set("action", "accept")
-		code, body := f.post("/console/inputs/inq_form/answer", c.form)
+		code, body, h := f.postHeaders("/console/inputs/inq_form/answer", c.form)
+		// The page shows what was typed again: kept from caches, as
+		// every page is.
+		if h.Get("Cache-Control") != "no-store" || h.Get("Content-Type") != "text/html; charset=utf-8" {
+			t.Errorf("%s: Cache-Control %q, Content-Type %q; want no-store, text/html", name, h.Get("Cache-Control"), h.Get("Content-Type"))
+		}
 		if code != http.StatusBadRequest || !strings.Contains(body, "That answer does not fit: ") || !strings.Contains(body, c.want) ||
 			strings.Count(body, "does not fit") != 1 {
 			t.Errorf("%s: %d\n%s", name, code, body)

@@ -37,6 +37,11 @@ type page struct {
 
 // render writes the page name with data, as HTML.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title string, data any) {
+	c.renderStatus(w, r, http.StatusOK, name, title, data)
+}
+
+// renderStatus writes the page name with data, as HTML, with status.
+func (c *Console) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	as := c.actor(r)
 	p := page{Name: name, Title: title, Viewer: as.Principal.Tenant + "/" + as.Principal.User, All: as.AllPrincipals,
 		Signed: c.signin != nil, CSRF: c.csrfToken(c.session(w, r)), Flash: printable(r.URL.Query().Get("done"), 300), Self: r.URL.RequestURI(),
@@ -51,13 +56,21 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title str
 		http.Error(w, "the page cannot be shown: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
+	pageHeaders(w)
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// pageHeaders are the headers of every page: HTML, kept from caches. They
+// are set before the status is written, or they are not sent.
+func pageHeaders(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Write(buf.Bytes())
 }
 
 // fail writes an error page with status.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	pageHeaders(w)
 	w.WriteHeader(status)
 	c.renderError(w, r, msg)
 }
