@@ -161,13 +161,28 @@ func New(opts Options) (*Console, error) {
 func (c *Console) SetHost(h *airlock.Host) { c.host.Store(h) }
 
 // runningHost is the host whose servers the console shows, nil until it
-// runs; asking for it starts it (Options.StartHost).
-func (c *Console) runningHost() *airlock.Host {
+// runs; asking for it starts it (Options.StartHost), when r comes from a
+// person or the console's own pages.
+func (c *Console) runningHost(r *http.Request) *airlock.Host {
 	h := c.host.Load()
-	if h == nil {
+	if h == nil && fromConsole(r) {
 		c.start()
 	}
 	return h
+}
+
+// fromConsole reports whether r was made by a person (a URL typed, a
+// bookmark, a client that is not a browser) or by the console's own pages,
+// not by another site's page: an image, a script, an event stream or a
+// navigation of another origin (another loopback port too), which a browser
+// marks with Sec-Fetch-Site cross-site or same-site. Only those start the
+// servers: a GET to the console is no way for a web page to start processes.
+func fromConsole(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "none", "same-origin":
+		return true
+	}
+	return false
 }
 
 func (c *Console) routes() {

@@ -435,9 +435,13 @@ func TestServersStartWhenShown(t *testing.T) {
 	}
 	srv := httptest.NewServer(c)
 	t.Cleanup(srv.Close)
-	get := func(path string) string {
+	get := func(path string, headers ...string) string {
 		t.Helper()
-		resp, err := http.Get(srv.URL + path)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,6 +457,16 @@ func TestServersStartWhenShown(t *testing.T) {
 	}
 	if n := starts.Load(); n != 0 {
 		t.Fatalf("the host was started %d times before the servers page was shown", n)
+	}
+	// Another site's page (an <img>, a script, an event stream, a
+	// navigation it makes; another loopback port is same-site) starts
+	// nothing.
+	for _, site := range []string{"cross-site", "same-site"} {
+		get("/console/servers", "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "no-cors", "Sec-Fetch-Dest", "image")
+		get("/console/servers", "Sec-Fetch-Site", site, "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document")
+	}
+	if n := starts.Load(); n != 0 {
+		t.Fatalf("another site's requests for the servers page started the host %d times", n)
 	}
 	if body := get("/console/servers"); !strings.Contains(body, "The servers are starting") {
 		t.Errorf("the servers page before its host runs:\n%s", body)

@@ -184,8 +184,8 @@ func (c *Console) watchRecovery(ctx context.Context, r *http.Request, h hash.Has
 	return err
 }
 
-func (c *Console) watchServers(_ context.Context, _ *http.Request, h hash.Hash) error {
-	host := c.runningHost()
+func (c *Console) watchServers(_ context.Context, r *http.Request, h hash.Hash) error {
+	host := c.runningHost(r)
 	if host == nil {
 		return nil
 	}

@@ -258,7 +258,7 @@ type serversData struct {
 }
 
 func (c *Console) servers(w http.ResponseWriter, r *http.Request) {
-	h := c.runningHost()
+	h := c.runningHost(r)
 	d := serversData{Starting: h == nil}
 	if h != nil {
 		offers := h.Available()
