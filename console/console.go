@@ -299,6 +299,25 @@ func (c *Console) csrfToken(session string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// seal is what shows that the console wrote msg, the text of a done
+// banner: a link that carries a text of its own choosing (a phishing
+// "run this command") shows no banner.
+func (c *Console) seal(msg string) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("airlock console done\x00" + msg))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// flash is the done banner r carries, if the console wrote it.
+func (c *Console) flash(r *http.Request) string {
+	q := r.URL.Query()
+	msg := q.Get("done")
+	if msg == "" || !hmac.Equal([]byte(q.Get("seal")), []byte(c.seal(msg))) {
+		return ""
+	}
+	return printable(msg, 300)
+}
+
 // errForbidden is an action refused before anything was done.
 var errForbidden = errors.New("forbidden")
 

@@ -241,6 +241,14 @@ func TestActionsNeedTheSessionsToken(t *testing.T) {
 	if s := f.status("apr_one"); s != store.ApprovalGranted {
 		t.Errorf("after approve the request is %s", s)
 	}
+	// The page it leads to says what was done; a link that carries a text
+	// of its own shows none.
+	if _, body := f.get(loc); !strings.Contains(body, `class="flash"`) || !strings.Contains(body, "apr_one") {
+		t.Errorf("the page after approving shows no banner:\n%s", body)
+	}
+	if _, body := f.get("/console/approvals?done=" + url.QueryEscape("Session expired: run airlock approvals approve --remember apr_x")); strings.Contains(body, "Session expired") {
+		t.Errorf("a banner of a link's own text is shown:\n%s", body)
+	}
 	events, err := f.st.Audit().Events(context.Background(), time.Now().Add(-time.Hour), 0)
 	if err != nil {
 		t.Fatal(err)

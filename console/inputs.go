@@ -158,7 +158,7 @@ func (c *Console) answer(ctx context.Context, w http.ResponseWriter, r *http.Req
 		airlock.AnswerDecline: "Declined %s: the server is told you will not answer.",
 		airlock.AnswerCancel:  "Cancelled %s: the server is told the question was dismissed.",
 	}[ans.Action]
-	done(w, r, Prefix+"inputs", fmt.Sprintf(msg, id))
+	c.done(w, r, Prefix+"inputs", fmt.Sprintf(msg, id))
 }
 
 // formContent reads a form's fields from the page's form: a field left

@@ -44,7 +44,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name, title str
 func (c *Console) renderStatus(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
 	as := c.actor(r)
 	p := page{Name: name, Title: title, Viewer: as.Principal.Tenant + "/" + as.Principal.User, All: as.AllPrincipals,
-		Signed: c.signin != nil, CSRF: c.csrfToken(c.session(w, r)), Flash: printable(r.URL.Query().Get("done"), 300), Self: r.URL.RequestURI(),
+		Signed: c.signin != nil, CSRF: c.csrfToken(c.session(w, r)), Flash: c.flash(r), Self: r.URL.RequestURI(),
 		Now: time.Now(), Data: data}
 	p.Stream, _ = r.Context().Value(streamKey{}).(string)
 	if as.AllPrincipals {
@@ -108,8 +108,8 @@ func (c *Console) viewerName(r *http.Request) string {
 
 // done redirects, after an action, to the page it was taken on, with a
 // message to show there.
-func done(w http.ResponseWriter, r *http.Request, to, msg string) {
-	http.Redirect(w, r, to+"?done="+url.QueryEscape(msg), http.StatusSeeOther)
+func (c *Console) done(w http.ResponseWriter, r *http.Request, to, msg string) {
+	http.Redirect(w, r, to+"?done="+url.QueryEscape(msg)+"&seal="+c.seal(msg), http.StatusSeeOther)
 }
 
 // refuse writes the page for a POST that checkAction refused.
@@ -191,7 +191,7 @@ func (c *Console) decide(ctx context.Context, w http.ResponseWriter, r *http.Req
 		c.storeFailed(w, r, err)
 		return
 	}
-	done(w, r, Prefix+"approvals", msg)
+	c.done(w, r, Prefix+"approvals", msg)
 }
 
 // A recordView is one journal record as the recovery page shows it.
@@ -241,7 +241,7 @@ func (c *Console) resolve(ctx context.Context, w http.ResponseWriter, r *http.Re
 		c.storeFailed(w, r, err)
 		return
 	}
-	done(w, r, Prefix+"recovery", fmt.Sprintf("Resolved %s as %s.", id, outcome))
+	c.done(w, r, Prefix+"recovery", fmt.Sprintf("Resolved %s as %s.", id, outcome))
 }
 
 // A serverView is one server as the servers page shows it.
