@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -364,6 +365,44 @@ func TestDiscoveryDeadline(t *testing.T) {
 			}
 			if st, _ := c.Status(context.Background(), e.srv, e.who); st.LoggedIn {
 				t.Error("logged in")
+			}
+		})
+	}
+}
+
+// TestRefreshTokenSentOnce: an authorization server whose metadata names
+// no token_endpoint_auth_methods_supported (or only "none", as one that
+// serves public clients does) gets each refresh token once. A refresh
+// whose answer is lost (a 502 from a proxy after the authorization server
+// rotated the token) must not be followed by the same refresh token in
+// another form: a rotating authorization server takes that for a stolen
+// token and revokes the grant.
+func TestRefreshTokenSentOnce(t *testing.T) {
+	for _, methods := range [][]string{nil, {"none"}} {
+		t.Run(fmt.Sprint(methods), func(t *testing.T) {
+			p := newTokenProxy(t)
+			e := newEnv(t, &envOptions{metadata: func(self string, doc map[string]any) {
+				doc["issuer"] = self
+				p.real = doc["token_endpoint"].(string)
+				doc["token_endpoint"] = p.URL
+				if methods == nil {
+					delete(doc, "token_endpoint_auth_methods_supported")
+				} else {
+					doc["token_endpoint_auth_methods_supported"] = methods
+				}
+			}})
+			e.login()
+			p.setEdit(func(grant string, a map[string]any) (int, map[string]any) {
+				if grant == "refresh_token" {
+					return http.StatusBadGateway, map[string]any{}
+				}
+				return http.StatusOK, a
+			})
+			cs := e.openSession()
+			e.clock.advance(10 * time.Minute)
+			call(cs, "read")
+			if n := p.refreshes.Load(); n != 1 {
+				t.Errorf("refresh requests = %d, want 1: a refresh token is sent once per refresh", n)
 			}
 		})
 	}

@@ -161,7 +161,7 @@ func (c *Client) loginLocked(ctx context.Context, srv *Server, who Owner, extra 
 			Issuer:       p.Issuer,
 			Resource:     d.prm.Resource,
 			TokenURL:     oc.Endpoint.TokenURL,
-			AuthStyle:    int(oc.Endpoint.AuthStyle),
+			AuthStyle:    int(tokenAuthStyle(oc.Endpoint.AuthStyle, oc.ClientSecret)),
 			ClientID:     oc.ClientID,
 			ClientSecret: oc.ClientSecret,
 			AccessToken:  tok.AccessToken,

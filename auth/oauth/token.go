@@ -218,7 +218,7 @@ func (c *Client) refreshLocked(ctx context.Context, srv *Server, ps *partState) 
 	cfg := &oauth2.Config{
 		ClientID:     rec.ClientID,
 		ClientSecret: rec.ClientSecret,
-		Endpoint:     oauth2.Endpoint{TokenURL: rec.TokenURL, AuthStyle: oauth2.AuthStyle(rec.AuthStyle)},
+		Endpoint:     oauth2.Endpoint{TokenURL: rec.TokenURL, AuthStyle: tokenAuthStyle(oauth2.AuthStyle(rec.AuthStyle), rec.ClientSecret)},
 	}
 	expired := &oauth2.Token{RefreshToken: rec.RefreshToken, Expiry: time.Unix(1, 0)}
 	tok, err := cfg.TokenSource(context.WithValue(ctx, oauth2.HTTPClient, hc), expired).Token()
@@ -313,4 +313,22 @@ func (t resourceParam) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.ContentLength = int64(len(body))
 	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	return t.base.RoundTrip(r)
+}
+
+// tokenAuthStyle settles how the client identifies itself at the token
+// endpoint. golang.org/x/oauth2's auto-detection sends a request that
+// fails once more in the other form, which for a refresh means the same
+// refresh token twice: an authorization server that rotated it on the
+// first request (whose answer was then lost) takes the second for a
+// stolen token and revokes the grant. A public client names itself in the
+// form (RFC 6749 §3.2.1); a confidential one uses HTTP Basic, the default
+// of RFC 8414's token_endpoint_auth_methods_supported.
+func tokenAuthStyle(style oauth2.AuthStyle, secret string) oauth2.AuthStyle {
+	if style != oauth2.AuthStyleAutoDetect {
+		return style
+	}
+	if secret == "" {
+		return oauth2.AuthStyleInParams
+	}
+	return oauth2.AuthStyleInHeader
 }
