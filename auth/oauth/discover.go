@@ -72,7 +72,7 @@ func resourceMetadata(ctx context.Context, pin *pinned, srv *Server, challengeUR
 		}
 	}
 	if challengeURL != "" {
-		if u, err := url.Parse(challengeURL); err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != "" {
+		if u, err := url.Parse(challengeURL); err == nil && protected(u) && u.Host != "" {
 			add(challengeURL, nil)
 		}
 	}
@@ -191,6 +191,14 @@ func checkEndpoints(ctx context.Context, g *egress.Guard, srv *Server, asm *oaut
 
 var errNotFound = errors.New("not found")
 
+// protected reports whether u is https, or plain http to a loopback
+// address, as every URL whose answer decides where credentials go must be
+// (RFC 8414 §2, RFC 9728 §3): the SDK holds an authorization server's
+// metadata to the same rule.
+func protected(u *url.URL) bool {
+	return u.Scheme == "https" || (u.Scheme == "http" && egress.IsLoopbackHost(u.Hostname()))
+}
+
 // legacyResourceMetadata stands in for the protected resource metadata of
 // a 2025-03-26 server, which publishes none: its authorization server is
 // the origin of its MCP endpoint. The SDK takes the origin of the
@@ -227,6 +235,12 @@ func fetchAuthServerMetadata(ctx context.Context, issuer string, hc *http.Client
 	u, err := url.Parse(issuer)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("the issuer %q is not a URL", issuer)
+	}
+	if !protected(u) {
+		// Its metadata names the token endpoint the client's secret or
+		// assertion goes to: read over plain http, anyone on the way
+		// could name their own.
+		return nil, fmt.Errorf("the issuer %q does not use https (plain http only to a loopback address)", issuer)
 	}
 	path := strings.Trim(u.Path, "/")
 	suffixes := []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"}

@@ -1,9 +1,11 @@
 package oauth
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -52,3 +54,26 @@ func TestGrantedScopesAreTokens(t *testing.T) {
 		t.Errorf("grantedScopes = %q, want [mcp:read]", got)
 	}
 }
+
+// TestPlainHTTPMetadataIsNotFetched: an authorization server's metadata
+// names the token endpoint a client secret goes to, so it is never read
+// over plain http from a host that is not loopback (a client credentials
+// login fetches it without the SDK, which refuses such a URL itself).
+func TestPlainHTTPMetadataIsNotFetched(t *testing.T) {
+	var sent atomic.Int64
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		sent.Add(1)
+		return &http.Response{StatusCode: http.StatusNotFound, Body: http.NoBody, Request: r}, nil
+	})}
+	_, err := fetchAuthServerMetadata(context.Background(), "http://as.example.com", hc)
+	if err == nil || !strings.Contains(err.Error(), "does not use https") || sent.Load() != 0 {
+		t.Errorf("fetchAuthServerMetadata(http://as.example.com) = %v after %d requests; want a refusal before any request", err, sent.Load())
+	}
+	if _, err := fetchAuthServerMetadata(context.Background(), "http://127.0.0.1:9", hc); err != nil {
+		t.Errorf("fetchAuthServerMetadata(loopback) = %v, want nil (every URL answered 404)", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
