@@ -407,3 +407,25 @@ func TestRefreshTokenSentOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenErrorCodeIsNotEchoed: an authorization server that puts what it
+// was sent (here a canary standing for the refresh token) into its error
+// code does not get it into the error, which reaches logs, the terminal
+// and a model's tool result.
+func TestTokenErrorCodeIsNotEchoed(t *testing.T) {
+	const canary = "rt-CANARY-4f2a9c"
+	e, p := envWithTokenProxy(t, nil)
+	e.login()
+	p.setEdit(func(grant string, a map[string]any) (int, map[string]any) {
+		if grant == "refresh_token" {
+			return http.StatusBadRequest, map[string]any{"error": "invalid " + canary}
+		}
+		return http.StatusOK, a
+	})
+	cs := e.openSession()
+	e.clock.advance(10 * time.Minute)
+	_, err := call(cs, "read")
+	if err == nil || strings.Contains(err.Error(), canary) || !strings.Contains(err.Error(), "answered 400") {
+		t.Errorf("call = %v; want the refresh refused, naming the status and not the echoed text", err)
+	}
+}

@@ -315,12 +315,31 @@ func clean(err error) error {
 		if re.Response != nil {
 			status = re.Response.StatusCode
 		}
+		if registeredErrors[re.ErrorCode] {
+			return fmt.Errorf("the token endpoint answered %d with error %s", status, re.ErrorCode)
+		}
 		if re.ErrorCode != "" {
-			return fmt.Errorf("the token endpoint answered %d with error %s", status, printable(re.ErrorCode, 64))
+			// An error code is the authorization server's text: one that
+			// echoes what it was sent (a refresh token, a code) must not
+			// carry it into messages, logs and results.
+			return fmt.Errorf("the token endpoint answered %d with an error code that is not a registered OAuth error", status)
 		}
 		return fmt.Errorf("the token endpoint answered %d", status)
 	}
 	return err
+}
+
+// registeredErrors are the error codes of the token and registration
+// endpoints in RFC 6749, RFC 7591, RFC 8628, RFC 8707, RFC 9449 and
+// OpenID Connect: the ones a message may name.
+var registeredErrors = map[string]bool{
+	"invalid_request": true, "invalid_client": true, "invalid_grant": true, "unauthorized_client": true,
+	"unsupported_grant_type": true, "invalid_scope": true, "access_denied": true, "server_error": true,
+	"temporarily_unavailable": true, "invalid_target": true, "invalid_dpop_proof": true, "use_dpop_nonce": true,
+	"authorization_pending": true, "slow_down": true, "expired_token": true, "invalid_token": true,
+	"insufficient_scope": true, "invalid_redirect_uri": true, "invalid_client_metadata": true,
+	"invalid_software_statement": true, "unapproved_software_statement": true, "interaction_required": true,
+	"login_required": true, "consent_required": true,
 }
 
 // registration is a dynamically registered client, kept per partition.
