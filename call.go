@@ -168,8 +168,8 @@ func (h *Host) Call(ctx context.Context, snap *Snapshot, c Call) *Result {
 // exactStructured is the structuredContent of a tools/call result as the
 // server wrote it, numbers as json.Number; nil when it has none.
 func exactStructured(raw json.RawMessage) *any {
-	if !bytes.Contains(raw, []byte(`"structuredContent"`)) {
-		return nil
+	if !mayLoseDigits(raw) || !bytes.Contains(raw, []byte(`"structuredContent"`)) {
+		return nil // the SDK's float64 keeps every number it holds
 	}
 	var res struct {
 		StructuredContent json.RawMessage `json:"structuredContent"`
@@ -182,6 +182,26 @@ func exactStructured(raw json.RawMessage) *any {
 		return nil
 	}
 	return &v
+}
+
+// mayLoseDigits reports whether raw holds a number that a float64 may not
+// keep exactly: one of 16 significant digits or more (every number of 15
+// or fewer is kept). A run of digits in a string counts too; it only costs
+// the exact decode.
+func mayLoseDigits(raw []byte) bool {
+	run := 0
+	for _, c := range raw {
+		switch {
+		case '0' <= c && c <= '9':
+			if run++; run >= 16 {
+				return true
+			}
+		case c == '.':
+		default:
+			run = 0
+		}
+	}
+	return false
 }
 
 // describe sets what hooks see of q.
