@@ -199,15 +199,16 @@ var errBroken = errors.New("the connection broke")
 
 var errUndelivered = errors.New("the connection failed while the request was being sent")
 
-// lastWords is, for a call whose server died under it, the end of what
-// the server wrote on stderr, to close the failure's message: bounded,
-// escaped and redacted, and only on connection_error and outcome_unknown,
-// which are for a person and carry nothing to the model.
+// lastWords is, for a call whose server died under it (or stopped reading
+// its input), the end of what the server wrote on stderr, to close the
+// failure's message: bounded, escaped and redacted, and only on
+// connection_error and outcome_unknown, which are for a person and carry
+// nothing to the model.
 func (h *Host) lastWords(q *request) string {
 	if q.sent == nil || q.r.Status != ConnectionError && q.r.Status != OutcomeUnknown {
 		return ""
 	}
-	if f := q.sent.conn.Fault(); f == nil || f.Kind != upstream.FaultExited {
+	if f := q.sent.conn.Fault(); f == nil || f.Kind != upstream.FaultExited && f.Kind != upstream.FaultStalled {
 		return ""
 	}
 	return upstream.StderrSuffix(h.gov.redactor.String(q.sent.conn.LastWords()))
@@ -243,6 +244,8 @@ func (h *Host) callError(ctx context.Context, q *request, err error) *Error {
 		return e(ConnectionError, "%s: the server answered that its session is gone (HTTP 404)", tool.Name)
 	case notDialed(err):
 		return e(ConnectionError, "%s: server %s could not be reached, so nothing was sent: %v", tool.Name, tool.Server, err)
+	case errors.Is(err, errTimeout) && f != nil && f.Kind == upstream.FaultStalled:
+		return e(ConnectionError, "%s: not sent whole within %s (request_timeout): %s; the request was cancelled", tool.Name, srv.cfg.RequestTimeout, f.Msg)
 	case errors.Is(err, errTimeout):
 		return e(ConnectionError, "%s: no answer within %s (request_timeout); the request was cancelled", tool.Name, srv.cfg.RequestTimeout)
 	case errors.Is(err, errTooLong):

@@ -297,8 +297,8 @@ func TestServerThatStopsReadingStdin(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the call took %v, want it ended by request_timeout (1s)", d.Round(time.Millisecond))
 	}
-	if r.Status == airlock.OK {
-		t.Errorf("status = %s, want a failure", r.Status)
+	if r.Status == airlock.OK || r.Err == nil || !strings.Contains(r.Err.Msg, "stopped reading its input") {
+		t.Errorf("status = %s (%v), want a failure that says the server stopped reading its input", r.Status, r.Err)
 	}
 	<-first
 }

@@ -251,7 +251,7 @@ func retryAfter(h http.Header) time.Duration {
 		return 0
 	}
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if d, ok := wait(v, time.Millisecond); ok {
+		if d, ok := retryWait(v, time.Millisecond); ok {
 			return d
 		}
 	}
@@ -259,7 +259,7 @@ func retryAfter(h http.Header) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if d, ok := wait(v, time.Second); ok {
+	if d, ok := retryWait(v, time.Second); ok {
 		return d
 	}
 	if t, err := http.ParseTime(v); err == nil {
@@ -268,10 +268,10 @@ func retryAfter(h http.Header) time.Duration {
 	return 0
 }
 
-// wait reads v as a positive number of units. A wait too long for a
+// retryWait reads v as a positive number of units. A wait too long for a
 // Duration (or infinite) is the longest one: converted, it would overflow
 // to a negative wait, read as none at all.
-func wait(v string, unit time.Duration) (time.Duration, bool) {
+func retryWait(v string, unit time.Duration) (time.Duration, bool) {
 	var n float64
 	if _, err := fmt.Sscanf(v, "%g", &n); err != nil || !(n > 0) {
 		return 0, false

@@ -112,6 +112,9 @@ const (
 	// FaultRefused: a remote server refused the connection when a stream
 	// was to be resumed: nothing listens at its address any more.
 	FaultRefused
+	// FaultStalled: a stdio server stopped reading its input, and a
+	// message to it could not be written whole.
+	FaultStalled
 )
 
 // A Fault is the first reason a connection stopped working.
@@ -698,7 +701,7 @@ func (c *guardedConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// Part of the message may be in the pipe: nothing more can be
 		// sent on it. The deadline stays in the past.
-		c.fault(Fault{Kind: FaultExited, Msg: "server stopped reading its input (stdin): a message to it could not be written"})
+		c.fault(Fault{Kind: FaultStalled, Msg: "server stopped reading its input (stdin): a message to it could not be written"})
 		return err
 	}
 	c.stdin.SetWriteDeadline(time.Time{})
