@@ -50,7 +50,8 @@ func checkMessage(body []byte) (*jsonrpc.Error, jsonrpc.ID) {
 // written (nil when it has none), and whether it has a method (request)
 // or a result or an error (response). It stops once it knows the id and
 // the kind, which a client sends first ("jsonrpc", "id", "method"), so
-// that a call's params, most of its bytes, are not read again here; ok
+// that a call's params, most of its bytes, are not read again here (nor
+// a response's result, which serve --stdio looks at too); ok
 // is false for what is not a JSON object.
 func head(body []byte) (id json.RawMessage, request, response, ok bool) {
 	d := json.NewDecoder(bytes.NewReader(body))
@@ -70,7 +71,12 @@ func head(body []byte) (id json.RawMessage, request, response, ok bool) {
 		case "method":
 			request, err = true, d.Decode(&skip)
 		case "result", "error":
-			response, err = true, d.Decode(&skip)
+			if response = true; id != nil {
+				// The kind is known by the key: a response's result,
+				// most of its bytes, is not read.
+				return id, request, response, true
+			}
+			err = d.Decode(&skip)
 		default:
 			err = d.Decode(&skip)
 		}
